@@ -1,0 +1,1 @@
+"""The pure core of QueueFlow: domain types and decisions. No I/O, no clock: time is an argument."""

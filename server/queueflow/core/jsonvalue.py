@@ -1,0 +1,73 @@
+"""JSON values as the stores keep them: what can be stored, and JSONB containment."""
+
+from __future__ import annotations
+
+import math
+
+from queueflow.core.errors import FieldError
+from queueflow.core.types import JSON
+
+MAX_DEPTH = 128
+"""Deeper documents are rejected: they are never legitimate payloads and can exhaust a parser's stack."""
+
+
+def storage_errors(value: JSON, loc: tuple[str | int, ...], depth: int = 0) -> list[FieldError]:
+    """Why `value` cannot be stored as JSONB/TEXT (PostgreSQL rejects NUL and invalid UTF-8), if it can't."""
+    if isinstance(value, str):
+        return _text_errors(value, loc)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return []
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [FieldError(loc, "numbers must be finite")]
+    if depth >= MAX_DEPTH:
+        return [FieldError(loc, f"nested deeper than {MAX_DEPTH} levels")]
+    if isinstance(value, dict):
+        errors: list[FieldError] = []
+        for key, item in value.items():
+            if not isinstance(key, str):
+                errors.append(FieldError(loc, "object keys must be strings"))
+                continue
+            errors += _text_errors(key, (*loc, key))
+            errors += storage_errors(item, (*loc, key), depth + 1)
+        return errors
+    if isinstance(value, list | tuple):
+        errors = []
+        for index, item in enumerate(value):
+            errors += storage_errors(item, (*loc, index), depth + 1)
+        return errors
+    return [FieldError(loc, f"{type(value).__name__} is not a JSON value")]
+
+
+def _text_errors(text: str, loc: tuple[str | int, ...]) -> list[FieldError]:
+    if "\x00" in text:
+        return [FieldError(loc, "text may not contain NUL (\\u0000) characters")]
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return [FieldError(loc, "text must be valid Unicode (no lone surrogates)")]
+    return []
+
+
+def contains(container: JSON, contained: JSON, *, top: bool = True) -> bool:
+    """PostgreSQL's `jsonb @> jsonb`: objects contain sub-objects, arrays contain elements, scalars equal."""
+    if isinstance(contained, dict):
+        return isinstance(container, dict) and all(
+            key in container and contains(container[key], item, top=False) for key, item in contained.items()
+        )
+    if isinstance(contained, list):
+        return isinstance(container, list) and all(
+            any(contains(candidate, item, top=False) for candidate in container) for item in contained
+        )
+    if top and isinstance(container, list):
+        # Only at the top level does an array contain a bare scalar that is one of its elements.
+        return any(_same_scalar(candidate, contained) for candidate in container)
+    return _same_scalar(container, contained)
+
+
+def _same_scalar(a: JSON, b: JSON) -> bool:
+    # JSON distinguishes true from 1, Python does not.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
+        return False
+    return bool(a == b)

@@ -1,0 +1,58 @@
+"""The job state machine: which transitions are allowed, and what a failure turns into.
+
+    pending ──claim──▶ running ──complete──▶ completed
+       ▲  ▲               │ ├──fail, budget left──▶ retrying ──claim──▶ running …
+       │  │               │ └──fail, no budget / not retryable──▶ dead_letter
+       │  └──retry────────┼──────────────────────────────────── dead_letter | cancelled
+       │                  └──lease expired (janitor) = a retryable failure
+    pending | retrying | running ──cancel──▶ cancelled
+
+A delivery is one claim. `retry_count` counts failed deliveries that were given another try, so a job is
+delivered at most `max_retries + 1` times before it dead-letters.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from queueflow.core.backoff import RandomSource, backoff_delay
+from queueflow.core.types import Job, JobStatus
+
+
+def lease_until(job: Job, now: datetime, lease_seconds: float) -> datetime:
+    """A lease of `lease_seconds` from `now`, never past the current delivery's timeout deadline."""
+    until = now + timedelta(seconds=lease_seconds)
+    deadline = job.deadline
+    return until if deadline is None else min(until, deadline)
+
+
+def lease_expired(job: Job, now: datetime) -> bool:
+    return job.locked_until is None or job.locked_until <= now
+
+
+def holds_lease(job: Job, lease_token: str, now: datetime) -> bool:
+    """Whether `lease_token` owns `job` at `now`: the row's current token on a running, unexpired lease."""
+    return job.status is JobStatus.RUNNING and job.lease_token == lease_token and not lease_expired(job, now)
+
+
+def retry_at(
+    job: Job,
+    now: datetime,
+    *,
+    retryable: bool,
+    rng: RandomSource,
+    retry_after_seconds: float | None = None,
+) -> datetime | None:
+    """When a failed delivery of `job` runs again, or None when it dead-letters instead."""
+    if not retryable or job.retry_count >= job.max_retries:
+        return None
+    delay = retry_after_seconds if retry_after_seconds is not None else backoff_delay(job.backoff, job.retry_count, rng)
+    return now + timedelta(seconds=delay)
+
+
+def expiry_reason(job: Job, now: datetime) -> str:
+    """The error recorded when the janitor reclaims `job`: its timeout, or a worker that went silent."""
+    deadline = job.deadline
+    if deadline is not None and deadline <= now:
+        return f"timed out after {job.timeout_seconds:g} s"
+    return "lease expired: the worker stopped heartbeating"

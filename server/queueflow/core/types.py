@@ -1,0 +1,224 @@
+"""Domain types. Plain frozen dataclasses: the store records them, the API renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+JSON = Any
+"""Any value JSON can carry (dict, list, str, int, float, bool, None)."""
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    COMPLETED = "completed"
+    DEAD_LETTER = "dead_letter"
+    CANCELLED = "cancelled"
+
+
+CLAIMABLE = frozenset({JobStatus.PENDING, JobStatus.RETRYING})
+"""Statuses of a job that waits on its queue (claimable once `scheduled_at` has passed)."""
+CANCELLABLE = frozenset({JobStatus.PENDING, JobStatus.RETRYING, JobStatus.RUNNING})
+RETRIABLE = frozenset({JobStatus.DEAD_LETTER, JobStatus.CANCELLED})
+"""Statuses from which a job may be replayed (`POST /v1/jobs/{id}/retry`)."""
+FINISHED = frozenset({JobStatus.COMPLETED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED})
+
+
+class BackoffStrategy(StrEnum):
+    EXPONENTIAL = "exponential"
+    LINEAR = "linear"
+    FIXED = "fixed"
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    strategy: BackoffStrategy = BackoffStrategy.EXPONENTIAL
+    base_seconds: float = 1.0
+    max_seconds: float = 3600.0
+    jitter: bool = True
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "strategy": self.strategy.value,
+            "base_seconds": self.base_seconds,
+            "max_seconds": self.max_seconds,
+            "jitter": self.jitter,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, JSON]) -> BackoffPolicy:
+        return cls(
+            strategy=BackoffStrategy(data["strategy"]),
+            base_seconds=float(data["base_seconds"]),
+            max_seconds=float(data["max_seconds"]),
+            jitter=bool(data["jitter"]),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewJob:
+    """What a caller asks to enqueue. Validated by `core.validation.check_new_job`."""
+
+    task_name: str
+    queue_name: str = "default"
+    payload: dict[str, JSON] = field(default_factory=dict)
+    priority: int = 0
+    run_at: datetime | None = None
+    delay_seconds: float | None = None
+    max_retries: int = 3
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    timeout_seconds: float | None = None
+    metadata: dict[str, JSON] = field(default_factory=dict)
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """A job row. `lease_token` is the current owner's proof; it never leaves through a tenant route."""
+
+    id: str
+    tenant_id: str
+    queue_name: str
+    task_name: str
+    payload: dict[str, JSON]
+    status: JobStatus
+    priority: int
+    scheduled_at: datetime
+    max_retries: int
+    backoff: BackoffPolicy
+    timeout_seconds: float | None
+    metadata: dict[str, JSON]
+    created_at: datetime
+    idempotency_key: str | None = None
+    locked_until: datetime | None = None
+    lease_token: str | None = None
+    delivery_count: int = 0
+    retry_count: int = 0
+    next_retry_at: datetime | None = None
+    result: JSON = None
+    error_message: str | None = None
+    workflow_id: str | None = None
+    workflow_step_id: str | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When the current delivery's timeout expires (`started_at` is the current delivery's claim time)."""
+        if self.status is not JobStatus.RUNNING or self.timeout_seconds is None or self.started_at is None:
+            return None
+        return self.started_at + timedelta(seconds=self.timeout_seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    job: Job
+    created: bool
+    """False when an idempotency key resolved to an existing job."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobFilter:
+    queue_name: str | None = None
+    status: JobStatus | None = None
+    task_name: str | None = None
+    workflow_id: str | None = None
+    metadata: dict[str, JSON] | None = None
+    """Jobs whose metadata contains this object (JSONB `@>` semantics)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A position in a newest-first listing: rows strictly after (older than) this one."""
+
+    created_at: datetime
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueCounts:
+    """Disjoint counts of one queue's jobs, as the store sees them at `now`."""
+
+    name: str
+    pending: int = 0
+    scheduled: int = 0
+    running: int = 0
+    retrying: int = 0
+    completed: int = 0
+    dead_letter: int = 0
+    cancelled: int = 0
+    oldest_due_at: datetime | None = None
+    """`scheduled_at` of the oldest claimable job, if any."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueStats:
+    name: str
+    pending: int
+    scheduled: int
+    running: int
+    retrying: int
+    completed: int
+    dead_letter: int
+    cancelled: int
+    oldest_pending_age_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    job_id: str
+    lease_token: str
+    result: JSON = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailureRequest:
+    """A worker's report that a delivery failed; the engine turns it into a `Failure`."""
+
+    job_id: str
+    lease_token: str
+    error: str
+    retryable: bool = True
+    retry_after_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A decided failure, for the store to record: `retry_at` set → retrying, None → dead_letter."""
+
+    job_id: str
+    lease_token: str
+    error: str
+    retry_at: datetime | None
+
+
+class AckOutcome(StrEnum):
+    OK = "ok"
+    LEASE_LOST = "lease_lost"
+
+
+@dataclass(frozen=True, slots=True)
+class AckResult:
+    id: str
+    outcome: AckOutcome
+    status: JobStatus | None
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    reclaimed: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    deleted: int = 0

@@ -1,0 +1,121 @@
+"""Input rules of API.md, checked in one place for the HTTP layer, the engine and embedders alike.
+
+Every check collects all problems before it fails, so a caller learns every bad field at once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.jsonvalue import storage_errors
+from queueflow.core.types import JSON, BackoffPolicy, NewJob
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+"""Queue and schedule names."""
+
+MAX_DELAY_SECONDS = 315_360_000.0  # ten years
+MAX_TIMEOUT_SECONDS = 604_800.0  # a week
+MAX_LEASE_SECONDS = 3600.0
+MAX_BATCH = 1000
+MAX_LEASE_QUEUES = 50
+
+Loc = tuple[str | int, ...]
+
+
+def check(errors: list[FieldError]) -> None:
+    if errors:
+        raise ValidationError.of(errors)
+
+
+def text_errors(value: str, loc: Loc, *, min_len: int = 1, max_len: int) -> list[FieldError]:
+    if not isinstance(value, str):
+        return [FieldError(loc, "must be a string")]
+    if not min_len <= len(value) <= max_len:
+        return [FieldError(loc, f"must be {min_len}–{max_len} characters long")]
+    return storage_errors(value, loc)
+
+
+def name_errors(value: str, loc: Loc) -> list[FieldError]:
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        return [FieldError(loc, "must match ^[A-Za-z0-9_.:-]{1,100}$")]
+    return []
+
+
+def int_errors(value: int, loc: Loc, low: int, high: int) -> list[FieldError]:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return [FieldError(loc, "must be an integer")]
+    if not low <= value <= high:
+        return [FieldError(loc, f"must be between {low} and {high}")]
+    return []
+
+
+def number_errors(value: float, loc: Loc, low: float, high: float) -> list[FieldError]:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return [FieldError(loc, "must be a number")]
+    if not math.isfinite(value) or not low <= value <= high:
+        return [FieldError(loc, f"must be between {low:g} and {high:g}")]
+    return []
+
+
+def object_errors(value: JSON, loc: Loc) -> list[FieldError]:
+    if not isinstance(value, dict):
+        return [FieldError(loc, "must be a JSON object")]
+    return storage_errors(value, loc)
+
+
+def backoff_errors(policy: BackoffPolicy, loc: Loc) -> list[FieldError]:
+    errors = number_errors(policy.base_seconds, (*loc, "base_seconds"), 0.001, 86_400)
+    errors += number_errors(policy.max_seconds, (*loc, "max_seconds"), 0.001, MAX_TIMEOUT_SECONDS)
+    if not errors and policy.max_seconds < policy.base_seconds:
+        errors.append(FieldError((*loc, "max_seconds"), "must be at least base_seconds"))
+    return errors
+
+
+def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
+    errors = text_errors(job.task_name, (*loc, "task_name"), max_len=200)
+    errors += name_errors(job.queue_name, (*loc, "queue_name"))
+    errors += object_errors(job.payload, (*loc, "payload"))
+    errors += int_errors(job.priority, (*loc, "priority"), -1000, 1000)
+    if job.run_at is not None:
+        if not isinstance(job.run_at, datetime) or job.run_at.utcoffset() is None:
+            errors.append(FieldError((*loc, "run_at"), "must be a date-time with a UTC offset"))
+        if job.delay_seconds is not None:
+            errors.append(FieldError((*loc, "delay_seconds"), "cannot be combined with run_at"))
+    if job.delay_seconds is not None:
+        errors += number_errors(job.delay_seconds, (*loc, "delay_seconds"), 0, MAX_DELAY_SECONDS)
+    errors += int_errors(job.max_retries, (*loc, "max_retries"), 0, 100)
+    errors += backoff_errors(job.backoff, (*loc, "backoff"))
+    if job.timeout_seconds is not None:
+        errors += number_errors(job.timeout_seconds, (*loc, "timeout_seconds"), 1, MAX_TIMEOUT_SECONDS)
+    errors += object_errors(job.metadata, (*loc, "metadata"))
+    if job.idempotency_key is not None:
+        errors += text_errors(job.idempotency_key, (*loc, "idempotency_key"), max_len=255)
+    return errors
+
+
+def check_new_jobs(jobs: Sequence[NewJob]) -> None:
+    """Raise one ValidationError naming every bad field of a batch (locations start with the item index)."""
+    if not 1 <= len(jobs) <= MAX_BATCH:
+        raise ValidationError.of([FieldError(("jobs",), f"must hold 1–{MAX_BATCH} jobs")])
+    if len(jobs) == 1:
+        check(new_job_errors(jobs[0]))
+        return
+    errors: list[FieldError] = []
+    for index, job in enumerate(jobs):
+        errors += new_job_errors(job, ("jobs", index))
+    check(errors)
+
+
+def lease_errors(queues: Sequence[str], max_jobs: int, lease_seconds: float) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if not 1 <= len(queues) <= MAX_LEASE_QUEUES:
+        errors.append(FieldError(("queues",), f"must name 1–{MAX_LEASE_QUEUES} queues"))
+    for index, queue in enumerate(queues):
+        errors += name_errors(queue, ("queues", index))
+    errors += int_errors(max_jobs, ("max_jobs",), 1, MAX_BATCH)
+    errors += number_errors(lease_seconds, ("lease_seconds",), 1, MAX_LEASE_SECONDS)
+    return errors

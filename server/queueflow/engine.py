@@ -1,0 +1,285 @@
+"""Engine: every QueueFlow use case, over a JobStore and a Clock.
+
+The engine is the only caller of the store. It validates input, reads the clock, asks `core` what should
+happen and has the store record it; it turns the store's "nothing matched" into the precise error.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from queueflow.core import validation
+from queueflow.core.backoff import RandomSource
+from queueflow.core.cursor import decode_cursor, encode_cursor
+from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
+from queueflow.core.ids import new_id
+from queueflow.core.lifecycle import expiry_reason, retry_at
+from queueflow.core.types import (
+    AckOutcome,
+    AckResult,
+    Completion,
+    Cursor,
+    Enqueued,
+    Failure,
+    FailureRequest,
+    Job,
+    JobFilter,
+    JobStatus,
+    MaintenanceReport,
+    NewJob,
+    Page,
+    QueueStats,
+)
+from queueflow.ports import Clock, JobStore
+
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    retention: timedelta | None = None
+    """Finished jobs older than this are deleted by maintenance; None keeps them forever."""
+    sweep_limit: int = 100
+    """Rows one maintenance sweep reclaims (and deletes) at most."""
+    janitor_lease_seconds: float = 60.0
+    """How long the janitor holds an expired job while it routes it through the failure policy."""
+
+
+class Engine:
+    def __init__(
+        self,
+        store: JobStore,
+        clock: Clock,
+        *,
+        rng: RandomSource | None = None,
+        settings: EngineSettings | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.rng: RandomSource = rng or random.SystemRandom()
+        self.settings = settings or EngineSettings()
+
+    # ---- jobs (tenant side) -------------------------------------------------------------------------
+
+    async def enqueue(self, tenant_id: str, job: NewJob) -> Enqueued:
+        """Insert one job; a known idempotency key returns the original job with `created=False`."""
+        (result,) = await self.enqueue_many(tenant_id, [job])
+        return result
+
+    async def enqueue_many(self, tenant_id: str, jobs: Sequence[NewJob]) -> list[Enqueued]:
+        """Insert every job or none, in one store operation."""
+        validation.check_new_jobs(jobs)
+        now = self.clock.now()
+        rows = [self._new_row(tenant_id, job, now) for job in jobs]
+        return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
+
+    def _new_row(self, tenant_id: str, job: NewJob, now: datetime) -> Job:
+        if job.run_at is not None:
+            scheduled_at = job.run_at.astimezone(now.tzinfo)
+        else:
+            scheduled_at = now + timedelta(seconds=job.delay_seconds or 0)
+        return Job(
+            id=new_id("job", now, self.rng),
+            tenant_id=tenant_id,
+            queue_name=job.queue_name,
+            task_name=job.task_name,
+            payload=job.payload,
+            status=JobStatus.PENDING,
+            priority=job.priority,
+            scheduled_at=scheduled_at,
+            max_retries=job.max_retries,
+            backoff=job.backoff,
+            timeout_seconds=float(job.timeout_seconds) if job.timeout_seconds is not None else None,
+            metadata=job.metadata,
+            idempotency_key=job.idempotency_key,
+            created_at=now,
+        )
+
+    async def get_job(self, tenant_id: str, job_id: str) -> Job:
+        job = await self.store.job_get(job_id, tenant_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    async def list_jobs(
+        self, tenant_id: str, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None
+    ) -> Page[Job]:
+        validation.check(validation.int_errors(limit, ("limit",), 1, MAX_PAGE))
+        if where is not None and where.metadata is not None:
+            validation.check(validation.object_errors(where.metadata, ("metadata",)))
+        after = decode_cursor(cursor) if cursor is not None else None
+        rows = await self.store.job_list(tenant_id, where or JobFilter(), limit + 1, after)
+        return _page(rows, limit)
+
+    async def cancel_job(self, tenant_id: str, job_id: str) -> Job:
+        """Cancel a job that has not finished; a running job's lease token stops working at once."""
+        job = await self.store.job_cancel(tenant_id, job_id, self.clock.now())
+        if job is None:
+            current = await self.get_job(tenant_id, job_id)
+            raise InvalidState(f"job {job_id} is {current.status}; only unfinished jobs can be cancelled")
+        return job
+
+    async def retry_job(self, tenant_id: str, job_id: str) -> Job:
+        """Replay a dead-lettered or cancelled job now, with a fresh retry budget."""
+        job = await self.store.job_retry(tenant_id, job_id, self.clock.now())
+        if job is None:
+            current = await self.get_job(tenant_id, job_id)
+            raise InvalidState(f"job {job_id} is {current.status}; only dead_letter or cancelled jobs can be retried")
+        return job
+
+    async def queue_stats(self, tenant_id: str) -> list[QueueStats]:
+        now = self.clock.now()
+        return [
+            QueueStats(
+                name=counts.name,
+                pending=counts.pending,
+                scheduled=counts.scheduled,
+                running=counts.running,
+                retrying=counts.retrying,
+                completed=counts.completed,
+                dead_letter=counts.dead_letter,
+                cancelled=counts.cancelled,
+                oldest_pending_age_seconds=(
+                    (now - counts.oldest_due_at).total_seconds() if counts.oldest_due_at is not None else None
+                ),
+            )
+            for counts in await self.store.queue_counts(tenant_id, now)
+        ]
+
+    # ---- worker side --------------------------------------------------------------------------------
+
+    async def lease(self, queues: Sequence[str], *, max_jobs: int = 1, lease_seconds: float = 30.0) -> list[Job]:
+        """Claim up to `max_jobs` due jobs across `queues`, in claim order, each with a fresh lease token."""
+        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds))
+        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds)
+
+    async def heartbeat(self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0) -> Job:
+        """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline."""
+        validation.check(validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS))
+        job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds)
+        if job is None:
+            raise await self._lease_lost(job_id)
+        return job
+
+    async def complete(self, job_id: str, lease_token: str, result: object = None) -> Job:
+        (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
+        if job is None:
+            raise await self._lease_lost(job_id)
+        return job
+
+    async def fail(
+        self,
+        job_id: str,
+        lease_token: str,
+        error: str,
+        *,
+        retryable: bool = True,
+        retry_after_seconds: float | None = None,
+    ) -> Job:
+        """Record a failed delivery: retrying with backoff while budget is left and `retryable`, else dead_letter."""
+        request = FailureRequest(
+            job_id=job_id,
+            lease_token=lease_token,
+            error=error,
+            retryable=retryable,
+            retry_after_seconds=retry_after_seconds,
+        )
+        validation.check(_failure_errors(request, ()))
+        now = self.clock.now()
+        current = await self.store.job_get(job_id)
+        if current is None:
+            raise NotFound(f"no job {job_id}")
+        (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now)
+        if job is None:
+            raise await self._lease_lost(job_id)
+        return job
+
+    async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
+        """Complete and fail many jobs; each item succeeds or is `lease_lost` on its own."""
+        if not 1 <= len(complete) + len(fail) <= validation.MAX_BATCH:
+            raise ValidationError.of([FieldError((), f"an ack carries 1–{validation.MAX_BATCH} items")])
+        errors: list[FieldError] = []
+        for index, request in enumerate(fail):
+            errors += _failure_errors(request, ("fail", index))
+        validation.check(errors)
+        now = self.clock.now()
+        current = await self.store.job_get_many([item.job_id for item in fail])
+        decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
+        done = await self.store.job_complete_many(complete, now) if complete else []
+        failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
+        outcomes = list(zip([item.job_id for item in complete], done, strict=True))
+        outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
+        lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
+        return [
+            AckResult(job_id, AckOutcome.OK, job.status)
+            if job is not None
+            else AckResult(job_id, AckOutcome.LEASE_LOST, lost[job_id].status if job_id in lost else None)
+            for job_id, job in outcomes
+        ]
+
+    def _decide(self, job: Job, request: FailureRequest, now: datetime) -> Failure:
+        # Decided from the row as read; the store applies it only if the token still holds the lease, and a
+        # token is minted per claim, so the row the decision was made on is the row it is applied to.
+        when = retry_at(
+            job, now, retryable=request.retryable, rng=self.rng, retry_after_seconds=request.retry_after_seconds
+        )
+        return Failure(request.job_id, request.lease_token, request.error, when)
+
+    async def _lease_lost(self, job_id: str) -> Exception:
+        job = await self.store.job_get(job_id)
+        if job is None:
+            return NotFound(f"no job {job_id}")
+        if job.status is JobStatus.RUNNING:
+            return LeaseLost(f"job {job_id}: this lease token is stale or its lease has expired")
+        return LeaseLost(f"job {job_id} is {job.status}: this lease token no longer holds it")
+
+    # ---- maintenance --------------------------------------------------------------------------------
+
+    async def run_maintenance(self) -> MaintenanceReport:
+        """One janitor sweep: reclaim expired leases through the failure policy, then apply retention."""
+        now = self.clock.now()
+        expired = await self.store.job_lease_expired(
+            now, self.settings.sweep_limit, self.settings.janitor_lease_seconds
+        )
+        failures = [
+            Failure(
+                job.id,
+                job.lease_token or "",
+                expiry_reason(job, now),
+                retry_at(job, now, retryable=True, rng=self.rng),
+            )
+            for job in expired
+        ]
+        # A worker that completes while the janitor decides still holds its token and wins: such rows
+        # come back None here and are left as the worker finished them.
+        reclaimed = (
+            [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
+        )
+        deleted = 0
+        if self.settings.retention is not None:
+            deleted = await self.store.job_delete_finished(now - self.settings.retention, self.settings.sweep_limit)
+        return MaintenanceReport(
+            reclaimed=len(reclaimed),
+            retried=sum(job.status is JobStatus.RETRYING for job in reclaimed),
+            dead_lettered=sum(job.status is JobStatus.DEAD_LETTER for job in reclaimed),
+            deleted=deleted,
+        )
+
+
+def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list[FieldError]:
+    errors = validation.text_errors(request.error, (*loc, "error"), min_len=0, max_len=65_536)
+    if request.retry_after_seconds is not None:
+        errors += validation.number_errors(
+            request.retry_after_seconds, (*loc, "retry_after_seconds"), 0, validation.MAX_DELAY_SECONDS
+        )
+    return errors
+
+
+def _page(rows: list[Job], limit: int) -> Page[Job]:
+    if len(rows) <= limit:
+        return Page(rows, None)
+    last = rows[limit - 1]
+    return Page(rows[:limit], encode_cursor(Cursor(last.created_at, last.id)))

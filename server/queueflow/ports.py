@@ -1,0 +1,122 @@
+"""The engine's two ports: where jobs are kept (`JobStore`) and what time it is (`Clock`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, an aware UTC datetime."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class TestClock:
+    """A clock that moves only when told to: `advance(seconds=...)` or `set(dt)`."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = _utc(start or datetime(2026, 1, 1, tzinfo=UTC))
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float = 0.0, **delta: float) -> datetime:
+        """Move forward by `seconds` (and any other `timedelta` keyword: minutes, hours, days)."""
+        step = timedelta(seconds=seconds, **delta)
+        if step < timedelta(0):
+            raise ValueError("a TestClock never goes backwards")
+        self._now += step
+        return self._now
+
+    def set(self, when: datetime) -> datetime:
+        self._now = _utc(when)
+        return self._now
+
+
+def _utc(when: datetime) -> datetime:
+    if when.utcoffset() is None:
+        raise ValueError("QueueFlow only deals in aware datetimes")
+    return when.astimezone(UTC)
+
+
+class JobStore(Protocol):
+    """Where jobs live. Every method is one atomic operation; the adapter owns its transaction.
+
+    The store records what the engine decided. Methods that act for a tenant take `tenant_id` and never
+    see another tenant's rows; worker-side methods drain every tenant. Methods that return `None` (or a
+    `None` per item) leave it to the engine to say why: the row is missing, or not in the required state.
+    Every adapter raises only `QueueFlowError`s (a value it cannot store is a `ValidationError`).
+    """
+
+    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
+        """∅ → pending, for every row or none. A row whose (tenant_id, idempotency_key) already exists is
+        not inserted and resolves to the existing job: `(existing, False)`; otherwise `(row, True)`."""
+        ...
+
+    async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
+        """The job, if it exists (and, with a `tenant_id`, belongs to that tenant)."""
+        ...
+
+    async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        """The jobs that exist among `job_ids`, by id (any tenant)."""
+        ...
+
+    async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
+        """Up to `limit` of the tenant's jobs matching `where`, newest first (created_at, id descending),
+        strictly after `after`."""
+        ...
+
+    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` in
+        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token,
+        delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at its timeout.
+        Concurrent claimers never claim the same row."""
+        ...
+
+    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+        """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
+        capped at started_at + timeout_seconds. None when the lease is not held."""
+        ...
+
+    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
+        """running (token matches, locked_until > now) → completed with its result, lease cleared.
+        Each item on its own: None where the lease is not held."""
+        ...
+
+    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+        """running (token matches, locked_until > now) → retrying (retry_count + 1,
+        scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter; lease cleared,
+        error_message recorded. Each item on its own: None where the lease is not held."""
+        ...
+
+    async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        """pending | retrying | running → cancelled, lease token voided. None if missing or finished."""
+        ...
+
+    async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        """dead_letter | cancelled → pending at now, retry_count = 0, error kept. None if missing or other."""
+        ...
+
+    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds,
+        token unchanged, so no other janitor takes them while this one decides. Returns them as re-leased."""
+        ...
+
+    async def job_delete_finished(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` completed | dead_letter | cancelled jobs finished before `before`."""
+        ...
+
+    async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
+        """Per queue with any of the tenant's jobs, disjoint counts by state at `now`, by queue name."""
+        ...

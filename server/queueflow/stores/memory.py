@@ -1,0 +1,269 @@
+"""InMemoryJobStore: the whole JobStore contract in a process's memory, for tests and embedding.
+
+It is a real store, not a mock: it validates what it is given before it changes anything, so a call that
+fails leaves no trace, and it rejects exactly the values PostgreSQL would reject. Each method runs without
+awaiting, so on one event loop every call is atomic.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.jsonvalue import contains, storage_errors
+from queueflow.core.lifecycle import holds_lease, lease_until
+from queueflow.core.types import (
+    CANCELLABLE,
+    CLAIMABLE,
+    FINISHED,
+    JSON,
+    RETRIABLE,
+    Completion,
+    Cursor,
+    Failure,
+    Job,
+    JobFilter,
+    JobStatus,
+    QueueCounts,
+)
+
+
+class InMemoryJobStore:
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._idempotency: dict[tuple[str, str], str] = {}
+
+    def reset(self) -> None:
+        """Forget every job."""
+        self._jobs.clear()
+        self._idempotency.clear()
+
+    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
+        errors: list[FieldError] = []
+        for index, job in enumerate(jobs):
+            loc = ("jobs", index) if len(jobs) > 1 else ()
+            if job.id in self._jobs or any(other.id == job.id for other in jobs[:index]):
+                errors.append(FieldError((*loc, "id"), f"duplicate job id {job.id}"))
+            errors += _row_errors(job, loc)
+        if errors:
+            raise ValidationError.of(errors)
+
+        results: list[tuple[Job, bool]] = []
+        for job in jobs:
+            key = (job.tenant_id, job.idempotency_key) if job.idempotency_key is not None else None
+            if key is not None and key in self._idempotency:
+                results.append((self._out(self._jobs[self._idempotency[key]]), False))
+                continue
+            stored = replace(
+                job,
+                payload=copy.deepcopy(job.payload),
+                metadata=copy.deepcopy(job.metadata),
+                status=JobStatus.PENDING,
+            )
+            self._jobs[job.id] = stored
+            if key is not None:
+                self._idempotency[key] = job.id
+            results.append((self._out(stored), True))
+        return results
+
+    async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
+        job = self._jobs.get(job_id)
+        if job is None or (tenant_id is not None and job.tenant_id != tenant_id):
+            return None
+        return self._out(job)
+
+    async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        return {job_id: self._out(self._jobs[job_id]) for job_id in job_ids if job_id in self._jobs}
+
+    async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
+        rows = [job for job in self._jobs.values() if job.tenant_id == tenant_id and _matches(job, where)]
+        if after is not None:
+            rows = [job for job in rows if (job.created_at, job.id) < (after.created_at, after.id)]
+        rows.sort(key=lambda job: (job.created_at, job.id), reverse=True)
+        return [self._out(job) for job in rows[:limit]]
+
+    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+        wanted = set(queues)
+        due = [
+            job
+            for job in self._jobs.values()
+            if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at <= now
+        ]
+        due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
+        claimed = []
+        for job in due[:limit]:
+            running = replace(
+                job,
+                status=JobStatus.RUNNING,
+                lease_token=str(uuid.uuid4()),
+                delivery_count=job.delivery_count + 1,
+                started_at=now,
+            )
+            running = replace(running, locked_until=lease_until(running, now, lease_seconds))
+            self._jobs[job.id] = running
+            claimed.append(self._out(running))
+        return claimed
+
+    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+        job = self._jobs.get(job_id)
+        if job is None or not holds_lease(job, lease_token, now):
+            return None
+        job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        return self._out(job)
+
+    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
+        errors: list[FieldError] = []
+        for index, item in enumerate(completions):
+            errors += storage_errors(
+                item.result, ("complete", index, "result") if len(completions) > 1 else ("result",)
+            )
+        if errors:
+            raise ValidationError.of(errors)
+        return [
+            self._finish(
+                item.job_id,
+                item.lease_token,
+                now,
+                status=JobStatus.COMPLETED,
+                result=copy.deepcopy(item.result),
+                completed_at=now,
+            )
+            for item in completions
+        ]
+
+    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+        errors: list[FieldError] = []
+        for index, item in enumerate(failures):
+            errors += storage_errors(item.error, ("fail", index, "error") if len(failures) > 1 else ("error",))
+        if errors:
+            raise ValidationError.of(errors)
+        results: list[Job | None] = []
+        for item in failures:
+            job = self._jobs.get(item.job_id)
+            if item.retry_at is None:
+                results.append(
+                    self._finish(
+                        item.job_id, item.lease_token, now, status=JobStatus.DEAD_LETTER,
+                        error_message=item.error, completed_at=now,
+                    )
+                )  # fmt: skip
+            else:
+                results.append(
+                    self._finish(
+                        item.job_id, item.lease_token, now, status=JobStatus.RETRYING, error_message=item.error,
+                        retry_count=(job.retry_count + 1) if job else 0,
+                        scheduled_at=item.retry_at, next_retry_at=item.retry_at,
+                    )
+                )  # fmt: skip
+        return results
+
+    def _finish(self, job_id: str, lease_token: str, now: datetime, **changes: JSON) -> Job | None:
+        """End the delivery held by `lease_token`, applying `changes`; None when the lease is not held."""
+        job = self._jobs.get(job_id)
+        if job is None or not holds_lease(job, lease_token, now):
+            return None
+        job = self._jobs[job_id] = replace(job, lease_token=None, locked_until=None, **changes)
+        return self._out(job)
+
+    async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        job = self._jobs.get(job_id)
+        if job is None or job.tenant_id != tenant_id or job.status not in CANCELLABLE:
+            return None
+        job = self._jobs[job_id] = replace(
+            job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
+        )
+        return self._out(job)
+
+    async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        job = self._jobs.get(job_id)
+        if job is None or job.tenant_id != tenant_id or job.status not in RETRIABLE:
+            return None
+        job = self._jobs[job_id] = replace(
+            job,
+            status=JobStatus.PENDING,
+            retry_count=0,
+            scheduled_at=now,
+            next_retry_at=None,
+            completed_at=None,
+        )
+        return self._out(job)
+
+    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+        expired = [
+            job
+            for job in self._jobs.values()
+            if job.status is JobStatus.RUNNING and job.locked_until is not None and job.locked_until <= now
+        ]
+        expired.sort(key=lambda job: (job.locked_until or now, job.id))
+        relocked = []
+        for job in expired[:limit]:
+            job = self._jobs[job.id] = replace(job, locked_until=now + timedelta(seconds=relock_seconds))
+            relocked.append(self._out(job))
+        return relocked
+
+    async def job_delete_finished(self, before: datetime, limit: int) -> int:
+        doomed = [
+            job
+            for job in self._jobs.values()
+            if job.status in FINISHED and job.completed_at is not None and job.completed_at < before
+        ]
+        doomed.sort(key=lambda job: job.completed_at or before)
+        for job in doomed[:limit]:
+            del self._jobs[job.id]
+            if job.idempotency_key is not None:
+                self._idempotency.pop((job.tenant_id, job.idempotency_key), None)
+        return len(doomed[:limit])
+
+    async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        oldest: dict[str, datetime] = {}
+        for job in self._tenant_jobs(tenant_id):
+            queue = counts[job.queue_name]
+            if job.status in CLAIMABLE:
+                if job.scheduled_at <= now:
+                    queue["pending"] += 1
+                    if job.queue_name not in oldest or job.scheduled_at < oldest[job.queue_name]:
+                        oldest[job.queue_name] = job.scheduled_at
+                else:
+                    queue["scheduled"] += 1
+            if job.status not in (JobStatus.PENDING,):
+                queue[job.status.value] += 1
+        return [
+            QueueCounts(name=name, oldest_due_at=oldest.get(name), **by_state)
+            for name, by_state in sorted(counts.items())
+        ]
+
+    def _tenant_jobs(self, tenant_id: str) -> Iterable[Job]:
+        return (job for job in self._jobs.values() if job.tenant_id == tenant_id)
+
+    @staticmethod
+    def _out(job: Job) -> Job:
+        # Callers get their own copy of the JSON, so mutating a returned job never edits the store.
+        return replace(
+            job,
+            payload=copy.deepcopy(job.payload),
+            metadata=copy.deepcopy(job.metadata),
+            result=copy.deepcopy(job.result),
+        )
+
+
+def _row_errors(job: Job, loc: tuple[str | int, ...]) -> list[FieldError]:
+    errors = storage_errors(job.payload, (*loc, "payload")) + storage_errors(job.metadata, (*loc, "metadata"))
+    for name in ("task_name", "queue_name", "idempotency_key", "tenant_id"):
+        errors += storage_errors(getattr(job, name), (*loc, name))
+    return errors
+
+
+def _matches(job: Job, where: JobFilter) -> bool:
+    return (
+        (where.queue_name is None or job.queue_name == where.queue_name)
+        and (where.status is None or job.status is where.status)
+        and (where.task_name is None or job.task_name == where.task_name)
+        and (where.workflow_id is None or job.workflow_id == where.workflow_id)
+        and (where.metadata is None or contains(job.metadata, where.metadata))
+    )

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from queueflow.core.errors import LeaseLost, NotFound, ValidationError
+from queueflow.core.types import JobStatus, NewJob
+from queueflow.engine import Engine
+from queueflow.ports import TestClock
+
+T = "tenant-a"
+
+
+async def test_lease_claims_in_priority_then_schedule_then_creation_order(engine: Engine, clock: TestClock) -> None:
+    t0 = clock.now()
+    plan = [("a", 0, None), ("b", 10, None), ("c", 10, None), ("d", 0, t0 - timedelta(hours=1))]
+    plan += [("e", 0, t0 - timedelta(minutes=1)), ("f", 0, t0 - timedelta(minutes=1))]
+    for name, priority, run_at in plan:
+        await engine.enqueue(T, NewJob(task_name=name, priority=priority, run_at=run_at))
+        clock.advance(seconds=1)
+    leased = await engine.lease(["default"], max_jobs=10)
+    # priority desc; then scheduled_at (d, then e/f, then a); e and f tie on scheduled_at, so created_at decides.
+    assert [job.task_name for job in leased] == ["b", "c", "d", "e", "f", "a"]
+
+
+async def test_lease_spans_several_queues_and_honours_max_jobs(engine: Engine, clock: TestClock) -> None:
+    for queue in ["a", "b", "c", "a"]:
+        await engine.enqueue(T, NewJob(task_name=queue, queue_name=queue))
+        clock.advance(seconds=1)
+    leased = await engine.lease(["a", "b"], max_jobs=2)
+    assert [job.queue_name for job in leased] == ["a", "b"]
+    leased = await engine.lease(["a", "b", "a"], max_jobs=5)
+    assert [job.queue_name for job in leased] == ["a"]
+    assert await engine.lease(["a", "b"]) == []
+
+
+async def test_lease_drains_every_tenant(engine: Engine) -> None:
+    await engine.enqueue("a", NewJob(task_name="t"))
+    await engine.enqueue("b", NewJob(task_name="t"))
+    assert {job.tenant_id for job in await engine.lease(["default"], max_jobs=5)} == {"a", "b"}
+
+
+async def test_a_claim_sets_the_lease(engine: Engine, clock: TestClock) -> None:
+    job = (await engine.enqueue(T, NewJob(task_name="t"))).job
+    clock.advance(seconds=5)
+    (leased,) = await engine.lease(["default"], lease_seconds=45)
+    assert leased.id == job.id
+    assert leased.status is JobStatus.RUNNING
+    assert leased.lease_token
+    assert leased.delivery_count == 1
+    assert leased.started_at == clock.now()
+    assert leased.locked_until == clock.now() + timedelta(seconds=45)
+    assert leased.deadline is None
+    assert await engine.lease(["default"]) == []
+
+
+async def test_every_claim_mints_a_new_token(engine: Engine, clock: TestClock) -> None:
+    await engine.enqueue(T, NewJob(task_name="t"))
+    (first,) = await engine.lease(["default"], lease_seconds=10)
+    clock.advance(seconds=11)
+    await engine.run_maintenance()
+    clock.advance(seconds=60)
+    (second,) = await engine.lease(["default"])
+    assert second.id == first.id
+    assert second.lease_token != first.lease_token
+    assert second.delivery_count == 2
+
+
+async def test_first_lease_is_capped_at_the_timeout(engine: Engine, clock: TestClock) -> None:
+    await engine.enqueue(T, NewJob(task_name="t", timeout_seconds=20))
+    (job,) = await engine.lease(["default"], lease_seconds=60)
+    assert job.deadline == clock.now() + timedelta(seconds=20)
+    assert job.locked_until == job.deadline
+
+
+async def test_heartbeat_extends_but_never_past_the_deadline(engine: Engine, clock: TestClock) -> None:
+    await engine.enqueue(T, NewJob(task_name="t", timeout_seconds=100))
+    (job,) = await engine.lease(["default"], lease_seconds=30)
+    token = job.lease_token or ""
+    clock.advance(seconds=20)
+    beat = await engine.heartbeat(job.id, token, lease_seconds=30)
+    assert beat.locked_until == clock.now() + timedelta(seconds=30)
+    deadline = clock.now() - timedelta(seconds=20) + timedelta(seconds=100)
+    for _ in range(3):
+        clock.advance(seconds=25)
+        beat = await engine.heartbeat(job.id, token, lease_seconds=30)
+        assert beat.locked_until == min(clock.now() + timedelta(seconds=30), deadline)
+    assert beat.locked_until == deadline
+    clock.advance(seconds=5)
+    with pytest.raises(LeaseLost):
+        await engine.heartbeat(job.id, token)
+
+
+async def test_heartbeat_after_the_lease_expired_is_lease_lost(engine: Engine, clock: TestClock) -> None:
+    await engine.enqueue(T, NewJob(task_name="t"))
+    (job,) = await engine.lease(["default"], lease_seconds=10)
+    clock.advance(seconds=10)
+    with pytest.raises(LeaseLost):
+        await engine.heartbeat(job.id, job.lease_token or "")
+    with pytest.raises(LeaseLost):
+        await engine.complete(job.id, job.lease_token or "", None)
+
+
+async def test_stale_or_wrong_tokens_change_nothing(engine: Engine) -> None:
+    await engine.enqueue(T, NewJob(task_name="t"))
+    (job,) = await engine.lease(["default"])
+    for call in (
+        engine.heartbeat(job.id, "not-the-token"),
+        engine.complete(job.id, "not-the-token", {"x": 1}),
+        engine.fail(job.id, "not-the-token", "boom"),
+    ):
+        with pytest.raises(LeaseLost):
+            await call
+    assert await engine.get_job(T, job.id) == job
+
+
+async def test_worker_calls_on_unknown_jobs_are_not_found(engine: Engine) -> None:
+    for call in (
+        engine.heartbeat("job_missing", "t"),
+        engine.complete("job_missing", "t", None),
+        engine.fail("job_missing", "t", "boom"),
+    ):
+        with pytest.raises(NotFound):
+            await call
+
+
+@pytest.mark.parametrize(
+    ("queues", "max_jobs", "lease_seconds"),
+    [([], 1, 30), (["bad name"], 1, 30), (["q"] * 51, 1, 30), (["q"], 0, 30), (["q"], 1001, 30), (["q"], 1, 0.5)],
+)
+async def test_invalid_lease_requests(engine: Engine, queues: list[str], max_jobs: int, lease_seconds: float) -> None:
+    with pytest.raises(ValidationError):
+        await engine.lease(queues, max_jobs=max_jobs, lease_seconds=lease_seconds)
+
+
+async def test_invalid_heartbeat_lease(engine: Engine) -> None:
+    with pytest.raises(ValidationError):
+        await engine.heartbeat("job_x", "t", lease_seconds=3601)
