@@ -31,12 +31,14 @@ from queueflow.core.types import (
     JobStatus,
     QueueCounts,
 )
+from queueflow.runtime.wakeups import Wakeups
 
 
 class InMemoryJobStore:
-    def __init__(self) -> None:
+    def __init__(self, wakeups: Wakeups | None = None) -> None:
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
+        self._wakeups = wakeups
 
     def reset(self) -> None:
         """Forget every job."""
@@ -69,6 +71,10 @@ class InMemoryJobStore:
             if key is not None:
                 self._idempotency[key] = job.id
             results.append((self._out(stored), True))
+        if self._wakeups is not None:
+            # As PostgreSQL's AFTER INSERT trigger does: one wake-up per queue that received rows.
+            for queue in {job.queue_name for job, created in results if created}:
+                self._wakeups.notify(queue)
         return results
 
     async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
