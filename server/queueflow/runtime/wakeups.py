@@ -27,14 +27,14 @@ class Wakeups:
             for event in events:
                 event.set()
 
-    async def wait(self, queues: Iterable[str], timeout: float) -> bool:
-        """Wait until one of `queues` is notified (True) or `timeout` seconds pass (False)."""
+    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
+        """Wait until one of `queues` is notified (True) or `seconds` pass (False)."""
         event = asyncio.Event()
         names = set(queues)
         for name in names:
             self._waiters[name].add(event)
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(seconds):
                 await event.wait()
             return True
         except TimeoutError:
