@@ -16,6 +16,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import decode_cursor, encode_cursor
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.ids import new_id
+from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.lifecycle import expiry_reason, retry_at
 from queueflow.core.types import (
     AckOutcome,
@@ -201,7 +202,10 @@ class Engine:
         """Complete and fail many jobs; each item succeeds or is `lease_lost` on its own."""
         if not 1 <= len(complete) + len(fail) <= validation.MAX_BATCH:
             raise ValidationError.of([FieldError((), f"an ack carries 1–{validation.MAX_BATCH} items")])
+        # Everything is checked before anything is written, so a bad item never leaves half an ack behind.
         errors: list[FieldError] = []
+        for index, item in enumerate(complete):
+            errors += storage_errors(item.result, ("complete", index, "result"))
         for index, request in enumerate(fail):
             errors += _failure_errors(request, ("fail", index))
         validation.check(errors)

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from queueflow.core.cursor import decode_cursor, encode_cursor
+from queueflow.core.errors import ValidationError
+from queueflow.core.ids import new_id
+from queueflow.core.jsonvalue import MAX_DEPTH, contains, storage_errors
+from queueflow.core.types import Cursor
+from queueflow.ports import TestClock
+
+
+@pytest.mark.parametrize(
+    ("value", "loc"),
+    [
+        ({"a": "x\x00"}, ("p", "a")),
+        ({"a\x00": 1}, ("p", "a\x00")),
+        ({"a": ["ok", "\udc80"]}, ("p", "a", 1)),
+        ({"a": float("nan")}, ("p", "a")),
+        ({"a": {1, 2}}, ("p", "a")),
+    ],
+)
+def test_unstorable_values_are_located(value: object, loc: tuple[object, ...]) -> None:
+    (error,) = storage_errors(value, ("p",))
+    assert error.loc == loc
+
+
+def test_depth_limit() -> None:
+    deep: object = 1
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    assert storage_errors(deep, ()) == []
+    assert storage_errors([deep], ())
+
+
+def test_storable_values() -> None:
+    assert storage_errors({"a": [1, 2.5, None, True, "é", {"b": 10**40}]}, ()) == []
+
+
+@pytest.mark.parametrize(
+    ("container", "contained", "expected"),
+    [
+        ({"a": 1, "b": 2}, {"a": 1}, True),
+        ({"a": 1}, {"a": 2}, False),
+        ({"a": {"b": 1, "c": 2}}, {"a": {"b": 1}}, True),
+        ({"t": ["x", "y"]}, {"t": ["y"]}, True),
+        ({"t": ["x", "y"]}, {"t": "y"}, False),
+        ([1, 2, 3], 2, True),
+        ({"a": 1}, {"a": True}, False),
+        ({"a": True}, {"a": True}, True),
+        ({"a": [{"b": 1, "c": 2}]}, {"a": [{"b": 1}]}, True),
+        ({}, {}, True),
+    ],
+)
+def test_contains_follows_jsonb(container: object, contained: object, expected: bool) -> None:
+    assert contains(container, contained) is expected
+
+
+def test_ids_are_prefixed_and_time_sortable() -> None:
+    rng = random.Random(1)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    ids = [new_id("job", t0 + timedelta(milliseconds=i), rng) for i in range(50)]
+    assert all(i.startswith("job_") and len(i) == 30 for i in ids)
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 50
+
+
+def test_cursor_round_trip_and_garbage() -> None:
+    cursor = Cursor(datetime(2026, 1, 1, 12, 30, 0, 123456, tzinfo=UTC), "job_01ABC")
+    assert decode_cursor(encode_cursor(cursor)) == cursor
+    for garbage in ["", "%%%", encode_cursor(cursor)[:-3], "MjAyNi0wMS0wMQ"]:
+        with pytest.raises(ValidationError):
+            decode_cursor(garbage)
+
+
+def test_test_clock_moves_only_when_told() -> None:
+    clock = TestClock(datetime(2026, 1, 1, tzinfo=UTC))
+    assert clock.now() == clock.now() == datetime(2026, 1, 1, tzinfo=UTC)
+    assert clock.advance(seconds=1.5, minutes=1) == datetime(2026, 1, 1, 0, 1, 1, 500000, tzinfo=UTC)
+    assert clock.set(datetime(2027, 1, 1, tzinfo=UTC)) == clock.now()
+    with pytest.raises(ValueError, match="backwards"):
+        clock.advance(seconds=-1)
+    with pytest.raises(ValueError, match="aware"):
+        clock.set(datetime(2027, 1, 1))
