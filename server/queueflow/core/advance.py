@@ -232,16 +232,12 @@ def _halts(step: StepState) -> bool:
 
 
 def _downstream_of_skips(steps: Sequence[StepState]) -> tuple[str, ...]:
-    """Pending steps that depend, directly or not, on a `skip` failure (or on a skipped step, when self-healing)."""
+    """Pending steps that depend, directly or not, on a `skip` failure."""
     dependents: dict[str, list[str]] = {step.name: [] for step in steps}
     for step in steps:
         for dependency in step.depends_on:
             dependents[dependency].append(step.name)
-    blocked = [
-        step.name
-        for step in steps
-        if step.status is StepStatus.SKIPPED or (step.status in FAILED_STEPS and step.on_failure is OnFailure.SKIP)
-    ]
+    blocked = [step.name for step in steps if step.status in FAILED_STEPS and step.on_failure is OnFailure.SKIP]
     reached = set(blocked)
     while blocked:
         for dependent in dependents[blocked.pop()]:
