@@ -36,8 +36,8 @@ ONLY_FIVE = (
 )
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 def occurrences(cron: str, tz: str, start: datetime, end: datetime) -> Iterator[datetime]:
@@ -266,7 +266,7 @@ def test_after_downtime_only_the_latest_missed_occurrence_fires() -> None:
 
 
 def test_a_month_of_downtime_on_a_minutely_schedule() -> None:
-    now = utc(2026, 6, 1, 0, 0, 30)
+    now = utc(2026, 6, 1) + timedelta(seconds=30)
     firing = due_firing(schedule("* * * * *", next_run_at=utc(2026, 5, 1)), now)
     assert firing == Firing(utc(2026, 6, 1), utc(2026, 6, 1, 0, 1))
 
