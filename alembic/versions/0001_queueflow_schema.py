@@ -31,7 +31,8 @@ UPGRADE = [
         task_name        TEXT NOT NULL,
         payload          JSONB NOT NULL DEFAULT '{{}}',
         config           JSONB NOT NULL DEFAULT '{{}}',
-        status           TEXT NOT NULL DEFAULT 'pending' CONSTRAINT jobs_status_check CHECK (status IN ({JOB_STATUSES})),
+        status           TEXT NOT NULL DEFAULT 'pending'
+                         CONSTRAINT jobs_status_check CHECK (status IN ({JOB_STATUSES})),
         priority         INTEGER NOT NULL DEFAULT 0,
         scheduled_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
         locked_until     TIMESTAMPTZ,
