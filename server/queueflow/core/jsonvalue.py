@@ -53,18 +53,17 @@ def job_storage_errors(jobs: Sequence[Job]) -> list[FieldError]:
 
 
 def completion_storage_errors(completions: Sequence[Completion]) -> list[FieldError]:
-    several = len(completions) > 1
-    errors: list[FieldError] = []
-    for index, item in enumerate(completions):
-        errors += storage_errors(item.result, ("complete", index, "result") if several else ("result",))
-    return errors
+    return _batch_errors([item.result for item in completions], "complete", "result")
 
 
 def failure_storage_errors(failures: Sequence[Failure]) -> list[FieldError]:
-    several = len(failures) > 1
+    return _batch_errors([item.error for item in failures], "fail", "error")
+
+
+def _batch_errors(values: Sequence[JSON], batch: str, name: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    for index, item in enumerate(failures):
-        errors += storage_errors(item.error, ("fail", index, "error") if several else ("error",))
+    for index, value in enumerate(values):
+        errors += storage_errors(value, (batch, index, name) if len(values) > 1 else (name,))
     return errors
 
 

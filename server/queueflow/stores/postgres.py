@@ -21,7 +21,7 @@ from typing import Any, cast
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from queueflow.core.errors import FieldError, QueueFlowError, ValidationError
+from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -205,20 +205,22 @@ class PostgresJobStore:
     async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled asyncpg connection; every error inside becomes a QueueFlowError."""
         try:
-            async with self._engine.connect() as connection:
-                raw = await connection.get_raw_connection()
-                try:
-                    yield cast(asyncpg.Connection, raw.driver_connection)
-                except Exception as exc:
-                    if is_disconnect(exc):
-                        # The server restarted or dropped us: the idle connections are as dead as this one.
-                        await connection.invalidate()
-                        await self._engine.dispose()
-                    raise
+            connection = await self._engine.connect().start()
+        except Exception as exc:  # refused, timed out, pool exhausted, database not accepting connections
+            raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
+        try:
+            raw = await connection.get_raw_connection()
+            yield cast(asyncpg.Connection, raw.driver_connection)
         except QueueFlowError:
             raise
         except Exception as exc:
+            if is_disconnect(exc):
+                # The server restarted or dropped us: the idle connections are as dead as this one.
+                await connection.invalidate()
+                await self._engine.dispose()
             raise translate(exc) from exc
+        finally:
+            await connection.close()
 
     async def ping(self) -> None:
         """Nothing, when the database answers; StoreUnavailable otherwise."""
@@ -365,17 +367,16 @@ class PostgresJobStore:
         return [done.get((items[i].job_id, sent[i])) if i in sent else None for i in range(len(items))]
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        if not (storable_text(tenant_id) and storable_text(job_id)):
-            return None
-        async with self._connection() as db:
-            row = await db.fetchrow(CANCEL, tenant_id, job_id, now)
-        return _job(row) if row is not None else None
+        return await self._tenant_job_update(CANCEL, tenant_id, job_id, now)
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        return await self._tenant_job_update(RETRY, tenant_id, job_id, now)
+
+    async def _tenant_job_update(self, sql: str, tenant_id: str, job_id: str, now: datetime) -> Job | None:
         if not (storable_text(tenant_id) and storable_text(job_id)):
             return None
         async with self._connection() as db:
-            row = await db.fetchrow(RETRY, tenant_id, job_id, now)
+            row = await db.fetchrow(sql, tenant_id, job_id, now)
         return _job(row) if row is not None else None
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
