@@ -54,9 +54,11 @@ UPGRADE = [
     ) WITH (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.05)
     """,
     "COMMENT ON COLUMN queueflow.jobs.config IS 'per-job policy that is not queried: {\"backoff\": {...}}'",
-    # The hot dequeue path. Partial, so terminal history never slows a claim.
+    # The hot dequeue path. Partial, so terminal history never slows a claim. It ends with `id`, the claim
+    # order's final tie-break, so that a claim reads its rows off the index in order and stops after LIMIT
+    # (without it, a backlog of 100,000 due rows is sorted on every claim: 70 ms instead of 0.05 ms).
     """
-    CREATE INDEX idx_jobs_claim ON queueflow.jobs (queue_name, priority DESC, scheduled_at, created_at)
+    CREATE INDEX idx_jobs_claim ON queueflow.jobs (queue_name, priority DESC, scheduled_at, created_at, id)
         WHERE status IN ('pending', 'retrying')
     """,
     # The janitor's expired-lease sweep.
@@ -65,7 +67,13 @@ UPGRADE = [
     "CREATE UNIQUE INDEX uq_jobs_tenant_idempotency_key ON queueflow.jobs (tenant_id, idempotency_key)",
     # A tenant's newest-first, keyset-paginated listing; it also serves every lookup by tenant.
     "CREATE INDEX idx_jobs_tenant_created ON queueflow.jobs (tenant_id, created_at DESC, id DESC)",
-    "CREATE INDEX idx_jobs_status ON queueflow.jobs (status)",
+    # Retention's scan, instead of a plain index on status: measured, the planner preferred a plain status
+    # index for the claim whenever few rows were due (and then sorted them all), and it is written on every
+    # claim and ack. Nothing else looks jobs up by status alone.
+    """
+    CREATE INDEX idx_jobs_finished ON queueflow.jobs (completed_at)
+        WHERE status IN ('completed', 'dead_letter', 'cancelled')
+    """,
     "CREATE INDEX idx_jobs_queue_name ON queueflow.jobs (queue_name)",
     "CREATE INDEX idx_jobs_created_at ON queueflow.jobs (created_at DESC)",
     "CREATE INDEX idx_jobs_workflow ON queueflow.jobs (workflow_id) WHERE workflow_id IS NOT NULL",

@@ -60,7 +60,7 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         rows = await connection.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs'")
     indexes = {row["indexname"]: row["indexdef"].split(" USING ", 1)[1] for row in rows}
     assert indexes["idx_jobs_claim"] == (
-        "btree (queue_name, priority DESC, scheduled_at, created_at)"
+        "btree (queue_name, priority DESC, scheduled_at, created_at, id)"
         " WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]))"
     )
     assert indexes["idx_jobs_lease_expiry"] == "btree (locked_until) WHERE (status = 'running'::text)"
@@ -69,7 +69,10 @@ async def test_jobs_indexes(postgres_url: str) -> None:
     assert sorted(unique) == ["jobs_pkey", "uq_jobs_tenant_idempotency_key"]
     assert indexes["idx_jobs_tenant_created"] == "btree (tenant_id, created_at DESC, id DESC)"
     assert indexes["idx_jobs_metadata"] == "gin (metadata jsonb_path_ops)"
-    assert {"idx_jobs_status", "idx_jobs_queue_name", "idx_jobs_created_at", "idx_jobs_workflow"} <= set(indexes)
+    assert indexes["idx_jobs_finished"] == (
+        "btree (completed_at) WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
+    )
+    assert {"idx_jobs_queue_name", "idx_jobs_created_at", "idx_jobs_workflow"} <= set(indexes)
 
 
 async def test_insert_trigger_notifies_the_queue(postgres_url: str) -> None:

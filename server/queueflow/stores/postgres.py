@@ -66,9 +66,13 @@ SELECT {COLUMNS} FROM queueflow.jobs
  WHERE (tenant_id, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 """
 
-# The claim. The inner SELECT walks idx_jobs_claim in claim order and skips rows another claimer holds, so
-# concurrent claimers never wait for, nor take, the same row. `id` breaks ties exactly as the in-memory store.
-# A lease never runs past the delivery's timeout (LEAST ignores the NULL of a job without one).
+# The claim. For each queue, the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another
+# claimer holds and stops after LIMIT; the best of those per-queue candidates are claimed. (One
+# `queue_name = ANY(...)` scan cannot read several queues in order, so it sorts every due row: with a backlog,
+# milliseconds instead of microseconds.) Candidates cut by the outer LIMIT stay locked only until this
+# statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
+# primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
+# ignores a NULL timeout).
 CLAIM = f"""
 UPDATE queueflow.jobs
    SET status = 'running',
@@ -76,11 +80,16 @@ UPDATE queueflow.jobs
        delivery_count = delivery_count + 1,
        started_at = $3,
        locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
- WHERE id IN (SELECT id FROM queueflow.jobs
-               WHERE queue_name = ANY($1::text[]) AND status IN ('pending', 'retrying') AND scheduled_at <= $3
-               ORDER BY priority DESC, scheduled_at, created_at, id
-               LIMIT $2
-               FOR UPDATE SKIP LOCKED)
+ WHERE id = ANY(ARRAY(
+       SELECT due.id
+         FROM unnest($1::text[]) AS queue(name),
+              LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
+                        WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
+                        ORDER BY priority DESC, scheduled_at, created_at, id
+                        LIMIT $2
+                        FOR UPDATE SKIP LOCKED) AS due
+        ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id
+        LIMIT $2))
 RETURNING {COLUMNS}
 """
 
@@ -318,7 +327,7 @@ class PostgresJobStore:
             return [_job(row) for row in await db.fetch(sql, *args)]
 
     async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
-        wanted = [queue for queue in queues if storable_text(queue)]
+        wanted = [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
         if not wanted:
             return []
         async with self._connection() as db:
