@@ -6,7 +6,8 @@ import asyncpg
 import pytest
 from queueflow.core.types import NewJob
 from queueflow.ports import TestClock
-from queueflow.stores.postgres import CLAIM, PostgresJobStore
+from queueflow.stores.pgsql import CLAIM
+from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on
