@@ -9,7 +9,7 @@ from typing import Any
 
 from queueflow.core.ids import new_id
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
-from queueflow.engine import Engine
+from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import JobStore, TestClock
 
 T = "tenant-a"
@@ -17,10 +17,9 @@ START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 _rng = random.Random(3)
 
 
-def engine_on(store: JobStore, clock: TestClock, **settings: Any) -> Engine:
-    from queueflow.engine import EngineSettings
-
-    return Engine(store, clock, rng=random.Random(11), settings=EngineSettings(**settings))
+def engine_on(store: JobStore, clock: TestClock, *, seed: int = 11, **settings: Any) -> Engine:
+    """An engine with seeded randomness: give engines that insert side by side different seeds (ids differ)."""
+    return Engine(store, clock, rng=random.Random(seed), settings=EngineSettings(**settings))
 
 
 def row(**changes: Any) -> Job:

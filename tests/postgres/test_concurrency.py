@@ -110,3 +110,22 @@ async def test_a_worker_that_completes_while_the_janitor_decides_wins(
     done = await postgres_store.job_get(job_id)
     assert done is not None
     assert (done.status, done.result, done.retry_count) == (JobStatus.COMPLETED, {"done": "just in time"}, 0)
+
+
+async def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    start_line = asyncio.Barrier(8)
+
+    async def enqueue_once(seed: int, store: PostgresJobStore) -> tuple[str, bool]:
+        engine = engine_on(store, clock, seed=seed)
+        await start_line.wait()
+        result = await engine.enqueue(T, NewJob(task_name="charge", idempotency_key="order-42"))
+        return result.job.id, result.created
+
+    async with stores(postgres_url, 8) as producers:
+        results = await asyncio.gather(*(enqueue_once(seed, store) for seed, store in enumerate(producers)))
+
+    assert len({job_id for job_id, _ in results}) == 1
+    assert sum(created for _, created in results) == 1

@@ -73,7 +73,11 @@ class PostgresJobStore:
             pool_size=pool_size,
             max_overflow=max_overflow,
             pool_timeout=connect_timeout,
-            connect_args={"timeout": connect_timeout, "server_settings": {"application_name": "queueflow"}},
+            connect_args={
+                "timeout": connect_timeout,
+                # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
+                "server_settings": {"application_name": "queueflow", "timezone": "UTC"},
+            },
         )
         return cls(engine)
 
