@@ -141,6 +141,10 @@ class PostgresJobStore:
             if keys:
                 rows = await db.fetch(SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
                 existing = {(row["tenant_id"], row["idempotency_key"]): _job(row) for row in rows}
+                if len(existing) < len(keys):
+                    # A conflicting row was deleted (retention) between the two statements. Too rare for a
+                    # retry loop: raising here rolls the insert back, and the caller may simply try again.
+                    raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
         results: list[tuple[Job, bool]] = []
         for job in jobs:
             if job.idempotency_key is None:
@@ -153,10 +157,6 @@ class PostgresJobStore:
             elif original.id in inserted:
                 results.append((inserted[original.id], False))
             else:
-                # The conflicting row was deleted (retention) between the two statements: not worth a retry
-                # loop for something that rare; the caller may simply try again.
-                if key not in existing:
-                    raise translate(RuntimeError(f"job with idempotency key {key} vanished during insert"))
                 results.append((existing[key], False))
         return results
 
