@@ -242,6 +242,10 @@ class Engine:
 
     # ---- maintenance --------------------------------------------------------------------------------
 
+    async def ping(self) -> None:
+        """Nothing when the store answers; StoreUnavailable when it cannot be reached (for /readyz)."""
+        await self.store.ping()
+
     async def run_maintenance(self) -> MaintenanceReport:
         """One janitor sweep: reclaim expired leases through the failure policy, then apply retention."""
         now = self.clock.now()

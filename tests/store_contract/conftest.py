@@ -11,7 +11,9 @@ from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import JobStore, TestClock
 from queueflow.stores.memory import InMemoryJobStore
 
-STORES = ["memory"]
+from tests.pg import emptied_store
+
+STORES = ["memory", "postgres"]
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -19,6 +21,10 @@ START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[JobStore]:
     if request.param == "memory":
         yield InMemoryJobStore()
+    elif request.param == "postgres":
+        # The database fixture is synchronous, so it can be asked for from here, and only when needed.
+        async with emptied_store(request.getfixturevalue("postgres_url")) as postgres:
+            yield postgres
     else:  # pragma: no cover - every name in STORES has a branch
         raise AssertionError(request.param)
 

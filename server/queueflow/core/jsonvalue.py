@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from queueflow.core.errors import FieldError
-from queueflow.core.types import JSON
+from queueflow.core.types import JSON, Completion, Failure, Job
 
 MAX_DEPTH = 128
 """Deeper documents are rejected: they are never legitimate payloads and can exhaust a parser's stack."""
@@ -36,6 +37,39 @@ def storage_errors(value: JSON, loc: tuple[str | int, ...], depth: int = 0) -> l
             errors += storage_errors(item, (*loc, index), depth + 1)
         return errors
     return [FieldError(loc, f"{type(value).__name__} is not a JSON value")]
+
+
+def job_storage_errors(jobs: Sequence[Job]) -> list[FieldError]:
+    """Why some of `jobs` cannot be stored; locations start with the item index when there are several."""
+    errors: list[FieldError] = []
+    for index, job in enumerate(jobs):
+        loc: tuple[str | int, ...] = ("jobs", index) if len(jobs) > 1 else ()
+        errors += storage_errors(job.payload, (*loc, "payload")) + storage_errors(job.metadata, (*loc, "metadata"))
+        for name in ("task_name", "queue_name", "idempotency_key", "tenant_id", "workflow_id", "workflow_step_id"):
+            value = getattr(job, name)
+            if value is not None:
+                errors += storage_errors(value, (*loc, name))
+    return errors
+
+
+def completion_storage_errors(completions: Sequence[Completion]) -> list[FieldError]:
+    return _batch_errors([item.result for item in completions], "complete", "result")
+
+
+def failure_storage_errors(failures: Sequence[Failure]) -> list[FieldError]:
+    return _batch_errors([item.error for item in failures], "fail", "error")
+
+
+def _batch_errors(values: Sequence[JSON], batch: str, name: str) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for index, value in enumerate(values):
+        errors += storage_errors(value, (batch, index, name) if len(values) > 1 else (name,))
+    return errors
+
+
+def storable_text(text: str) -> bool:
+    """Whether `text` could be stored at all: a key that cannot be stored cannot match a stored row."""
+    return not _text_errors(text, ())
 
 
 def _text_errors(text: str, loc: tuple[str | int, ...]) -> list[FieldError]:

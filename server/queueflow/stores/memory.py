@@ -15,7 +15,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.jsonvalue import contains, storage_errors
+from queueflow.core.jsonvalue import (
+    completion_storage_errors,
+    contains,
+    failure_storage_errors,
+    job_storage_errors,
+)
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
     CANCELLABLE,
@@ -45,13 +50,16 @@ class InMemoryJobStore:
         self._jobs.clear()
         self._idempotency.clear()
 
+    async def ping(self) -> None:
+        """Always answers: memory is always there."""
+
     async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
         errors: list[FieldError] = []
         for index, job in enumerate(jobs):
-            loc = ("jobs", index) if len(jobs) > 1 else ()
             if job.id in self._jobs or any(other.id == job.id for other in jobs[:index]):
+                loc = ("jobs", index) if len(jobs) > 1 else ()
                 errors.append(FieldError((*loc, "id"), f"duplicate job id {job.id}"))
-            errors += _row_errors(job, loc)
+        errors += job_storage_errors(jobs)
         if errors:
             raise ValidationError.of(errors)
 
@@ -123,12 +131,7 @@ class InMemoryJobStore:
         return self._out(job)
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
-        errors: list[FieldError] = []
-        for index, item in enumerate(completions):
-            errors += storage_errors(
-                item.result, ("complete", index, "result") if len(completions) > 1 else ("result",)
-            )
-        if errors:
+        if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
         return [
             self._finish(
@@ -143,10 +146,7 @@ class InMemoryJobStore:
         ]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
-        errors: list[FieldError] = []
-        for index, item in enumerate(failures):
-            errors += storage_errors(item.error, ("fail", index, "error") if len(failures) > 1 else ("error",))
-        if errors:
+        if errors := failure_storage_errors(failures):
             raise ValidationError.of(errors)
         results: list[Job | None] = []
         for item in failures:
@@ -256,13 +256,6 @@ class InMemoryJobStore:
             metadata=copy.deepcopy(job.metadata),
             result=copy.deepcopy(job.result),
         )
-
-
-def _row_errors(job: Job, loc: tuple[str | int, ...]) -> list[FieldError]:
-    errors = storage_errors(job.payload, (*loc, "payload")) + storage_errors(job.metadata, (*loc, "metadata"))
-    for name in ("task_name", "queue_name", "idempotency_key", "tenant_id"):
-        errors += storage_errors(getattr(job, name), (*loc, name))
-    return errors
 
 
 def _matches(job: Job, where: JobFilter) -> bool:

@@ -1,0 +1,61 @@
+"""PostgreSQL's and the driver's errors, translated into QueueFlow's (procrastinate's `wrap_exceptions` idea).
+
+Nothing raw leaves the adapter: a value PostgreSQL will not store is a `ValidationError`, everything that
+says "the database is not there right now" is `StoreUnavailable`. An error we did not foresee is logged with
+its traceback and also answers `StoreUnavailable`, so a caller sees a retryable 503, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import asyncpg
+
+from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError
+
+log = logging.getLogger("queueflow.postgres")
+
+# Errors after which the connection (and probably every idle one in the pool: the server restarted or
+# killed our backends) is of no more use.
+_DISCONNECTS = (
+    asyncpg.PostgresConnectionError,  # class 08
+    asyncpg.exceptions.OperatorInterventionError,  # class 57: admin shutdown, crash, cannot connect now
+    asyncpg.InterfaceError,  # "connection is closed", "another operation is in progress" after a loss
+    OSError,  # refused, reset, unreachable
+    TimeoutError,  # connect timeout
+)
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it wraps: SQLAlchemy keeps the driver's error in `.orig`, Python in `__cause__`."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+
+
+def is_disconnect(exc: BaseException) -> bool:
+    return any(isinstance(cause, _DISCONNECTS) for cause in causes(exc))
+
+
+def translate(exc: BaseException) -> QueueFlowError:
+    """The QueueFlow error that `exc`, raised while talking to PostgreSQL, means."""
+    for cause in causes(exc):
+        if isinstance(cause, QueueFlowError):
+            return cause
+        if isinstance(cause, UnicodeError):
+            # Lone surrogates fail while asyncpg encodes the query's parameters, before PostgreSQL sees them.
+            return ValidationError.of([FieldError((), "text must be valid Unicode (no lone surrogates)")])
+        if isinstance(cause, asyncpg.UniqueViolationError):
+            return ValidationError.of([FieldError(("id",), f"duplicate id ({cause.detail or cause})")])
+        if isinstance(cause, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError):
+            return ValidationError.of([FieldError((), f"PostgreSQL cannot store this value: {cause}")])
+    if is_disconnect(exc) or any(isinstance(c, asyncpg.exceptions.InsufficientResourcesError) for c in causes(exc)):
+        return StoreUnavailable(f"the database is unavailable: {exc}")
+    # Serialization failures, deadlocks, cancelled statements, and bugs: logged in full, retryable for a caller.
+    log.error("unexpected error from the PostgreSQL store", exc_info=exc)
+    return StoreUnavailable(f"the database failed: {exc}")

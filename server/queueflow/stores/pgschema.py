@@ -1,0 +1,67 @@
+"""The PostgreSQL schema's migrations: Alembic, driven from code (`queueflow migrate`, tests, a server's start).
+
+The migration scripts live in the top-level `alembic/` folder beside `alembic.ini`; they are the schema's
+single source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from queueflow.stores.pgurl import sqlalchemy_url
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
+
+
+def alembic_config(database_url: str | None = None) -> Config:
+    if not ALEMBIC_INI.is_file():
+        raise FileNotFoundError(f"{ALEMBIC_INI} is missing: run QueueFlow from its source tree")
+    config = Config(str(ALEMBIC_INI))
+    # Logging belongs to whoever runs us; Alembic's fileConfig would reconfigure the process.
+    config.attributes["configure_logging"] = False
+    if database_url is not None:
+        # Through attributes, not set_main_option: ConfigParser would read a '%' in a password as interpolation.
+        config.attributes["database_url"] = sqlalchemy_url(database_url)
+    return config
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    """Migrate the schema up to `revision`. Not from inside a running event loop: use `upgrade_async` there."""
+    command.upgrade(alembic_config(database_url), revision)
+
+
+def downgrade(database_url: str, revision: str = "base") -> None:
+    command.downgrade(alembic_config(database_url), revision)
+
+
+async def upgrade_async(database_url: str, revision: str = "head") -> None:
+    """`upgrade`, for callers already inside an event loop (a server's lifespan)."""
+    await _run_async(database_url, lambda config: command.upgrade(config, revision))
+
+
+async def downgrade_async(database_url: str, revision: str = "base") -> None:
+    await _run_async(database_url, lambda config: command.downgrade(config, revision))
+
+
+async def _run_async(database_url: str, run: Callable[[Config], None]) -> None:
+    engine = create_async_engine(sqlalchemy_url(database_url), poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+
+            def on_connection(sync_connection: Connection) -> None:
+                config = alembic_config(database_url)
+                config.attributes["connection"] = sync_connection
+                run(config)
+
+            await connection.run_sync(on_connection)
+            await connection.commit()
+    finally:
+        await engine.dispose()

@@ -1,0 +1,141 @@
+"""The PostgresJobStore's SQL: one statement per store operation, each with the state change it makes.
+
+`$n` parameters, for asyncpg, which prepares each statement once per connection and reuses it.
+"""
+
+COLUMNS = (
+    "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
+    " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
+    " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at"
+)
+J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
+"""COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
+
+INSERT = f"""
+INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
+                            max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
+                            workflow_step_id)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
+                     $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
+                     $14::text[], $15::text[])
+ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+RETURNING {COLUMNS}
+"""
+
+SELECT_BY_KEYS = f"""
+SELECT {COLUMNS} FROM queueflow.jobs
+ WHERE (tenant_id, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+"""
+
+# The claim. For each queue, the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another
+# claimer holds and stops after LIMIT; the best of those per-queue candidates are claimed. (One
+# `queue_name = ANY(...)` scan cannot read several queues in order, so it sorts every due row: with a backlog,
+# milliseconds instead of microseconds.) Candidates cut by the outer LIMIT stay locked only until this
+# statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
+# primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
+# ignores a NULL timeout).
+CLAIM = f"""
+UPDATE queueflow.jobs
+   SET status = 'running',
+       lease_token = gen_random_uuid(),
+       delivery_count = delivery_count + 1,
+       started_at = $3,
+       locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
+ WHERE id = ANY(ARRAY(
+       SELECT due.id
+         FROM unnest($1::text[]) AS queue(name),
+              LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
+                        WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
+                        ORDER BY priority DESC, scheduled_at, created_at, id
+                        LIMIT $2
+                        FOR UPDATE SKIP LOCKED) AS due
+        ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id
+        LIMIT $2))
+RETURNING {COLUMNS}
+"""
+
+HOLDS_LEASE = "j.status = 'running' AND j.lease_token = {token} AND j.locked_until > {now}"
+
+HEARTBEAT = f"""
+UPDATE queueflow.jobs AS j
+   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
+ WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2", now="$3")}
+RETURNING {J_COLUMNS}
+"""
+
+COMPLETE = f"""
+UPDATE queueflow.jobs AS j
+   SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
+  FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
+ WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
+RETURNING {J_COLUMNS}, c.lease_token AS held_token
+"""
+
+# Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter.
+FAIL = f"""
+UPDATE queueflow.jobs AS j
+   SET status = CASE WHEN f.retry_at IS NULL THEN 'dead_letter' ELSE 'retrying' END,
+       retry_count = j.retry_count + (f.retry_at IS NOT NULL)::int,
+       scheduled_at = coalesce(f.retry_at, j.scheduled_at),
+       next_retry_at = coalesce(f.retry_at, j.next_retry_at),
+       completed_at = CASE WHEN f.retry_at IS NULL THEN $5 ELSE j.completed_at END,
+       error_message = f.error, lease_token = NULL, locked_until = NULL
+  FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[]) AS f(id, lease_token, error, retry_at)
+ WHERE j.id = f.id AND {HOLDS_LEASE.format(token="f.lease_token", now="$5")}
+RETURNING {J_COLUMNS}, f.lease_token AS held_token
+"""
+
+CANCEL = f"""
+UPDATE queueflow.jobs
+   SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $3
+ WHERE id = $2 AND tenant_id = $1 AND status IN ('pending', 'retrying', 'running')
+RETURNING {COLUMNS}
+"""
+
+# An UPDATE does not fire the insert trigger, so a replayed job announces itself.
+RETRY = f"""
+WITH replayed AS (
+    UPDATE queueflow.jobs
+       SET status = 'pending', retry_count = 0, scheduled_at = $3, next_retry_at = NULL, completed_at = NULL
+     WHERE id = $2 AND tenant_id = $1 AND status IN ('dead_letter', 'cancelled')
+    RETURNING {COLUMNS})
+SELECT *, pg_notify('queueflow_work', queue_name) FROM replayed
+"""
+
+# SKIP LOCKED, and the re-check of `locked_until <= $1` that FOR UPDATE makes on a row another janitor has
+# just re-leased, let any number of janitors sweep at once and take each expired row once.
+LEASE_EXPIRED = f"""
+WITH expired AS (
+    SELECT id, locked_until FROM queueflow.jobs
+     WHERE status = 'running' AND locked_until <= $1
+     ORDER BY locked_until, id
+     LIMIT $2
+     FOR UPDATE SKIP LOCKED)
+UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval
+  FROM expired WHERE j.id = expired.id
+RETURNING {J_COLUMNS}, expired.locked_until AS expired_at
+"""
+
+DELETE_FINISHED = """
+DELETE FROM queueflow.jobs
+ WHERE id IN (SELECT id FROM queueflow.jobs
+               WHERE status IN ('completed', 'dead_letter', 'cancelled') AND completed_at < $1
+               ORDER BY completed_at
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)
+"""
+
+QUEUE_COUNTS = """
+SELECT queue_name AS name,
+       count(*) FILTER (WHERE status IN ('pending', 'retrying') AND scheduled_at <= $2) AS pending,
+       count(*) FILTER (WHERE status IN ('pending', 'retrying') AND scheduled_at > $2) AS scheduled,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       count(*) FILTER (WHERE status = 'retrying') AS retrying,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'dead_letter') AS dead_letter,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+       min(scheduled_at) FILTER (WHERE status IN ('pending', 'retrying') AND scheduled_at <= $2) AS oldest_due_at
+  FROM queueflow.jobs
+ WHERE tenant_id = $1
+ GROUP BY queue_name
+"""

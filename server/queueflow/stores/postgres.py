@@ -1,0 +1,380 @@
+"""PostgresJobStore: the JobStore contract on PostgreSQL (SQLAlchemy's async engine and pool, asyncpg).
+
+Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
+for the claim planning costs more than running it. Each method is one statement (or, for an insert that
+meets existing idempotency keys, one transaction), so the adapter owns its transactions.
+
+Time is the caller's `now`, never the database's `now()`, so the engine's clock rules here as in the
+in-memory store. Values PostgreSQL would refuse are refused before anything is sent, with the in-memory
+store's field locations; whatever still goes wrong is translated by `pgerrors`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.jsonvalue import (
+    completion_storage_errors,
+    failure_storage_errors,
+    job_storage_errors,
+    storable_text,
+)
+from queueflow.core.types import (
+    JSON,
+    BackoffPolicy,
+    Completion,
+    Cursor,
+    Failure,
+    Job,
+    JobFilter,
+    JobStatus,
+    QueueCounts,
+)
+from queueflow.stores.pgerrors import is_disconnect, translate
+from queueflow.stores.pgsql import (
+    CANCEL,
+    CLAIM,
+    COLUMNS,
+    COMPLETE,
+    DELETE_FINISHED,
+    FAIL,
+    HEARTBEAT,
+    INSERT,
+    LEASE_EXPIRED,
+    QUEUE_COUNTS,
+    RETRY,
+    SELECT_BY_KEYS,
+)
+from queueflow.stores.pgurl import sqlalchemy_url
+
+
+class PostgresJobStore:
+    """The JobStore on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    @classmethod
+    def from_url(
+        cls, database_url: str, *, pool_size: int = 10, max_overflow: int = 10, connect_timeout: float = 5.0
+    ) -> PostgresJobStore:
+        """A store on its own connection pool; no connection is opened until the first call."""
+        engine = create_async_engine(
+            sqlalchemy_url(database_url),
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=connect_timeout,
+            connect_args={
+                "timeout": connect_timeout,
+                # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
+                "server_settings": {"application_name": "queueflow", "timezone": "UTC"},
+            },
+        )
+        return cls(engine)
+
+    async def aclose(self) -> None:
+        """Close every pooled connection."""
+        await self._engine.dispose()
+
+    async def __aenter__(self) -> PostgresJobStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled asyncpg connection; every error inside becomes a QueueFlowError."""
+        try:
+            connection = await self._engine.connect().start()
+        except Exception as exc:  # refused, timed out, pool exhausted, database not accepting connections
+            raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
+        try:
+            raw = await connection.get_raw_connection()
+            yield cast(asyncpg.Connection, raw.driver_connection)
+        except QueueFlowError:
+            raise
+        except Exception as exc:
+            if is_disconnect(exc):
+                # The server restarted or dropped us: the idle connections are as dead as this one.
+                await connection.invalidate()
+                await self._engine.dispose()
+            raise translate(exc) from exc
+        finally:
+            await connection.close()
+
+    async def ping(self) -> None:
+        """Nothing, when the database answers; StoreUnavailable otherwise."""
+        async with self._connection() as db:
+            await db.fetchval("SELECT 1")
+
+    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
+        errors = job_storage_errors(jobs)
+        ids = [job.id for job in jobs]
+        if len(set(ids)) < len(ids):
+            errors.append(FieldError(("jobs",), "duplicate job ids in one batch"))
+        if errors:
+            raise ValidationError.of(errors)
+        # A key repeated inside the batch resolves to its first occurrence, which is the only one sent.
+        first: dict[tuple[str, str], Job] = {}
+        sent: list[Job] = []
+        for job in jobs:
+            if job.idempotency_key is None:
+                sent.append(job)
+            elif (job.tenant_id, job.idempotency_key) not in first:
+                first[(job.tenant_id, job.idempotency_key)] = job
+                sent.append(job)
+        columns = _insert_columns(sent)
+        async with self._connection() as db, db.transaction():
+            inserted = {row["id"]: _job(row) for row in await db.fetch(INSERT, *columns)}
+            existing: dict[tuple[str, str], Job] = {}
+            keys = [key for key, job in first.items() if job.id not in inserted]
+            if keys:
+                rows = await db.fetch(SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
+                existing = {(row["tenant_id"], row["idempotency_key"]): _job(row) for row in rows}
+                if len(existing) < len(keys):
+                    # A conflicting row was deleted (retention) between the two statements. Too rare for a
+                    # retry loop: raising here rolls the insert back, and the caller may simply try again.
+                    raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
+        results: list[tuple[Job, bool]] = []
+        for job in jobs:
+            if job.idempotency_key is None:
+                results.append((inserted[job.id], True))
+                continue
+            key = (job.tenant_id, job.idempotency_key)
+            original = first[key]
+            if original is job and job.id in inserted:
+                results.append((inserted[job.id], True))
+            elif original.id in inserted:
+                results.append((inserted[original.id], False))
+            else:
+                results.append((existing[key], False))
+        return results
+
+    async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
+        if not storable_text(job_id) or (tenant_id is not None and not storable_text(tenant_id)):
+            return None
+        async with self._connection() as db:
+            row = await db.fetchrow(
+                f"SELECT {COLUMNS} FROM queueflow.jobs WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)",
+                job_id,
+                tenant_id,
+            )
+        return _job(row) if row is not None else None
+
+    async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        wanted = [job_id for job_id in job_ids if storable_text(job_id)]
+        if not wanted:
+            return {}
+        async with self._connection() as db:
+            rows = await db.fetch(f"SELECT {COLUMNS} FROM queueflow.jobs WHERE id = ANY($1::text[])", wanted)
+        return {row["id"]: _job(row) for row in rows}
+
+    async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
+        texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, after.id if after else None]
+        if not all(text is None or storable_text(text) for text in texts):
+            return []
+        conditions, args = ["tenant_id = $1"], [cast(object, tenant_id)]
+        for column, value in (
+            ("queue_name", where.queue_name),
+            ("status", where.status.value if where.status is not None else None),
+            ("task_name", where.task_name),
+            ("workflow_id", where.workflow_id),
+        ):
+            if value is not None:
+                args.append(value)
+                conditions.append(f"{column} = ${len(args)}")
+        if where.metadata is not None:
+            args.append(_dumps(where.metadata, ("metadata",)))
+            conditions.append(f"metadata @> ${len(args)}::jsonb")
+        if after is not None:
+            args += [after.created_at, after.id]
+            conditions.append(f"(created_at, id) < (${len(args) - 1}, ${len(args)})")
+        args.append(limit)
+        sql = (
+            f"SELECT {COLUMNS} FROM queueflow.jobs WHERE {' AND '.join(conditions)}"
+            f" ORDER BY created_at DESC, id DESC LIMIT ${len(args)}"
+        )
+        async with self._connection() as db:
+            return [_job(row) for row in await db.fetch(sql, *args)]
+
+    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+        wanted = [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
+        if not wanted:
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
+        # RETURNING comes in no particular order; a multi-job lease answers in claim order.
+        jobs = [_job(row) for row in rows]
+        jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
+        return jobs
+
+    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+        token = _token(lease_token)
+        if token is None or not storable_text(job_id):
+            return None
+        async with self._connection() as db:
+            row = await db.fetchrow(HEARTBEAT, job_id, token, now, timedelta(seconds=lease_seconds))
+        return _job(row) if row is not None else None
+
+    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
+        if errors := completion_storage_errors(completions):
+            raise ValidationError.of(errors)
+        several = len(completions) > 1
+        sent = _held_items(completions)
+        results = [
+            _dumps(completions[index].result, ("complete", index, "result") if several else ("result",))
+            for index in sent
+        ]
+        return await self._finish(COMPLETE, completions, sent, results, now)
+
+    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+        if errors := failure_storage_errors(failures):
+            raise ValidationError.of(errors)
+        sent = _held_items(failures)
+        errors_, retry_ats = [failures[i].error for i in sent], [failures[i].retry_at for i in sent]
+        return await self._finish(FAIL, failures, sent, errors_, retry_ats, now)
+
+    async def _finish(
+        self, sql: str, items: Sequence[Completion | Failure], sent: dict[int, uuid.UUID], *args: Any
+    ) -> list[Job | None]:
+        """Run a batch finish over the `sent` items (index → parsed token); the rest answer None."""
+        if not sent:
+            return [None] * len(items)
+        async with self._connection() as db:
+            rows = await db.fetch(sql, [items[i].job_id for i in sent], list(sent.values()), *args)
+        # Of several items for one job, only the one with its current token matched: (id, token) finds it.
+        done = {(row["id"], row["held_token"]): _job(row) for row in rows}
+        return [done.get((items[i].job_id, sent[i])) if i in sent else None for i in range(len(items))]
+
+    async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        return await self._tenant_job_update(CANCEL, tenant_id, job_id, now)
+
+    async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        return await self._tenant_job_update(RETRY, tenant_id, job_id, now)
+
+    async def _tenant_job_update(self, sql: str, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+        if not (storable_text(tenant_id) and storable_text(job_id)):
+            return None
+        async with self._connection() as db:
+            row = await db.fetchrow(sql, tenant_id, job_id, now)
+        return _job(row) if row is not None else None
+
+    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+        async with self._connection() as db:
+            rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds))
+        rows.sort(key=lambda row: (row["expired_at"], row["id"]))
+        return [_job(row) for row in rows]
+
+    async def job_delete_finished(self, before: datetime, limit: int) -> int:
+        async with self._connection() as db:
+            status = await db.execute(DELETE_FINISHED, before, limit)
+        return int(status.split()[-1])  # "DELETE <n>"
+
+    async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
+        if not storable_text(tenant_id):
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(QUEUE_COUNTS, tenant_id, now)
+        # Sorted here, by code point as the in-memory store does, whatever the database's collation.
+        return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
+
+
+def _held_items(items: Sequence[Completion | Failure]) -> dict[int, uuid.UUID]:
+    """The items that could hold a lease, by index, with their parsed tokens, in input order.
+
+    A token that is not a canonical UUID can hold nothing. Of items repeating an (id, token) pair only the
+    first is sent, as in the in-memory store, where the first one ends the lease and the later ones find it
+    gone.
+    """
+    sent: dict[int, uuid.UUID] = {}
+    seen: set[tuple[str, uuid.UUID]] = set()
+    for index, item in enumerate(items):
+        token = _token(item.lease_token)
+        if token is None or not storable_text(item.job_id) or (item.job_id, token) in seen:
+            continue
+        seen.add((item.job_id, token))
+        sent[index] = token
+    return sent
+
+
+def _token(lease_token: str) -> uuid.UUID | None:
+    """The token as a UUID, if it is one written the way this store writes them (else it matches no row)."""
+    try:
+        token = uuid.UUID(lease_token)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return token if str(token) == lease_token else None
+
+
+def _dumps(value: JSON, loc: tuple[str | int, ...]) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError) as exc:
+        # e.g. an integer longer than Python's int-to-text limit (4300 digits)
+        raise ValidationError.of([FieldError(loc, f"cannot be stored as JSON: {exc}")]) from None
+
+
+def _insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
+    several = len(jobs) > 1
+
+    def loc(index: int, name: str) -> tuple[str | int, ...]:
+        return ("jobs", index, name) if several else (name,)
+
+    return [
+        [job.id for job in jobs],
+        [job.tenant_id for job in jobs],
+        [job.queue_name for job in jobs],
+        [job.task_name for job in jobs],
+        [_dumps(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
+        [_dumps({"backoff": job.backoff.to_json()}, loc(i, "backoff")) for i, job in enumerate(jobs)],
+        [job.priority for job in jobs],
+        [job.scheduled_at for job in jobs],
+        [job.max_retries for job in jobs],
+        [job.timeout_seconds for job in jobs],
+        [_dumps(job.metadata, loc(i, "metadata")) for i, job in enumerate(jobs)],
+        [job.idempotency_key for job in jobs],
+        [job.created_at for job in jobs],
+        [job.workflow_id for job in jobs],
+        [job.workflow_step_id for job in jobs],
+    ]
+
+
+def _job(row: asyncpg.Record) -> Job:
+    token = row["lease_token"]
+    return Job(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        queue_name=row["queue_name"],
+        task_name=row["task_name"],
+        payload=row["payload"],
+        status=JobStatus(row["status"]),
+        priority=row["priority"],
+        scheduled_at=row["scheduled_at"],
+        max_retries=row["max_retries"],
+        backoff=BackoffPolicy.from_json(row["config"]["backoff"]),
+        timeout_seconds=row["timeout_seconds"],
+        metadata=row["metadata"],
+        created_at=row["created_at"],
+        idempotency_key=row["idempotency_key"],
+        locked_until=row["locked_until"],
+        lease_token=str(token) if token is not None else None,
+        delivery_count=row["delivery_count"],
+        retry_count=row["retry_count"],
+        next_retry_at=row["next_retry_at"],
+        result=row["result"],
+        error_message=row["error_message"],
+        workflow_id=row["workflow_id"],
+        workflow_step_id=row["workflow_step_id"],
+        started_at=row["started_at"],
+        completed_at=row["completed_at"],
+    )

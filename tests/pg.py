@@ -1,0 +1,107 @@
+"""PostgreSQL for tests: throwaway databases on the server named by QUEUEFLOW_TEST_DATABASE_URL.
+
+Other people run tests on the same server at the same time, so every database here has a random name and is
+dropped afterwards, and an "outage" is simulated on our own database only (never by restarting the server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import asyncpg
+from queueflow.stores.pgurl import asyncpg_dsn
+from queueflow.stores.postgres import PostgresJobStore
+from sqlalchemy.engine import make_url
+
+T = TypeVar("T")
+
+ADMIN_URL = os.environ.get("QUEUEFLOW_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+TABLES = "queueflow.jobs, queueflow.workflow_steps, queueflow.workflows, queueflow.schedules"
+
+
+def url_of(database: str) -> str:
+    return make_url(ADMIN_URL).set(database=database).render_as_string(hide_password=False)
+
+
+def database_of(url: str) -> str:
+    name = make_url(url).database
+    assert name is not None
+    return name
+
+
+def off_loop(work: Callable[[], T]) -> T:
+    """Run blocking `work` (which may start its own event loop, as Alembic does) on another thread."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(work).result()
+
+
+def blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `make()` to its end from synchronous code, whether or not a loop is running here."""
+    return off_loop(lambda: asyncio.run(make()))
+
+
+async def admin(sql: str, *args: object) -> object:
+    connection = await asyncpg.connect(asyncpg_dsn(ADMIN_URL))
+    try:
+        return await connection.fetch(sql, *args)
+    finally:
+        await connection.close()
+
+
+async def create_database() -> str:
+    name = f"queueflow_test_{secrets.token_hex(6)}"
+    await admin(f'CREATE DATABASE "{name}"')
+    return url_of(name)
+
+
+async def drop_database(url: str) -> None:
+    await admin(f'DROP DATABASE IF EXISTS "{database_of(url)}" WITH (FORCE)')
+
+
+@asynccontextmanager
+async def fresh_database() -> AsyncIterator[str]:
+    """The URL of a new, empty database, dropped afterwards."""
+    url = await create_database()
+    try:
+        yield url
+    finally:
+        await drop_database(url)
+
+
+@asynccontextmanager
+async def connect(url: str) -> AsyncIterator[asyncpg.Connection]:
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+async def truncate(url: str) -> None:
+    async with connect(url) as connection:
+        await connection.execute(f"TRUNCATE {TABLES}")
+
+
+async def cut_off(url: str) -> None:
+    """An outage of `url`'s database: new connections are refused and every open one is killed."""
+    name = database_of(url)
+    await admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+    await admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
+
+
+async def restore(url: str) -> None:
+    await admin(f'ALTER DATABASE "{database_of(url)}" ALLOW_CONNECTIONS true')
+
+
+@asynccontextmanager
+async def emptied_store(url: str) -> AsyncIterator[PostgresJobStore]:
+    """A store on `url`'s database, emptied first."""
+    await truncate(url)
+    async with PostgresJobStore.from_url(url, pool_size=2) as store:
+        yield store

@@ -1,0 +1,94 @@
+"""LISTEN/NOTIFY wake-ups, the safety poll, and surviving an outage of the database."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from queueflow.core.errors import StoreUnavailable
+from queueflow.core.types import NewJob
+from queueflow.ports import TestClock
+from queueflow.runtime.notifier import Notifier
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.stores.postgres import PostgresJobStore
+
+from tests import pg
+from tests.postgres.helpers import START, T, engine_on
+
+PATIENCE = 10.0
+"""Upper bound on any wait here; a passing test waits for the event itself, far less."""
+
+
+async def parked(wakeups: Wakeups, queues: list[str]) -> asyncio.Task[bool]:
+    waiter = asyncio.create_task(wakeups.wait(queues, PATIENCE))
+    await asyncio.sleep(0)  # one turn of the loop: the waiter registers before its first await
+    return waiter
+
+
+async def test_an_insert_wakes_a_waiter_well_before_the_safety_poll(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    wakeups = Wakeups()
+    engine = engine_on(postgres_store, TestClock(START))
+    async with Notifier(postgres_url, wakeups, safety_poll=60) as notifier:
+        await asyncio.wait_for(notifier.listening.wait(), PATIENCE)
+        mail, other = await parked(wakeups, ["mail"]), await parked(wakeups, ["other"])
+        started = time.perf_counter()
+        await engine.enqueue(T, NewJob(task_name="send", queue_name="mail"))
+        assert await mail
+        latency = time.perf_counter() - started
+        assert not other.done()
+        other.cancel()
+    assert latency < 0.5, f"woken after {latency:.3f} s"
+
+
+async def test_the_safety_poll_wakes_everyone_without_a_notification(postgres_url: str) -> None:
+    wakeups = Wakeups()
+    async with Notifier(postgres_url, wakeups, safety_poll=0.05) as notifier:
+        await asyncio.wait_for(notifier.listening.wait(), PATIENCE)
+        waiter = await parked(wakeups, ["quiet"])
+        assert await waiter
+
+
+async def test_an_outage_is_survived(postgres_url: str, postgres_store: PostgresJobStore) -> None:
+    wakeups = Wakeups()
+    clock = TestClock(START)
+    engine = engine_on(postgres_store, clock)
+    before = [(await engine.enqueue(T, NewJob(task_name=f"t{i}"))).job.id for i in range(3)]
+    notifier = Notifier(postgres_url, wakeups, safety_poll=60, reconnect_min=0.02, reconnect_max=0.1)
+    async with notifier:
+        await asyncio.wait_for(notifier.listening.wait(), PATIENCE)
+        await pg.cut_off(postgres_url)
+        try:
+            # Parked during the outage: only the notifier's wake-everyone after reconnecting can wake it.
+            during = await parked(wakeups, ["nobody-inserts-here"])
+            with pytest.raises(StoreUnavailable):
+                await postgres_store.ping()
+            with pytest.raises(StoreUnavailable):
+                await engine.lease(["default"])
+            with pytest.raises(StoreUnavailable):
+                await engine.enqueue(T, NewJob(task_name="lost?"))
+            assert not during.done()
+        finally:
+            await pg.restore(postgres_url)
+
+        assert await during, "no wake-up after reconnecting"
+        assert notifier.connections == 2
+        await asyncio.wait_for(notifier.listening.wait(), PATIENCE)
+        waiter = await parked(wakeups, ["default"])
+        after = (await engine.enqueue(T, NewJob(task_name="after"))).job.id
+        assert await waiter, "NOTIFY did not arrive on the new connection"
+
+    leased = await engine.lease(["default"], max_jobs=10)
+    assert sorted(job.id for job in leased) == sorted([*before, after])
+
+
+async def test_the_notifier_stops_cleanly_while_it_cannot_connect() -> None:
+    notifier = Notifier("postgresql://postgres@127.0.0.1:1/nowhere", Wakeups(), reconnect_min=0.01, reconnect_max=0.02)
+    await notifier.start()
+    assert notifier.running
+    await asyncio.sleep(0)
+    await notifier.stop()
+    assert not notifier.running
+    assert not notifier.listening.is_set()

@@ -1,0 +1,121 @@
+"""The migration produces exactly the schema the store relies on, and can be undone and redone."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from queueflow.cli import main
+from queueflow.stores import pgschema
+
+from tests import pg
+
+TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
+
+
+async def tables(connection: asyncpg.Connection) -> list[str]:
+    rows = await connection.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'queueflow' ORDER BY 1")
+    return [row["tablename"] for row in rows]
+
+
+async def test_upgrade_downgrade_upgrade() -> None:
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        assert await tables(connection) == TABLES
+        await pgschema.downgrade_async(url)
+        assert await tables(connection) == []
+        leftovers = await connection.fetchval(
+            "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'queueflow')"
+            " + (SELECT count(*) FROM pg_proc WHERE proname = 'notify_work')"
+        )
+        assert leftovers == 0
+        await pgschema.upgrade_async(url)
+        assert await tables(connection) == TABLES
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0001"
+
+
+def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
+    url = pg.blocking(pg.create_database)
+    try:
+        assert url.startswith("postgresql://")
+        assert main(["migrate", "--database-url", url]) == 0
+        assert "head" in capsys.readouterr().out
+
+        async def version() -> object:
+            async with pg.connect(url) as connection:
+                return await connection.fetchval("SELECT version_num FROM alembic_version")
+
+        assert pg.blocking(version) == "0001"
+    finally:
+        pg.blocking(lambda: pg.drop_database(url))
+
+
+async def test_jobs_table_storage_parameters(postgres_url: str) -> None:
+    async with pg.connect(postgres_url) as connection:
+        options = await connection.fetchval("SELECT reloptions FROM pg_class WHERE oid = 'queueflow.jobs'::regclass")
+    assert sorted(options) == ["autovacuum_vacuum_scale_factor=0.05", "fillfactor=85"]
+
+
+async def test_jobs_indexes(postgres_url: str) -> None:
+    async with pg.connect(postgres_url) as connection:
+        rows = await connection.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs'")
+    indexes = {row["indexname"]: row["indexdef"].split(" USING ", 1)[1] for row in rows}
+    assert indexes["idx_jobs_claim"] == (
+        "btree (queue_name, priority DESC, scheduled_at, created_at, id)"
+        " WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]))"
+    )
+    assert indexes["idx_jobs_lease_expiry"] == "btree (locked_until) WHERE (status = 'running'::text)"
+    assert indexes["uq_jobs_tenant_idempotency_key"] == "btree (tenant_id, idempotency_key)"
+    unique = [row["indexname"] for row in rows if row["indexdef"].startswith("CREATE UNIQUE")]
+    assert sorted(unique) == ["jobs_pkey", "uq_jobs_tenant_idempotency_key"]
+    assert indexes["idx_jobs_tenant_created"] == "btree (tenant_id, created_at DESC, id DESC)"
+    assert indexes["idx_jobs_metadata"] == "gin (metadata jsonb_path_ops)"
+    assert indexes["idx_jobs_finished"] == (
+        "btree (completed_at) WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
+    )
+    assert {"idx_jobs_queue_name", "idx_jobs_created_at", "idx_jobs_workflow"} <= set(indexes)
+
+
+async def test_insert_trigger_notifies_the_queue(postgres_url: str) -> None:
+    async with pg.connect(postgres_url) as connection:
+        trigger = await connection.fetchval(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = 'queueflow.jobs'::regclass"
+            " AND NOT tgisinternal"
+        )
+        body = await connection.fetchval("SELECT prosrc FROM pg_proc WHERE proname = 'notify_work'")
+    assert trigger == (
+        "CREATE TRIGGER jobs_notify_work AFTER INSERT ON queueflow.jobs REFERENCING NEW TABLE AS inserted"
+        " FOR EACH STATEMENT EXECUTE FUNCTION queueflow.notify_work()"
+    )
+    assert "pg_notify('queueflow_work', queue_name)" in body
+    assert "status = 'pending'" in body
+
+
+async def test_the_other_tables(postgres_url: str) -> None:
+    async with pg.connect(postgres_url) as connection:
+        rows = await connection.fetch(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'queueflow'"
+        )
+        step_key = await connection.fetchval(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = 'queueflow.workflow_steps'::regclass AND contype = 'p'"
+        )
+        schedule_unique = await connection.fetchval(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = 'queueflow.schedules'::regclass AND contype = 'u'"
+        )
+    columns: dict[str, set[str]] = {}
+    for row in rows:
+        columns.setdefault(row["table_name"], set()).add(row["column_name"])
+    assert {"id", "tenant_id", "name", "status", "context", "idempotency_key", "created_at", "completed_at"} <= columns[
+        "workflows"
+    ]
+    assert {
+        "workflow_id", "name", "idx", "task_name", "payload", "depends_on", "on_failure", "status", "job_id",
+        "queue_name", "priority", "max_retries", "config", "timeout_seconds",
+    } <= columns["workflow_steps"]  # fmt: skip
+    assert {
+        "id", "tenant_id", "name", "cron", "timezone", "task_name", "queue_name", "payload", "priority",
+        "max_retries", "enabled", "next_run_at", "last_run_at", "created_at", "updated_at",
+    } <= columns["schedules"]  # fmt: skip
+    assert step_key == "PRIMARY KEY (workflow_id, name)"
+    assert schedule_unique == "UNIQUE (tenant_id, name)"

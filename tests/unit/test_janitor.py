@@ -1,0 +1,59 @@
+"""The janitor loop: it sweeps, survives an unavailable store, and stops cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+
+import pytest
+from queueflow.core.errors import StoreUnavailable
+from queueflow.core.types import Job, JobStatus, NewJob
+from queueflow.runtime.janitor import Janitor
+from queueflow.stores.memory import InMemoryJobStore
+from queueflow.testing import TestClock, make_engine
+
+
+class FlakyStore(InMemoryJobStore):
+    """Unavailable for the first `outages` sweeps; `swept` is set by the first sweep that gets through."""
+
+    def __init__(self, outages: int) -> None:
+        super().__init__()
+        self.outages = outages
+        self.swept = asyncio.Event()
+
+    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+        if self.outages:
+            self.outages -= 1
+            raise StoreUnavailable("the database is restarting")
+        taken = await super().job_lease_expired(now, limit, relock_seconds)
+        self.swept.set()
+        return taken
+
+
+async def test_the_janitor_survives_an_unavailable_store(caplog: pytest.LogCaptureFixture) -> None:
+    store, clock = FlakyStore(outages=2), TestClock()
+    engine = make_engine(store, clock)
+    job = (await engine.enqueue("t", NewJob(task_name="t"))).job
+    await engine.lease(["default"], lease_seconds=10)
+    clock.advance(seconds=11)
+
+    with caplog.at_level(logging.WARNING, logger="queueflow.janitor"):
+        async with Janitor(engine, interval=0.001) as janitor:
+            await asyncio.wait_for(store.swept.wait(), timeout=5)
+        assert not janitor.running
+
+    assert janitor.sweeps >= 3
+    assert sum("store is unavailable" in record.message for record in caplog.records) == 2
+    assert (await engine.get_job("t", job.id)).status is JobStatus.RETRYING
+
+
+async def test_stopping_twice_or_never_started_is_harmless() -> None:
+    janitor = Janitor(make_engine(), interval=60)
+    await janitor.stop()
+    await janitor.start()
+    await janitor.start()
+    assert janitor.running
+    await janitor.stop()
+    await janitor.stop()
+    assert not janitor.running
