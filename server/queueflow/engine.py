@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 
 from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
-from queueflow.core.cursor import decode_cursor, encode_cursor
+from queueflow.core.cursor import MAX_PAGE as MAX_PAGE  # re-exported: the bound on every list's limit
+from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.ids import new_id
 from queueflow.core.jsonvalue import storage_errors
@@ -22,7 +23,6 @@ from queueflow.core.types import (
     AckOutcome,
     AckResult,
     Completion,
-    Cursor,
     Enqueued,
     Failure,
     FailureRequest,
@@ -34,9 +34,8 @@ from queueflow.core.types import (
     Page,
     QueueStats,
 )
-from queueflow.ports import Clock, JobStore
-
-MAX_PAGE = 500
+from queueflow.ports import Clock, Store
+from queueflow.schedules import ScheduleUseCases
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +48,12 @@ class EngineSettings:
     """How long the janitor holds an expired job while it routes it through the failure policy."""
 
 
-class Engine:
+class Engine(ScheduleUseCases):
+    """Jobs here; schedules in `ScheduleUseCases` (queueflow.schedules)."""
+
     def __init__(
         self,
-        store: JobStore,
+        store: Store,
         clock: Clock,
         *,
         rng: RandomSource | None = None,
@@ -108,12 +109,11 @@ class Engine:
     async def list_jobs(
         self, tenant_id: str, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page[Job]:
-        validation.check(validation.int_errors(limit, ("limit",), 1, MAX_PAGE))
+        after = page_after(limit, cursor)
         if where is not None and where.metadata is not None:
             validation.check(validation.object_errors(where.metadata, ("metadata",)))
-        after = decode_cursor(cursor) if cursor is not None else None
         rows = await self.store.job_list(tenant_id, where or JobFilter(), limit + 1, after)
-        return _page(rows, limit)
+        return page(rows, limit)
 
     async def cancel_job(self, tenant_id: str, job_id: str) -> Job:
         """Cancel a job that has not finished; a running job's lease token stops working at once."""
@@ -284,10 +284,3 @@ def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list
             request.retry_after_seconds, (*loc, "retry_after_seconds"), 0, validation.MAX_DELAY_SECONDS
         )
     return errors
-
-
-def _page(rows: list[Job], limit: int) -> Page[Job]:
-    if len(rows) <= limit:
-        return Page(rows, None)
-    last = rows[limit - 1]
-    return Page(rows[:limit], encode_cursor(Cursor(last.created_at, last.id)))

@@ -1,4 +1,6 @@
-"""InMemoryJobStore: the whole JobStore contract in a process's memory, for tests and embedding.
+"""InMemoryJobStore: the whole `Store` contract in a process's memory, for tests and embedding.
+
+Its schedules live in `memory_schedules`.
 
 It is a real store, not a mock: it validates what it is given before it changes anything, so a call that
 fails leaves no trace, and it rejects exactly the values PostgreSQL would reject. Each method runs without
@@ -37,18 +39,21 @@ from queueflow.core.types import (
     QueueCounts,
 )
 from queueflow.runtime.wakeups import Wakeups
+from queueflow.stores.memory_schedules import InMemoryScheduleStore
 
 
-class InMemoryJobStore:
+class InMemoryJobStore(InMemoryScheduleStore):
     def __init__(self, wakeups: Wakeups | None = None) -> None:
+        super().__init__()
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._wakeups = wakeups
 
     def reset(self) -> None:
-        """Forget every job."""
+        """Forget every job and schedule."""
         self._jobs.clear()
         self._idempotency.clear()
+        self._schedules.clear()
 
     async def ping(self) -> None:
         """Always answers: memory is always there."""

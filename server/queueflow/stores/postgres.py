@@ -11,7 +11,6 @@ store's field locations; whatever still goes wrong is translated by `pgerrors`.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -29,7 +28,6 @@ from queueflow.core.jsonvalue import (
     storable_text,
 )
 from queueflow.core.types import (
-    JSON,
     BackoffPolicy,
     Completion,
     Cursor,
@@ -39,7 +37,9 @@ from queueflow.core.types import (
     JobStatus,
     QueueCounts,
 )
+from queueflow.stores.pg_schedules import PostgresScheduleStore
 from queueflow.stores.pgerrors import is_disconnect, translate
+from queueflow.stores.pgerrors import json_text as _dumps
 from queueflow.stores.pgsql import (
     CANCEL,
     CLAIM,
@@ -57,8 +57,10 @@ from queueflow.stores.pgsql import (
 from queueflow.stores.pgurl import sqlalchemy_url
 
 
-class PostgresJobStore:
-    """The JobStore on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
+class PostgresJobStore(PostgresScheduleStore):
+    """The `Store` on PostgreSQL (its schedules in `pg_schedules`).
+
+    Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -314,14 +316,6 @@ def _token(lease_token: str) -> uuid.UUID | None:
     except (ValueError, TypeError, AttributeError):
         return None
     return token if str(token) == lease_token else None
-
-
-def _dumps(value: JSON, loc: tuple[str | int, ...]) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (ValueError, TypeError, RecursionError) as exc:
-        # e.g. an integer longer than Python's int-to-text limit (4300 digits)
-        raise ValidationError.of([FieldError(loc, f"cannot be stored as JSON: {exc}")]) from None
 
 
 def _insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
