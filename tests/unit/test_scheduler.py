@@ -58,13 +58,3 @@ async def test_a_full_tick_goes_again_at_once() -> None:
     scheduler = Scheduler(engine, interval=3600)
     assert scheduler.backlog(engine.settings.sweep_limit)
     assert not scheduler.backlog(engine.settings.sweep_limit - 1)
-
-
-async def test_stopping_twice_or_never_started_is_harmless() -> None:
-    scheduler = Scheduler(make_engine(), interval=60)
-    await scheduler.stop()
-    await scheduler.start()
-    assert scheduler.running
-    await scheduler.stop()
-    await scheduler.stop()
-    assert not scheduler.running
