@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 
+from queueflow.core.errors import InvalidState
 from queueflow.core.schedule import NewSchedule
 from queueflow.core.types import Job
 from queueflow.ports import TestClock
@@ -66,3 +67,27 @@ async def test_three_schedulers_make_one_job_per_occurrence(
     }
     hourly = await admin.get_schedule(T, "hourly")
     assert (hourly.last_run_at, hourly.next_run_at) == (START + timedelta(hours=1), START + timedelta(hours=2))
+
+
+async def test_concurrent_creates_of_one_name_make_one_schedule(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    start_line = asyncio.Barrier(4)
+
+    async def create(seed: int, store: PostgresJobStore) -> str:
+        engine = engine_on(store, TestClock(START), seed=seed)
+        await start_line.wait()
+        try:
+            return (await engine.create_schedule(T, NewSchedule(name="nightly", cron="0 3 * * *", task_name="r"))).id
+        except InvalidState:
+            return "taken"
+
+    async with AsyncExitStack() as stack:
+        opened = [
+            await stack.enter_async_context(PostgresJobStore.from_url(postgres_url, pool_size=1)) for _ in range(4)
+        ]
+        await asyncio.gather(*(store.ping() for store in opened))
+        outcomes = await asyncio.gather(*(create(seed, store) for seed, store in enumerate(opened)))
+
+    (created,) = [outcome for outcome in outcomes if outcome != "taken"]
+    assert (await engine_on(postgres_store, TestClock(START)).get_schedule(T, "nightly")).id == created
