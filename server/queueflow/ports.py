@@ -59,6 +59,10 @@ class JobStore(Protocol):
     Every adapter raises only `QueueFlowError`s (a value it cannot store is a `ValidationError`).
     """
 
+    async def ping(self) -> None:
+        """Return when the store answers; raise `StoreUnavailable` when it cannot be reached."""
+        ...
+
     async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
         """∅ → pending, for every row or none. A row whose (tenant_id, idempotency_key) already exists is
         not inserted and resolves to the existing job: `(existing, False)`; otherwise `(row, True)`."""

@@ -45,6 +45,9 @@ class InMemoryJobStore:
         self._jobs.clear()
         self._idempotency.clear()
 
+    async def ping(self) -> None:
+        return None
+
     async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
         errors: list[FieldError] = []
         for index, job in enumerate(jobs):

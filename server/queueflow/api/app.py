@@ -1,0 +1,89 @@
+"""The Litestar application: `create_app(settings, store=..., clock=...)` wires ports, routes and error handling."""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import timedelta
+from typing import Any
+
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from queueflow import __version__
+from queueflow.api.auth import Keyring, current_tenant, guard
+from queueflow.api.jobs import JobsController, QueuesController
+from queueflow.api.observe import Metrics, Observe
+from queueflow.api.ops import health, prometheus_metrics, ready
+from queueflow.api.problems import EXCEPTION_HANDLERS
+from queueflow.api.worker import WorkerController
+from queueflow.core.backoff import RandomSource
+from queueflow.engine import Engine, EngineSettings
+from queueflow.ports import Clock, JobStore
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.settings import Settings
+
+log = logging.getLogger("queueflow.api")
+
+SECURITY_SCHEME = "BearerAuth"
+
+
+def create_app(
+    settings: Settings,
+    *,
+    store: JobStore,
+    clock: Clock,
+    wakeups: Wakeups | None = None,
+    rng: RandomSource | None = None,
+) -> Litestar:
+    """The HTTP API over `store`. `wakeups` is the hub the store (or its notifier) signals on insert; without
+    one, long-polling leases fall back to polling every `settings.safety_poll` seconds."""
+    engine = Engine(
+        store,
+        clock,
+        rng=rng or random.SystemRandom(),
+        settings=EngineSettings(
+            retention=None if settings.retention_hours is None else timedelta(hours=settings.retention_hours),
+        ),
+    )
+    metrics = Metrics()
+    hub = wakeups if wakeups is not None else Wakeups()
+    if settings.development_mode:
+        log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
+
+    v1 = Router(
+        path="/v1",
+        route_handlers=[JobsController, QueuesController, WorkerController],
+        guards=[guard(Keyring(settings))],
+        security=[{SECURITY_SCHEME: []}],
+        dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},
+    )
+    app = Litestar(
+        route_handlers=[v1, health, ready, prometheus_metrics],
+        dependencies={
+            "engine": _constant(engine),
+            "metrics": _constant(metrics),
+            "wakeups": _constant(hub),
+            "settings": _constant(settings),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="QueueFlow",
+            version=__version__,
+            description="A durable job queue and DAG-workflow engine whose only moving part is PostgreSQL.",
+            use_handler_docstrings=True,
+            components=Components(
+                security_schemes={SECURITY_SCHEME: SecurityScheme(type="http", scheme="bearer")},
+            ),
+        ),
+    )
+    # Wrapping the whole ASGI handler (not a route middleware) also observes unrouted 404s and 405s.
+    app.asgi_handler = Observe(app.asgi_handler, metrics)
+    return app
+
+
+def _constant(value: Any) -> Provide:
+    return Provide(lambda: value, use_cache=True, sync_to_thread=False)
