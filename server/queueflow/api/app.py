@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import random
 from datetime import timedelta
 from typing import Any
@@ -24,8 +23,6 @@ from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import Clock, JobStore
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
-
-log = logging.getLogger("queueflow.api")
 
 SECURITY_SCHEME = "BearerAuth"
 
@@ -50,8 +47,6 @@ def create_app(
     )
     metrics = Metrics()
     hub = wakeups if wakeups is not None else Wakeups()
-    if settings.development_mode:
-        log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
 
     v1 = Router(
         path="/v1",

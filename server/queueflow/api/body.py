@@ -68,7 +68,7 @@ def _field_error(message: str) -> FieldError:
     # msgspec says "Expected `int`, got `str` - at `$.jobs[0].priority`"; turn the path into a loc.
     text, sep, path = message.rpartition(" - at `")
     if not sep:
-        return FieldError((), message)
+        text, path = message, "$"
     loc: list[str | int] = []
     for part in path.rstrip("`").removeprefix("$").replace("[", ".").replace("]", "").split("."):
         if part:

@@ -15,22 +15,21 @@ from queueflow.api.body import StrictBody
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import (
+    ID_PATTERN,
     NO_NUL,
     EnqueueBatch,
     EnqueueJob,
-    JobId,
+    Job,
+    JobBatch,
     JobIdPath,
-    JobList,
-    JobOut,
     JobPage,
     JobStatusName,
+    Queue,
     QueueList,
-    QueueName,
-    QueueOut,
-    TaskName,
 )
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.types import JobFilter, JobStatus
+from queueflow.core.validation import NAME_PATTERN
 from queueflow.engine import MAX_PAGE, Engine
 
 TENANT_ERRORS = (401, 403, 503)
@@ -62,7 +61,7 @@ class JobsController(Controller):
         return_dto=None,
         status_code=201,
         responses={
-            200: ResponseSpec(JobOut, description="An idempotent repeat: the original job, unchanged"),
+            200: ResponseSpec(Job, description="An idempotent repeat: the original job, unchanged"),
             **problem_responses(400, *TENANT_ERRORS, 413),
         },
     )
@@ -73,12 +72,12 @@ class JobsController(Controller):
         tenant: str,
         data: EnqueueJob,
         idempotency_key: IdempotencyKeyHeader = None,
-    ) -> Response[JobOut]:
+    ) -> Response[Job]:
         """Enqueue a job."""
         enqueued = await engine.enqueue(tenant, data.to_domain(idempotency_key))
         if enqueued.created:
             metrics.jobs_enqueued([enqueued.job])
-        return Response(JobOut.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
+        return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
 
     @post(
         "/batch",
@@ -88,21 +87,21 @@ class JobsController(Controller):
         status_code=201,
         responses=problem_responses(400, *TENANT_ERRORS, 413),
     )
-    async def enqueue_jobs(self, engine: Engine, metrics: Metrics, tenant: str, data: EnqueueBatch) -> JobList:
+    async def enqueue_jobs(self, engine: Engine, metrics: Metrics, tenant: str, data: EnqueueBatch) -> JobBatch:
         """Enqueue up to 1000 jobs atomically (all or none)."""
         results = await engine.enqueue_many(tenant, [item.to_domain(item.idempotency_key) for item in data.jobs])
         metrics.jobs_enqueued(result.job for result in results if result.created)
-        return JobList([JobOut.from_domain(result.job) for result in results])
+        return JobBatch([Job.from_domain(result.job) for result in results])
 
     @get("/", operation_id="listJobs", responses=problem_responses(400, *TENANT_ERRORS))
     async def list_jobs(
         self,
         engine: Engine,
         tenant: str,
-        queue_name: Annotated[QueueName | None, QueryParameter()] = None,
+        queue_name: Annotated[str | None, QueryParameter(pattern=NAME_PATTERN.pattern, max_length=100)] = None,
         status: Annotated[JobStatusName | None, QueryParameter()] = None,
-        task_name: Annotated[TaskName | None, QueryParameter()] = None,
-        workflow_id: Annotated[JobId | None, QueryParameter()] = None,
+        task_name: Annotated[str | None, QueryParameter(min_length=1, max_length=200, pattern=NO_NUL)] = None,
+        workflow_id: Annotated[str | None, QueryParameter(pattern=ID_PATTERN, max_length=64)] = None,
         metadata: Annotated[
             str | None,
             QueryParameter(
@@ -121,12 +120,12 @@ class JobsController(Controller):
             metadata=_json_object(metadata, "metadata") if metadata is not None else None,
         )
         page = await engine.list_jobs(tenant, where, limit=limit, cursor=cursor)
-        return JobPage([JobOut.from_domain(job) for job in page.items], page.next_cursor)
+        return JobPage([Job.from_domain(job) for job in page.items], page.next_cursor)
 
     @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
-    async def get_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> JobOut:
+    async def get_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> Job:
         """Get one job."""
-        return JobOut.from_domain(await engine.get_job(tenant, job_id))
+        return Job.from_domain(await engine.get_job(tenant, job_id))
 
     @post(
         "/{job_id:str}/cancel",
@@ -134,9 +133,9 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def cancel_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> JobOut:
+    async def cancel_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> Job:
         """Cancel a pending, retrying or running job (a running job's lease stops working)."""
-        return JobOut.from_domain(await engine.cancel_job(tenant, job_id))
+        return Job.from_domain(await engine.cancel_job(tenant, job_id))
 
     @post(
         "/{job_id:str}/retry",
@@ -144,9 +143,9 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def retry_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> JobOut:
+    async def retry_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> Job:
         """Replay a dead-lettered or cancelled job now, with its retry count reset."""
-        return JobOut.from_domain(await engine.retry_job(tenant, job_id))
+        return Job.from_domain(await engine.retry_job(tenant, job_id))
 
 
 class QueuesController(Controller):
@@ -157,7 +156,7 @@ class QueuesController(Controller):
     @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
     async def list_queues(self, engine: Engine, tenant: str) -> QueueList:
         """Count the tenant's jobs per queue and state."""
-        return QueueList([QueueOut.from_domain(stats) for stats in await engine.queue_stats(tenant)])
+        return QueueList([Queue.from_domain(stats) for stats in await engine.queue_stats(tenant)])
 
 
 def _json_object(raw: str, name: str) -> dict[str, Any]:

@@ -38,7 +38,11 @@ async def ready(engine: Engine) -> Health:
     tags=["operations"],
     security=[],
     media_type=PROMETHEUS_TEXT,
-    responses={200: ResponseSpec(str, description="Prometheus text exposition format", media_type="text/plain")},
+    responses={
+        200: ResponseSpec(
+            str, description="Prometheus text exposition format", media_type="text/plain", generate_examples=False
+        )
+    },
 )
 async def prometheus_metrics(engine: Engine, metrics: Metrics, settings: Settings) -> Response[bytes]:
     """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time."""

@@ -13,8 +13,8 @@ import msgspec
 from litestar.params import PathParameter
 from msgspec import Meta, Struct
 
+from queueflow.core import types as domain
 from queueflow.core import validation
-from queueflow.core.types import AckResult, BackoffPolicy, BackoffStrategy, FailureRequest, Job, NewJob, QueueStats
 
 NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL; saying so in the spec keeps generated clients and fuzzers honest."""
@@ -26,16 +26,21 @@ IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NU
 ErrorText = Annotated[str, Meta(max_length=65_536, pattern=NO_NUL)]
 Priority = Annotated[int, Meta(ge=-1000, le=1000)]
 MaxRetries = Annotated[int, Meta(ge=0, le=100)]
-DelaySeconds = Annotated[float, Meta(ge=0, le=validation.MAX_DELAY_SECONDS)]
+DelaySeconds = Annotated[
+    float,
+    # Litestar drops a falsy bound (ge=0) from an optional field's schema; `extra` puts it back.
+    Meta(ge=0, le=validation.MAX_DELAY_SECONDS, extra_json_schema={"extra": {"minimum": 0}}),
+]
 TimeoutSeconds = Annotated[float, Meta(ge=1, le=validation.MAX_TIMEOUT_SECONDS)]
 LeaseSeconds = Annotated[float, Meta(ge=1, le=validation.MAX_LEASE_SECONDS)]
 AwareDateTime = Annotated[datetime, Meta(tz=True)]
 JSONObject = dict[str, Any]
 JobStatusName = Literal["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
 
-JobId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_]{1,64}$", min_length=1, max_length=64)]
+ID_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
 """Ids are `job_` + 26 base32 characters; anything far from that shape is not one of ours."""
-JobIdPath = Annotated[str, PathParameter(pattern=r"^[A-Za-z0-9_]{1,64}$", min_length=1, max_length=64)]
+JobId = Annotated[str, Meta(pattern=ID_PATTERN, min_length=1, max_length=64)]
+JobIdPath = Annotated[str, PathParameter(pattern=ID_PATTERN, min_length=1, max_length=64)]
 
 
 class _Request(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -53,11 +58,13 @@ class Backoff(_Request):
     max_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_TIMEOUT_SECONDS)] = 3600.0
     jitter: bool = True
 
-    def to_domain(self) -> BackoffPolicy:
-        return BackoffPolicy(BackoffStrategy(self.strategy), self.base_seconds, self.max_seconds, self.jitter)
+    def to_domain(self) -> domain.BackoffPolicy:
+        return domain.BackoffPolicy(
+            domain.BackoffStrategy(self.strategy), self.base_seconds, self.max_seconds, self.jitter
+        )
 
     @classmethod
-    def from_domain(cls, policy: BackoffPolicy) -> Backoff:
+    def from_domain(cls, policy: domain.BackoffPolicy) -> Backoff:
         return cls(
             strategy=policy.strategy.value,
             base_seconds=policy.base_seconds,
@@ -78,8 +85,8 @@ class EnqueueJob(_Request):
     timeout_seconds: TimeoutSeconds | None = None
     metadata: JSONObject = msgspec.field(default_factory=dict)
 
-    def to_domain(self, idempotency_key: str | None) -> NewJob:
-        return NewJob(
+    def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
+        return domain.NewJob(
             task_name=self.task_name,
             queue_name=self.queue_name,
             payload=self.payload,
@@ -102,7 +109,7 @@ class EnqueueBatch(_Request):
     jobs: Annotated[list[BatchItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
 
 
-class JobOut(Struct, kw_only=True):
+class Job(Struct, kw_only=True):
     """A job as a tenant sees it (never its lease token)."""
 
     id: str
@@ -131,22 +138,22 @@ class JobOut(Struct, kw_only=True):
     completed_at: datetime | None
 
     @classmethod
-    def from_domain(cls, job: Job) -> JobOut:
+    def from_domain(cls, job: domain.Job) -> Job:
         return cls(**_job_fields(job))
 
 
-class LeasedJob(JobOut, kw_only=True):
+class LeasedJob(Job, kw_only=True):
     """A job as its worker sees it: with the lease token that proves ownership and the delivery's deadline."""
 
     lease_token: str
     deadline: datetime | None
 
     @classmethod
-    def from_domain(cls, job: Job) -> LeasedJob:
+    def from_domain(cls, job: domain.Job) -> LeasedJob:
         return cls(**_job_fields(job), lease_token=job.lease_token or "", deadline=job.deadline)
 
 
-def _job_fields(job: Job) -> dict[str, Any]:
+def _job_fields(job: domain.Job) -> dict[str, Any]:
     return {
         "id": job.id,
         "tenant_id": job.tenant_id,
@@ -175,16 +182,16 @@ def _job_fields(job: Job) -> dict[str, Any]:
     }
 
 
-class JobList(Struct):
-    jobs: list[JobOut]
+class JobBatch(Struct):
+    jobs: list[Job]
 
 
 class JobPage(Struct):
-    items: list[JobOut]
+    items: list[Job]
     next_cursor: str | None
 
 
-class QueueOut(Struct, kw_only=True):
+class Queue(Struct, kw_only=True):
     name: str
     pending: int
     scheduled: int
@@ -196,12 +203,12 @@ class QueueOut(Struct, kw_only=True):
     oldest_pending_age_seconds: float | None
 
     @classmethod
-    def from_domain(cls, stats: QueueStats) -> QueueOut:
+    def from_domain(cls, stats: domain.QueueStats) -> Queue:
         return cls(**{name: getattr(stats, name) for name in cls.__struct_fields__})
 
 
 class QueueList(Struct):
-    queues: list[QueueOut]
+    queues: list[Queue]
 
 
 # ---- worker ----------------------------------------------------------------------------------------
@@ -224,7 +231,7 @@ class HeartbeatRequest(_Request):
     lease_seconds: LeaseSeconds = 30.0
 
 
-class HeartbeatOut(Struct):
+class Heartbeat(Struct):
     locked_until: datetime
 
 
@@ -239,8 +246,8 @@ class FailRequest(_Request):
     retryable: bool = True
     retry_after_seconds: DelaySeconds | None = None
 
-    def to_domain(self, job_id: str) -> FailureRequest:
-        return FailureRequest(
+    def to_domain(self, job_id: str) -> domain.FailureRequest:
+        return domain.FailureRequest(
             job_id=job_id,
             lease_token=self.lease_token,
             error=self.error,
@@ -262,19 +269,19 @@ class AckRequest(_Request):
     fail: Annotated[list[AckFail], Meta(max_length=validation.MAX_BATCH)] = msgspec.field(default_factory=list)
 
 
-class AckItem(Struct):
+class AckResult(Struct):
     id: str
     outcome: Literal["ok", "lease_lost"]
     status: JobStatusName | None
 
     @classmethod
-    def from_domain(cls, result: AckResult) -> AckItem:
+    def from_domain(cls, result: domain.AckResult) -> AckResult:
         status = result.status.value if result.status is not None else None
         return cls(result.id, result.outcome.value, status)  # type: ignore[arg-type]
 
 
 class AckResults(Struct):
-    results: list[AckItem]
+    results: list[AckResult]
 
 
 # ---- operations ------------------------------------------------------------------------------------

@@ -11,20 +11,20 @@ from queueflow.api.body import StrictBody
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import (
-    AckItem,
     AckRequest,
+    AckResult,
     AckResults,
     CompleteRequest,
     FailRequest,
-    HeartbeatOut,
+    Heartbeat,
     HeartbeatRequest,
+    Job,
     JobIdPath,
-    JobOut,
     LeasedJob,
     LeasedJobs,
     LeaseRequest,
 )
-from queueflow.core.types import Completion, Job
+from queueflow.core import types as domain
 from queueflow.engine import Engine
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
@@ -32,7 +32,9 @@ from queueflow.settings import Settings
 WORKER_ERRORS = (400, 401, 403, 413, 503)
 
 
-async def lease_or_wait(engine: Engine, wakeups: Wakeups, request: LeaseRequest, *, safety_poll: float) -> list[Job]:
+async def lease_or_wait(
+    engine: Engine, wakeups: Wakeups, request: LeaseRequest, *, safety_poll: float
+) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work or `wait_seconds` pass.
 
     The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
@@ -77,11 +79,11 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
-    async def heartbeat_job(self, engine: Engine, job_id: JobIdPath, data: HeartbeatRequest) -> HeartbeatOut:
+    async def heartbeat_job(self, engine: Engine, job_id: JobIdPath, data: HeartbeatRequest) -> Heartbeat:
         """Extend a held lease (never past the delivery's timeout)."""
         job = await engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
         assert job.locked_until is not None  # a held lease always has an end
-        return HeartbeatOut(job.locked_until)
+        return Heartbeat(job.locked_until)
 
     @post(
         "/jobs/{job_id:str}/complete",
@@ -91,11 +93,11 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
-    async def complete_job(self, engine: Engine, metrics: Metrics, job_id: JobIdPath, data: CompleteRequest) -> JobOut:
+    async def complete_job(self, engine: Engine, metrics: Metrics, job_id: JobIdPath, data: CompleteRequest) -> Job:
         """Complete a leased job with its result."""
         job = await engine.complete(job_id, data.lease_token, data.result)
         metrics.jobs_finished([job], failed=False)
-        return JobOut.from_domain(job)
+        return Job.from_domain(job)
 
     @post(
         "/jobs/{job_id:str}/fail",
@@ -105,13 +107,13 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
-    async def fail_job(self, engine: Engine, metrics: Metrics, job_id: JobIdPath, data: FailRequest) -> JobOut:
+    async def fail_job(self, engine: Engine, metrics: Metrics, job_id: JobIdPath, data: FailRequest) -> Job:
         """Record a failed delivery: retry with backoff while budget is left, else dead-letter."""
         job = await engine.fail(
             job_id, data.lease_token, data.error, retryable=data.retryable, retry_after_seconds=data.retry_after_seconds
         )
         metrics.jobs_finished([job], failed=True)
-        return JobOut.from_domain(job)
+        return Job.from_domain(job)
 
     @post(
         "/ack",
@@ -124,7 +126,7 @@ class WorkerController(Controller):
     async def ack_jobs(self, engine: Engine, data: AckRequest) -> AckResults:
         """Complete and fail many jobs at once; each item succeeds or is `lease_lost` on its own."""
         results = await engine.ack(
-            [Completion(item.id, item.lease_token, item.result) for item in data.complete],
+            [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
         )
-        return AckResults([AckItem.from_domain(result) for result in results])
+        return AckResults([AckResult.from_domain(result) for result in results])
