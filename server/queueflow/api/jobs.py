@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Response, get, post, route
+from litestar.di import NamedDependency
 from litestar.enums import HttpMethod
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import HeaderParameter, QueryParameter
+from litestar.params import HeaderParameter, JSONBody, QueryParameter
 
 from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
@@ -67,10 +68,10 @@ class JobsController(Controller):
     )
     async def enqueue_job(
         self,
-        engine: Engine,
-        metrics: Metrics,
-        tenant: str,
-        data: EnqueueJob,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        tenant: NamedDependency[str],
+        data: JSONBody[EnqueueJob],
         idempotency_key: IdempotencyKeyHeader = None,
     ) -> Response[Job]:
         """Enqueue a job."""
@@ -87,7 +88,13 @@ class JobsController(Controller):
         status_code=201,
         responses=problem_responses(400, *TENANT_ERRORS, 413),
     )
-    async def enqueue_jobs(self, engine: Engine, metrics: Metrics, tenant: str, data: EnqueueBatch) -> JobBatch:
+    async def enqueue_jobs(
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        tenant: NamedDependency[str],
+        data: JSONBody[EnqueueBatch],
+    ) -> JobBatch:
         """Enqueue up to 1000 jobs atomically (all or none)."""
         results = await engine.enqueue_many(tenant, [item.to_domain(item.idempotency_key) for item in data.jobs])
         metrics.jobs_enqueued(result.job for result in results if result.created)
@@ -96,8 +103,8 @@ class JobsController(Controller):
     @get("/", operation_id="listJobs", responses=problem_responses(400, *TENANT_ERRORS))
     async def list_jobs(
         self,
-        engine: Engine,
-        tenant: str,
+        engine: NamedDependency[Engine],
+        tenant: NamedDependency[str],
         queue_name: Annotated[str | None, QueryParameter(pattern=NAME_PATTERN.pattern, max_length=100)] = None,
         status: Annotated[JobStatusName | None, QueryParameter()] = None,
         task_name: Annotated[str | None, QueryParameter(min_length=1, max_length=200, pattern=NO_NUL)] = None,
@@ -123,7 +130,7 @@ class JobsController(Controller):
         return JobPage([Job.from_domain(job) for job in page.items], page.next_cursor)
 
     @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
-    async def get_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> Job:
+    async def get_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
         """Get one job."""
         return Job.from_domain(await engine.get_job(tenant, job_id))
 
@@ -133,7 +140,7 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def cancel_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> Job:
+    async def cancel_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
         """Cancel a pending, retrying or running job (a running job's lease stops working)."""
         return Job.from_domain(await engine.cancel_job(tenant, job_id))
 
@@ -143,7 +150,7 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def retry_job(self, engine: Engine, tenant: str, job_id: JobIdPath) -> Job:
+    async def retry_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
         """Replay a dead-lettered or cancelled job now, with its retry count reset."""
         return Job.from_domain(await engine.retry_job(tenant, job_id))
 
@@ -154,7 +161,7 @@ class QueuesController(Controller):
     opt = TENANT
 
     @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
-    async def list_queues(self, engine: Engine, tenant: str) -> QueueList:
+    async def list_queues(self, engine: NamedDependency[Engine], tenant: NamedDependency[str]) -> QueueList:
         """Count the tenant's jobs per queue and state."""
         return QueueList([Queue.from_domain(stats) for stats in await engine.queue_stats(tenant)])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from litestar import Response, get
+from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 
 from queueflow.api.observe import Metrics
@@ -26,7 +27,7 @@ async def health() -> Health:
 
 
 @get("/readyz", operation_id="ready", tags=["operations"], security=[], responses=problem_responses(503))
-async def ready(engine: Engine) -> Health:
+async def ready(engine: NamedDependency[Engine]) -> Health:
     """Readiness: 200 when the database answers, else 503."""
     await engine.ping()
     return Health("ok")
@@ -44,7 +45,9 @@ async def ready(engine: Engine) -> Health:
         )
     },
 )
-async def prometheus_metrics(engine: Engine, metrics: Metrics, settings: Settings) -> Response[bytes]:
+async def prometheus_metrics(
+    engine: NamedDependency[Engine], metrics: NamedDependency[Metrics], settings: NamedDependency[Settings]
+) -> Response[bytes]:
     """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time."""
     try:
         stats = [queue for tenant in settings.tenants for queue in await engine.queue_stats(tenant)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from litestar import Controller, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
 
 from queueflow.api.auth import WORKER
 from queueflow.api.body import StrictBody
@@ -64,7 +66,12 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS),
     )
     async def lease_jobs(
-        self, engine: Engine, metrics: Metrics, wakeups: Wakeups, settings: Settings, data: LeaseRequest
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        wakeups: NamedDependency[Wakeups],
+        settings: NamedDependency[Settings],
+        data: JSONBody[LeaseRequest],
     ) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
         jobs = await lease_or_wait(engine, wakeups, data, safety_poll=settings.safety_poll)
@@ -79,7 +86,9 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
-    async def heartbeat_job(self, engine: Engine, job_id: JobIdPath, data: HeartbeatRequest) -> Heartbeat:
+    async def heartbeat_job(
+        self, engine: NamedDependency[Engine], job_id: JobIdPath, data: JSONBody[HeartbeatRequest]
+    ) -> Heartbeat:
         """Extend a held lease (never past the delivery's timeout)."""
         job = await engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
         assert job.locked_until is not None  # a held lease always has an end
@@ -93,7 +102,13 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
-    async def complete_job(self, engine: Engine, metrics: Metrics, job_id: JobIdPath, data: CompleteRequest) -> Job:
+    async def complete_job(
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        job_id: JobIdPath,
+        data: JSONBody[CompleteRequest],
+    ) -> Job:
         """Complete a leased job with its result."""
         job = await engine.complete(job_id, data.lease_token, data.result)
         metrics.jobs_finished([job], failed=False)
@@ -107,7 +122,13 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
-    async def fail_job(self, engine: Engine, metrics: Metrics, job_id: JobIdPath, data: FailRequest) -> Job:
+    async def fail_job(
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        job_id: JobIdPath,
+        data: JSONBody[FailRequest],
+    ) -> Job:
         """Record a failed delivery: retry with backoff while budget is left, else dead-letter."""
         job = await engine.fail(
             job_id, data.lease_token, data.error, retryable=data.retryable, retry_after_seconds=data.retry_after_seconds
@@ -123,7 +144,7 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def ack_jobs(self, engine: Engine, data: AckRequest) -> AckResults:
+    async def ack_jobs(self, engine: NamedDependency[Engine], data: JSONBody[AckRequest]) -> AckResults:
         """Complete and fail many jobs at once; each item succeeds or is `lease_lost` on its own."""
         results = await engine.ack(
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
