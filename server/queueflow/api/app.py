@@ -13,7 +13,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from queueflow import __version__
 from queueflow.api.auth import Keyring, current_tenant, guard
-from queueflow.api.jobs import JobsController, QueuesController
+from queueflow.api.jobs import JobsController, QueuesController, jobs_options
 from queueflow.api.observe import Metrics, Observe
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
@@ -50,7 +50,7 @@ def create_app(
 
     v1 = Router(
         path="/v1",
-        route_handlers=[JobsController, QueuesController, WorkerController],
+        route_handlers=[jobs_options, JobsController, QueuesController, WorkerController],
         guards=[guard(Keyring(settings))],
         security=[{SECURITY_SCHEME: []}],
         dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},

@@ -45,15 +45,17 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
+@route("/jobs", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
+async def jobs_options() -> Response[None]:
+    # Litestar's automatic OPTIONS answer lists one method when GET and POST on a path are separate handlers;
+    # this one must be registered before JobsController to take its place.
+    return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+
+
 class JobsController(Controller):
     path = "/jobs"
     tags = ("jobs",)
     opt = TENANT
-
-    @route("/", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
-    async def options_jobs(self) -> Response[None]:
-        # Litestar's automatic OPTIONS answer lists one method when GET and POST are separate handlers.
-        return Response(None, status_code=204, headers={"Allow": "GET, POST, OPTIONS"})
 
     @post(
         "/",
