@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -66,7 +67,7 @@ def settings() -> Settings:
 
 @pytest.fixture
 def app(settings: Settings, store: InMemoryJobStore, clock: TestClock, wakeups: Wakeups) -> Litestar:
-    return create_app(settings, store=store, clock=clock, wakeups=wakeups)
+    return create_app(settings, store=store, clock=clock, wakeups=wakeups, rng=random.Random(7))
 
 
 @pytest.fixture

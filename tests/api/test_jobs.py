@@ -174,8 +174,9 @@ async def test_list_pages_newest_first_with_a_cursor(client: AsyncClient, clock:
     assert seen == ids[::-1]
 
 
-async def test_list_filters(client: AsyncClient) -> None:
+async def test_list_filters(client: AsyncClient, clock: TestClock) -> None:
     a = await enqueue(client, task_name="a", queue_name="q1", metadata={"team": "x", "n": 1})
+    clock.advance(1)
     b = await enqueue(client, task_name="b", queue_name="q2", metadata={"team": "y"})
     await lease(client, ["q2"])
 
