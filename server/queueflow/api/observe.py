@@ -63,15 +63,14 @@ class Metrics:
                 waited = (job.started_at - job.scheduled_at).total_seconds()
                 self.lease_wait.labels(job.queue_name).observe(max(waited, 0.0))
 
-    def jobs_finished(self, jobs: Iterable[Job], *, failed: bool) -> None:
-        """Count workers' outcomes: completions, or failed deliveries (and which of them dead-lettered)."""
-        for job in jobs:
-            if not failed:
-                self.completed.labels(job.queue_name).inc()
-                continue
-            self.failed.labels(job.queue_name).inc()
-            if job.status is JobStatus.DEAD_LETTER:
-                self.dead_lettered.labels(job.queue_name).inc()
+    def job_settled(self, queue: str, status: JobStatus) -> None:
+        """Count a worker's outcome by the status it left the job in: completed, retrying or dead_letter."""
+        if status is JobStatus.COMPLETED:
+            self.completed.labels(queue).inc()
+            return
+        self.failed.labels(queue).inc()
+        if status is JobStatus.DEAD_LETTER:
+            self.dead_lettered.labels(queue).inc()
 
     def set_depth(self, stats: Iterable[QueueStats]) -> None:
         """Replace the depth gauge with `stats` (summed over tenants that share a queue name)."""

@@ -111,7 +111,7 @@ class WorkerController(Controller):
     ) -> Job:
         """Complete a leased job with its result."""
         job = await engine.complete(job_id, data.lease_token, data.result)
-        metrics.jobs_finished([job], failed=False)
+        metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
 
     @post(
@@ -133,7 +133,7 @@ class WorkerController(Controller):
         job = await engine.fail(
             job_id, data.lease_token, data.error, retryable=data.retryable, retry_after_seconds=data.retry_after_seconds
         )
-        metrics.jobs_finished([job], failed=True)
+        metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
 
     @post(
@@ -144,10 +144,15 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def ack_jobs(self, engine: NamedDependency[Engine], data: JSONBody[AckRequest]) -> AckResults:
+    async def ack_jobs(
+        self, engine: NamedDependency[Engine], metrics: NamedDependency[Metrics], data: JSONBody[AckRequest]
+    ) -> AckResults:
         """Complete and fail many jobs at once; each item succeeds or is `lease_lost` on its own."""
         results = await engine.ack(
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
         )
+        for result in results:
+            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status:
+                metrics.job_settled(result.queue_name, result.status)
         return AckResults([AckResult.from_domain(result) for result in results])
