@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--retention-hours", help="delete finished jobs older than this (default: keep)")
     serve.add_argument("--data-dir", help="where an embedded database keeps its files")
     serve.add_argument("--max-body-bytes", help="largest request body accepted (default 1 MiB)")
+    serve.add_argument("--lease-wait-limit", help="longest a lease long-polls, in seconds (default 60)")
 
     spec = commands.add_parser("spec", help="write the OpenAPI document the code generates")
     spec.add_argument("--output", type=Path, default=DEFAULT_SPEC, help=f"where to write it (default {DEFAULT_SPEC})")

@@ -35,6 +35,8 @@ class Settings:
     retention_hours: float | None = None
     data_dir: str | None = None
     max_body_bytes: int = 1024 * 1024
+    lease_wait_limit: float = 60.0
+    """The longest a lease long-polls, whatever its `wait_seconds` asks (e.g. below a proxy's idle timeout)."""
 
     @property
     def development_mode(self) -> bool:
@@ -74,6 +76,8 @@ class Settings:
             raise SettingsError("retention_hours must be positive")
         if self.max_body_bytes < 1:
             raise SettingsError("max_body_bytes must be positive")
+        if self.lease_wait_limit < 0:
+            raise SettingsError("lease_wait_limit must not be negative")
 
     def check_bind(self) -> None:
         """Development mode has no auth, so it may only listen where nobody else can reach it."""
@@ -134,6 +138,7 @@ _PARSERS: dict[str, Any] = {
     "safety_poll": _number(float),
     "retention_hours": _number(float),
     "max_body_bytes": _number(int),
+    "lease_wait_limit": _number(float),
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,
 }

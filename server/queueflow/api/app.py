@@ -15,6 +15,7 @@ from queueflow import __version__
 from queueflow.api.auth import Keyring, current_tenant, guard
 from queueflow.api.jobs import JobsController, QueuesController, jobs_options
 from queueflow.api.observe import Metrics, Observe
+from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.worker import WorkerController
@@ -64,6 +65,7 @@ def create_app(
             "settings": _constant(settings),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        plugins=[StrictStructSchemaPlugin()],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="QueueFlow",

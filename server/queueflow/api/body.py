@@ -56,12 +56,34 @@ def decode_strict(raw: bytes, kind: type[T]) -> T:
         raise ValidationError.of([FieldError((), "a JSON request body is required")])
     try:
         return msgspec.json.decode(raw, type=kind, strict=True)
-    except msgspec.ValidationError as exc:
-        raise ValidationError.of([_field_error(str(exc))]) from None
+    except msgspec.ValidationError:
+        pass
     except msgspec.DecodeError as exc:
         raise ValidationError.of([FieldError((), f"malformed JSON: {exc}")]) from None
     except RecursionError:
         raise ValidationError.of([FieldError((), "the JSON is nested too deeply")]) from None
+    # JSON Schema's `integer` is any number without a fraction, so `3.0` is one; msgspec's strict mode wants
+    # the literal `3`. The slow path retries with integral floats made ints (outside free-form JSON).
+    try:
+        return msgspec.convert(_integral(msgspec.json.decode(raw)), type=kind, strict=True)
+    except msgspec.ValidationError as exc:
+        raise ValidationError.of([_field_error(str(exc))]) from None
+    except RecursionError:
+        raise ValidationError.of([FieldError((), "the JSON is nested too deeply")]) from None
+
+
+FREE_FORM = frozenset({"payload", "metadata", "result", "context"})
+"""Fields whose value is the caller's own JSON, passed through exactly as sent."""
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    if isinstance(value, dict):
+        return {key: item if key in FREE_FORM else _integral(item) for key, item in value.items()}
+    return value
 
 
 def _field_error(message: str) -> FieldError:

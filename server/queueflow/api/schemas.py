@@ -20,6 +20,7 @@ NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL; saying so in the spec keeps generated clients and fuzzers honest."""
 
 QueueName = Annotated[str, Meta(pattern=validation.NAME_PATTERN.pattern, min_length=1, max_length=100)]
+QUEUE_NAME_SCHEMA = {"type": "string", "pattern": validation.NAME_PATTERN.pattern, "minLength": 1, "maxLength": 100}
 TaskName = Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)]
 LeaseToken = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
 IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
@@ -215,7 +216,15 @@ class QueueList(Struct):
 
 
 class LeaseRequest(_Request):
-    queues: Annotated[list[QueueName], Meta(min_length=1, max_length=validation.MAX_LEASE_QUEUES)]
+    queues: Annotated[
+        list[QueueName],
+        Meta(
+            min_length=1,
+            max_length=validation.MAX_LEASE_QUEUES,
+            # Litestar documents no constraint of a list's items; `extra` puts the queue-name rules back.
+            extra_json_schema={"extra": {"items": QUEUE_NAME_SCHEMA}},
+        ),
+    ]
     max_jobs: Annotated[int, Meta(ge=1, le=validation.MAX_BATCH)] = 1
     lease_seconds: LeaseSeconds = 30.0
     wait_seconds: Annotated[float, Meta(ge=0, le=60)] = 0.0

@@ -35,21 +35,21 @@ WORKER_ERRORS = (400, 401, 403, 413, 503)
 
 
 async def lease_or_wait(
-    engine: Engine, wakeups: Wakeups, request: LeaseRequest, *, safety_poll: float
+    engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings
 ) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work or `wait_seconds` pass.
 
     The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
-    patience. Each wait is capped at `safety_poll`, so a lost wake-up costs at most that long.
+    patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long.
     """
-    deadline = time.monotonic() + request.wait_seconds
+    deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     while True:
         jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
         remaining = deadline - time.monotonic()
         if jobs or remaining <= 0:
             return jobs
         # No await between the empty claim and parking, so an insert on this event loop cannot slip between.
-        await wakeups.wait(request.queues, min(remaining, safety_poll))
+        await wakeups.wait(request.queues, min(remaining, settings.safety_poll))
 
 
 class WorkerController(Controller):
@@ -74,7 +74,7 @@ class WorkerController(Controller):
         data: JSONBody[LeaseRequest],
     ) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
-        jobs = await lease_or_wait(engine, wakeups, data, safety_poll=settings.safety_poll)
+        jobs = await lease_or_wait(engine, wakeups, data, settings)
         metrics.jobs_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
 
