@@ -131,3 +131,12 @@ async def test_unknown_routes_and_methods_are_problems(client: AsyncClient) -> N
     assert_problem(await client.get("/nothing"), 404, "not_found")
     response = await client.delete("/v1/jobs", headers=TENANT_A)
     assert_problem(response, 405, "method_not_allowed")
+
+
+async def test_integral_floats_are_integers_as_json_schema_says(client: AsyncClient) -> None:
+    job = await enqueue(client, priority=5.0, max_retries=2.0, payload={"x": 1.0})
+    assert (job["priority"], job["max_retries"]) == (5, 2)
+    assert job["payload"] == {"x": 1.0}  # the caller's own JSON is kept as sent
+    response = await client.post("/v1/jobs", json={"task_name": "t", "priority": 5.5}, headers=TENANT_A)
+    problem = assert_problem(response, 400, "validation_error")
+    assert problem["errors"][0]["field"] == "priority"

@@ -56,8 +56,8 @@ def decode_strict(raw: bytes, kind: type[T]) -> T:
         raise ValidationError.of([FieldError((), "a JSON request body is required")])
     try:
         return msgspec.json.decode(raw, type=kind, strict=True)
-    except msgspec.ValidationError:
-        pass
+    except msgspec.ValidationError as exc:
+        first = exc
     except msgspec.DecodeError as exc:
         raise ValidationError.of([FieldError((), f"malformed JSON: {exc}")]) from None
     except RecursionError:
@@ -67,9 +67,8 @@ def decode_strict(raw: bytes, kind: type[T]) -> T:
     try:
         return msgspec.convert(_integral(msgspec.json.decode(raw)), type=kind, strict=True)
     except msgspec.ValidationError as exc:
-        raise ValidationError.of([_field_error(str(exc))]) from None
-    except RecursionError:
-        raise ValidationError.of([FieldError((), "the JSON is nested too deeply")]) from None
+        # The retry's message names the field unless the JSON itself holds an unrepresentable number.
+        raise ValidationError.of([_field_error(str(exc if " - at `" in str(exc) else first))]) from None
 
 
 FREE_FORM = frozenset({"payload", "metadata", "result", "context"})
