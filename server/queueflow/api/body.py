@@ -65,10 +65,13 @@ def decode_strict(raw: bytes, kind: type[T]) -> T:
     # JSON Schema's `integer` is any number without a fraction, so `3.0` is one; msgspec's strict mode wants
     # the literal `3`. The slow path retries with integral floats made ints (outside free-form JSON).
     try:
-        return msgspec.convert(_integral(msgspec.json.decode(raw)), type=kind, strict=True)
+        loose = _integral(msgspec.json.decode(raw))
+    except (msgspec.ValidationError, RecursionError):
+        raise ValidationError.of([_field_error(str(first))]) from None
+    try:
+        return msgspec.convert(loose, type=kind, strict=True)
     except msgspec.ValidationError as exc:
-        # The retry's message names the field unless the JSON itself holds an unrepresentable number.
-        raise ValidationError.of([_field_error(str(exc if " - at `" in str(exc) else first))]) from None
+        raise ValidationError.of([_field_error(str(exc))]) from None
 
 
 FREE_FORM = frozenset({"payload", "metadata", "result", "context"})
