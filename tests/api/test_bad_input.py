@@ -140,3 +140,9 @@ async def test_integral_floats_are_integers_as_json_schema_says(client: AsyncCli
     response = await client.post("/v1/jobs", json={"task_name": "t", "priority": 5.5}, headers=TENANT_A)
     problem = assert_problem(response, 400, "validation_error")
     assert problem["errors"][0]["field"] == "priority"
+
+
+@pytest.mark.parametrize("body", [b"9K\xff", b"1 2", b'{"complete": []} x', b"[1.0, 2"])
+async def test_a_body_that_fails_both_decodes_is_a_validation_error(client: AsyncClient, body: bytes) -> None:
+    response = await client.post("/v1/worker/ack", content=body, headers={**WORKER, "Content-Type": "application/json"})
+    assert_problem(response, 400, "validation_error")

@@ -66,7 +66,7 @@ def decode_strict(raw: bytes, kind: type[T]) -> T:
     # the literal `3`. The slow path retries with integral floats made ints (outside free-form JSON).
     try:
         loose = _integral(msgspec.json.decode(raw))
-    except (msgspec.ValidationError, RecursionError):
+    except (msgspec.DecodeError, RecursionError):  # DecodeError includes msgspec.ValidationError
         raise ValidationError.of([_field_error(str(first))]) from None
     try:
         return msgspec.convert(loose, type=kind, strict=True)
