@@ -13,7 +13,7 @@ $(INSTALLED): pyproject.toml
 	touch $@
 
 run: $(INSTALLED)
-	$(BIN)/queueflow demo
+	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
 test: $(INSTALLED)
 	$(BIN)/pytest

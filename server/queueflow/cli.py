@@ -103,10 +103,30 @@ def serve_http(settings: Settings) -> None:
         log.warning(
             "mode %s: the janitor and scheduler loops are not wired in yet; serving the API only", settings.mode
         )
+    if settings.development_mode:
+        print(first_steps(f"http://{settings.host}:{settings.port}"), flush=True)
     wakeups = Wakeups()
     app = create_app(settings, store=InMemoryJobStore(wakeups=wakeups), clock=SystemClock(), wakeups=wakeups)
     config: dict[str, Any] = {"host": settings.host, "port": settings.port, "access_log": False, "log_config": None}
     uvicorn.run(app, **config)
+
+
+def first_steps(base: str) -> str:
+    """How to push a first job through a development-mode server with curl."""
+    json_header = "-H 'Content-Type: application/json'"
+    done = """'{"lease_token": "TOKEN", "result": {"sent": true}}'"""
+    return f"""
+QueueFlow is starting on {base} (development mode: no keys, tenant "default"). In another terminal:
+
+  # enqueue a job
+  curl -s {base}/v1/jobs {json_header} -d '{{"task_name": "send_email", "payload": {{"to": "ada@example.com"}}}}'
+  # lease it as a worker (note its id and lease_token)
+  curl -s {base}/v1/worker/lease {json_header} -d '{{"queues": ["default"], "wait_seconds": 5}}'
+  # complete it
+  curl -s {base}/v1/worker/jobs/JOB_ID/complete {json_header} -d {done}
+
+The API reference is at {base}/schema (the spec at {base}/schema/openapi.json).
+"""
 
 
 if __name__ == "__main__":
