@@ -7,6 +7,7 @@ With no key configured at all, auth is off and every request is tenant `default`
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from typing import Any, Literal
 
@@ -26,16 +27,17 @@ CHALLENGE = {"WWW-Authenticate": 'Bearer realm="queueflow"'}
 
 
 class Keyring:
-    """Who a bearer key is. Every lookup compares against every key, so timing says nothing about any key."""
+    """Who a bearer key is. A lookup compares digests of equal length against every key, so its timing tells
+    nothing about any key: not which one matched, not how long one is."""
 
     def __init__(self, settings: Settings) -> None:
-        self._tenant_keys = [(key.encode(), tenant) for key, tenant in settings.api_keys.items()]
-        self._worker_keys = [key.encode() for key in settings.worker_keys]
+        self._tenant_keys = [(_digest(key), tenant) for key, tenant in settings.api_keys.items()]
+        self._worker_keys = [_digest(key) for key in settings.worker_keys]
         self.development_mode = settings.development_mode
 
     def identify(self, key: str) -> tuple[Kind, str | None] | None:
         """("tenant", tenant id) or ("worker", None) for a known key; None for an unknown one."""
-        given = key.encode("utf-8", "surrogatepass")
+        given = _digest(key)
         found: tuple[Kind, str | None] | None = None
         for known, tenant in self._tenant_keys:
             if hmac.compare_digest(given, known):
@@ -44,6 +46,10 @@ class Keyring:
             if hmac.compare_digest(given, known):
                 found = ("worker", None)
         return found
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
 def guard(keyring: Keyring) -> Guard:
