@@ -261,3 +261,14 @@ async def test_options_lists_every_method_of_the_jobs_collection(client: AsyncCl
     response = await client.options("/v1/jobs")
     assert response.status_code == 204
     assert set(response.headers["allow"].replace(" ", "").split(",")) == {"GET", "POST", "OPTIONS"}
+
+
+async def test_retry_replays_a_cancelled_job(client: AsyncClient) -> None:
+    job = await enqueue(client)
+    await client.post(f"/v1/jobs/{job['id']}/cancel", headers=TENANT_A)
+
+    response = await client.post(f"/v1/jobs/{job['id']}/retry", headers=TENANT_A)
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "pending"
+    assert [leased["id"] for leased in await lease(client)] == [job["id"]]
