@@ -61,5 +61,6 @@ def test_development_mode_refuses_to_bind_beyond_loopback(capsys: pytest.Capture
         Settings(host="0.0.0.0").check_bind()
     Settings(host="0.0.0.0", api_keys={"k": "t"}).check_bind()
 
-    assert main(["serve", "--host", "0.0.0.0"]) == 2
+    # Empty key flags override any QUEUEFLOW_*_KEYS in the environment running the tests.
+    assert main(["serve", "--host", "0.0.0.0", "--api-keys", "", "--worker-keys", ""]) == 2
     assert "only binds to loopback" in capsys.readouterr().err
