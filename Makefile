@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test lint ci clean
+.PHONY: run test lint ci clean spec
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(INSTALLED): pyproject.toml
 	touch $@
 
 run: $(INSTALLED)
-	$(BIN)/queueflow demo
+	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
 test: $(INSTALLED)
 	$(BIN)/pytest
@@ -22,8 +22,12 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/queueflow spec --check
 
 ci: test lint
+
+spec: $(INSTALLED)
+	$(BIN)/queueflow spec
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

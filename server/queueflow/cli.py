@@ -1,40 +1,106 @@
-"""The `queueflow` command."""
+"""The `queueflow` command: serve | migrate | spec | demo."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from queueflow.settings import MODES, Settings, SettingsError
+
+DEFAULT_SPEC = Path("spec/openapi.json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="queueflow", description=__doc__)
+    parser = argparse.ArgumentParser(prog="queueflow", description="A durable job queue on PostgreSQL.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="walk a few jobs through the engine on the in-memory store")
-    migrate = commands.add_parser("migrate", help="upgrade the PostgreSQL schema to the latest version")
-    migrate.add_argument(
-        "--database-url",
-        default=os.environ.get("QUEUEFLOW_DATABASE_URL"),
-        help="postgresql://user:password@host:port/database (default: $QUEUEFLOW_DATABASE_URL)",
-    )
-    args = parser.parse_args(argv)
 
+    serving = commands.add_parser("serve", help="run the HTTP API (each flag is also a QUEUEFLOW_* variable)")
+    serving.add_argument("--mode", choices=MODES, help="api, worker or all (default all)")
+    serving.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serving.add_argument("--port", help="port to bind (default 8000)")
+    serving.add_argument(
+        "--database-url",
+        help="PostgreSQL URL (without one: an embedded PostgreSQL under --data-dir; memory:// for no database)",
+    )
+    serving.add_argument("--api-keys", help='tenant keys, "key1=tenant-a,key2=tenant-b"')
+    serving.add_argument("--worker-keys", help='worker keys, "wkey1,wkey2"')
+    serving.add_argument("--janitor-interval", help="seconds between janitor sweeps (default 5)")
+    serving.add_argument("--scheduler-interval", help="seconds between cron scheduler ticks (default 1)")
+    serving.add_argument("--safety-poll", help="seconds between polls when a wake-up may be lost (default 5)")
+    serving.add_argument("--retention-hours", help="delete finished jobs older than this (default: keep)")
+    serving.add_argument("--data-dir", help="where the embedded database keeps its files (default .queueflow)")
+    serving.add_argument("--max-body-bytes", help="largest request body accepted (default 1 MiB)")
+    serving.add_argument("--lease-wait-limit", help="longest a lease long-polls, in seconds (default 60)")
+
+    migrating = commands.add_parser("migrate", help="upgrade the PostgreSQL schema to the latest version")
+    migrating.add_argument(
+        "--database-url", help="postgresql://user:password@host:port/database (or QUEUEFLOW_DATABASE_URL)"
+    )
+
+    spec = commands.add_parser("spec", help="write the OpenAPI document the code generates")
+    spec.add_argument("--output", type=Path, default=DEFAULT_SPEC, help=f"where to write it (default {DEFAULT_SPEC})")
+    spec.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file differs")
+
+    args = parser.parse_args(argv)
     if args.command == "demo":
         from queueflow.demo import run_demo
 
         asyncio.run(run_demo())
-    elif args.command == "migrate":
-        return _migrate(parser, args.database_url)
+        return 0
+    if args.command == "spec":
+        return write_spec(args.output, check=args.check)
+    if args.command == "migrate":
+        return migrate(args.database_url or os.environ.get("QUEUEFLOW_DATABASE_URL"))
+    flags = {key: value for key, value in vars(args).items() if key != "command"}
+    try:
+        settings = Settings.load(os.environ, **flags)
+        settings.check_bind()
+    except SettingsError as exc:
+        print(f"queueflow serve: {exc}", file=sys.stderr)
+        return 2
+    from queueflow.serve import serve
+
+    serve(settings)
     return 0
 
 
-def _migrate(parser: argparse.ArgumentParser, database_url: str | None) -> int:
+def render_spec() -> str:
+    """The OpenAPI document, byte-identical for every settings, key set and hash seed."""
+    from queueflow.api import create_app
+    from queueflow.ports import SystemClock
+    from queueflow.stores.memory import InMemoryJobStore
+
+    app = create_app(Settings(), store=InMemoryJobStore(), clock=SystemClock())
+    return json.dumps(app.openapi_schema.to_schema(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_spec(path: Path, *, check: bool) -> int:
+    spec = render_spec()
+    if check:
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != spec:
+            print(f"{path} is out of date: run `queueflow spec` and commit the result", file=sys.stderr)
+            return 1
+        print(f"{path} is up to date")
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(spec, encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+def migrate(database_url: str | None) -> int:
     from queueflow.stores import pgschema
 
     if not database_url:
-        parser.error("migrate needs --database-url or QUEUEFLOW_DATABASE_URL")
+        print("queueflow migrate: give --database-url or set QUEUEFLOW_DATABASE_URL", file=sys.stderr)
+        return 2
     try:
         pgschema.upgrade(database_url)
     except Exception as exc:  # a CLI answers with one line, not a traceback

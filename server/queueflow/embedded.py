@@ -7,6 +7,7 @@ machine's processes only.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
             "pip install 'queueflow[embedded]', or set QUEUEFLOW_DATABASE_URL"
         ) from None
 
+    _forget_dead_handles(data_dir)
     server: Any = pgserver.get_server(data_dir, cleanup_mode="stop")
     try:
         yield socket_url(Path(server.get_postmaster_info().socket_dir))
@@ -50,3 +52,29 @@ def embedded_postgres(data_dir: Path) -> Iterator[str]:
 
 def socket_url(socket_dir: Path, database: str = "postgres") -> str:
     return f"postgresql://postgres@/{database}?host={quote(str(socket_dir))}"
+
+
+def _forget_dead_handles(data_dir: Path) -> None:
+    """Drop the pids of processes that died without leaving from pgserver's list of users of the server.
+
+    pgserver stops the server when its last user leaves, and a killed process never leaves: its pid would keep
+    the server running after everyone else is gone.
+    """
+    handles = data_dir / ".handle_pids.json"
+    try:
+        pids = json.loads(handles.read_text())
+    except (OSError, ValueError):
+        return
+    alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -218,9 +218,9 @@ class Engine(ScheduleUseCases):
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
         lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
         return [
-            AckResult(job_id, AckOutcome.OK, job.status)
+            AckResult(job_id, AckOutcome.OK, job.status, job.queue_name)
             if job is not None
-            else AckResult(job_id, AckOutcome.LEASE_LOST, lost[job_id].status if job_id in lost else None)
+            else AckResult(job_id, AckOutcome.LEASE_LOST, *_status_and_queue(lost.get(job_id)))
             for job_id, job in outcomes
         ]
 
@@ -240,11 +240,13 @@ class Engine(ScheduleUseCases):
             return LeaseLost(f"job {job_id}: this lease token is stale or its lease has expired")
         return LeaseLost(f"job {job_id} is {job.status}: this lease token no longer holds it")
 
-    # ---- maintenance --------------------------------------------------------------------------------
+    # ---- operations ---------------------------------------------------------------------------------
 
     async def ping(self) -> None:
-        """Nothing when the store answers; StoreUnavailable when it cannot be reached (for /readyz)."""
+        """Return when the store answers (readiness); raises `StoreUnavailable` when it does not."""
         await self.store.ping()
+
+    # ---- maintenance --------------------------------------------------------------------------------
 
     async def run_maintenance(self) -> MaintenanceReport:
         """One janitor sweep: reclaim expired leases through the failure policy, then apply retention."""
@@ -284,3 +286,7 @@ def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list
             request.retry_after_seconds, (*loc, "retry_after_seconds"), 0, validation.MAX_DELAY_SECONDS
         )
     return errors
+
+
+def _status_and_queue(job: Job | None) -> tuple[JobStatus | None, str | None]:
+    return (job.status, job.queue_name) if job is not None else (None, None)

@@ -27,11 +27,11 @@ async def test_ack_completes_and_fails_each_item_on_its_own(engine: Engine, cloc
         ],
     )
     assert results == [
-        AckResult(a, AckOutcome.OK, JobStatus.COMPLETED),
-        AckResult(b, AckOutcome.LEASE_LOST, JobStatus.CANCELLED),
-        AckResult(c, AckOutcome.OK, JobStatus.RETRYING),
-        AckResult(d, AckOutcome.OK, JobStatus.DEAD_LETTER),
-        AckResult("job_missing", AckOutcome.LEASE_LOST, None),
+        AckResult(a, AckOutcome.OK, JobStatus.COMPLETED, "default"),
+        AckResult(b, AckOutcome.LEASE_LOST, JobStatus.CANCELLED, "default"),
+        AckResult(c, AckOutcome.OK, JobStatus.RETRYING, "default"),
+        AckResult(d, AckOutcome.OK, JobStatus.DEAD_LETTER, "default"),
+        AckResult("job_missing", AckOutcome.LEASE_LOST, None, None),
     ]
     assert (await engine.get_job(T, a)).result == {"n": 1}
     retrying = await engine.get_job(T, c)
@@ -50,7 +50,7 @@ async def test_ack_after_the_lease_expired_is_lease_lost(engine: Engine, clock: 
     ((job_id, token),) = await leased(engine, 1)
     clock.advance(seconds=30)
     (result,) = await engine.ack(complete=[Completion(job_id, token, None)])
-    assert result == AckResult(job_id, AckOutcome.LEASE_LOST, JobStatus.RUNNING)
+    assert result == AckResult(job_id, AckOutcome.LEASE_LOST, JobStatus.RUNNING, "default")
 
 
 async def test_ack_takes_a_thousand_items(engine: Engine) -> None:

@@ -214,6 +214,8 @@ class AckResult:
     id: str
     outcome: AckOutcome
     status: JobStatus | None
+    queue_name: str | None = None
+    """The job's queue (None when the job does not exist), so callers can account per queue."""
 
 
 @dataclass(frozen=True, slots=True)

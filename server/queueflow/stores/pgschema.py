@@ -11,12 +11,14 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from queueflow.stores.pgurl import sqlalchemy_url
 
+MIGRATION_LOCK = 0x51F10_0001  # any constant of our own: the advisory lock that serialises migrations
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
 
@@ -55,6 +57,8 @@ async def _run_async(database_url: str, run: Callable[[Config], None]) -> None:
     engine = create_async_engine(sqlalchemy_url(database_url), poolclass=NullPool)
     try:
         async with engine.connect() as connection:
+            # Processes that start together migrate one at a time; the lock ends with the migration's transaction.
+            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
 
             def on_connection(sync_connection: Connection) -> None:
                 config = alembic_config(database_url)

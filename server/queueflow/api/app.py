@@ -1,0 +1,83 @@
+"""The Litestar application: `create_app(settings, store=..., clock=...)` wires ports, routes and error handling."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from queueflow import __version__
+from queueflow.api.auth import Keyring, current_tenant, guard
+from queueflow.api.jobs import JobsController, QueuesController, jobs_options
+from queueflow.api.observe import Metrics, Observe
+from queueflow.api.openapi import StrictStructSchemaPlugin
+from queueflow.api.ops import health, prometheus_metrics, ready
+from queueflow.api.problems import EXCEPTION_HANDLERS
+from queueflow.api.worker import WorkerController
+from queueflow.core.backoff import RandomSource
+from queueflow.engine import Engine
+from queueflow.ports import Clock, Store
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.settings import Settings
+
+SECURITY_SCHEME = "BearerAuth"
+
+
+def create_app(
+    settings: Settings,
+    *,
+    store: Store,
+    clock: Clock,
+    wakeups: Wakeups | None = None,
+    rng: RandomSource | None = None,
+    lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+) -> Litestar:
+    """The HTTP API over `store`. `wakeups` is the hub the store (or its notifier) signals on insert; without
+    one, long-polling leases fall back to polling every `settings.safety_poll` seconds. `lifespan` context
+    managers run around the app's life (a server process starts its notifier and loops there)."""
+    engine = Engine(store, clock, rng=rng or random.SystemRandom(), settings=settings.engine_settings)
+    metrics = Metrics()
+    hub = wakeups if wakeups is not None else Wakeups()
+
+    v1 = Router(
+        path="/v1",
+        route_handlers=[jobs_options, JobsController, QueuesController, WorkerController],
+        guards=[guard(Keyring(settings))],
+        security=[{SECURITY_SCHEME: []}],
+        dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},
+    )
+    app = Litestar(
+        route_handlers=[v1, health, ready, prometheus_metrics],
+        dependencies={
+            "engine": _constant(engine),
+            "metrics": _constant(metrics),
+            "wakeups": _constant(hub),
+            "settings": _constant(settings),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=list(lifespan),
+        plugins=[StrictStructSchemaPlugin()],
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="QueueFlow",
+            version=__version__,
+            description="A durable job queue and DAG-workflow engine whose only moving part is PostgreSQL.",
+            use_handler_docstrings=True,
+            components=Components(
+                security_schemes={SECURITY_SCHEME: SecurityScheme(type="http", scheme="bearer")},
+            ),
+        ),
+    )
+    # Wrapping the whole ASGI handler (not a route middleware) also observes unrouted 404s and 405s.
+    app.asgi_handler = Observe(app.asgi_handler, metrics)
+    return app
+
+
+def _constant(value: Any) -> Provide:
+    return Provide(lambda: value, use_cache=True, sync_to_thread=False)

@@ -1,0 +1,84 @@
+"""Credentials: bearer keys, two kinds, checked by one guard on the `/v1` router.
+
+A handler says which kind it needs in its `opt` (`{"credential": "tenant"}`, `"worker"`, or `"none"`).
+Tenant keys map to a tenant; the guard puts it in the request state, where the `tenant` dependency reads it.
+With no key configured at all, auth is off and every request is tenant `default` (development mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any, Literal
+
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers import BaseRouteHandler
+from litestar.types import Guard
+
+from queueflow.settings import Settings
+
+Kind = Literal["tenant", "worker"]
+DEFAULT_TENANT = "default"
+TENANT = {"credential": "tenant"}
+WORKER = {"credential": "worker"}
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="queueflow"'}
+
+
+class Keyring:
+    """Who a bearer key is. A lookup compares digests of equal length against every key, so its timing tells
+    nothing about any key: not which one matched, not how long one is."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._tenant_keys = [(_digest(key), tenant) for key, tenant in settings.api_keys.items()]
+        self._worker_keys = [_digest(key) for key in settings.worker_keys]
+        self.development_mode = settings.development_mode
+
+    def identify(self, key: str) -> tuple[Kind, str | None] | None:
+        """("tenant", tenant id) or ("worker", None) for a known key; None for an unknown one."""
+        given = _digest(key)
+        found: tuple[Kind, str | None] | None = None
+        for known, tenant in self._tenant_keys:
+            if hmac.compare_digest(given, known):
+                found = ("tenant", tenant)
+        for known in self._worker_keys:
+            if hmac.compare_digest(given, known):
+                found = ("worker", None)
+        return found
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+
+
+def guard(keyring: Keyring) -> Guard:
+    """The guard of the `/v1` router: only a key of the kind the handler needs gets through."""
+
+    async def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+        needed: Kind | Literal["none"] = handler.opt["credential"]
+        if needed == "none":
+            return
+        if keyring.development_mode:
+            _admit(connection, DEFAULT_TENANT if needed == "tenant" else None)
+            return
+        scheme, _, key = connection.headers.get("authorization", "").partition(" ")
+        identity = keyring.identify(key.strip()) if scheme.lower() == "bearer" and key.strip() else None
+        if identity is None:
+            raise NotAuthorizedException("a valid `Authorization: Bearer <key>` header is required", headers=CHALLENGE)
+        kind, tenant = identity
+        if kind != needed:
+            raise PermissionDeniedException(f"a {kind} key cannot call {needed} routes")
+        _admit(connection, tenant)
+
+    return authenticate
+
+
+def _admit(connection: ASGIConnection[Any, Any, Any, Any], tenant: str | None) -> None:
+    connection.state.tenant = tenant
+
+
+def current_tenant(request: Request[Any, Any, Any]) -> str:
+    """The `tenant` dependency of tenant routes (set by the guard)."""
+    tenant: str = request.state.tenant
+    return tenant

@@ -1,0 +1,178 @@
+"""Tenant routes for jobs and queues: each handler turns wire shapes into one engine call and back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Response, get, post, route
+from litestar.di import NamedDependency
+from litestar.enums import HttpMethod
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import HeaderParameter, JSONBody, QueryParameter
+
+from queueflow.api.auth import TENANT
+from queueflow.api.body import StrictBody
+from queueflow.api.observe import Metrics
+from queueflow.api.problems import problem_responses
+from queueflow.api.schemas import (
+    ID_PATTERN,
+    NO_NUL,
+    EnqueueBatch,
+    EnqueueJob,
+    Job,
+    JobBatch,
+    JobIdPath,
+    JobPage,
+    JobStatusName,
+    Queue,
+    QueueList,
+)
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.types import JobFilter, JobStatus
+from queueflow.core.validation import NAME_PATTERN
+from queueflow.engine import MAX_PAGE, Engine
+
+TENANT_ERRORS = (401, 403, 503)
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Scoped to the tenant: a repeat answers 200 with the original job, unchanged.",
+    ),
+]
+
+
+@route("/jobs", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
+async def jobs_options() -> Response[None]:
+    # Litestar's automatic OPTIONS answer lists one method when GET and POST on a path are separate handlers;
+    # this one must be registered before JobsController to take its place.
+    return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+
+
+class JobsController(Controller):
+    path = "/jobs"
+    tags = ("jobs",)
+    opt = TENANT
+
+    @post(
+        "/",
+        operation_id="enqueueJob",
+        dto=StrictBody[EnqueueJob],
+        return_dto=None,
+        status_code=201,
+        responses={
+            200: ResponseSpec(Job, description="An idempotent repeat: the original job, unchanged"),
+            **problem_responses(400, *TENANT_ERRORS, 413),
+        },
+    )
+    async def enqueue_job(
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        tenant: NamedDependency[str],
+        data: JSONBody[EnqueueJob],
+        idempotency_key: IdempotencyKeyHeader = None,
+    ) -> Response[Job]:
+        """Enqueue a job."""
+        enqueued = await engine.enqueue(tenant, data.to_domain(idempotency_key))
+        if enqueued.created:
+            metrics.jobs_enqueued([enqueued.job])
+        return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
+
+    @post(
+        "/batch",
+        operation_id="enqueueJobs",
+        dto=StrictBody[EnqueueBatch],
+        return_dto=None,
+        status_code=201,
+        responses=problem_responses(400, *TENANT_ERRORS, 413),
+    )
+    async def enqueue_jobs(
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        tenant: NamedDependency[str],
+        data: JSONBody[EnqueueBatch],
+    ) -> JobBatch:
+        """Enqueue up to 1000 jobs atomically (all or none)."""
+        results = await engine.enqueue_many(tenant, [item.to_domain(item.idempotency_key) for item in data.jobs])
+        metrics.jobs_enqueued(result.job for result in results if result.created)
+        return JobBatch([Job.from_domain(result.job) for result in results])
+
+    @get("/", operation_id="listJobs", responses=problem_responses(400, *TENANT_ERRORS))
+    async def list_jobs(
+        self,
+        engine: NamedDependency[Engine],
+        tenant: NamedDependency[str],
+        queue_name: Annotated[str | None, QueryParameter(pattern=NAME_PATTERN.pattern, max_length=100)] = None,
+        status: Annotated[JobStatusName | None, QueryParameter()] = None,
+        task_name: Annotated[str | None, QueryParameter(min_length=1, max_length=200, pattern=NO_NUL)] = None,
+        workflow_id: Annotated[str | None, QueryParameter(pattern=ID_PATTERN, max_length=64)] = None,
+        metadata: Annotated[
+            str | None,
+            QueryParameter(
+                description="A JSON object: only jobs whose metadata contains it", max_length=8192, pattern=NO_NUL
+            ),
+        ] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+        cursor: Annotated[str | None, QueryParameter(min_length=1, max_length=512)] = None,
+    ) -> JobPage:
+        """List the tenant's jobs, newest first."""
+        where = JobFilter(
+            queue_name=queue_name,
+            status=JobStatus(status) if status is not None else None,
+            task_name=task_name,
+            workflow_id=workflow_id,
+            metadata=_json_object(metadata, "metadata") if metadata is not None else None,
+        )
+        page = await engine.list_jobs(tenant, where, limit=limit, cursor=cursor)
+        return JobPage([Job.from_domain(job) for job in page.items], page.next_cursor)
+
+    @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
+    async def get_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
+        """Get one job."""
+        return Job.from_domain(await engine.get_job(tenant, job_id))
+
+    @post(
+        "/{job_id:str}/cancel",
+        operation_id="cancelJob",
+        status_code=200,
+        responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
+    )
+    async def cancel_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
+        """Cancel a pending, retrying or running job (a running job's lease stops working)."""
+        return Job.from_domain(await engine.cancel_job(tenant, job_id))
+
+    @post(
+        "/{job_id:str}/retry",
+        operation_id="retryJob",
+        status_code=200,
+        responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
+    )
+    async def retry_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
+        """Replay a dead-lettered or cancelled job now, with its retry count reset."""
+        return Job.from_domain(await engine.retry_job(tenant, job_id))
+
+
+class QueuesController(Controller):
+    path = "/queues"
+    tags = ("jobs",)
+    opt = TENANT
+
+    @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
+    async def list_queues(self, engine: NamedDependency[Engine], tenant: NamedDependency[str]) -> QueueList:
+        """Count the tenant's jobs per queue and state."""
+        return QueueList([Queue.from_domain(stats) for stats in await engine.queue_stats(tenant)])
+
+
+def _json_object(raw: str, name: str) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise ValidationError.of([FieldError((name,), "must be a JSON object")])
+    return value

@@ -1,0 +1,134 @@
+"""What an operator sees: Prometheus metrics (one registry per app) and one structured log line per request."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from queueflow.core.types import Job, JobStatus, QueueStats
+
+access_log = logging.getLogger("queueflow.access")
+
+DEPTH_STATES = ("pending", "scheduled", "running", "retrying", "completed", "dead_letter", "cancelled")
+
+
+class Metrics:
+    """The app's instruments, on a registry of its own so that any number of apps can live in one process."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "queueflow_http_requests", "HTTP requests served", ["method", "route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "queueflow_http_request_duration_seconds",
+            "HTTP request latency",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.enqueued = Counter("queueflow_jobs_enqueued", "Jobs inserted", ["queue"], registry=self.registry)
+        self.completed = Counter("queueflow_jobs_completed", "Jobs completed", ["queue"], registry=self.registry)
+        self.failed = Counter(
+            "queueflow_jobs_failed", "Failed deliveries reported by workers", ["queue"], registry=self.registry
+        )
+        self.dead_lettered = Counter(
+            "queueflow_jobs_dead_lettered", "Jobs moved to the dead-letter queue", ["queue"], registry=self.registry
+        )
+        self.depth = Gauge(
+            "queueflow_queue_depth", "Jobs by queue and state", ["queue", "state"], registry=self.registry
+        )
+        self.lease_wait = Histogram(
+            "queueflow_lease_wait_seconds",
+            "How long a job waited between becoming due and being leased",
+            ["queue"],
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, float("inf")),
+            registry=self.registry,
+        )
+
+    def jobs_enqueued(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            self.enqueued.labels(job.queue_name).inc()
+
+    def jobs_leased(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            if job.started_at is not None:
+                waited = (job.started_at - job.scheduled_at).total_seconds()
+                self.lease_wait.labels(job.queue_name).observe(max(waited, 0.0))
+
+    def job_settled(self, queue: str, status: JobStatus) -> None:
+        """Count a worker's outcome by the status it left the job in: completed, retrying or dead_letter."""
+        if status is JobStatus.COMPLETED:
+            self.completed.labels(queue).inc()
+            return
+        self.failed.labels(queue).inc()
+        if status is JobStatus.DEAD_LETTER:
+            self.dead_lettered.labels(queue).inc()
+
+    def set_depth(self, stats: Iterable[QueueStats]) -> None:
+        """Replace the depth gauge with `stats` (summed over tenants that share a queue name)."""
+        totals: dict[tuple[str, str], int] = defaultdict(int)
+        for queue in stats:
+            for state in DEPTH_STATES:
+                totals[queue.name, state] += getattr(queue, state)
+        self.depth.clear()
+        for (queue_name, state), count in totals.items():
+            self.depth.labels(queue_name, state).set(count)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class Observe:
+    """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, skip: Sequence[str] = ()) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.skip = frozenset(skip)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_and_watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_watch)
+        finally:
+            self._record(scope, status, time.perf_counter() - started)
+
+    def _record(self, scope: HTTPScope, status: int, duration: float) -> None:
+        method = scope["method"]
+        route = scope.get("path_template") or "unmatched"
+        if route not in self.skip:
+            self.metrics.requests.labels(method, route, str(status)).inc()
+            self.metrics.latency.labels(method, route, str(status)).observe(duration)
+        state: dict[str, Any] = scope.get("state") or {}
+        access_log.info(
+            json.dumps(
+                {
+                    "method": method,
+                    "path": scope["path"],
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(duration * 1000, 3),
+                    "tenant": state.get("tenant"),
+                },
+                ensure_ascii=True,
+            )
+        )

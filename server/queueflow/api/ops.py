@@ -1,0 +1,59 @@
+"""Operations routes (no credential): liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+import logging
+
+from litestar import Response, get
+from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
+
+from queueflow.api.observe import Metrics
+from queueflow.api.problems import problem_responses
+from queueflow.api.schemas import Health
+from queueflow.core.errors import QueueFlowError
+from queueflow.engine import Engine
+from queueflow.settings import Settings
+
+log = logging.getLogger("queueflow.api")
+
+PROMETHEUS_TEXT = "text/plain; version=0.0.4"
+
+
+@get("/healthz", operation_id="health", tags=["operations"], security=[])
+async def health() -> Health:
+    """Liveness: 200 while the process runs."""
+    return Health("ok")
+
+
+@get("/readyz", operation_id="ready", tags=["operations"], security=[], responses=problem_responses(503))
+async def ready(engine: NamedDependency[Engine]) -> Health:
+    """Readiness: 200 when the database answers, else 503."""
+    await engine.ping()
+    return Health("ok")
+
+
+@get(
+    "/metrics",
+    operation_id="metrics",
+    tags=["operations"],
+    security=[],
+    media_type=PROMETHEUS_TEXT,
+    responses={
+        200: ResponseSpec(
+            str, description="Prometheus text exposition format", media_type="text/plain", generate_examples=False
+        )
+    },
+)
+async def prometheus_metrics(
+    engine: NamedDependency[Engine], metrics: NamedDependency[Metrics], settings: NamedDependency[Settings]
+) -> Response[bytes]:
+    """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time."""
+    try:
+        stats = [queue for tenant in settings.tenants for queue in await engine.queue_stats(tenant)]
+    except QueueFlowError as exc:
+        # The process's own counters are still worth scraping while the database is away.
+        log.warning("queue depth not refreshed: %s", exc.detail)
+    else:
+        metrics.set_depth(stats)
+    return Response(metrics.render(), media_type=PROMETHEUS_TEXT)

@@ -1,0 +1,300 @@
+"""The wire shapes of API.md: msgspec Structs, separate from the domain types they are converted to and from.
+
+The `Meta` constraints mirror the rules in `core.validation` (from the same constants) so the spec documents
+them; the engine still checks every rule, so an embedder who bypasses HTTP gets the same answers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar.params import PathParameter
+from msgspec import Meta, Struct
+
+from queueflow.core import types as domain
+from queueflow.core import validation
+
+NO_NUL = r"^[^\x00]*$"
+"""PostgreSQL text cannot hold NUL; saying so in the spec keeps generated clients and fuzzers honest."""
+
+QueueName = Annotated[str, Meta(pattern=validation.NAME_PATTERN.pattern, min_length=1, max_length=100)]
+QUEUE_NAME_SCHEMA = {"type": "string", "pattern": validation.NAME_PATTERN.pattern, "minLength": 1, "maxLength": 100}
+TaskName = Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)]
+LeaseToken = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
+IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
+ErrorText = Annotated[str, Meta(max_length=65_536, pattern=NO_NUL)]
+Priority = Annotated[int, Meta(ge=-1000, le=1000)]
+MaxRetries = Annotated[int, Meta(ge=0, le=100)]
+DelaySeconds = Annotated[
+    float,
+    # Litestar drops a falsy bound (ge=0) from an optional field's schema; `extra` puts it back.
+    Meta(ge=0, le=validation.MAX_DELAY_SECONDS, extra_json_schema={"extra": {"minimum": 0}}),
+]
+TimeoutSeconds = Annotated[float, Meta(ge=1, le=validation.MAX_TIMEOUT_SECONDS)]
+LeaseSeconds = Annotated[float, Meta(ge=1, le=validation.MAX_LEASE_SECONDS)]
+AwareDateTime = Annotated[datetime, Meta(tz=True)]
+JSONObject = dict[str, Any]
+JobStatusName = Literal["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
+
+ID_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
+"""Ids are `job_` + 26 base32 characters; anything far from that shape is not one of ours."""
+JobId = Annotated[str, Meta(pattern=ID_PATTERN, min_length=1, max_length=64)]
+JobIdPath = Annotated[str, PathParameter(pattern=ID_PATTERN, min_length=1, max_length=64)]
+
+
+class _Request(Struct, forbid_unknown_fields=True, kw_only=True):
+    """Request bodies reject unknown fields, so a typo is a 400 rather than a silently ignored option."""
+
+
+# ---- jobs ------------------------------------------------------------------------------------------
+
+
+class Backoff(_Request):
+    """How long a failed job waits before its next delivery; a partial object is merged with the defaults."""
+
+    strategy: Literal["exponential", "linear", "fixed"] = "exponential"
+    base_seconds: Annotated[float, Meta(ge=0.001, le=86_400)] = 1.0
+    max_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_TIMEOUT_SECONDS)] = 3600.0
+    jitter: bool = True
+
+    def to_domain(self) -> domain.BackoffPolicy:
+        return domain.BackoffPolicy(
+            domain.BackoffStrategy(self.strategy), self.base_seconds, self.max_seconds, self.jitter
+        )
+
+    @classmethod
+    def from_domain(cls, policy: domain.BackoffPolicy) -> Backoff:
+        return cls(
+            strategy=policy.strategy.value,
+            base_seconds=policy.base_seconds,
+            max_seconds=policy.max_seconds,
+            jitter=policy.jitter,
+        )
+
+
+class EnqueueJob(_Request):
+    task_name: TaskName
+    queue_name: QueueName = "default"
+    payload: JSONObject = msgspec.field(default_factory=dict)
+    priority: Priority = 0
+    run_at: AwareDateTime | None = None
+    delay_seconds: DelaySeconds | None = None
+    max_retries: MaxRetries = 3
+    backoff: Backoff = msgspec.field(default_factory=Backoff)
+    timeout_seconds: TimeoutSeconds | None = None
+    metadata: JSONObject = msgspec.field(default_factory=dict)
+
+    def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
+        return domain.NewJob(
+            task_name=self.task_name,
+            queue_name=self.queue_name,
+            payload=self.payload,
+            priority=self.priority,
+            run_at=self.run_at,
+            delay_seconds=self.delay_seconds,
+            max_retries=self.max_retries,
+            backoff=self.backoff.to_domain(),
+            timeout_seconds=self.timeout_seconds,
+            metadata=self.metadata,
+            idempotency_key=idempotency_key,
+        )
+
+
+class BatchItem(EnqueueJob):
+    idempotency_key: IdempotencyKey | None = None
+
+
+class EnqueueBatch(_Request):
+    jobs: Annotated[list[BatchItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
+
+
+class Job(Struct, kw_only=True):
+    """A job as a tenant sees it (never its lease token)."""
+
+    id: str
+    tenant_id: str
+    queue_name: str
+    task_name: str
+    payload: JSONObject
+    status: JobStatusName
+    priority: int
+    scheduled_at: datetime
+    locked_until: datetime | None
+    delivery_count: int
+    retry_count: int
+    max_retries: int
+    backoff: Backoff
+    timeout_seconds: float | None
+    next_retry_at: datetime | None
+    result: Any
+    error_message: str | None
+    workflow_id: str | None
+    workflow_step_id: str | None
+    metadata: JSONObject
+    idempotency_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+    @classmethod
+    def from_domain(cls, job: domain.Job) -> Job:
+        return cls(**_job_fields(job))
+
+
+class LeasedJob(Job, kw_only=True):
+    """A job as its worker sees it: with the lease token that proves ownership and the delivery's deadline."""
+
+    lease_token: str
+    deadline: datetime | None
+
+    @classmethod
+    def from_domain(cls, job: domain.Job) -> LeasedJob:
+        return cls(**_job_fields(job), lease_token=job.lease_token or "", deadline=job.deadline)
+
+
+def _job_fields(job: domain.Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "tenant_id": job.tenant_id,
+        "queue_name": job.queue_name,
+        "task_name": job.task_name,
+        "payload": job.payload,
+        "status": job.status.value,
+        "priority": job.priority,
+        "scheduled_at": job.scheduled_at,
+        "locked_until": job.locked_until,
+        "delivery_count": job.delivery_count,
+        "retry_count": job.retry_count,
+        "max_retries": job.max_retries,
+        "backoff": Backoff.from_domain(job.backoff),
+        "timeout_seconds": job.timeout_seconds,
+        "next_retry_at": job.next_retry_at,
+        "result": job.result,
+        "error_message": job.error_message,
+        "workflow_id": job.workflow_id,
+        "workflow_step_id": job.workflow_step_id,
+        "metadata": job.metadata,
+        "idempotency_key": job.idempotency_key,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "completed_at": job.completed_at,
+    }
+
+
+class JobBatch(Struct):
+    jobs: list[Job]
+
+
+class JobPage(Struct):
+    items: list[Job]
+    next_cursor: str | None
+
+
+class Queue(Struct, kw_only=True):
+    name: str
+    pending: int
+    scheduled: int
+    running: int
+    retrying: int
+    completed: int
+    dead_letter: int
+    cancelled: int
+    oldest_pending_age_seconds: float | None
+
+    @classmethod
+    def from_domain(cls, stats: domain.QueueStats) -> Queue:
+        return cls(**{name: getattr(stats, name) for name in cls.__struct_fields__})
+
+
+class QueueList(Struct):
+    queues: list[Queue]
+
+
+# ---- worker ----------------------------------------------------------------------------------------
+
+
+class LeaseRequest(_Request):
+    queues: Annotated[
+        list[QueueName],
+        Meta(
+            min_length=1,
+            max_length=validation.MAX_LEASE_QUEUES,
+            # Litestar documents no constraint of a list's items; `extra` puts the queue-name rules back.
+            extra_json_schema={"extra": {"items": QUEUE_NAME_SCHEMA}},
+        ),
+    ]
+    max_jobs: Annotated[int, Meta(ge=1, le=validation.MAX_BATCH)] = 1
+    lease_seconds: LeaseSeconds = 30.0
+    wait_seconds: Annotated[float, Meta(ge=0, le=60)] = 0.0
+    worker_id: Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)] | None = None
+
+
+class LeasedJobs(Struct):
+    jobs: list[LeasedJob]
+
+
+class HeartbeatRequest(_Request):
+    lease_token: LeaseToken
+    lease_seconds: LeaseSeconds = 30.0
+
+
+class Heartbeat(Struct):
+    locked_until: datetime
+
+
+class CompleteRequest(_Request):
+    lease_token: LeaseToken
+    result: Any = None
+
+
+class FailRequest(_Request):
+    lease_token: LeaseToken
+    error: ErrorText
+    retryable: bool = True
+    retry_after_seconds: DelaySeconds | None = None
+
+    def to_domain(self, job_id: str) -> domain.FailureRequest:
+        return domain.FailureRequest(
+            job_id=job_id,
+            lease_token=self.lease_token,
+            error=self.error,
+            retryable=self.retryable,
+            retry_after_seconds=self.retry_after_seconds,
+        )
+
+
+class AckComplete(CompleteRequest, kw_only=True):
+    id: JobId
+
+
+class AckFail(FailRequest, kw_only=True):
+    id: JobId
+
+
+class AckRequest(_Request):
+    complete: Annotated[list[AckComplete], Meta(max_length=validation.MAX_BATCH)] = msgspec.field(default_factory=list)
+    fail: Annotated[list[AckFail], Meta(max_length=validation.MAX_BATCH)] = msgspec.field(default_factory=list)
+
+
+class AckResult(Struct):
+    id: str
+    outcome: Literal["ok", "lease_lost"]
+    status: JobStatusName | None
+
+    @classmethod
+    def from_domain(cls, result: domain.AckResult) -> AckResult:
+        status = result.status.value if result.status is not None else None
+        return cls(result.id, result.outcome.value, status)  # type: ignore[arg-type]
+
+
+class AckResults(Struct):
+    results: list[AckResult]
+
+
+# ---- operations ------------------------------------------------------------------------------------
+
+
+class Health(Struct):
+    status: Literal["ok", "unavailable"]

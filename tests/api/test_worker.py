@@ -1,0 +1,259 @@
+"""Worker routes: lease, heartbeat, complete, fail, ack, and the long-poll lease."""
+
+from __future__ import annotations
+
+import asyncio
+
+from httpx import AsyncClient
+from queueflow.engine import Engine
+from queueflow.ports import TestClock
+from queueflow.stores.memory import InMemoryJobStore
+
+from tests.api.conftest import TENANT_A, TENANT_B, WORKER, WatchedWakeups, assert_problem, enqueue, lease
+
+
+async def test_lease_returns_leased_jobs_in_claim_order_across_tenants(client: AsyncClient, clock: TestClock) -> None:
+    low = await enqueue(client, priority=-5)
+    clock.advance(1)
+    high_b = await enqueue(client, TENANT_B, priority=5, timeout_seconds=60)
+    clock.advance(1)
+    mid = await enqueue(client, queue_name="other")
+
+    jobs = await lease(client, ["default", "other"], max_jobs=10, lease_seconds=120)
+
+    assert [job["id"] for job in jobs] == [high_b["id"], mid["id"], low["id"]]
+    first = jobs[0]
+    assert first["status"] == "running"
+    assert first["tenant_id"] == "tenant-b"
+    assert first["lease_token"]
+    assert first["delivery_count"] == 1
+    assert first["deadline"] == "2026-03-01T12:01:02Z"  # claim time + timeout_seconds
+    assert first["locked_until"] == "2026-03-01T12:01:02Z"  # the lease is capped at the deadline
+    assert jobs[1]["deadline"] is None
+
+
+async def test_lease_with_nothing_claimable_answers_an_empty_list(client: AsyncClient) -> None:
+    await enqueue(client, delay_seconds=60)
+    assert await lease(client) == []
+
+
+async def test_heartbeat_extends_the_lease(client: AsyncClient, clock: TestClock) -> None:
+    await enqueue(client)
+    (job,) = await lease(client, lease_seconds=10)
+    clock.advance(5)
+
+    response = await client.post(
+        f"/v1/worker/jobs/{job['id']}/heartbeat", json={"lease_token": job["lease_token"]}, headers=WORKER
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {"locked_until": "2026-03-01T12:00:35Z"}  # now + the default 30 s
+
+
+async def test_heartbeat_complete_and_fail_with_a_stale_token_are_lease_lost(
+    client: AsyncClient,
+) -> None:
+    await enqueue(client)
+    (job,) = await lease(client)
+    for action, body in [
+        ("heartbeat", {"lease_token": "not-the-token"}),
+        ("complete", {"lease_token": "not-the-token"}),
+        ("fail", {"lease_token": "not-the-token", "error": "boom"}),
+    ]:
+        response = await client.post(f"/v1/worker/jobs/{job['id']}/{action}", json=body, headers=WORKER)
+        assert_problem(response, 409, "lease_lost")
+
+
+async def test_worker_routes_answer_404_for_a_job_that_does_not_exist(client: AsyncClient) -> None:
+    for action, body in [
+        ("heartbeat", {"lease_token": "t"}),
+        ("complete", {"lease_token": "t"}),
+        ("fail", {"lease_token": "t", "error": "boom"}),
+    ]:
+        response = await client.post(f"/v1/worker/jobs/job_missing/{action}", json=body, headers=WORKER)
+        assert_problem(response, 404, "not_found")
+
+
+async def test_complete_records_the_result_and_hides_the_token(client: AsyncClient) -> None:
+    await enqueue(client)
+    (job,) = await lease(client)
+
+    response = await client.post(
+        f"/v1/worker/jobs/{job['id']}/complete",
+        json={"lease_token": job["lease_token"], "result": {"sent": 3}},
+        headers=WORKER,
+    )
+
+    assert response.status_code == 200
+    done = response.json()
+    assert done["status"] == "completed"
+    assert done["result"] == {"sent": 3}
+    assert done["completed_at"] == "2026-03-01T12:00:00Z"
+    assert "lease_token" not in done
+    again = await client.post(
+        f"/v1/worker/jobs/{job['id']}/complete", json={"lease_token": job["lease_token"]}, headers=WORKER
+    )
+    assert_problem(again, 409, "lease_lost")
+
+
+async def test_fail_retries_with_backoff_then_dead_letters(client: AsyncClient, clock: TestClock) -> None:
+    await enqueue(client, max_retries=1, backoff={"strategy": "fixed", "base_seconds": 10, "jitter": False})
+    (job,) = await lease(client)
+
+    response = await client.post(
+        f"/v1/worker/jobs/{job['id']}/fail",
+        json={"lease_token": job["lease_token"], "error": "smtp down"},
+        headers=WORKER,
+    )
+    retrying = response.json()
+    assert response.status_code == 200
+    assert retrying["status"] == "retrying"
+    assert retrying["retry_count"] == 1
+    assert retrying["next_retry_at"] == retrying["scheduled_at"] == "2026-03-01T12:00:10Z"
+    assert retrying["error_message"] == "smtp down"
+
+    clock.advance(10)
+    (again,) = await lease(client)
+    response = await client.post(
+        f"/v1/worker/jobs/{job['id']}/fail",
+        json={"lease_token": again["lease_token"], "error": "still down"},
+        headers=WORKER,
+    )
+    assert response.json()["status"] == "dead_letter"
+
+
+async def test_fail_not_retryable_or_with_retry_after(client: AsyncClient) -> None:
+    await enqueue(client, task_name="a")
+    await enqueue(client, task_name="b")
+    first, second = await lease(client, max_jobs=2)
+
+    fatal = await client.post(
+        f"/v1/worker/jobs/{first['id']}/fail",
+        json={"lease_token": first["lease_token"], "error": "bad input", "retryable": False},
+        headers=WORKER,
+    )
+    later = await client.post(
+        f"/v1/worker/jobs/{second['id']}/fail",
+        json={"lease_token": second["lease_token"], "error": "rate limited", "retry_after_seconds": 90},
+        headers=WORKER,
+    )
+
+    assert fatal.json()["status"] == "dead_letter"
+    assert later.json()["status"] == "retrying"
+    assert later.json()["scheduled_at"] == "2026-03-01T12:01:30Z"
+
+
+async def test_a_cancelled_jobs_worker_gets_lease_lost(client: AsyncClient) -> None:
+    await enqueue(client)
+    (job,) = await lease(client)
+    await client.post(f"/v1/jobs/{job['id']}/cancel", headers=TENANT_A)
+
+    response = await client.post(
+        f"/v1/worker/jobs/{job['id']}/complete", json={"lease_token": job["lease_token"]}, headers=WORKER
+    )
+    assert_problem(response, 409, "lease_lost")
+
+
+async def test_an_expired_lease_reclaimed_by_the_janitor_is_lease_lost(
+    client: AsyncClient, store: InMemoryJobStore, clock: TestClock
+) -> None:
+    await enqueue(client)
+    (job,) = await lease(client, lease_seconds=5)
+    clock.advance(6)
+    report = await Engine(store, clock).run_maintenance()
+    assert report.reclaimed == 1
+
+    response = await client.post(
+        f"/v1/worker/jobs/{job['id']}/complete", json={"lease_token": job["lease_token"]}, headers=WORKER
+    )
+    assert_problem(response, 409, "lease_lost")
+
+
+async def test_ack_settles_each_item_on_its_own(client: AsyncClient) -> None:
+    for name in ("a", "b", "c"):
+        await enqueue(client, task_name=name)
+    a, b, c = await lease(client, max_jobs=3)
+
+    response = await client.post(
+        "/v1/worker/ack",
+        json={
+            "complete": [
+                {"id": a["id"], "lease_token": a["lease_token"], "result": 1},
+                {"id": b["id"], "lease_token": "stale"},
+            ],
+            "fail": [
+                {"id": c["id"], "lease_token": c["lease_token"], "error": "no", "retryable": False},
+                {"id": "job_missing", "lease_token": "x", "error": "no"},
+            ],
+        },
+        headers=WORKER,
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "results": [
+            {"id": a["id"], "outcome": "ok", "status": "completed"},
+            {"id": b["id"], "outcome": "lease_lost", "status": "running"},
+            {"id": c["id"], "outcome": "ok", "status": "dead_letter"},
+            {"id": "job_missing", "outcome": "lease_lost", "status": None},
+        ]
+    }
+
+
+async def test_an_empty_ack_is_a_validation_error(client: AsyncClient) -> None:
+    assert_problem(await client.post("/v1/worker/ack", json={}, headers=WORKER), 400, "validation_error")
+
+
+async def test_lease_requires_queues(client: AsyncClient) -> None:
+    for body in ({}, {"queues": []}, {"queues": ["bad queue"]}, {"queues": ["default"], "wait_seconds": 61}):
+        response = await client.post("/v1/worker/lease", json=body, headers=WORKER)
+        assert_problem(response, 400, "validation_error")
+
+
+# ---- long-poll ------------------------------------------------------------------------------------
+
+
+async def test_a_parked_lease_returns_the_moment_a_job_arrives(client: AsyncClient, wakeups: WatchedWakeups) -> None:
+    parked = asyncio.create_task(
+        client.post("/v1/worker/lease", json={"queues": ["mail"], "wait_seconds": 30}, headers=WORKER)
+    )
+    await wakeups.until_waiting(1)
+
+    job = await enqueue(client, queue_name="mail")
+
+    async with asyncio.timeout(5):
+        response = await parked
+    assert [leased["id"] for leased in response.json()["jobs"]] == [job["id"]]
+    assert wakeups.waiting == 0
+
+
+async def test_parked_leases_share_the_hub_and_each_job_goes_to_one(
+    client: AsyncClient, wakeups: WatchedWakeups
+) -> None:
+    body = {"queues": ["mail"], "wait_seconds": 30}
+    first = asyncio.create_task(client.post("/v1/worker/lease", json=body, headers=WORKER))
+    second = asyncio.create_task(client.post("/v1/worker/lease", json=body, headers=WORKER))
+    other = asyncio.create_task(
+        client.post("/v1/worker/lease", json={"queues": ["sms"], "wait_seconds": 30}, headers=WORKER)
+    )
+    await wakeups.until_waiting(3)
+
+    one = await enqueue(client, queue_name="mail")
+    done, _ = await asyncio.wait([first, second], timeout=5, return_when=asyncio.FIRST_COMPLETED)
+    (winner,) = done
+    loser = second if winner is first else first
+    assert [job["id"] for job in winner.result().json()["jobs"]] == [one["id"]]
+    await wakeups.until_waiting(2)  # the loser parked again; the sms lease never woke
+
+    two = await enqueue(client, queue_name="mail")
+    three = await enqueue(client, queue_name="sms")
+    async with asyncio.timeout(5):
+        assert [job["id"] for job in (await loser).json()["jobs"]] == [two["id"]]
+        assert [job["id"] for job in (await other).json()["jobs"]] == [three["id"]]
+
+
+async def test_a_parked_lease_answers_empty_at_its_deadline(client: AsyncClient, wakeups: WatchedWakeups) -> None:
+    await enqueue(client, queue_name="elsewhere")
+    jobs = await lease(client, ["mail"], wait_seconds=0.05)
+    assert jobs == []
+    assert wakeups.waiting == 0

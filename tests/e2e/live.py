@@ -1,0 +1,65 @@
+"""A real `queueflow serve` process on a free loopback port, for tests that need a live server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+READY = "Application startup complete"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def live_server(*args: str, env: Mapping[str, str] | None = None, timeout: float = 30) -> Iterator[str]:
+    """Start `queueflow serve ARGS` and yield its base URL once uvicorn says it is up; stop it afterwards."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "queueflow.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ready = threading.Event()
+    log: list[str] = []
+
+    def drain() -> None:
+        # Keep reading until the server exits, so its logging never blocks on a full pipe.
+        assert process.stderr is not None
+        for line in process.stderr:
+            log.append(line)
+            if READY in line:
+                ready.set()
+        ready.set()
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
+    try:
+        if not ready.wait(timeout) or process.poll() is not None:
+            raise RuntimeError("queueflow serve did not start:\n" + "".join(log))
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        drainer.join(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()

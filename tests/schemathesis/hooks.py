@@ -1,0 +1,73 @@
+"""schemathesis hooks: rules of API.md that JSON Schema cannot state, so generated "valid" requests obey them.
+
+A positive (schema-valid) case that breaks one of these rules is dropped rather than sent, because the API
+rightly answers it with 400 and schemathesis would count that as rejecting valid data. Negative cases are
+never filtered. Loaded by tests/api/test_schemathesis.py, and by the CLI through `SCHEMATHESIS_HOOKS`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import schemathesis
+from schemathesis import Case
+from schemathesis.hooks import HookContext
+
+DEFAULT_BACKOFF = {"base_seconds": 1.0, "max_seconds": 3600.0}
+
+
+@schemathesis.hook
+def filter_case(context: HookContext, case: Case) -> bool:
+    meta = case.meta
+    if meta is not None and meta.generation.mode.is_negative:
+        return True
+    return _query_ok(case.query or {}) and _body_ok(case.body)
+
+
+def _query_ok(query: dict[str, Any]) -> bool:
+    # A cursor is opaque: only one the server issued is valid, and a generator cannot know one.
+    if "cursor" in query:
+        return False
+    if "metadata" in query:
+        try:
+            value = json.loads(query["metadata"])
+        except (TypeError, ValueError):
+            return False
+        return isinstance(value, dict) and _storable(value)
+    return True
+
+
+def _body_ok(body: Any) -> bool:
+    if not isinstance(body, dict):
+        return True
+    if not _storable(body):  # PostgreSQL text and JSONB hold no NUL, and documents nest at most 128 deep
+        return False
+    if "jobs" in body and isinstance(body["jobs"], list):
+        return all(_job_ok(job) for job in body["jobs"])
+    if "task_name" in body:
+        return _job_ok(body)
+    if set(body) <= {"complete", "fail"}:  # an ack carries 1–1000 items in all
+        return 1 <= len(body.get("complete") or []) + len(body.get("fail") or []) <= 1000
+    return True
+
+
+def _job_ok(job: Any) -> bool:
+    if not isinstance(job, dict):
+        return True
+    if job.get("run_at") is not None and job.get("delay_seconds") is not None:
+        return False
+    backoff = {**DEFAULT_BACKOFF, **(job.get("backoff") or {})}
+    return bool(backoff["max_seconds"] >= backoff["base_seconds"])
+
+
+def _storable(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return "\x00" not in value
+    if depth > 100:
+        return False
+    if isinstance(value, dict):
+        return all(_storable(key) and _storable(item, depth + 1) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_storable(item, depth + 1) for item in value)
+    return True
