@@ -2,6 +2,8 @@
 
 The engine is the only caller of the store. It validates input, reads the clock, asks `core` what should
 happen and has the store record it; it turns the store's "nothing matched" into the precise error.
+Workflow use cases live in `queueflow.workflows`; every write here that finishes a step's job advances its
+workflow through them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import datetime, timedelta
 
 from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
-from queueflow.core.cursor import decode_cursor, encode_cursor
+from queueflow.core.cursor import MAX_PAGE, decode_cursor, page_of
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.ids import new_id
 from queueflow.core.jsonvalue import storage_errors
@@ -22,7 +24,6 @@ from queueflow.core.types import (
     AckOutcome,
     AckResult,
     Completion,
-    Cursor,
     Enqueued,
     Failure,
     FailureRequest,
@@ -34,9 +35,9 @@ from queueflow.core.types import (
     Page,
     QueueStats,
 )
+from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
 from queueflow.ports import Clock, JobStore
-
-MAX_PAGE = 500
+from queueflow.workflows import Workflows
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,7 @@ class Engine:
         self.clock = clock
         self.rng: RandomSource = rng or random.SystemRandom()
         self.settings = settings or EngineSettings()
+        self.workflows = Workflows(store, clock, self.rng, self._new_row)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -113,7 +115,7 @@ class Engine:
             validation.check(validation.object_errors(where.metadata, ("metadata",)))
         after = decode_cursor(cursor) if cursor is not None else None
         rows = await self.store.job_list(tenant_id, where or JobFilter(), limit + 1, after)
-        return _page(rows, limit)
+        return page_of(rows, limit)
 
     async def cancel_job(self, tenant_id: str, job_id: str) -> Job:
         """Cancel a job that has not finished; a running job's lease token stops working at once."""
@@ -121,10 +123,13 @@ class Engine:
         if job is None:
             current = await self.get_job(tenant_id, job_id)
             raise InvalidState(f"job {job_id} is {current.status}; only unfinished jobs can be cancelled")
+        await self.workflows.on_jobs_finished([job])
         return job
 
     async def retry_job(self, tenant_id: str, job_id: str) -> Job:
-        """Replay a dead-lettered or cancelled job now, with a fresh retry budget."""
+        """Replay a dead-lettered or cancelled job now, with a fresh retry budget.
+
+        A workflow step's job runs again, but its step stays as it ended (see `queueflow.workflows`)."""
         job = await self.store.job_retry(tenant_id, job_id, self.clock.now())
         if job is None:
             current = await self.get_job(tenant_id, job_id)
@@ -169,6 +174,7 @@ class Engine:
         (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
         if job is None:
             raise await self._lease_lost(job_id)
+        await self.workflows.on_jobs_finished([job])
         return job
 
     async def fail(
@@ -196,6 +202,7 @@ class Engine:
         (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now)
         if job is None:
             raise await self._lease_lost(job_id)
+        await self.workflows.on_jobs_finished([job])
         return job
 
     async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
@@ -216,6 +223,7 @@ class Engine:
         failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
         outcomes = list(zip([item.job_id for item in complete], done, strict=True))
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
+        await self.workflows.on_jobs_finished([job for _, job in outcomes])
         lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
         return [
             AckResult(job_id, AckOutcome.OK, job.status)
@@ -247,7 +255,8 @@ class Engine:
         await self.store.ping()
 
     async def run_maintenance(self) -> MaintenanceReport:
-        """One janitor sweep: reclaim expired leases through the failure policy, then apply retention."""
+        """One janitor sweep: reclaim expired leases through the failure policy, advance the workflows whose
+        advancement a crash lost, then apply retention."""
         now = self.clock.now()
         expired = await self.store.job_lease_expired(
             now, self.settings.sweep_limit, self.settings.janitor_lease_seconds
@@ -266,6 +275,8 @@ class Engine:
         reclaimed = (
             [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
         )
+        await self.workflows.on_jobs_finished(reclaimed)
+        healed = await self.workflows.heal(self.settings.sweep_limit)
         deleted = 0
         if self.settings.retention is not None:
             deleted = await self.store.job_delete_finished(now - self.settings.retention, self.settings.sweep_limit)
@@ -274,7 +285,26 @@ class Engine:
             retried=sum(job.status is JobStatus.RETRYING for job in reclaimed),
             dead_lettered=sum(job.status is JobStatus.DEAD_LETTER for job in reclaimed),
             deleted=deleted,
+            healed=healed,
         )
+
+    # ---- workflows ----------------------------------------------------------------------------------
+
+    async def create_workflow(self, tenant_id: str, workflow: NewWorkflow) -> tuple[Workflow, bool]:
+        """Store a validated DAG and enqueue its root steps; a known idempotency key returns the original."""
+        return await self.workflows.create(tenant_id, workflow)
+
+    async def get_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
+        return await self.workflows.get(tenant_id, workflow_id)
+
+    async def list_workflows(
+        self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
+    ) -> Page[Workflow]:
+        return await self.workflows.list(tenant_id, status, limit=limit, cursor=cursor)
+
+    async def cancel_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
+        """Cancel a running workflow: every unfinished step and its job; InvalidState once it has finished."""
+        return await self.workflows.cancel(tenant_id, workflow_id)
 
 
 def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list[FieldError]:
@@ -284,10 +314,3 @@ def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list
             request.retry_after_seconds, (*loc, "retry_after_seconds"), 0, validation.MAX_DELAY_SECONDS
         )
     return errors
-
-
-def _page(rows: list[Job], limit: int) -> Page[Job]:
-    if len(rows) <= limit:
-        return Page(rows, None)
-    last = rows[limit - 1]
-    return Page(rows[:limit], encode_cursor(Cursor(last.created_at, last.id)))

@@ -5,9 +5,32 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.types import Cursor
+from queueflow.core.types import Cursor, Page
+
+MAX_PAGE = 500
+
+
+class Listed(Protocol):
+    """A row of a newest-first listing."""
+
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def id(self) -> str: ...
+
+
+R = TypeVar("R", bound=Listed)
+
+
+def page_of(rows: list[R], limit: int) -> Page[R]:
+    """The page of `limit` rows from a store's `limit + 1`: the extra row only says that more follow."""
+    if len(rows) <= limit:
+        return Page(rows, None)
+    last = rows[limit - 1]
+    return Page(rows[:limit], encode_cursor(Cursor(last.created_at, last.id)))
 
 
 def encode_cursor(cursor: Cursor) -> str:

@@ -222,3 +222,5 @@ class MaintenanceReport:
     retried: int = 0
     dead_lettered: int = 0
     deleted: int = 0
+    healed: int = 0
+    """Workflows advanced because a crash had lost the advancement after one of their step jobs finished."""

@@ -1,6 +1,7 @@
 """Janitor: the maintenance loop, `Engine.run_maintenance()` every `interval` seconds.
 
-Each sweep reclaims expired leases through the failure policy and applies retention (see the engine). Any
+Each sweep reclaims expired leases through the failure policy, advances workflows whose advancement a crash
+lost, and applies retention (see the engine). Any
 number of processes may run one: the store re-leases what a sweep takes, so two sweeps never take the same
 row. A database outage is logged and the loop goes on; the next sweep picks up where this one could not.
 """
@@ -40,10 +41,10 @@ class Janitor(BackgroundService):
             # Whatever went wrong with this sweep, the next one deserves its chance.
             log.exception("janitor sweep failed")
             return None
-        if report.reclaimed or report.deleted:
+        if report.reclaimed or report.deleted or report.healed:
             log.info(
-                "janitor: reclaimed %d (%d retrying, %d dead-lettered), deleted %d",
-                report.reclaimed, report.retried, report.dead_lettered, report.deleted,
+                "janitor: reclaimed %d (%d retrying, %d dead-lettered), healed %d workflows, deleted %d",
+                report.reclaimed, report.retried, report.dead_lettered, report.healed, report.deleted,
             )  # fmt: skip
         return report
 
