@@ -110,7 +110,8 @@ class PostgresWorkflowStore:
                 return None
             (snapshot,) = await _with_steps(db, [row])
             recording = record(snapshot, decide(snapshot), now, new_job)
-            if errors := workflow_storage_errors(recording.workflow) + job_storage_errors(recording.jobs):
+            # Only the new jobs need a check: the context gains only results already stored on their jobs.
+            if errors := job_storage_errors(recording.jobs):
                 raise ValidationError.of(errors)
             after = recording.workflow
             merged = {name: value for name, value in after.context.items() if snapshot.context.get(name, ...) != value}
