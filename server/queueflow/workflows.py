@@ -15,6 +15,7 @@ job's outcome reaches neither the step nor the context. Replay the whole workflo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -23,7 +24,7 @@ from queueflow.core import validation
 from queueflow.core.advance import StepOutcome, Transition, cancel_workflow, on_step_finished, record, settle
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import MAX_PAGE, decode_cursor, page_of
-from queueflow.core.errors import InvalidState, NotFound, ValidationError
+from queueflow.core.errors import InvalidState, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.ids import new_id
 from queueflow.core.types import FINISHED, Job, JobStatus, NewJob, Page
 from queueflow.core.workflow import (
@@ -36,6 +37,8 @@ from queueflow.core.workflow import (
     step_job,
 )
 from queueflow.ports import Clock, JobStore
+
+log = logging.getLogger("queueflow.workflows")
 
 _OUTCOMES = {
     JobStatus.COMPLETED: StepOutcome.COMPLETED,
@@ -106,21 +109,30 @@ class Workflows:
         return cancelled
 
     async def on_jobs_finished(self, jobs: Sequence[Job | None]) -> int:
-        """Advance the workflow of every finished step job among `jobs`; returns how many were reported."""
-        reported = 0
+        """Advance the workflow of every finished step job among `jobs`; returns how many were advanced.
+
+        The jobs' own writes are done: an advancement the store cannot make now is logged and left to the
+        janitor's `heal`, so the caller (a worker's complete) is not told to retry a write that succeeded.
+        """
+        advanced = 0
         for job in jobs:
             if job is None or job.workflow_id is None or job.workflow_step_id is None or job.status not in FINISHED:
                 continue
             now = self.clock.now()
-            await self.store.workflow_advance(job.workflow_id, _on_finished(job), self._step_job_maker(now), now)
-            reported += 1
-        return reported
+            try:
+                await self.store.workflow_advance(job.workflow_id, _on_finished(job), self._step_job_maker(now), now)
+            except StoreUnavailable as exc:
+                log.warning(
+                    "workflow %s not advanced after job %s (the janitor will): %s", job.workflow_id, job.id, exc
+                )
+                continue
+            advanced += 1
+        return advanced
 
     async def heal(self, limit: int) -> int:
-        """Replay lost advancements (see the module docstring); returns how many workflows were advanced."""
+        """Replay up to `limit` lost advancements (see the module docstring); returns how many were replayed."""
         stalled = await self.store.workflow_stalled_jobs(limit)
-        await self.on_jobs_finished(stalled)
-        return len({job.workflow_id for job in stalled})
+        return await self.on_jobs_finished(stalled)
 
     def _step_job_maker(self, now: datetime) -> Callable[[Workflow, Step], Job]:
         def new_job(workflow: Workflow, step: Step) -> Job:

@@ -223,4 +223,4 @@ class MaintenanceReport:
     dead_lettered: int = 0
     deleted: int = 0
     healed: int = 0
-    """Workflows advanced because a crash had lost the advancement after one of their step jobs finished."""
+    """Lost workflow advancements replayed: step jobs that had finished while their step stayed `enqueued`."""

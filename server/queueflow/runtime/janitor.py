@@ -43,7 +43,7 @@ class Janitor(BackgroundService):
             return None
         if report.reclaimed or report.deleted or report.healed:
             log.info(
-                "janitor: reclaimed %d (%d retrying, %d dead-lettered), healed %d workflows, deleted %d",
+                "janitor: reclaimed %d (%d retrying, %d dead-lettered), healed %d workflow steps, deleted %d",
                 report.reclaimed, report.retried, report.dead_lettered, report.healed, report.deleted,
             )  # fmt: skip
         return report
