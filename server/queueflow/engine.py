@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 
 from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
-from queueflow.core.cursor import MAX_PAGE, decode_cursor, page_of
+from queueflow.core.cursor import MAX_PAGE as MAX_PAGE  # re-exported: the bound on every list's limit
+from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.ids import new_id
 from queueflow.core.jsonvalue import storage_errors
@@ -36,7 +37,8 @@ from queueflow.core.types import (
     QueueStats,
 )
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
-from queueflow.ports import Clock, JobStore
+from queueflow.ports import Clock, Store
+from queueflow.schedules import ScheduleUseCases
 from queueflow.workflows import Workflows
 
 
@@ -50,10 +52,13 @@ class EngineSettings:
     """How long the janitor holds an expired job while it routes it through the failure policy."""
 
 
-class Engine:
+class Engine(ScheduleUseCases):
+    """Jobs here; schedules in `ScheduleUseCases` (queueflow.schedules); workflows in `Workflows`
+    (queueflow.workflows), which every write here that finishes a step's job calls to advance its workflow."""
+
     def __init__(
         self,
-        store: JobStore,
+        store: Store,
         clock: Clock,
         *,
         rng: RandomSource | None = None,
@@ -110,12 +115,11 @@ class Engine:
     async def list_jobs(
         self, tenant_id: str, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page[Job]:
-        validation.check(validation.int_errors(limit, ("limit",), 1, MAX_PAGE))
+        after = page_after(limit, cursor)
         if where is not None and where.metadata is not None:
             validation.check(validation.object_errors(where.metadata, ("metadata",)))
-        after = decode_cursor(cursor) if cursor is not None else None
         rows = await self.store.job_list(tenant_id, where or JobFilter(), limit + 1, after)
-        return page_of(rows, limit)
+        return page(rows, limit)
 
     async def cancel_job(self, tenant_id: str, job_id: str) -> Job:
         """Cancel a job that has not finished; a running job's lease token stops working at once."""

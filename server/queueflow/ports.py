@@ -1,5 +1,5 @@
-"""The engine's ports: where jobs and workflows are kept (`JobStore`, which includes `WorkflowStore`) and what
-time it is (`Clock`)."""
+"""The engine's ports: where jobs, workflows and schedules are kept (`JobStore`, `WorkflowStore`, `ScheduleStore`:
+`Store`) and what time it is (`Clock`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.schedule import Schedule
 from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
@@ -99,7 +100,7 @@ class WorkflowStore(Protocol):
         ...
 
 
-class JobStore(WorkflowStore, Protocol):
+class JobStore(Protocol):
     """Where jobs live. Every method is one atomic operation; the adapter owns its transaction.
 
     The store records what the engine decided. Methods that act for a tenant take `tenant_id` and never
@@ -173,3 +174,57 @@ class JobStore(WorkflowStore, Protocol):
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
         """Per queue with any of the tenant's jobs, disjoint counts by state at `now`, by queue name."""
         ...
+
+
+class ScheduleStore(Protocol):
+    """Where cron schedules live. Each method is one atomic operation, as in `JobStore`.
+
+    A schedule row changes in two ways, each a compare-and-set on what the caller read, so neither can undo the
+    other: a tenant's edit (`schedule_update`, which also moves `updated_at` forward) and a scheduler's firing
+    (`schedule_fired`, which moves `next_run_at` forward and leaves `updated_at` alone).
+    """
+
+    async def schedule_insert(self, schedule: Schedule) -> Schedule:
+        """∅ → stored. `InvalidState` when the tenant already has a schedule with this name."""
+        ...
+
+    async def schedule_get(self, tenant_id: str, name: str) -> Schedule | None:
+        """The tenant's schedule called `name`, if there is one."""
+        ...
+
+    async def schedule_list(self, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
+        """Up to `limit` of the tenant's schedules, newest first (created_at, id descending), strictly after `after`."""
+        ...
+
+    async def schedule_update(
+        self, schedule: Schedule, *, expected_updated_at: datetime, expected_next_run_at: datetime | None
+    ) -> Schedule | None:
+        """stored → `schedule`'s fields (the row with its id and tenant_id), only while the row's `updated_at` and
+        `next_run_at` are still the expected ones. None when the row is gone or has changed since it was read."""
+        ...
+
+    async def schedule_delete(self, tenant_id: str, name: str) -> bool:
+        """stored → ∅. False when the tenant has no schedule called `name`."""
+        ...
+
+    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+        """Up to `limit` enabled schedules of every tenant with next_run_at ≤ now, earliest next_run_at first."""
+        ...
+
+    async def schedule_fired(
+        self,
+        schedule_id: str,
+        *,
+        expected_next_run_at: datetime,
+        expected_updated_at: datetime,
+        next_run_at: datetime,
+        last_run_at: datetime,
+    ) -> bool:
+        """enabled, next_run_at = expected → next_run_at, last_run_at, only while `updated_at` is also the expected
+        one (no edit came in between). False when another scheduler recorded this firing first, or the schedule
+        was edited, disabled or deleted since it was read: the row is left as it is."""
+        ...
+
+
+class Store(JobStore, WorkflowStore, ScheduleStore, Protocol):
+    """Everything the engine keeps."""

@@ -14,14 +14,14 @@ import random
 from datetime import UTC, datetime
 
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import Store, TestClock
 from queueflow.stores.memory import InMemoryJobStore
 
 __all__ = ["InMemoryJobStore", "TestClock", "make_engine"]
 
 
 def make_engine(
-    store: JobStore | None = None,
+    store: Store | None = None,
     clock: TestClock | None = None,
     *,
     seed: int = 0,

@@ -20,10 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from queueflow.core import validation
 from queueflow.core.advance import StepOutcome, Transition, cancel_workflow, on_step_finished, record, settle
 from queueflow.core.backoff import RandomSource
-from queueflow.core.cursor import MAX_PAGE, decode_cursor, page_of
+from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.ids import new_id
 from queueflow.core.types import FINISHED, Job, JobStatus, NewJob, Page
@@ -36,7 +35,7 @@ from queueflow.core.workflow import (
     new_workflow_errors,
     step_job,
 )
-from queueflow.ports import Clock, JobStore
+from queueflow.ports import Clock, Store
 
 log = logging.getLogger("queueflow.workflows")
 
@@ -51,7 +50,7 @@ NewRow = Callable[[str, NewJob, datetime], Job]
 
 
 class Workflows:
-    def __init__(self, store: JobStore, clock: Clock, rng: RandomSource, new_row: NewRow) -> None:
+    def __init__(self, store: Store, clock: Clock, rng: RandomSource, new_row: NewRow) -> None:
         self.store = store
         self.clock = clock
         self.rng = rng
@@ -86,9 +85,8 @@ class Workflows:
     async def list(
         self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page[Workflow]:
-        validation.check(validation.int_errors(limit, ("limit",), 1, MAX_PAGE))
-        after = decode_cursor(cursor) if cursor is not None else None
-        return page_of(await self.store.workflow_list(tenant_id, status, limit + 1, after), limit)
+        after = page_after(limit, cursor)
+        return page(await self.store.workflow_list(tenant_id, status, limit + 1, after), limit)
 
     async def cancel(self, tenant_id: str, workflow_id: str) -> Workflow:
         """Cancel every unfinished step (and its job; a running one's worker gets lease_lost) and the workflow."""

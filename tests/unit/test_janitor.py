@@ -46,14 +46,3 @@ async def test_the_janitor_survives_an_unavailable_store(caplog: pytest.LogCaptu
     assert janitor.sweeps >= 3
     assert sum("store is unavailable" in record.message for record in caplog.records) == 2
     assert (await engine.get_job("t", job.id)).status is JobStatus.RETRYING
-
-
-async def test_stopping_twice_or_never_started_is_harmless() -> None:
-    janitor = Janitor(make_engine(), interval=60)
-    await janitor.stop()
-    await janitor.start()
-    await janitor.start()
-    assert janitor.running
-    await janitor.stop()
-    await janitor.stop()
-    assert not janitor.running

@@ -40,6 +40,7 @@ from zoneinfo import ZoneInfo, available_timezones
 from croniter import CroniterError, croniter
 
 from queueflow.core.errors import FieldError
+from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import JSON, NewJob
 from queueflow.core.validation import Loc, name_errors, new_job_errors, text_errors
 
@@ -164,6 +165,14 @@ def schedule_patch_errors(schedule: Schedule, patch: SchedulePatch) -> list[Fiel
     """Errors of `schedule` with `patch` applied; fields are independent, so only patched ones can be wrong."""
     merged = _merge(schedule, patch)
     return schedule_errors(NewSchedule(**{name: getattr(merged, name) for name in NewSchedule.__dataclass_fields__}))
+
+
+def schedule_storage_errors(schedule: Schedule) -> list[FieldError]:
+    """Why a store could not keep `schedule` (text PostgreSQL refuses), whether or not the engine validated it."""
+    errors: list[FieldError] = []
+    for name in ("tenant_id", "name", "cron", "timezone", "task_name", "queue_name", "payload"):
+        errors += storage_errors(getattr(schedule, name), (name,))
+    return errors
 
 
 def _job_field_errors(

@@ -13,7 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Self
+from typing import Generic, Self, TypeVar
+
+from queueflow.core.errors import StoreUnavailable
+
+R = TypeVar("R")
 
 log = logging.getLogger("queueflow.runtime")
 
@@ -55,3 +59,42 @@ class BackgroundService:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
+
+
+class PeriodicService(BackgroundService, Generic[R]):
+    """A loop that runs `once()` every `interval` seconds. A pass that fails, the store being unavailable or
+    anything else, is logged and the loop goes on: the next pass picks up where this one could not."""
+
+    def __init__(self, *, interval: float) -> None:
+        super().__init__()
+        self.interval = interval
+        self.passes = 0
+        """Passes attempted so far, failed ones included (for metrics and tests)."""
+        self.log = logging.getLogger(f"queueflow.{self.name}")
+
+    async def once(self) -> R:
+        """One pass of the loop's work."""
+        raise NotImplementedError
+
+    def backlog(self, result: R) -> bool:
+        """Whether `result` shows more work waiting, so the next pass should start at once."""
+        return False
+
+    async def tick(self) -> R | None:
+        """One pass; None when it failed."""
+        self.passes += 1
+        try:
+            return await self.once()
+        except StoreUnavailable as exc:
+            self.log.warning("%s pass skipped, the store is unavailable: %s", self.name, exc)
+        except Exception:
+            self.log.exception("%s pass failed", self.name)
+        return None
+
+    async def run(self) -> None:
+        while True:
+            result = await self.tick()
+            if result is not None and self.backlog(result):
+                await asyncio.sleep(0)  # yield to the loop, then go again at once
+                continue
+            await asyncio.sleep(self.interval)

@@ -1,4 +1,6 @@
-"""InMemoryJobStore: the whole JobStore contract in a process's memory, for tests and embedding.
+"""InMemoryJobStore: the whole `Store` contract in a process's memory, for tests and embedding.
+
+Its schedules live in `memory_schedules`.
 
 It is a real store, not a mock: it validates what it is given before it changes anything, so a call that
 fails leaves no trace, and it rejects exactly the values PostgreSQL would reject. Each method runs without
@@ -40,10 +42,12 @@ from queueflow.core.types import (
 )
 from queueflow.core.workflow import StepStatus, Workflow, WorkflowStatus
 from queueflow.runtime.wakeups import Wakeups
+from queueflow.stores.memory_schedules import InMemoryScheduleStore
 
 
-class InMemoryJobStore:
+class InMemoryJobStore(InMemoryScheduleStore):
     def __init__(self, wakeups: Wakeups | None = None) -> None:
+        super().__init__()
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._workflows: dict[str, Workflow] = {}
@@ -51,11 +55,12 @@ class InMemoryJobStore:
         self._wakeups = wakeups
 
     def reset(self) -> None:
-        """Forget every job and workflow."""
+        """Forget every job, workflow and schedule."""
         self._jobs.clear()
         self._idempotency.clear()
         self._workflows.clear()
         self._workflow_keys.clear()
+        self._schedules.clear()
 
     async def ping(self) -> None:
         """Always answers: memory is always there."""

@@ -7,12 +7,14 @@ its traceback and also answers `StoreUnavailable`, so a caller sees a retryable 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
 import asyncpg
 
 from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.types import JSON
 
 log = logging.getLogger("queueflow.postgres")
 
@@ -59,3 +61,12 @@ def translate(exc: BaseException) -> QueueFlowError:
     # Serialization failures, deadlocks, cancelled statements, and bugs: logged in full, retryable for a caller.
     log.error("unexpected error from the PostgreSQL store", exc_info=exc)
     return StoreUnavailable(f"the database failed: {exc}")
+
+
+def json_text(value: JSON, loc: tuple[str | int, ...]) -> str:
+    """`value` as the JSON text of a jsonb parameter; a `ValidationError` at `loc` when it has none."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError) as exc:
+        # e.g. an integer longer than Python's int-to-text limit (4300 digits)
+        raise ValidationError.of([FieldError(loc, f"cannot be stored as JSON: {exc}")]) from None

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
-from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.types import JSON, BackoffPolicy, Job, JobStatus
-
-
-def dumps(value: JSON, loc: tuple[str | int, ...]) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (ValueError, TypeError, RecursionError) as exc:
-        # e.g. an integer longer than Python's int-to-text limit (4300 digits)
-        raise ValidationError.of([FieldError(loc, f"cannot be stored as JSON: {exc}")]) from None
+from queueflow.core.types import BackoffPolicy, Job, JobStatus
+from queueflow.stores.pgerrors import json_text
 
 
 def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
@@ -31,13 +22,13 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.tenant_id for job in jobs],
         [job.queue_name for job in jobs],
         [job.task_name for job in jobs],
-        [dumps(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
-        [dumps({"backoff": job.backoff.to_json()}, loc(i, "backoff")) for i, job in enumerate(jobs)],
+        [json_text(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
+        [json_text({"backoff": job.backoff.to_json()}, loc(i, "backoff")) for i, job in enumerate(jobs)],
         [job.priority for job in jobs],
         [job.scheduled_at for job in jobs],
         [job.max_retries for job in jobs],
         [job.timeout_seconds for job in jobs],
-        [dumps(job.metadata, loc(i, "metadata")) for i, job in enumerate(jobs)],
+        [json_text(job.metadata, loc(i, "metadata")) for i, job in enumerate(jobs)],
         [job.idempotency_key for job in jobs],
         [job.created_at for job in jobs],
         [job.workflow_id for job in jobs],

@@ -20,7 +20,8 @@ from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.jsonvalue import job_storage_errors, storable_text, workflow_storage_errors
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus
-from queueflow.stores.pgrows import dumps, insert_columns, job_from_row
+from queueflow.stores.pgerrors import json_text
+from queueflow.stores.pgrows import insert_columns, job_from_row
 from queueflow.stores.pgsql import (
     CANCEL_STEP_JOBS,
     INSERT,
@@ -52,7 +53,7 @@ class PostgresWorkflowStore:
                 workflow.tenant_id,
                 workflow.name,
                 workflow.status.value,
-                dumps(workflow.context, ("context",)),
+                json_text(workflow.context, ("context",)),
                 workflow.idempotency_key,
                 workflow.created_at,
             )
@@ -119,7 +120,7 @@ class PostgresWorkflowStore:
                 await db.execute(
                     WORKFLOW_RECORD,
                     workflow_id,
-                    dumps(merged, ("context",)),
+                    json_text(merged, ("context",)),
                     after.status.value,
                     after.completed_at,
                     now,
@@ -192,14 +193,14 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.name for step in steps],
         [step.idx for step in steps],
         [step.task_name for step in steps],
-        [dumps(step.payload, ("steps", step.idx, "payload")) for step in steps],
-        [dumps(list(step.depends_on), ("steps", step.idx, "depends_on")) for step in steps],
+        [json_text(step.payload, ("steps", step.idx, "payload")) for step in steps],
+        [json_text(list(step.depends_on), ("steps", step.idx, "depends_on")) for step in steps],
         [step.on_failure.value for step in steps],
         [step.status.value for step in steps],
         [step.job_id for step in steps],
         [step.queue_name for step in steps],
         [step.priority for step in steps],
         [step.max_retries for step in steps],
-        [dumps({"backoff": step.backoff.to_json()}, ("steps", step.idx, "backoff")) for step in steps],
+        [json_text({"backoff": step.backoff.to_json()}, ("steps", step.idx, "backoff")) for step in steps],
         [step.timeout_seconds for step in steps],
     ]

@@ -35,8 +35,9 @@ from queueflow.core.types import (
     JobFilter,
     QueueCounts,
 )
-from queueflow.stores.pgerrors import is_disconnect, translate
-from queueflow.stores.pgrows import dumps, insert_columns, job_from_row
+from queueflow.stores.pg_schedules import PostgresScheduleStore
+from queueflow.stores.pgerrors import is_disconnect, json_text, translate
+from queueflow.stores.pgrows import insert_columns, job_from_row
 from queueflow.stores.pgsql import (
     CANCEL,
     CLAIM,
@@ -55,10 +56,10 @@ from queueflow.stores.pgurl import sqlalchemy_url
 from queueflow.stores.pgworkflows import PostgresWorkflowStore
 
 
-class PostgresJobStore(PostgresWorkflowStore):
-    """The JobStore on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`).
+class PostgresJobStore(PostgresScheduleStore, PostgresWorkflowStore):
+    """The `Store` on PostgreSQL (its schedules in `pg_schedules`, its workflows in `pgworkflows`).
 
-    Its workflow methods are in `pgworkflows`."""
+    Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -194,7 +195,7 @@ class PostgresJobStore(PostgresWorkflowStore):
                 args.append(value)
                 conditions.append(f"{column} = ${len(args)}")
         if where.metadata is not None:
-            args.append(dumps(where.metadata, ("metadata",)))
+            args.append(json_text(where.metadata, ("metadata",)))
             conditions.append(f"metadata @> ${len(args)}::jsonb")
         if after is not None:
             args += [after.created_at, after.id]
@@ -232,7 +233,7 @@ class PostgresJobStore(PostgresWorkflowStore):
         several = len(completions) > 1
         sent = _held_items(completions)
         results = [
-            dumps(completions[index].result, ("complete", index, "result") if several else ("result",))
+            json_text(completions[index].result, ("complete", index, "result") if several else ("result",))
             for index in sent
         ]
         return await self._finish(COMPLETE, completions, sent, results, now)

@@ -1,0 +1,131 @@
+"""The engine's schedule use cases: a tenant's cron schedules, and the scheduler's tick that fires them.
+
+`Engine` inherits these; they live here to keep each module about one thing. `core.schedule` decides every
+occurrence (time zones, DST, the missed-firing rule); this module reads the clock and has the store record it.
+
+A firing is an ordinary job inserted through `Engine.enqueue`, with the idempotency key
+``cron:<schedule id>:<occurrence>``, and only then is the schedule advanced (a compare-and-set on the row as
+read). So any number of schedulers may tick at once: they insert one job per occurrence between them, and one of
+them advances the schedule. A scheduler that dies between the two writes leaves the schedule due; the next tick
+re-inserts the same key, which resolves to the job already there, and advances it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from queueflow.core.backoff import RandomSource
+from queueflow.core.cursor import page, page_after
+from queueflow.core.errors import InvalidState, NotFound, ValidationError
+from queueflow.core.ids import new_id
+from queueflow.core.schedule import (
+    NewSchedule,
+    Schedule,
+    SchedulePatch,
+    due_firing,
+    firing_job,
+    initial_next_run_at,
+    patched,
+    schedule_errors,
+    schedule_patch_errors,
+    utc_text,
+)
+from queueflow.core.types import Enqueued, NewJob, Page
+from queueflow.core.validation import check
+from queueflow.ports import Clock, Store
+
+if TYPE_CHECKING:
+    from queueflow.engine import EngineSettings
+
+log = logging.getLogger("queueflow.scheduler")
+
+UPDATE_ATTEMPTS = 5
+"""Reads and re-applies of a PATCH that lost its compare-and-set to a concurrent edit or firing."""
+TICK = timedelta(microseconds=1)
+
+
+class ScheduleUseCases:
+    store: Store
+    clock: Clock
+    rng: RandomSource
+    settings: EngineSettings
+
+    if TYPE_CHECKING:
+
+        async def enqueue(self, tenant_id: str, job: NewJob) -> Enqueued: ...
+
+    async def create_schedule(self, tenant_id: str, new: NewSchedule) -> Schedule:
+        """Create a schedule; it first fires at its first occurrence after now. A taken name is InvalidState."""
+        check(schedule_errors(new))
+        now = self.clock.now()
+        fields = {name: getattr(new, name) for name in NewSchedule.__dataclass_fields__}
+        schedule = Schedule(
+            id=new_id("sch", now, self.rng),
+            tenant_id=tenant_id,
+            next_run_at=initial_next_run_at(new, now),
+            last_run_at=None,
+            created_at=now,
+            updated_at=now,
+            **fields,
+        )
+        return await self.store.schedule_insert(schedule)
+
+    async def get_schedule(self, tenant_id: str, name: str) -> Schedule:
+        schedule = await self.store.schedule_get(tenant_id, name)
+        if schedule is None:
+            raise NotFound(f"no schedule {name!r}")
+        return schedule
+
+    async def list_schedules(self, tenant_id: str, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
+        after = page_after(limit, cursor)
+        return page(await self.store.schedule_list(tenant_id, limit + 1, after), limit)
+
+    async def update_schedule(self, tenant_id: str, name: str, patch: SchedulePatch) -> Schedule:
+        """Apply a PATCH. Disabling stops the firings; re-enabling, or a new cron or time zone, starts from now
+        (occurrences missed meanwhile never fire)."""
+        for _ in range(UPDATE_ATTEMPTS):
+            current = await self.get_schedule(tenant_id, name)
+            check(schedule_patch_errors(current, patch))
+            now = self.clock.now()
+            # `updated_at` strictly increases, so it tells every edit apart even when two share a clock reading.
+            updated = replace(patched(current, patch, now), updated_at=max(now, current.updated_at + TICK))
+            stored = await self.store.schedule_update(
+                updated, expected_updated_at=current.updated_at, expected_next_run_at=current.next_run_at
+            )
+            if stored is not None:
+                return stored
+        raise InvalidState(f"schedule {name!r} kept changing while this update was applied; try again")
+
+    async def delete_schedule(self, tenant_id: str, name: str) -> None:
+        """Delete a schedule; it fires no more. Jobs it already inserted stay."""
+        if not await self.store.schedule_delete(tenant_id, name):
+            raise NotFound(f"no schedule {name!r}")
+
+    async def fire_due_schedules(self) -> int:
+        """One scheduler tick: every due schedule (up to `settings.sweep_limit`) fires its latest due occurrence
+        once and moves on to its next one. Returns how many firings this call recorded."""
+        now = self.clock.now()
+        recorded = 0
+        for schedule in await self.store.schedule_due(now, self.settings.sweep_limit):
+            firing = due_firing(schedule, now)
+            if firing is None or schedule.next_run_at is None:
+                continue
+            try:
+                await self.enqueue(schedule.tenant_id, firing_job(schedule, firing.occurrence))
+            except ValidationError as exc:
+                # Not expected (the schedule was validated), but one bad row must not wedge every later tick.
+                log.error(
+                    "schedule %s: its firing at %s cannot be enqueued and is skipped: %s",
+                    schedule.id, utc_text(firing.occurrence), exc,
+                )  # fmt: skip
+            recorded += await self.store.schedule_fired(
+                schedule.id,
+                expected_next_run_at=schedule.next_run_at,
+                expected_updated_at=schedule.updated_at,
+                next_run_at=firing.next_run_at,
+                last_run_at=firing.occurrence,
+            )
+        return recorded

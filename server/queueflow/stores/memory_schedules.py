@@ -1,0 +1,103 @@
+"""The in-memory store's schedules: the `ScheduleStore` half of `InMemoryJobStore`.
+
+Like the jobs, every method runs without awaiting, so on one event loop each call is atomic, and each validates
+before it changes anything.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from datetime import datetime
+
+from queueflow.core.errors import FieldError, InvalidState, ValidationError
+from queueflow.core.jsonvalue import storable_text
+from queueflow.core.schedule import Schedule, schedule_storage_errors
+from queueflow.core.types import Cursor
+from queueflow.core.validation import check
+
+
+class InMemoryScheduleStore:
+    def __init__(self) -> None:
+        self._schedules: dict[str, Schedule] = {}  # by id
+
+    async def schedule_insert(self, schedule: Schedule) -> Schedule:
+        check(schedule_storage_errors(schedule))
+        if schedule.id in self._schedules:
+            raise ValidationError.of([FieldError(("id",), f"duplicate schedule id {schedule.id}")])
+        if self._named(schedule.tenant_id, schedule.name) is not None:
+            raise InvalidState(f"a schedule called {schedule.name!r} already exists")
+        self._schedules[schedule.id] = _copy(schedule)
+        return _copy(schedule)
+
+    async def schedule_get(self, tenant_id: str, name: str) -> Schedule | None:
+        found = self._named(tenant_id, name)
+        return _copy(found) if found is not None else None
+
+    async def schedule_list(self, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
+        rows = [row for row in self._schedules.values() if row.tenant_id == tenant_id]
+        if after is not None:
+            rows = [row for row in rows if (row.created_at, row.id) < (after.created_at, after.id)]
+        rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
+        return [_copy(row) for row in rows[:limit]]
+
+    async def schedule_update(
+        self, schedule: Schedule, *, expected_updated_at: datetime, expected_next_run_at: datetime | None
+    ) -> Schedule | None:
+        check(schedule_storage_errors(schedule))
+        current = self._schedules.get(schedule.id)
+        if (
+            current is None
+            or current.tenant_id != schedule.tenant_id
+            or (current.updated_at, current.next_run_at) != (expected_updated_at, expected_next_run_at)
+        ):
+            return None
+        # The name, tenant and creation time are the row's identity; an update never moves them.
+        stored = replace(schedule, name=current.name, created_at=current.created_at)
+        self._schedules[schedule.id] = _copy(stored)
+        return _copy(stored)
+
+    async def schedule_delete(self, tenant_id: str, name: str) -> bool:
+        found = self._named(tenant_id, name)
+        if found is None:
+            return False
+        del self._schedules[found.id]
+        return True
+
+    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+        due = [
+            row
+            for row in self._schedules.values()
+            if row.enabled and row.next_run_at is not None and row.next_run_at <= now
+        ]
+        due.sort(key=lambda row: (row.next_run_at or now, row.id))
+        return [_copy(row) for row in due[:limit]]
+
+    async def schedule_fired(
+        self,
+        schedule_id: str,
+        *,
+        expected_next_run_at: datetime,
+        expected_updated_at: datetime,
+        next_run_at: datetime,
+        last_run_at: datetime,
+    ) -> bool:
+        current = self._schedules.get(schedule_id)
+        if (
+            current is None
+            or not current.enabled
+            or (current.next_run_at, current.updated_at) != (expected_next_run_at, expected_updated_at)
+        ):
+            return False
+        self._schedules[schedule_id] = replace(current, next_run_at=next_run_at, last_run_at=last_run_at)
+        return True
+
+    def _named(self, tenant_id: str, name: str) -> Schedule | None:
+        if not (storable_text(tenant_id) and storable_text(name)):
+            return None
+        return next((row for row in self._schedules.values() if row.tenant_id == tenant_id and row.name == name), None)
+
+
+def _copy(schedule: Schedule) -> Schedule:
+    # Callers get their own payload, so mutating a returned schedule never edits the store (and vice versa).
+    return replace(schedule, payload=copy.deepcopy(schedule.payload))
