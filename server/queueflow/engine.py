@@ -2,6 +2,8 @@
 
 The engine is the only caller of the store. It validates input, reads the clock, asks `core` what should
 happen and has the store record it; it turns the store's "nothing matched" into the precise error.
+Workflow use cases live in `queueflow.workflows`; every write here that finishes a step's job advances its
+workflow through them.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from queueflow.core.types import (
     Page,
     QueueStats,
 )
+from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
 from queueflow.ports import Clock, Store
 from queueflow.schedules import ScheduleUseCases
+from queueflow.workflows import Workflows
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +53,8 @@ class EngineSettings:
 
 
 class Engine(ScheduleUseCases):
-    """Jobs here; schedules in `ScheduleUseCases` (queueflow.schedules)."""
+    """Jobs here; schedules in `ScheduleUseCases` (queueflow.schedules); workflows in `Workflows`
+    (queueflow.workflows), which every write here that finishes a step's job calls to advance its workflow."""
 
     def __init__(
         self,
@@ -63,6 +68,7 @@ class Engine(ScheduleUseCases):
         self.clock = clock
         self.rng: RandomSource = rng or random.SystemRandom()
         self.settings = settings or EngineSettings()
+        self.workflows = Workflows(store, clock, self.rng, self._new_row)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -121,10 +127,13 @@ class Engine(ScheduleUseCases):
         if job is None:
             current = await self.get_job(tenant_id, job_id)
             raise InvalidState(f"job {job_id} is {current.status}; only unfinished jobs can be cancelled")
+        await self.workflows.on_jobs_finished([job])
         return job
 
     async def retry_job(self, tenant_id: str, job_id: str) -> Job:
-        """Replay a dead-lettered or cancelled job now, with a fresh retry budget."""
+        """Replay a dead-lettered or cancelled job now, with a fresh retry budget.
+
+        A workflow step's job runs again, but its step stays as it ended (see `queueflow.workflows`)."""
         job = await self.store.job_retry(tenant_id, job_id, self.clock.now())
         if job is None:
             current = await self.get_job(tenant_id, job_id)
@@ -169,6 +178,7 @@ class Engine(ScheduleUseCases):
         (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
         if job is None:
             raise await self._lease_lost(job_id)
+        await self.workflows.on_jobs_finished([job])
         return job
 
     async def fail(
@@ -196,6 +206,7 @@ class Engine(ScheduleUseCases):
         (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now)
         if job is None:
             raise await self._lease_lost(job_id)
+        await self.workflows.on_jobs_finished([job])
         return job
 
     async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
@@ -216,6 +227,7 @@ class Engine(ScheduleUseCases):
         failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
         outcomes = list(zip([item.job_id for item in complete], done, strict=True))
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
+        await self.workflows.on_jobs_finished([job for _, job in outcomes])
         lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
         return [
             AckResult(job_id, AckOutcome.OK, job.status, job.queue_name)
@@ -249,7 +261,8 @@ class Engine(ScheduleUseCases):
     # ---- maintenance --------------------------------------------------------------------------------
 
     async def run_maintenance(self) -> MaintenanceReport:
-        """One janitor sweep: reclaim expired leases through the failure policy, then apply retention."""
+        """One janitor sweep: reclaim expired leases through the failure policy, advance the workflows whose
+        advancement a crash lost, then apply retention."""
         now = self.clock.now()
         expired = await self.store.job_lease_expired(
             now, self.settings.sweep_limit, self.settings.janitor_lease_seconds
@@ -268,6 +281,8 @@ class Engine(ScheduleUseCases):
         reclaimed = (
             [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
         )
+        await self.workflows.on_jobs_finished(reclaimed)
+        healed = await self.workflows.heal(self.settings.sweep_limit)
         deleted = 0
         if self.settings.retention is not None:
             deleted = await self.store.job_delete_finished(now - self.settings.retention, self.settings.sweep_limit)
@@ -276,7 +291,26 @@ class Engine(ScheduleUseCases):
             retried=sum(job.status is JobStatus.RETRYING for job in reclaimed),
             dead_lettered=sum(job.status is JobStatus.DEAD_LETTER for job in reclaimed),
             deleted=deleted,
+            healed=healed,
         )
+
+    # ---- workflows ----------------------------------------------------------------------------------
+
+    async def create_workflow(self, tenant_id: str, workflow: NewWorkflow) -> tuple[Workflow, bool]:
+        """Store a validated DAG and enqueue its root steps; a known idempotency key returns the original."""
+        return await self.workflows.create(tenant_id, workflow)
+
+    async def get_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
+        return await self.workflows.get(tenant_id, workflow_id)
+
+    async def list_workflows(
+        self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
+    ) -> Page[Workflow]:
+        return await self.workflows.list(tenant_id, status, limit=limit, cursor=cursor)
+
+    async def cancel_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
+        """Cancel a running workflow: every unfinished step and its job; InvalidState once it has finished."""
+        return await self.workflows.cancel(tenant_id, workflow_id)
 
 
 def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list[FieldError]:

@@ -1,14 +1,16 @@
-"""The engine's ports: where jobs and schedules are kept (`JobStore`, `ScheduleStore`: `Store`) and what time it is
-(`Clock`)."""
+"""The engine's ports: where jobs, workflows and schedules are kept (`JobStore`, `WorkflowStore`, `ScheduleStore`:
+`Store`) and what time it is (`Clock`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts
+from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
 class Clock(Protocol):
@@ -50,6 +52,52 @@ def _utc(when: datetime) -> datetime:
     if when.utcoffset() is None:
         raise ValueError("QueueFlow only deals in aware datetimes")
     return when.astimezone(UTC)
+
+
+class WorkflowStore(Protocol):
+    """Where workflows live: a workflows row, one workflow_steps row per step (keyed on (workflow_id, name)),
+    and the jobs that run the steps (`workflow_id`, and the step's name as `workflow_step_id`).
+
+    The engine decides (`core.advance`), the store records: every change to a workflow happens under its row
+    lock, through `core.advance.record` on a snapshot read under that lock in the same transaction.
+    """
+
+    async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
+        """∅ → the workflow, its steps as given and `jobs` (its root steps' jobs, pending), all or nothing.
+        When (tenant_id, idempotency_key) already exists nothing is written: `(existing, False)`."""
+        ...
+
+    async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
+        """The workflow with its steps in submitted order, if it exists (and belongs to `tenant_id`, if given)."""
+        ...
+
+    async def workflow_list(
+        self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
+    ) -> list[Workflow]:
+        """Up to `limit` of the tenant's workflows (with `status`, if given), newest first (created_at, id
+        descending), strictly after `after`."""
+        ...
+
+    async def workflow_advance(
+        self,
+        workflow_id: str,
+        decide: Callable[[Workflow], Transition],
+        new_job: NewStepJob,
+        now: datetime,
+        tenant_id: str | None = None,
+    ) -> Workflow | None:
+        """Lock the workflow, call `decide` on it as it is now, and record the transition (`advance.record`),
+        in one transaction: context merged, changed step rows written guarded by their previous status, the
+        jobs of steps moved enqueued → cancelled cancelled (pending | retrying | running → cancelled, lease
+        voided), a new pending job per step moved to enqueued, the terminal status and completed_at = now only
+        while the workflow is running. An error raised by `decide` propagates and nothing is written.
+        Returns the workflow as recorded; None if it does not exist (for `tenant_id`)."""
+        ...
+
+    async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
+        """Up to `limit` finished jobs (completed | dead_letter | cancelled) whose step is still `enqueued` in a
+        running workflow: advancements lost to a crash between a job's write and its workflow's. Reads only."""
+        ...
 
 
 class JobStore(Protocol):
@@ -178,5 +226,5 @@ class ScheduleStore(Protocol):
         ...
 
 
-class Store(JobStore, ScheduleStore, Protocol):
+class Store(JobStore, WorkflowStore, ScheduleStore, Protocol):
     """Everything the engine keeps."""

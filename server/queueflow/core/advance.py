@@ -31,17 +31,18 @@ Recording a Transition
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from queueflow.core.types import JSON
+from queueflow.core.types import JSON, Job
 from queueflow.core.workflow import (
     FAILED_STEPS,
     UNFINISHED_STEPS,
     OnFailure,
+    Step,
     StepStatus,
     Workflow,
     WorkflowStatus,
@@ -225,6 +226,51 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
         completed_at=completed_at,
     )
     return updated, applied
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recording:
+    """Everything a store writes for one transition on a snapshot it holds locked (see `record`)."""
+
+    workflow: Workflow
+    """The workflow as it is after the transition, with the new jobs' ids on their steps."""
+    changed: list[tuple[Step, Step]]
+    """(before, after) of every step row whose status changed, in submitted order."""
+    jobs: list[Job]
+    """One new job per step that went pending → enqueued."""
+    cancel_jobs: list[str]
+    """Ids of the jobs of steps that went enqueued → cancelled; the store cancels them if unfinished."""
+
+
+NewStepJob = Callable[[Workflow, Step], Job]
+"""Builds the job that runs a step, from the workflow as it is once the transition's context is merged."""
+
+
+def record(workflow: Workflow, transition: Transition, now: datetime, new_job: NewStepJob) -> Recording:
+    """What recording `transition` on the locked snapshot `workflow` writes: `apply_transition` plus the jobs.
+
+    Both stores record through this, so they differ only in how they write it: a snapshot read under the
+    workflow's lock is the row's real state, and each changed row is written guarded by its status `before`.
+    """
+    updated, applied = apply_transition(workflow, transition, now)
+    before = {step.name: step for step in workflow.steps}
+    enqueued = {change.name for change in applied if change.status is StepStatus.ENQUEUED}
+    jobs: list[Job] = []
+    steps: list[Step] = []
+    for step in updated.steps:
+        if step.name in enqueued:
+            job = new_job(updated, step)
+            jobs.append(job)
+            step = replace(step, job_id=job.id)
+        steps.append(step)
+    updated = replace(updated, steps=steps)
+    changed = [(before[step.name], step) for step in steps if step.status is not before[step.name].status]
+    cancel_jobs = [
+        old.job_id
+        for old, new in changed
+        if old.status is StepStatus.ENQUEUED and new.status is StepStatus.CANCELLED and old.job_id is not None
+    ]
+    return Recording(workflow=updated, changed=changed, jobs=jobs, cancel_jobs=cancel_jobs)
 
 
 def _halts(step: StepState) -> bool:

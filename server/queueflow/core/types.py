@@ -224,3 +224,5 @@ class MaintenanceReport:
     retried: int = 0
     dead_lettered: int = 0
     deleted: int = 0
+    healed: int = 0
+    """Lost workflow advancements replayed: step jobs that had finished while their step stayed `enqueued`."""

@@ -30,13 +30,13 @@ class Janitor(PeriodicService[MaintenanceReport]):
 
     async def once(self) -> MaintenanceReport:
         report = await self.engine.run_maintenance()
-        if report.reclaimed or report.deleted:
+        if report.reclaimed or report.deleted or report.healed:
             self.log.info(
-                "janitor: reclaimed %d (%d retrying, %d dead-lettered), deleted %d",
-                report.reclaimed, report.retried, report.dead_lettered, report.deleted,
+                "janitor: reclaimed %d (%d retrying, %d dead-lettered), healed %d workflow steps, deleted %d",
+                report.reclaimed, report.retried, report.dead_lettered, report.healed, report.deleted,
             )  # fmt: skip
         return report
 
     def backlog(self, result: MaintenanceReport) -> bool:
         # A full sweep means a backlog: go again at once rather than let it wait an interval.
-        return self.engine.settings.sweep_limit in (result.reclaimed, result.deleted)
+        return self.engine.settings.sweep_limit in (result.reclaimed, result.deleted, result.healed)

@@ -116,11 +116,14 @@ UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval
 RETURNING {J_COLUMNS}, expired.locked_until AS expired_at
 """
 
+# A running workflow's finished step jobs stay: its self-heal reads their outcomes.
 DELETE_FINISHED = """
 DELETE FROM queueflow.jobs
- WHERE id IN (SELECT id FROM queueflow.jobs
-               WHERE status IN ('completed', 'dead_letter', 'cancelled') AND completed_at < $1
-               ORDER BY completed_at
+ WHERE id IN (SELECT j.id FROM queueflow.jobs AS j
+               WHERE j.status IN ('completed', 'dead_letter', 'cancelled') AND j.completed_at < $1
+                 AND NOT EXISTS (SELECT FROM queueflow.workflows AS w
+                                  WHERE w.id = j.workflow_id AND w.status = 'running')
+               ORDER BY j.completed_at
                LIMIT $2
                FOR UPDATE SKIP LOCKED)
 """
@@ -138,4 +141,79 @@ SELECT queue_name AS name,
   FROM queueflow.jobs
  WHERE tenant_id = $1
  GROUP BY queue_name
+"""
+
+# ---- workflows ----------------------------------------------------------------------------------------
+
+WORKFLOW_COLUMNS = "id, tenant_id, name, status, context, idempotency_key, created_at, completed_at"
+STEP_COLUMNS = (
+    "workflow_id, name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,"
+    " max_retries, config, timeout_seconds"
+)
+
+WORKFLOW_INSERT = """
+INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7)
+ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+RETURNING id
+"""
+
+WORKFLOW_BY_KEY = f"""
+SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows WHERE tenant_id = $1 AND idempotency_key = $2
+"""
+
+# depends_on travels as one JSON array per step: unnest() would flatten a text[][] (and demand it rectangular).
+STEPS_INSERT = """
+INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
+                                      job_id, queue_name, priority, max_retries, config, timeout_seconds)
+SELECT $1, s.name, s.idx, s.task_name, s.payload, ARRAY(SELECT jsonb_array_elements_text(s.depends_on)),
+       s.on_failure, s.status, s.job_id, s.queue_name, s.priority, s.max_retries, s.config, s.timeout_seconds
+  FROM unnest($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[],
+              $10::text[], $11::int[], $12::int[], $13::jsonb[], $14::float8[])
+       AS s(name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,
+            max_retries, config, timeout_seconds)
+"""
+
+WORKFLOW_GET = f"""
+SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)
+"""
+
+# The lock every change to a workflow takes first: advancements of one workflow run one at a time, each on the
+# rows as the previous one left them (READ COMMITTED reads them afresh once the lock is granted).
+WORKFLOW_LOCK = WORKFLOW_GET.rstrip() + " FOR UPDATE\n"
+
+STEPS_OF = f"""
+SELECT {STEP_COLUMNS} FROM queueflow.workflow_steps WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id, idx
+"""
+
+WORKFLOW_RECORD = """
+UPDATE queueflow.workflows
+   SET context = context || $2::jsonb, status = $3, completed_at = $4, updated_at = $5
+ WHERE id = $1
+"""
+
+# Guarded by each row's status in the locked snapshot: under the workflow's lock they always match, and if a
+# write ever bypassed the lock the mismatch shows in the count (and the store rolls back) instead of corrupting.
+STEPS_RECORD = """
+UPDATE queueflow.workflow_steps AS s
+   SET status = c.status, job_id = c.job_id
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS c(name, expect, status, job_id)
+ WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
+"""
+
+CANCEL_STEP_JOBS = """
+UPDATE queueflow.jobs
+   SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $2
+ WHERE id = ANY($1::text[]) AND status IN ('pending', 'retrying', 'running')
+"""
+
+# Running workflows only (idx_workflows_running), their enqueued steps by primary key, each step's job by id.
+STALLED_JOBS = f"""
+SELECT {J_COLUMNS}
+  FROM queueflow.workflows AS w
+  JOIN queueflow.workflow_steps AS s ON s.workflow_id = w.id AND s.status = 'enqueued'
+  JOIN queueflow.jobs AS j ON j.id = s.job_id AND j.status IN ('completed', 'dead_letter', 'cancelled')
+ WHERE w.status = 'running'
+ ORDER BY w.updated_at, s.workflow_id, s.idx
+ LIMIT $1
 """

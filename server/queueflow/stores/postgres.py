@@ -28,18 +28,16 @@ from queueflow.core.jsonvalue import (
     storable_text,
 )
 from queueflow.core.types import (
-    BackoffPolicy,
     Completion,
     Cursor,
     Failure,
     Job,
     JobFilter,
-    JobStatus,
     QueueCounts,
 )
 from queueflow.stores.pg_schedules import PostgresScheduleStore
-from queueflow.stores.pgerrors import is_disconnect, translate
-from queueflow.stores.pgerrors import json_text as _dumps
+from queueflow.stores.pgerrors import is_disconnect, json_text, translate
+from queueflow.stores.pgrows import insert_columns, job_from_row
 from queueflow.stores.pgsql import (
     CANCEL,
     CLAIM,
@@ -55,10 +53,11 @@ from queueflow.stores.pgsql import (
     SELECT_BY_KEYS,
 )
 from queueflow.stores.pgurl import sqlalchemy_url
+from queueflow.stores.pgworkflows import PostgresWorkflowStore
 
 
-class PostgresJobStore(PostgresScheduleStore):
-    """The `Store` on PostgreSQL (its schedules in `pg_schedules`).
+class PostgresJobStore(PostgresScheduleStore, PostgresWorkflowStore):
+    """The `Store` on PostgreSQL (its schedules in `pg_schedules`, its workflows in `pgworkflows`).
 
     Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
@@ -135,14 +134,14 @@ class PostgresJobStore(PostgresScheduleStore):
             elif (job.tenant_id, job.idempotency_key) not in first:
                 first[(job.tenant_id, job.idempotency_key)] = job
                 sent.append(job)
-        columns = _insert_columns(sent)
+        columns = insert_columns(sent)
         async with self._connection() as db, db.transaction():
-            inserted = {row["id"]: _job(row) for row in await db.fetch(INSERT, *columns)}
+            inserted = {row["id"]: job_from_row(row) for row in await db.fetch(INSERT, *columns)}
             existing: dict[tuple[str, str], Job] = {}
             keys = [key for key, job in first.items() if job.id not in inserted]
             if keys:
                 rows = await db.fetch(SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
-                existing = {(row["tenant_id"], row["idempotency_key"]): _job(row) for row in rows}
+                existing = {(row["tenant_id"], row["idempotency_key"]): job_from_row(row) for row in rows}
                 if len(existing) < len(keys):
                     # A conflicting row was deleted (retention) between the two statements. Too rare for a
                     # retry loop: raising here rolls the insert back, and the caller may simply try again.
@@ -171,7 +170,7 @@ class PostgresJobStore(PostgresScheduleStore):
                 job_id,
                 tenant_id,
             )
-        return _job(row) if row is not None else None
+        return job_from_row(row) if row is not None else None
 
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         wanted = [job_id for job_id in job_ids if storable_text(job_id)]
@@ -179,7 +178,7 @@ class PostgresJobStore(PostgresScheduleStore):
             return {}
         async with self._connection() as db:
             rows = await db.fetch(f"SELECT {COLUMNS} FROM queueflow.jobs WHERE id = ANY($1::text[])", wanted)
-        return {row["id"]: _job(row) for row in rows}
+        return {row["id"]: job_from_row(row) for row in rows}
 
     async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
         texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, after.id if after else None]
@@ -196,7 +195,7 @@ class PostgresJobStore(PostgresScheduleStore):
                 args.append(value)
                 conditions.append(f"{column} = ${len(args)}")
         if where.metadata is not None:
-            args.append(_dumps(where.metadata, ("metadata",)))
+            args.append(json_text(where.metadata, ("metadata",)))
             conditions.append(f"metadata @> ${len(args)}::jsonb")
         if after is not None:
             args += [after.created_at, after.id]
@@ -207,7 +206,7 @@ class PostgresJobStore(PostgresScheduleStore):
             f" ORDER BY created_at DESC, id DESC LIMIT ${len(args)}"
         )
         async with self._connection() as db:
-            return [_job(row) for row in await db.fetch(sql, *args)]
+            return [job_from_row(row) for row in await db.fetch(sql, *args)]
 
     async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
         wanted = [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
@@ -216,7 +215,7 @@ class PostgresJobStore(PostgresScheduleStore):
         async with self._connection() as db:
             rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
-        jobs = [_job(row) for row in rows]
+        jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         return jobs
 
@@ -226,7 +225,7 @@ class PostgresJobStore(PostgresScheduleStore):
             return None
         async with self._connection() as db:
             row = await db.fetchrow(HEARTBEAT, job_id, token, now, timedelta(seconds=lease_seconds))
-        return _job(row) if row is not None else None
+        return job_from_row(row) if row is not None else None
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         if errors := completion_storage_errors(completions):
@@ -234,7 +233,7 @@ class PostgresJobStore(PostgresScheduleStore):
         several = len(completions) > 1
         sent = _held_items(completions)
         results = [
-            _dumps(completions[index].result, ("complete", index, "result") if several else ("result",))
+            json_text(completions[index].result, ("complete", index, "result") if several else ("result",))
             for index in sent
         ]
         return await self._finish(COMPLETE, completions, sent, results, now)
@@ -255,7 +254,7 @@ class PostgresJobStore(PostgresScheduleStore):
         async with self._connection() as db:
             rows = await db.fetch(sql, [items[i].job_id for i in sent], list(sent.values()), *args)
         # Of several items for one job, only the one with its current token matched: (id, token) finds it.
-        done = {(row["id"], row["held_token"]): _job(row) for row in rows}
+        done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
         return [done.get((items[i].job_id, sent[i])) if i in sent else None for i in range(len(items))]
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -269,13 +268,13 @@ class PostgresJobStore(PostgresScheduleStore):
             return None
         async with self._connection() as db:
             row = await db.fetchrow(sql, tenant_id, job_id, now)
-        return _job(row) if row is not None else None
+        return job_from_row(row) if row is not None else None
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
         async with self._connection() as db:
             rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds))
         rows.sort(key=lambda row: (row["expired_at"], row["id"]))
-        return [_job(row) for row in rows]
+        return [job_from_row(row) for row in rows]
 
     async def job_delete_finished(self, before: datetime, limit: int) -> int:
         async with self._connection() as db:
@@ -316,59 +315,3 @@ def _token(lease_token: str) -> uuid.UUID | None:
     except (ValueError, TypeError, AttributeError):
         return None
     return token if str(token) == lease_token else None
-
-
-def _insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
-    several = len(jobs) > 1
-
-    def loc(index: int, name: str) -> tuple[str | int, ...]:
-        return ("jobs", index, name) if several else (name,)
-
-    return [
-        [job.id for job in jobs],
-        [job.tenant_id for job in jobs],
-        [job.queue_name for job in jobs],
-        [job.task_name for job in jobs],
-        [_dumps(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
-        [_dumps({"backoff": job.backoff.to_json()}, loc(i, "backoff")) for i, job in enumerate(jobs)],
-        [job.priority for job in jobs],
-        [job.scheduled_at for job in jobs],
-        [job.max_retries for job in jobs],
-        [job.timeout_seconds for job in jobs],
-        [_dumps(job.metadata, loc(i, "metadata")) for i, job in enumerate(jobs)],
-        [job.idempotency_key for job in jobs],
-        [job.created_at for job in jobs],
-        [job.workflow_id for job in jobs],
-        [job.workflow_step_id for job in jobs],
-    ]
-
-
-def _job(row: asyncpg.Record) -> Job:
-    token = row["lease_token"]
-    return Job(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        queue_name=row["queue_name"],
-        task_name=row["task_name"],
-        payload=row["payload"],
-        status=JobStatus(row["status"]),
-        priority=row["priority"],
-        scheduled_at=row["scheduled_at"],
-        max_retries=row["max_retries"],
-        backoff=BackoffPolicy.from_json(row["config"]["backoff"]),
-        timeout_seconds=row["timeout_seconds"],
-        metadata=row["metadata"],
-        created_at=row["created_at"],
-        idempotency_key=row["idempotency_key"],
-        locked_until=row["locked_until"],
-        lease_token=str(token) if token is not None else None,
-        delivery_count=row["delivery_count"],
-        retry_count=row["retry_count"],
-        next_retry_at=row["next_retry_at"],
-        result=row["result"],
-        error_message=row["error_message"],
-        workflow_id=row["workflow_id"],
-        workflow_step_id=row["workflow_step_id"],
-        started_at=row["started_at"],
-        completed_at=row["completed_at"],
-    )

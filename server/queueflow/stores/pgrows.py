@@ -1,0 +1,67 @@
+"""Rows ↔ domain types for the PostgreSQL store: JSON for JSONB parameters, job columns for the batch insert."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from queueflow.core.types import BackoffPolicy, Job, JobStatus
+from queueflow.stores.pgerrors import json_text
+
+
+def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
+    several = len(jobs) > 1
+
+    def loc(index: int, name: str) -> tuple[str | int, ...]:
+        return ("jobs", index, name) if several else (name,)
+
+    return [
+        [job.id for job in jobs],
+        [job.tenant_id for job in jobs],
+        [job.queue_name for job in jobs],
+        [job.task_name for job in jobs],
+        [json_text(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
+        [json_text({"backoff": job.backoff.to_json()}, loc(i, "backoff")) for i, job in enumerate(jobs)],
+        [job.priority for job in jobs],
+        [job.scheduled_at for job in jobs],
+        [job.max_retries for job in jobs],
+        [job.timeout_seconds for job in jobs],
+        [json_text(job.metadata, loc(i, "metadata")) for i, job in enumerate(jobs)],
+        [job.idempotency_key for job in jobs],
+        [job.created_at for job in jobs],
+        [job.workflow_id for job in jobs],
+        [job.workflow_step_id for job in jobs],
+    ]
+
+
+def job_from_row(row: asyncpg.Record) -> Job:
+    token = row["lease_token"]
+    return Job(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        queue_name=row["queue_name"],
+        task_name=row["task_name"],
+        payload=row["payload"],
+        status=JobStatus(row["status"]),
+        priority=row["priority"],
+        scheduled_at=row["scheduled_at"],
+        max_retries=row["max_retries"],
+        backoff=BackoffPolicy.from_json(row["config"]["backoff"]),
+        timeout_seconds=row["timeout_seconds"],
+        metadata=row["metadata"],
+        created_at=row["created_at"],
+        idempotency_key=row["idempotency_key"],
+        locked_until=row["locked_until"],
+        lease_token=str(token) if token is not None else None,
+        delivery_count=row["delivery_count"],
+        retry_count=row["retry_count"],
+        next_retry_at=row["next_retry_at"],
+        result=row["result"],
+        error_message=row["error_message"],
+        workflow_id=row["workflow_id"],
+        workflow_step_id=row["workflow_step_id"],
+        started_at=row["started_at"],
+        completed_at=row["completed_at"],
+    )

@@ -1,0 +1,49 @@
+"""A workflow advancement the store cannot make after the job's write succeeded is left to the janitor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.errors import StoreUnavailable
+from queueflow.core.workflow import NewStep, NewWorkflow, StepStatus, Workflow
+from queueflow.stores.memory import InMemoryJobStore
+from queueflow.testing import make_engine
+
+
+class FlakyStore(InMemoryJobStore):
+    """Refuses advancements while `down` (the job writes before them go through)."""
+
+    down = False
+
+    async def workflow_advance(
+        self,
+        workflow_id: str,
+        decide: Callable[[Workflow], Transition],
+        new_job: NewStepJob,
+        now: datetime,
+        tenant_id: str | None = None,
+    ) -> Workflow | None:
+        if self.down:
+            raise StoreUnavailable("the database went away")
+        return await super().workflow_advance(workflow_id, decide, new_job, now, tenant_id)
+
+
+async def test_a_lost_advancement_does_not_fail_the_complete_and_the_janitor_heals_it() -> None:
+    store = FlakyStore()
+    engine = make_engine(store)
+    new = NewWorkflow(
+        name="wf", steps=[NewStep(name="a", task_name="a"), NewStep(name="b", task_name="b", depends_on=["a"])]
+    )
+    workflow, _ = await engine.create_workflow("t", new)
+    (job,) = await engine.lease(["default"])
+    store.down = True
+    done = await engine.complete(job.id, job.lease_token or "", "A")  # answers: the job's write succeeded
+    assert done.result == "A"
+    assert (await engine.get_workflow("t", workflow.id)).steps[1].status is StepStatus.PENDING
+    assert (await engine.run_maintenance()).healed == 0  # still down: logged, nothing lost
+    store.down = False
+    assert (await engine.run_maintenance()).healed == 1
+    healed = await engine.get_workflow("t", workflow.id)
+    assert [s.status for s in healed.steps] == [StepStatus.COMPLETED, StepStatus.ENQUEUED]
