@@ -23,35 +23,37 @@ MINUTE = timedelta(minutes=1)
 
 
 def test_a_schedule_created_over_http_fires_from_the_live_scheduler(database_url: str) -> None:
-    with live_server("--database-url", database_url, "--scheduler-interval", "0.2", env=KEYS) as base:
-        with httpx.Client(base_url=base, timeout=30) as client:
-            response = client.post(
-                "/v1/schedules",
-                json={"name": "minutely", "cron": "* * * * *", "task_name": "tick", "queue_name": "cron"},
-                headers=TENANT,
-            )
-            assert response.status_code == 201, response.text
-            schedule = response.json()
-            created_at = _time(schedule["created_at"])
-            assert abs(created_at - datetime.now(UTC)) < MINUTE
-            assert _time(schedule["next_run_at"]) == created_at.replace(second=0, microsecond=0) + MINUTE
+    with (
+        live_server("--database-url", database_url, "--scheduler-interval", "0.2", env=KEYS) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+    ):
+        response = client.post(
+            "/v1/schedules",
+            json={"name": "minutely", "cron": "* * * * *", "task_name": "tick", "queue_name": "cron"},
+            headers=TENANT,
+        )
+        assert response.status_code == 201, response.text
+        schedule = response.json()
+        created_at = _time(schedule["created_at"])
+        assert abs(created_at - datetime.now(UTC)) < MINUTE
+        assert _time(schedule["next_run_at"]) == created_at.replace(second=0, microsecond=0) + MINUTE
 
-            pg.blocking(lambda: _make_due(database_url, schedule["id"]))
-            leased = client.post(
-                "/v1/worker/lease", json={"queues": ["cron"], "wait_seconds": 20}, headers=WORKER
-            ).json()["jobs"]
+        pg.blocking(lambda: _make_due(database_url, schedule["id"]))
+        leased = client.post("/v1/worker/lease", json={"queues": ["cron"], "wait_seconds": 20}, headers=WORKER).json()[
+            "jobs"
+        ]
 
-            assert len(leased) == 1, "the scheduler did not fire the due schedule within 20 s"
-            (job,) = leased
-            occurrence = _time(job["metadata"]["occurrence"])
-            assert job["metadata"]["schedule"] == "minutely"
-            assert (job["task_name"], job["tenant_id"]) == ("tick", "tenant-a")
-            assert occurrence == occurrence.replace(second=0, microsecond=0)
-            after = client.get("/v1/schedules/minutely", headers=TENANT).json()
-            assert _time(after["last_run_at"]) == occurrence
-            assert _time(after["next_run_at"]) == occurrence + MINUTE
-            found = client.get("/v1/jobs", params={"metadata": '{"schedule": "minutely"}'}, headers=TENANT).json()
-            assert [item["id"] for item in found["items"]] == [job["id"]]
+        assert len(leased) == 1, "the scheduler did not fire the due schedule within 20 s"
+        (job,) = leased
+        occurrence = _time(job["metadata"]["occurrence"])
+        assert job["metadata"]["schedule"] == "minutely"
+        assert (job["task_name"], job["tenant_id"]) == ("tick", "tenant-a")
+        assert occurrence == occurrence.replace(second=0, microsecond=0)
+        after = client.get("/v1/schedules/minutely", headers=TENANT).json()
+        assert _time(after["last_run_at"]) == occurrence
+        assert _time(after["next_run_at"]) == occurrence + MINUTE
+        found = client.get("/v1/jobs", params={"metadata": '{"schedule": "minutely"}'}, headers=TENANT).json()
+        assert [item["id"] for item in found["items"]] == [job["id"]]
 
 
 async def _make_due(url: str, schedule_id: str) -> None:

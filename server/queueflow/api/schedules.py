@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Controller, Response, delete, get, patch, post, route
+from litestar import Controller, delete, get, patch, post
 from litestar.di import NamedDependency
-from litestar.enums import HttpMethod
 from litestar.params import JSONBody, QueryParameter
 
+from queueflow.api.allow import options_for
 from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
 from queueflow.api.jobs import TENANT_ERRORS
@@ -16,17 +16,9 @@ from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import CreateSchedule, Schedule, ScheduleNamePath, SchedulePage, UpdateSchedule
 from queueflow.engine import MAX_PAGE, Engine
 
-
-@route("/schedules", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
-async def schedules_options() -> Response[None]:
-    # Litestar's automatic OPTIONS answer lists one method when a path's methods are separate handlers
-    # (see jobs_options); these must be registered before SchedulesController to take its place.
-    return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
-
-
-@route("/schedules/{name:str}", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
-async def schedule_options() -> Response[None]:
-    return Response(None, status_code=204, headers={"Allow": "DELETE, GET, OPTIONS, PATCH"})
+# Registered before SchedulesController (see queueflow.api.allow).
+schedules_options = options_for("/schedules", "GET", "POST")
+schedule_options = options_for("/schedules/{name:str}", "GET", "PATCH", "DELETE")
 
 
 class SchedulesController(Controller):
