@@ -19,6 +19,7 @@ from queueflow.api.observe import Metrics, Observe
 from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
+from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
 from queueflow.api.worker import WorkerController
 from queueflow.core.backoff import RandomSource
 from queueflow.engine import Engine
@@ -47,7 +48,15 @@ def create_app(
 
     v1 = Router(
         path="/v1",
-        route_handlers=[jobs_options, JobsController, QueuesController, WorkerController],
+        route_handlers=[
+            jobs_options,
+            JobsController,
+            QueuesController,
+            WorkerController,
+            schedules_options,
+            schedule_options,
+            SchedulesController,
+        ],
         guards=[guard(Keyring(settings))],
         security=[{SECURITY_SCHEME: []}],
         dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},

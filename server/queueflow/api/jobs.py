@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Response, get, post, route
+from litestar import Controller, Response, get, post
 from litestar.di import NamedDependency
-from litestar.enums import HttpMethod
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 
+from queueflow.api.allow import options_for
 from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
 from queueflow.api.observe import Metrics
@@ -45,11 +45,7 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
-@route("/jobs", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
-async def jobs_options() -> Response[None]:
-    # Litestar's automatic OPTIONS answer lists one method when GET and POST on a path are separate handlers;
-    # this one must be registered before JobsController to take its place.
-    return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+jobs_options = options_for("/jobs", "GET", "POST")  # registered before JobsController
 
 
 class JobsController(Controller):

@@ -2,23 +2,43 @@
 
 Request Structs reject unknown fields (`forbid_unknown_fields`), and the spec must say so
 (`additionalProperties: false`), or clients and fuzzers take extra fields for allowed ones.
+
+A PATCH field typed `T | UnsetType` means "T, or absent". Litestar documents it as a one-member `oneOf` and, on
+that path, drops falsy bounds (`minimum: 0`); it is documented as plain `T` instead, with every bound.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_type_hints
+
+import msgspec
 
 # Litestar exports no public base for its Struct schema plugin; subclassing it keeps every other behaviour.
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar.openapi.spec import Schema
+from litestar.plugins.core._msgspec import kwarg_definition_from_field
 from litestar.typing import FieldDefinition
+from msgspec import UnsetType
 
 
 class StrictStructSchemaPlugin(StructSchemaPlugin):
     def to_openapi_schema(self, field_definition: FieldDefinition, schema_creator: Any) -> Schema:
         schema = super().to_openapi_schema(field_definition, schema_creator)
-        if field_definition.type_.__struct_config__.forbid_unknown_fields:
+        struct = field_definition.type_
+        if struct.__struct_config__.forbid_unknown_fields:
             schema.additional_properties = False
+        hints = get_type_hints(struct, include_extras=True)
+        info: msgspec.inspect.StructType = msgspec.inspect.type_info(struct)  # type: ignore[assignment]
+        for field in info.fields:
+            # msgspec reports an `T | UnsetType` field as an optional `T` with no default at all.
+            if field.required or (field.default, field.default_factory) != (msgspec.NODEFAULT, msgspec.NODEFAULT):
+                continue
+            annotation = next(arg for arg in hints[field.name].__args__ if arg is not UnsetType)
+            kwarg_definition, _ = kwarg_definition_from_field(field)
+            assert schema.properties is not None
+            schema.properties[field.encode_name] = schema_creator.for_field_definition(
+                FieldDefinition.from_annotation(annotation, name=field.encode_name, kwarg_definition=kwarg_definition)
+            )
         return schema
 
 
