@@ -10,7 +10,7 @@
 import { hostname } from "node:os";
 
 import { LeaseLostError, NotFoundError, QueueFlowError } from "./errors.js";
-import { type RequestOptions, Transport, sleep } from "./transport.js";
+import { Transport, sleep } from "./transport.js";
 import type { LeasedJob } from "./types.js";
 
 export interface WorkerOptions {
@@ -26,7 +26,7 @@ export interface WorkerOptions {
   leaseSeconds?: number | undefined;
   /** Seconds between heartbeats (default a third of `leaseSeconds`). */
   heartbeatSeconds?: number | undefined;
-  /** How long one lease call long-polls when nothing is claimable (0–60, default 20). */
+  /** How long one lease call long-polls when nothing is claimable (0–60, default 10); `stop()` may wait this long. */
   waitSeconds?: number | undefined;
   /** How long `stop()` lets held jobs finish before aborting their signals (default 30 000 ms). */
   shutdownGraceMs?: number | undefined;
@@ -95,7 +95,7 @@ export class Worker {
     const concurrency = options.concurrency ?? 1;
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("concurrency must be a positive integer");
     const leaseSeconds = options.leaseSeconds ?? 30;
-    const waitSeconds = options.waitSeconds ?? 20;
+    const waitSeconds = options.waitSeconds ?? 10;
     this.transport = new Transport({
       baseUrl: options.baseUrl,
       token: options.workerKey,
@@ -140,7 +140,8 @@ export class Worker {
   }
 
   /**
-   * Stop gracefully: lease nothing more, let held jobs finish (up to `shutdownGraceMs`), then abort the
+   * Stop gracefully: lease nothing more (a long-poll in flight is waited out, and what it brings is run),
+   * let held jobs finish (up to `shutdownGraceMs`), then abort the
    * signals of the ones still running and hand them back to the queue for another worker.
    */
   async stop(): Promise<void> {
@@ -173,7 +174,9 @@ export class Worker {
       }
       let jobs: LeasedJob[];
       try {
-        jobs = await this.lease(free, { signal: stopping });
+        // Not aborted by stop(): the server may already have claimed jobs for this call, and a dropped answer
+        // would strand them until their lease expires. Stopping waits out the long-poll (`waitSeconds`) instead.
+        jobs = await this.lease(free);
         failures = 0;
       } catch (error) {
         if (stopping.aborted) break;
@@ -182,18 +185,18 @@ export class Worker {
         await sleep(Math.min(500 * 2 ** failures, 15_000), stopping).catch(() => undefined);
         continue;
       }
-      for (const job of jobs) this.run(job);
+      for (const job of jobs) this.run(job); // even when stopping: they are held now, and held jobs finish
     }
     await this.drain();
   }
 
-  private async lease(maxJobs: number, options: RequestOptions): Promise<LeasedJob[]> {
+  private async lease(maxJobs: number): Promise<LeasedJob[]> {
     const { waitSeconds, leaseSeconds, workerId, queues } = this.options;
     const body = { queues, max_jobs: maxJobs, lease_seconds: leaseSeconds, wait_seconds: waitSeconds, worker_id: workerId };
     const answer = await this.transport.call(
       (signal) => this.transport.api.POST("/v1/worker/lease", { body, signal }),
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
-      { ...options, safe: false, timeoutMs: this.transport.timeoutMs + waitSeconds * 1000 },
+      { safe: false, timeoutMs: this.transport.timeoutMs + waitSeconds * 1000 },
     );
     return answer.jobs;
   }
