@@ -26,7 +26,7 @@ export interface WorkerOptions {
   leaseSeconds?: number | undefined;
   /** Seconds between heartbeats (default a third of `leaseSeconds`). */
   heartbeatSeconds?: number | undefined;
-  /** How long one lease call long-polls when nothing is claimable (0–60, default 10); `stop()` may wait this long. */
+  /** How long one lease call long-polls when nothing is claimable (0–60, default 5); `stop()` may wait this long. */
   waitSeconds?: number | undefined;
   /** How long `stop()` lets held jobs finish before aborting their signals (default 30 000 ms). */
   shutdownGraceMs?: number | undefined;
@@ -95,11 +95,10 @@ export class Worker {
     const concurrency = options.concurrency ?? 1;
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("concurrency must be a positive integer");
     const leaseSeconds = options.leaseSeconds ?? 30;
-    const waitSeconds = options.waitSeconds ?? 10;
+    const waitSeconds = options.waitSeconds ?? 5;
     this.transport = new Transport({
       baseUrl: options.baseUrl,
       token: options.workerKey,
-      // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
       timeoutMs: options.timeoutMs,
       maxRetries: options.maxRetries,
       fetch: options.fetch,
@@ -196,6 +195,7 @@ export class Worker {
     const answer = await this.transport.call(
       (signal) => this.transport.api.POST("/v1/worker/lease", { body, signal }),
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
+      // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
       { safe: false, timeoutMs: this.transport.timeoutMs + waitSeconds * 1000 },
     );
     return answer.jobs;
