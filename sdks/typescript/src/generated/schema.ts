@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * PrometheusMetrics
-         * @description Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time.
+         * @description Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked leases.
          */
         get: operations["metrics"];
         put?: never;
