@@ -2,6 +2,7 @@
 
 import { randomUUID } from "node:crypto";
 
+import { paginate } from "./pagination.js";
 import { type RequestOptions, Transport } from "./transport.js";
 import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue } from "./types.js";
 
@@ -113,14 +114,4 @@ export class Queues {
     );
     return answer.queues;
   }
-}
-
-/** Walk a cursor-paginated list lazily: the next page is fetched only when the current one is used up. */
-export async function* paginate<T>(page: (cursor: string | undefined) => Promise<Page<T>>): AsyncIterableIterator<T> {
-  let cursor: string | undefined;
-  do {
-    const current = await page(cursor);
-    yield* current.items;
-    cursor = current.next_cursor ?? undefined;
-  } while (cursor !== undefined);
 }

@@ -41,7 +41,7 @@ export class APIError extends QueueFlowError {
   readonly errors: FieldProblem[];
   readonly headers: Headers;
 
-  constructor(status: number, code: string, detail: string, errors: FieldProblem[] = [], headers = new Headers()) {
+  constructor(status: number, code: string, detail: string, errors: FieldProblem[] = [], headers: Headers = new Headers()) {
     super(`${status} ${code}: ${detail}`);
     this.status = status;
     this.code = code;

@@ -1,6 +1,7 @@
 /** `@queueflow/client`: a typed client and worker for QueueFlow's HTTP API. */
 
-export { QueueFlow, Jobs, Queues, paginate } from "./client.js";
+export { QueueFlow, Jobs, Queues } from "./client.js";
+export { paginate } from "./pagination.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
 export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
 export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
