@@ -3,8 +3,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+TS_SDK := sdks/typescript
+# npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
+TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec
+.PHONY: run test lint ci clean spec sdks sdk-typescript
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,5 +32,16 @@ ci: test lint
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec
 
+# Regenerate every SDK's generated code from spec/openapi.json (commit the result; tests fail on drift).
+sdks: sdk-typescript
+
+$(TS_MODULES): $(TS_SDK)/package.json $(TS_SDK)/package-lock.json
+	cd $(TS_SDK) && npm ci --no-audit --no-fund
+	touch $@
+
+sdk-typescript: $(TS_MODULES)
+	cd $(TS_SDK) && npm run generate
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TS_SDK)/node_modules $(TS_SDK)/dist $(TS_SDK)/dist-test

@@ -1,0 +1,117 @@
+/** `QueueFlow`: the tenant-side client (jobs, queues, …), each resource a thin typed layer over the transport. */
+
+import { randomUUID } from "node:crypto";
+
+import { paginate } from "./pagination.js";
+import { type RequestOptions, Transport } from "./transport.js";
+import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue } from "./types.js";
+
+export interface QueueFlowOptions {
+  /** Where the server listens, e.g. `http://127.0.0.1:8000`. */
+  baseUrl: string;
+  /** A tenant key; omit against a development-mode server (no keys configured). */
+  apiKey?: string | undefined;
+  /** How long one attempt may take (default 30 000 ms). */
+  timeoutMs?: number | undefined;
+  /** Repeats of a safe call after a connection error or a 503 (default 2). */
+  maxRetries?: number | undefined;
+  /** A `fetch` to use instead of the global one. */
+  fetch?: typeof globalThis.fetch | undefined;
+}
+
+export interface EnqueueOptions extends RequestOptions {
+  /**
+   * A repeat with the same key returns the original job instead of adding one. Without it the client
+   * makes one up per call, so that its own retries after a lost answer never enqueue twice.
+   */
+  idempotencyKey?: string | undefined;
+}
+
+export class QueueFlow {
+  readonly jobs: Jobs;
+  readonly queues: Queues;
+  /** The typed openapi-fetch client underneath, for routes these wrappers do not cover. */
+  readonly api: Transport["api"];
+
+  constructor(options: QueueFlowOptions) {
+    const transport = new Transport({ ...options, token: options.apiKey });
+    this.api = transport.api;
+    this.jobs = new Jobs(transport);
+    this.queues = new Queues(transport);
+  }
+}
+
+export class Jobs {
+  constructor(private readonly transport: Transport) {}
+
+  /** Add one job; answers the job (the original one on an idempotent repeat). */
+  enqueue(job: EnqueueJob, options: EnqueueOptions = {}): Promise<Job> {
+    const key = options.idempotencyKey ?? `qf-client-${randomUUID()}`;
+    return this.transport.call(
+      (signal) => this.transport.api.POST("/v1/jobs", { body: job, params: { header: { "Idempotency-Key": key } }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** Add 1–1000 jobs in one transaction, all or none; answers them in the order given. */
+  async enqueueMany(jobs: BatchItem[], options: RequestOptions = {}): Promise<Job[]> {
+    // Every item gets a key, so that repeating the batch after a lost answer resolves to the same jobs.
+    const body = { jobs: jobs.map((job) => ({ ...job, idempotency_key: job.idempotency_key ?? `qf-client-${randomUUID()}` })) };
+    const batch = await this.transport.call(
+      (signal) => this.transport.api.POST("/v1/jobs/batch", { body, signal }),
+      { ...options, safe: true },
+    );
+    return batch.jobs;
+  }
+
+  get(jobId: string, options: RequestOptions = {}): Promise<Job> {
+    return this.transport.call(
+      (signal) => this.transport.api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** One page of jobs, newest first. */
+  list(params: ListJobsParams = {}, options: RequestOptions = {}): Promise<Page<Job>> {
+    const { metadata, ...rest } = params;
+    const query = metadata === undefined ? rest : { ...rest, metadata: JSON.stringify(metadata) };
+    return this.transport.call(
+      (signal) => this.transport.api.GET("/v1/jobs", { params: { query }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** Every job matching `params`, page after page: `for await (const job of client.jobs.iterate({ status: "pending" }))`. */
+  iterate(params: ListJobsParams = {}, options: RequestOptions = {}): AsyncIterableIterator<Job> {
+    return paginate((cursor) => this.list(cursor === undefined ? params : { ...params, cursor }, options));
+  }
+
+  /** Stop a pending, retrying or running job; a finished one is an `InvalidStateError`. */
+  cancel(jobId: string, options: RequestOptions = {}): Promise<Job> {
+    return this.transport.call(
+      (signal) => this.transport.api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: jobId } }, signal }),
+      { ...options, safe: false },
+    );
+  }
+
+  /** Put a dead-lettered or cancelled job back to `pending` with its retry count reset. */
+  retry(jobId: string, options: RequestOptions = {}): Promise<Job> {
+    return this.transport.call(
+      (signal) => this.transport.api.POST("/v1/jobs/{job_id}/retry", { params: { path: { job_id: jobId } }, signal }),
+      { ...options, safe: false },
+    );
+  }
+}
+
+export class Queues {
+  constructor(private readonly transport: Transport) {}
+
+  /** Every queue the tenant has jobs in, with its counts by state. */
+  async list(options: RequestOptions = {}): Promise<Queue[]> {
+    const answer = await this.transport.call(
+      (signal) => this.transport.api.GET("/v1/queues", { signal }),
+      { ...options, safe: true },
+    );
+    return answer.queues;
+  }
+}

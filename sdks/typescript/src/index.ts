@@ -1,0 +1,25 @@
+/** `@queueflow/client`: a typed client and worker for QueueFlow's HTTP API. */
+
+export { QueueFlow, Jobs, Queues } from "./client.js";
+export { paginate } from "./pagination.js";
+export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
+export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
+export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
+export type { RequestOptions } from "./transport.js";
+export {
+  QueueFlowError,
+  APIError,
+  ValidationError,
+  AuthenticationError,
+  PermissionDeniedError,
+  NotFoundError,
+  LeaseLostError,
+  InvalidStateError,
+  PayloadTooLargeError,
+  UnavailableError,
+  ConnectionError,
+  TimeoutError,
+} from "./errors.js";
+export type { Problem, FieldProblem, ProblemCode } from "./errors.js";
+export type * from "./types.js";
+export type { paths, components, operations } from "./generated/schema.js";

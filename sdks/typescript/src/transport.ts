@@ -1,0 +1,128 @@
+/**
+ * The one place a request leaves the process: openapi-fetch for the typed request, plus the per-attempt
+ * timeout, the retry policy and the translation of every failure into the `errors` tree.
+ */
+
+import createClient, { type Client } from "openapi-fetch";
+
+import { APIError, ConnectionError, TimeoutError, UnavailableError, apiError } from "./errors.js";
+import type { paths } from "./generated/schema.js";
+
+export interface TransportOptions {
+  /** Where the server listens, e.g. `http://127.0.0.1:8000`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <token>`; omit against a development-mode server. */
+  token?: string | undefined;
+  /** How long one attempt may take before it is abandoned with a `TimeoutError` (default 30 s). */
+  timeoutMs?: number | undefined;
+  /** How many times a safe call is repeated after a connection error or a 503 (default 2). */
+  maxRetries?: number | undefined;
+  /** A `fetch` to use instead of the global one (tests, proxies, instrumentation). */
+  fetch?: typeof globalThis.fetch | undefined;
+}
+
+/** Per-call options every method accepts. */
+export interface RequestOptions {
+  /** Aborts the call (and its retries); the promise rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+  /** Overrides the client's `timeoutMs` for this call. */
+  timeoutMs?: number | undefined;
+}
+
+interface CallOptions extends RequestOptions {
+  /** Whether repeating the request cannot do anything twice: only such calls are retried. */
+  safe: boolean;
+}
+
+type Attempt<T> = (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>;
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_RETRIES = 2;
+const MAX_RETRY_DELAY_MS = 8_000;
+
+export class Transport {
+  /** The generated, typed openapi-fetch client: every route of the spec, for what the wrappers do not cover. */
+  readonly api: Client<paths>;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+
+  constructor(options: TransportOptions) {
+    if (!options.baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    const headers: Record<string, string> = { Accept: "application/json" };
+    if (options.token) headers.Authorization = `Bearer ${options.token}`;
+    this.api = createClient<paths>({
+      baseUrl: options.baseUrl,
+      headers,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+  }
+
+  /** Run `attempt` until it answers 2xx, retrying connection errors and 503s when the call is safe. */
+  async call<T>(attempt: Attempt<T>, options: CallOptions): Promise<T> {
+    const retries = options.safe ? this.maxRetries : 0;
+    for (let tries = 0; ; tries++) {
+      let failure: APIError | ConnectionError;
+      try {
+        const { data, error, response } = await this.once(attempt, options);
+        if (response.ok) return data as T;
+        failure = apiError(response, error);
+      } catch (error) {
+        if (!(error instanceof ConnectionError)) throw error;
+        failure = error;
+      }
+      const retryable = failure instanceof ConnectionError || failure instanceof UnavailableError;
+      if (!retryable || tries >= retries) throw failure;
+      await sleep(retryDelay(tries, failure), options.signal);
+    }
+  }
+
+  private async once<T>(attempt: Attempt<T>, options: CallOptions) {
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    try {
+      return await attempt(signal);
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (timeout.aborted) {
+        throw new TimeoutError(`no answer within ${timeoutMs} ms`, { cause: error });
+      }
+      // fetch rejects with a TypeError for every network failure; anything else is a bug to surface as is.
+      if (error instanceof TypeError) {
+        throw new ConnectionError(`cannot reach the QueueFlow server: ${describe(error)}`, { cause: error });
+      }
+      throw error;
+    }
+  }
+}
+
+function describe(error: TypeError): string {
+  const cause = error.cause as { code?: string; message?: string } | undefined;
+  return cause?.code ?? cause?.message ?? error.message;
+}
+
+/** Exponential backoff with jitter (0.25 s, 0.5 s, 1 s, … capped), or the server's `Retry-After`. */
+function retryDelay(tries: number, failure: APIError | ConnectionError): number {
+  const retryAfter = failure instanceof APIError ? Number(failure.headers.get("retry-after")) : Number.NaN;
+  if (Number.isFinite(retryAfter) && retryAfter >= 0) return Math.min(retryAfter * 1000, MAX_RETRY_DELAY_MS);
+  const ceiling = Math.min(250 * 2 ** tries, MAX_RETRY_DELAY_MS);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,28 @@
+/** Friendly names for the generated wire shapes; `src/generated/` stays exactly what the generator wrote. */
+
+import type { components, operations } from "./generated/schema.js";
+
+type Schemas = components["schemas"];
+
+export type Job = Schemas["Job"];
+export type LeasedJob = Schemas["LeasedJob"];
+export type JobStatus = Job["status"];
+export type Backoff = Schemas["Backoff"];
+export type EnqueueJob = Schemas["EnqueueJob"];
+/** An item of `jobs.enqueueMany`: an `EnqueueJob` with its own optional `idempotency_key`. */
+export type BatchItem = Schemas["BatchItem"];
+export type Queue = Schemas["Queue"];
+export type AckResult = Schemas["AckResult"];
+
+/** One page of a list: newest first; pass `next_cursor` back as `cursor` for the next page. */
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+type NonNull<T> = { [K in keyof T]?: Exclude<T[K], null> };
+
+/** Filters of `jobs.list`; `metadata` matches jobs whose metadata contains this object. */
+export type ListJobsParams = Omit<NonNull<NonNullable<operations["listJobs"]["parameters"]["query"]>>, "metadata"> & {
+  metadata?: Record<string, unknown>;
+};
