@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test lint ci clean spec
+.PHONY: run test lint ci clean spec sdks sdk-python
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./sdks/python
 	touch $@
 
 run: $(INSTALLED)
@@ -28,6 +28,14 @@ ci: test lint
 
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec
+
+# The SDKs' generated cores, from spec/openapi.json (tests fail when the committed ones differ).
+sdks: sdk-python
+
+sdk-python: $(INSTALLED)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/openapi-python-client generate --path spec/openapi.json \
+		--config sdks/python/openapi-python-client.yaml --meta none \
+		--output-path sdks/python/queueflow_client/_generated --overwrite --fail-on-warning
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
