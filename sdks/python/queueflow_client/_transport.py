@@ -41,8 +41,9 @@ _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
-    send: Callable[[AuthenticatedClient], Response[Any]]
-    asend: Callable[[AuthenticatedClient], Awaitable[Response[Any]]]
+    send: Callable[..., Response[Any]]
+    """Called with `client=` the generated core's client (as every generated operation is)."""
+    asend: Callable[..., Awaitable[Response[Any]]]
     parse: Callable[[Any], T]
     """Decoded JSON body (None for an empty one) → the value the caller gets."""
     replayable: bool
@@ -128,7 +129,7 @@ class SyncTransport:
         attempt = 0
         while True:
             try:
-                response = call.send(self.client)
+                response = call.send(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
                     raise _failure(exc) from exc
@@ -164,7 +165,7 @@ class AsyncTransport:
         attempt = 0
         while True:
             try:
-                response = await call.asend(self.client)
+                response = await call.asend(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
                     raise _failure(exc) from exc

@@ -92,12 +92,16 @@ class Worker:
     async def arun(self, *, handle_signals: bool = False) -> None:
         """Run until `stop()` (or, with `handle_signals`, SIGTERM/SIGINT), then drain."""
         await self.start()
-        if handle_signals:
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, self._stopping.set)
-        await self._stopping.wait()
-        await self.stop()
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
+        for signum in signals:
+            loop.add_signal_handler(signum, self._stopping.set)
+        try:
+            await self._stopping.wait()
+        finally:
+            for signum in signals:
+                loop.remove_signal_handler(signum)
+            await self.stop()
 
     async def start(self) -> None:
         """Start leasing in the background."""
