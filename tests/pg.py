@@ -21,12 +21,21 @@ from sqlalchemy.engine import make_url
 
 T = TypeVar("T")
 
-ADMIN_URL = os.environ.get("QUEUEFLOW_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+ENV = "QUEUEFLOW_TEST_DATABASE_URL"
+"""Where test databases are made. Unset: the local server when it answers, else an embedded one (`conftest`);
+`embedded` forces the embedded server."""
+
+
+def admin_url() -> str:
+    return os.environ.get(ENV) or LOCAL_URL
+
+
 TABLES = "queueflow.jobs, queueflow.workflow_steps, queueflow.workflows, queueflow.schedules"
 
 
 def url_of(database: str) -> str:
-    return make_url(ADMIN_URL).set(database=database).render_as_string(hide_password=False)
+    return make_url(admin_url()).set(database=database).render_as_string(hide_password=False)
 
 
 def database_of(url: str) -> str:
@@ -47,7 +56,7 @@ def blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 async def admin(sql: str, *args: object) -> object:
-    connection = await asyncpg.connect(asyncpg_dsn(ADMIN_URL))
+    connection = await asyncpg.connect(asyncpg_dsn(admin_url()))
     try:
         return await connection.fetch(sql, *args)
     finally:

@@ -45,6 +45,9 @@ class Metrics:
         self.depth = Gauge(
             "queueflow_queue_depth", "Jobs by queue and state", ["queue", "state"], registry=self.registry
         )
+        self.lease_waiters = Gauge(
+            "queueflow_lease_waiters", "Long-polling lease requests parked in this process", registry=self.registry
+        )
         self.lease_wait = Histogram(
             "queueflow_lease_wait_seconds",
             "How long a job waited between becoming due and being leased",

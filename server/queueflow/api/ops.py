@@ -13,6 +13,7 @@ from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import Health
 from queueflow.core.errors import QueueFlowError
 from queueflow.engine import Engine
+from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
 
 log = logging.getLogger("queueflow.api")
@@ -46,9 +47,13 @@ async def ready(engine: NamedDependency[Engine]) -> Health:
     },
 )
 async def prometheus_metrics(
-    engine: NamedDependency[Engine], metrics: NamedDependency[Metrics], settings: NamedDependency[Settings]
+    engine: NamedDependency[Engine],
+    metrics: NamedDependency[Metrics],
+    settings: NamedDependency[Settings],
+    wakeups: NamedDependency[Wakeups],
 ) -> Response[bytes]:
-    """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time."""
+    """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked leases."""
+    metrics.lease_waiters.set(wakeups.waiting)
     try:
         stats = [queue for tenant in settings.tenants for queue in await engine.queue_stats(tenant)]
     except QueueFlowError as exc:
