@@ -14,14 +14,14 @@ COMMITTED = SDK / "queueflow_client" / "_generated"
 IGNORED = {"__pycache__", ".ruff_cache"}
 
 
-def differences(left: Path, right: Path) -> list[str]:
-    compared = filecmp.dircmp(left, right, ignore=sorted(IGNORED))
-    found = [f"only in {left.name if side is compared.left_only else 'generated'}: {name}"
-             for side in (compared.left_only, compared.right_only) for name in side]  # fmt: skip
-    _, mismatch, errors = filecmp.cmpfiles(left, right, compared.common_files, shallow=False)
-    found += [f"differs: {name}" for name in mismatch + errors]
+def differences(committed: Path, generated: Path, prefix: str = "") -> list[str]:
+    compared = filecmp.dircmp(committed, generated, ignore=sorted(IGNORED))
+    found = [f"only committed: {prefix}{name}" for name in compared.left_only]
+    found += [f"only generated: {prefix}{name}" for name in compared.right_only]
+    _, mismatch, errors = filecmp.cmpfiles(committed, generated, compared.common_files, shallow=False)
+    found += [f"differs: {prefix}{name}" for name in mismatch + errors]
     for name in compared.common_dirs:
-        found += [f"{name}/{item}" for item in differences(left / name, right / name)]
+        found += differences(committed / name, generated / name, f"{prefix}{name}/")
     return found
 
 

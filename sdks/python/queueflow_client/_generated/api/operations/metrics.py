@@ -44,7 +44,8 @@ def sync_detailed(
 ) -> Response[str]:
     """PrometheusMetrics
 
-     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time.
+     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked
+    leases.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -69,7 +70,8 @@ def sync(
 ) -> str | None:
     """PrometheusMetrics
 
-     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time.
+     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked
+    leases.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -90,7 +92,8 @@ async def asyncio_detailed(
 ) -> Response[str]:
     """PrometheusMetrics
 
-     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time.
+     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked
+    leases.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -113,7 +116,8 @@ async def asyncio(
 ) -> str | None:
     """PrometheusMetrics
 
-     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time.
+     Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked
+    leases.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
