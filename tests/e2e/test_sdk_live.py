@@ -36,9 +36,8 @@ def test_client_and_remote_worker_on_postgres(database_url: str) -> None:
             worker = Worker(base, None, tasks, concurrency=2, wait_seconds=1)
             await worker.start()
             try:
-                async with asyncio.timeout(15):
-                    while any(client.jobs.get(j.id).status != "completed" for j in [job, *many]):
-                        await asyncio.sleep(0.05)
+                for each in [job, *many]:
+                    await asyncio.to_thread(wait_for_status, client, each.id, "completed")
             finally:
                 await worker.stop()
 

@@ -12,9 +12,7 @@ SDK = Path(__file__).resolve().parents[2] / "sdks" / "python"
 
 def test_the_wheel_installs_and_imports(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", dist, SDK], check=True, capture_output=True
-    )
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", dist, SDK], check=True, capture_output=True)
     (wheel,) = dist.glob("queueflow_client-*.whl")
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

@@ -20,8 +20,8 @@ from queueflow_client import (
     PermissionDeniedError,
     QueueFlow,
     ValidationError,
+    _calls,
 )
-from queueflow_client import _calls
 from queueflow_client._transport import AsyncTransport, RetryPolicy
 
 from tests.sdk.conftest import BASE, START
@@ -67,8 +67,9 @@ async def test_an_idempotent_repeat_returns_the_original_job(client: AsyncQueueF
 async def test_the_client_keys_every_enqueue_so_its_own_retries_are_safe(client: AsyncQueueFlow) -> None:
     job = await client.jobs.enqueue("send_email")
     (batched,) = await client.jobs.enqueue_many([{"task_name": "send_email"}])
-    assert job.idempotency_key and job.idempotency_key.startswith("qf-client-")
-    assert batched.idempotency_key and batched.idempotency_key != job.idempotency_key
+    assert (job.idempotency_key or "").startswith("qf-client-")
+    assert (batched.idempotency_key or "").startswith("qf-client-")
+    assert batched.idempotency_key != job.idempotency_key
 
 
 async def test_enqueue_many(client: AsyncQueueFlow) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from queueflow.core.types import NewJob
 from queueflow.engine import Engine
-from queueflow.runtime.inprocess import InProcessWorker, load_runner
+from queueflow.runtime.inprocess import InProcessWorker, TaskRunner, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry
 
@@ -16,45 +16,56 @@ from tests.api.conftest import WatchedWakeups
 from tests.sdk import sample_tasks
 
 
-async def until(condition: Any) -> None:
-    async with asyncio.timeout(5):
-        while not condition():
-            await asyncio.sleep(0)  # yield to the worker's tasks; no wall-clock waiting
+class Watched:
+    """A runner that tells the test how many deliveries it has run to their end (no polling)."""
+
+    def __init__(self, runner: TaskRunner) -> None:
+        self.runner = runner
+        self.finished = 0
+        self._changed = asyncio.Condition()
+
+    async def execute(self, job: Any, lease: Any, *, heartbeat_every: float) -> None:
+        await self.runner.execute(job, lease, heartbeat_every=heartbeat_every)
+        self.finished += 1
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def until(self, count: int) -> None:
+        async with asyncio.timeout(5), self._changed:
+            await self._changed.wait_for(lambda: self.finished >= count)
 
 
 async def test_runs_the_registry_and_wakes_on_new_work(engine: Engine, wakeups: WatchedWakeups) -> None:
-    worker = InProcessWorker(engine, wakeups, sample_tasks.tasks, queues=["default"], poll=60)
-    async with worker:
+    runner = Watched(sample_tasks.tasks)
+    async with InProcessWorker(engine, wakeups, runner, queues=["default"], poll=60):
         await wakeups.until_waiting(1)  # idle: parked on the hub, not polling
         added = (await engine.enqueue("default", NewJob(task_name="add", payload={"a": 2, "b": 3}))).job
         shouted = (await engine.enqueue("default", NewJob(task_name="shout", payload={"text": "hi"}))).job
         refused = (await engine.enqueue("default", NewJob(task_name="refuse", max_retries=3))).job
-
-        async def status(job_id: str) -> str:
-            return str((await engine.get_job("default", job_id)).status)
-
-        finished = {"completed", "dead_letter"}
-        async with asyncio.timeout(5):
-            while not all([await status(job.id) in finished for job in (added, shouted, refused)]):
-                await asyncio.sleep(0)
+        await runner.until(3)
     assert (await engine.get_job("default", added.id)).result == {"sum": 5, "job": added.id}
     assert (await engine.get_job("default", shouted.id)).result == "HI"
-    assert (await engine.get_job("default", refused.id)).error_message == "refused"
+    refused_now = await engine.get_job("default", refused.id)
+    assert (refused_now.status, refused_now.error_message) == ("dead_letter", "refused")
 
 
 async def test_honours_concurrency_and_drains_on_stop(engine: Engine, wakeups: WatchedWakeups) -> None:
-    tasks, release, running = TaskRegistry(), asyncio.Event(), []
+    tasks, release, started = TaskRegistry(), asyncio.Event(), asyncio.Condition()
+    running: list[str] = []
 
     @tasks.task("t")
     async def task(payload: dict[str, Any], ctx: JobContext) -> str:
         running.append(ctx.job_id)
+        async with started:
+            started.notify_all()
         await release.wait()
         return "done"
 
     jobs = [(await engine.enqueue("default", NewJob(task_name="t"))).job for _ in range(3)]
     worker = InProcessWorker(engine, wakeups, tasks, concurrency=2, poll=60)
     await worker.start()
-    await until(lambda: len(running) == 2)
+    async with asyncio.timeout(5), started:
+        await started.wait_for(lambda: len(running) == 2)
     assert worker.held == 2
     stopping = asyncio.create_task(worker.stop())
     await asyncio.sleep(0)

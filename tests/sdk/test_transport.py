@@ -32,7 +32,7 @@ JOB = {
     "workflow_step_id": None, "metadata": {}, "idempotency_key": None, "created_at": "2026-03-01T12:00:00Z",
     "started_at": None, "completed_at": None,
 }  # fmt: skip
-UNAVAILABLE = {"type": "about:blank", "title": "Service Unavailable", "status": 503, "detail": "db", "code": "unavailable"}
+UNAVAILABLE = {"type": "about:blank", "title": "Unavailable", "status": 503, "detail": "db", "code": "unavailable"}
 
 
 def scripted(*answers: httpx.Response | Exception) -> tuple[httpx.Client, list[httpx.Request]]:
@@ -154,7 +154,10 @@ async def test_workflow_calls() -> None:
 
     http, seen = recording(answer)
     async with AsyncQueueFlow(BASE, "key", http_client=http) as client:
-        steps = [Step(name="extract", task_name="extract"), {"name": "load", "task_name": "load", "depends_on": ["extract"]}]
+        steps = [
+            Step(name="extract", task_name="extract"),
+            {"name": "load", "task_name": "load", "depends_on": ["extract"]},
+        ]
         created = await client.workflows.create("etl", steps, context={"day": 1})
         assert created.steps[0].job_id == "job_1"
         assert (await client.workflows.get("wf_1")).name == "etl"
@@ -184,7 +187,9 @@ async def test_schedule_calls() -> None:
 
     http, seen = recording(answer)
     async with AsyncQueueFlow(BASE, "key", http_client=http) as client:
-        schedule = await client.schedules.create("nightly", cron="0 3 * * *", task_name="report", timezone="Europe/Berlin")
+        schedule = await client.schedules.create(
+            "nightly", cron="0 3 * * *", task_name="report", timezone="Europe/Berlin"
+        )
         assert schedule.next_run_at is not None
         assert (await client.schedules.get("nightly")).cron == "0 3 * * *"
         assert [item.name async for item in client.schedules.list()] == ["nightly"]
