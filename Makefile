@@ -7,12 +7,12 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-typescript
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./sdks/python
 	touch $@
 
 run: $(INSTALLED)
@@ -33,7 +33,12 @@ spec: $(INSTALLED)
 	$(BIN)/queueflow spec
 
 # Regenerate every SDK's generated code from spec/openapi.json (commit the result; tests fail on drift).
-sdks: sdk-typescript
+sdks: sdk-python sdk-typescript
+
+sdk-python: $(INSTALLED)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/openapi-python-client generate --path spec/openapi.json \
+		--config sdks/python/openapi-python-client.yaml --meta none \
+		--output-path sdks/python/queueflow_client/_generated --overwrite --fail-on-warning
 
 $(TS_MODULES): $(TS_SDK)/package.json $(TS_SDK)/package-lock.json
 	cd $(TS_SDK) && npm ci --no-audit --no-fund

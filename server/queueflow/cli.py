@@ -37,6 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--data-dir", help="where the embedded database keeps its files (default .queueflow)")
     serving.add_argument("--max-body-bytes", help="largest request body accepted (default 1 MiB)")
     serving.add_argument("--lease-wait-limit", help="longest a lease long-polls, in seconds (default 60)")
+    serving.add_argument("--tasks", help="module:attribute of a queueflow_client TaskRegistry to run in-process")
+    serving.add_argument("--task-queues", help='queues the in-process tasks drain, "q1,q2" (default: default)')
+    serving.add_argument("--task-concurrency", help="most jobs the in-process tasks run at once (default 10)")
 
     migrating = commands.add_parser("migrate", help="upgrade the PostgreSQL schema to the latest version")
     migrating.add_argument(

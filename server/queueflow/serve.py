@@ -1,9 +1,9 @@
 """`queueflow serve`: one QueueFlow process — its database, its store, its loops and (in api/all mode) its HTTP API.
 
-    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler
+    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   tasks (with --tasks)
     api        ✓             ✓
-    worker                   ✓                ✓             ✓
-    all        ✓             ✓                ✓             ✓
+    worker                   ✓                ✓             ✓                 ✓
+    all        ✓             ✓                ✓             ✓                 ✓
 
 Without a database URL the process runs an embedded PostgreSQL with its files under `--data-dir` (default
 `.queueflow/`), so a first start needs nothing installed. `memory://` selects the in-memory store instead
@@ -103,6 +103,20 @@ async def _runtime(settings: Settings, url: str, store: Store, wakeups: Wakeups)
             engine = Engine(store, SystemClock(), settings=settings.engine_settings)
             services.append(Janitor(engine, interval=settings.janitor_interval))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
+            if settings.tasks is not None:
+                from queueflow.runtime.inprocess import InProcessWorker, load_runner
+
+                runner = load_runner(settings.tasks)
+                services.append(
+                    InProcessWorker(
+                        engine,
+                        wakeups,
+                        runner,
+                        queues=settings.task_queues,
+                        concurrency=settings.task_concurrency,
+                        poll=settings.safety_poll,
+                    )
+                )
         for service in services:
             await stack.enter_async_context(service)
         log.info("queueflow %s mode: running %s", settings.mode, ", ".join(s.name for s in services) or "no loops")

@@ -40,6 +40,12 @@ class Settings:
     max_body_bytes: int = 1024 * 1024
     lease_wait_limit: float = 60.0
     """The longest a lease long-polls, whatever its `wait_seconds` asks (e.g. below a proxy's idle timeout)."""
+    tasks: str | None = None
+    """`module:attribute` naming a `queueflow_client.TaskRegistry` to run in this process (worker and all modes)."""
+    task_queues: tuple[str, ...] = ("default",)
+    """The queues the in-process tasks drain."""
+    task_concurrency: int = 10
+    """The most jobs the in-process tasks run at once."""
 
     @property
     def development_mode(self) -> bool:
@@ -86,6 +92,12 @@ class Settings:
             raise SettingsError("max_body_bytes must be positive")
         if self.lease_wait_limit < 0:
             raise SettingsError("lease_wait_limit must not be negative")
+        if self.tasks is not None and self.mode == "api":
+            raise SettingsError("tasks run in worker or all mode, not api mode")
+        if self.task_concurrency < 1:
+            raise SettingsError("task_concurrency must be at least 1")
+        if not self.task_queues or not all(NAME_PATTERN.fullmatch(queue) for queue in self.task_queues):
+            raise SettingsError(f"task_queues must be queue names matching {NAME_PATTERN.pattern}")
 
     def check_bind(self) -> None:
         """Development mode has no auth, so it may only listen where nobody else can reach it."""
@@ -121,6 +133,7 @@ def parse_api_keys(raw: str | Mapping[str, str], source: str = "api_keys") -> di
 
 
 def parse_worker_keys(raw: str | tuple[str, ...], source: str = "worker_keys") -> tuple[str, ...]:
+    """`"a,b"` → ("a", "b"), in order, without repeats (also for task_queues)."""
     if isinstance(raw, tuple):
         return raw
     return tuple(dict.fromkeys(filter(None, (part.strip() for part in raw.split(",")))))
@@ -148,6 +161,8 @@ _PARSERS: dict[str, Any] = {
     "retention_hours": _number(float),
     "max_body_bytes": _number(int),
     "lease_wait_limit": _number(float),
+    "task_concurrency": _number(int),
+    "task_queues": parse_worker_keys,
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,
 }

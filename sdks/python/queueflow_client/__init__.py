@@ -1,0 +1,63 @@
+"""QueueFlow's Python client (`QueueFlow`, `AsyncQueueFlow`) and task worker (`TaskRegistry`, `Worker`).
+
+    from queueflow_client import QueueFlow
+    client = QueueFlow("http://127.0.0.1:8000")
+    client.jobs.enqueue("send_email", payload={"to": "ada@example.com"})
+
+The HTTP core in `queueflow_client._generated` is generated from the server's OpenAPI document
+(`make sdks`); everything else here is written by hand on top of it.
+"""
+
+from queueflow_client.client import AsyncQueueFlow, QueueFlow
+from queueflow_client.errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    ConflictError,
+    InvalidStateError,
+    LeaseLostError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    QueueFlowError,
+    UnavailableError,
+    ValidationError,
+)
+from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
+from queueflow_client.types import Backoff, Job, LeasedJob, Page, Queue, Schedule, Step, Workflow, WorkflowStep
+from queueflow_client.worker import Worker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AsyncQueueFlow",
+    "AuthenticationError",
+    "Backoff",
+    "ConflictError",
+    "Fatal",
+    "InvalidStateError",
+    "Job",
+    "JobContext",
+    "LeaseLostError",
+    "LeasedJob",
+    "NotFoundError",
+    "Page",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "Queue",
+    "QueueFlow",
+    "QueueFlowError",
+    "Retry",
+    "Schedule",
+    "Step",
+    "TaskRegistry",
+    "UnavailableError",
+    "ValidationError",
+    "Worker",
+    "Workflow",
+    "WorkflowStep",
+]

@@ -1,0 +1,302 @@
+"""Every API call the client makes, described once (request + how to read the answer) for the sync and the
+async client alike. Optional arguments left at None are not sent, so the server's defaults apply."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypedDict
+
+from queueflow_client._generated.api.jobs import (
+    cancel_job,
+    enqueue_job,
+    enqueue_jobs,
+    get_job,
+    list_jobs,
+    list_queues,
+    retry_job,
+)
+from queueflow_client._generated.api.worker import ack_jobs, complete_job, fail_job, heartbeat_job, lease_jobs
+from queueflow_client._generated.models import (
+    AckComplete,
+    AckFail,
+    AckRequest,
+    BatchItem,
+    BatchItemMetadata,
+    BatchItemPayload,
+    CompleteRequest,
+    EnqueueBatch,
+    EnqueueJob,
+    EnqueueJobMetadata,
+    EnqueueJobPayload,
+    FailRequest,
+    HeartbeatRequest,
+    LeaseRequest,
+)
+from queueflow_client._generated.models import Backoff as BackoffModel
+from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
+from queueflow_client._generated.models.list_jobs_status_type_1 import ListJobsStatusType1
+from queueflow_client._generated.types import UNSET
+from queueflow_client._raw import RawOperation
+from queueflow_client._transport import Call, call
+from queueflow_client.types import (
+    AckResult,
+    Backoff,
+    Job,
+    JobStatus,
+    LeasedJob,
+    Page,
+    Queue,
+    Schedule,
+    Step,
+    Workflow,
+    WorkflowStatus,
+)
+
+
+class JobOptions(TypedDict, total=False):
+    """One job of `jobs.enqueue_many`: the keyword arguments of `jobs.enqueue`, with `task_name` required."""
+
+    task_name: str
+    payload: Mapping[str, Any]
+    queue_name: str
+    priority: int
+    run_at: datetime
+    delay_seconds: float
+    max_retries: int
+    backoff: Backoff | Mapping[str, Any]
+    timeout_seconds: float
+    metadata: Mapping[str, Any]
+    idempotency_key: str
+
+
+def new_idempotency_key() -> str:
+    """A key for a request the caller gave none: it makes the client's own retries safe, nothing more."""
+    return f"qf-client-{uuid.uuid4()}"
+
+
+def _backoff(value: Backoff | Mapping[str, Any] | None) -> Any:
+    if value is None:
+        return UNSET
+    data = value.to_json() if isinstance(value, Backoff) else dict(value)
+    return BackoffModel(
+        strategy=BackoffStrategy(data["strategy"]) if "strategy" in data else UNSET,
+        base_seconds=data.get("base_seconds", UNSET),
+        max_seconds=data.get("max_seconds", UNSET),
+        jitter=data.get("jitter", UNSET),
+    )
+
+
+def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any) -> dict[str, Any]:
+    unknown = set(options) - set(JobOptions.__annotations__)
+    if unknown:
+        raise TypeError(f"unknown job option(s): {', '.join(sorted(unknown))}")
+    # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.
+    fields: dict[str, Any] = {"task_name": options["task_name"]}
+    for name in ("queue_name", "priority", "run_at", "delay_seconds", "max_retries", "timeout_seconds"):
+        if options.get(name) is not None:
+            fields[name] = options[name]
+    if options.get("payload") is not None:
+        fields["payload"] = payload_type.from_dict(dict(options["payload"]))
+    if options.get("metadata") is not None:
+        fields["metadata"] = metadata_type.from_dict(dict(options["metadata"]))
+    fields["backoff"] = _backoff(options.get("backoff"))
+    return fields
+
+
+# ---- jobs ------------------------------------------------------------------------------------------
+
+
+def enqueue(options: Mapping[str, Any]) -> Call[Job]:
+    key = options.get("idempotency_key") or new_idempotency_key()
+    fields = _job_fields(options, EnqueueJobPayload, EnqueueJobMetadata)
+    body = EnqueueJob(**fields)
+    return call(enqueue_job, Job.from_json, replayable=True, body=body, idempotency_key=key)
+
+
+def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
+    items = []
+    for options in jobs:
+        fields = _job_fields(options, BatchItemPayload, BatchItemMetadata)
+        items.append(BatchItem(**fields, idempotency_key=options.get("idempotency_key") or new_idempotency_key()))
+    return call(
+        enqueue_jobs,
+        lambda data: [Job.from_json(job) for job in data["jobs"]],
+        replayable=True,
+        body=EnqueueBatch(jobs=items),
+    )
+
+
+def get(job_id: str) -> Call[Job]:
+    return call(get_job, Job.from_json, job_id, replayable=True)
+
+
+def list_page(
+    *,
+    queue_name: str | None,
+    status: JobStatus | None,
+    task_name: str | None,
+    workflow_id: str | None,
+    metadata: Mapping[str, Any] | None,
+    limit: int,
+    cursor: str | None,
+) -> Call[Page[Job]]:
+    return call(
+        list_jobs,
+        lambda data: Page([Job.from_json(job) for job in data["items"]], data.get("next_cursor")),
+        replayable=True,
+        queue_name=queue_name if queue_name is not None else UNSET,
+        status=ListJobsStatusType1(status) if status is not None else UNSET,
+        task_name=task_name if task_name is not None else UNSET,
+        workflow_id=workflow_id if workflow_id is not None else UNSET,
+        metadata=json.dumps(dict(metadata), separators=(",", ":")) if metadata is not None else UNSET,
+        limit=limit,
+        cursor=cursor if cursor is not None else UNSET,
+    )
+
+
+def cancel(job_id: str) -> Call[Job]:
+    # Not replayable: if a first attempt landed, a repeat would answer 409 invalid_state for a job it cancelled.
+    return call(cancel_job, Job.from_json, job_id, replayable=False)
+
+
+def retry(job_id: str) -> Call[Job]:
+    return call(retry_job, Job.from_json, job_id, replayable=False)
+
+
+def queues() -> Call[list[Queue]]:
+    return call(list_queues, lambda data: [Queue.from_json(queue) for queue in data["queues"]], replayable=True)
+
+
+# ---- worker routes ---------------------------------------------------------------------------------
+
+
+def lease(
+    queues: Sequence[str], *, max_jobs: int, lease_seconds: float, wait_seconds: float, worker_id: str | None
+) -> Call[list[LeasedJob]]:
+    body = LeaseRequest(
+        queues=list(queues),
+        max_jobs=max_jobs,
+        lease_seconds=lease_seconds,
+        wait_seconds=wait_seconds,
+        worker_id=worker_id if worker_id is not None else UNSET,
+    )
+    # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
+    return call(
+        lease_jobs, lambda data: [LeasedJob.from_json(job) for job in data["jobs"]], replayable=False, body=body
+    )
+
+
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float) -> Call[datetime]:
+    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds)
+    return call(
+        heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
+    )
+
+
+def complete(job_id: str, lease_token: str, result: Any) -> Call[Job]:
+    # Replayable: a repeat of a completion that landed is answered lease_lost, and the worker knows what that means.
+    body = CompleteRequest(lease_token=lease_token, result=result)
+    return call(complete_job, Job.from_json, job_id, replayable=True, body=body)
+
+
+def fail(job_id: str, lease_token: str, error: str, *, retryable: bool, retry_after_seconds: float | None) -> Call[Job]:
+    body = FailRequest(
+        lease_token=lease_token,
+        error=error,
+        retryable=retryable,
+        retry_after_seconds=retry_after_seconds if retry_after_seconds is not None else UNSET,
+    )
+    return call(fail_job, Job.from_json, job_id, replayable=True, body=body)
+
+
+def ack(complete: Sequence[AckComplete], fail: Sequence[AckFail]) -> Call[list[AckResult]]:
+    body = AckRequest(complete=list(complete), fail=list(fail))
+    return call(
+        ack_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
+    )
+
+
+# ---- workflows (raw until the spec has them) -------------------------------------------------------
+
+
+def create_workflow(
+    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
+) -> Call[Workflow]:
+    body = {
+        "name": name,
+        "context": dict(context or {}),
+        "steps": [step.to_json() if isinstance(step, Step) else dict(step) for step in steps],
+    }
+    return call(
+        RawOperation("POST", "/v1/workflows"),
+        Workflow.from_json,
+        replayable=True,
+        body=body,
+        headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+    )
+
+
+def get_workflow(workflow_id: str) -> Call[Workflow]:
+    return call(RawOperation("GET", "/v1/workflows/{}"), Workflow.from_json, workflow_id, replayable=True)
+
+
+def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None) -> Call[Page[Workflow]]:
+    return call(
+        RawOperation("GET", "/v1/workflows"),
+        lambda data: Page([Workflow.from_json(item) for item in data["items"]], data.get("next_cursor")),
+        replayable=True,
+        params={"status": status, "limit": limit, "cursor": cursor},
+    )
+
+
+def cancel_workflow(workflow_id: str) -> Call[Workflow]:
+    return call(RawOperation("POST", "/v1/workflows/{}/cancel"), Workflow.from_json, workflow_id, replayable=False)
+
+
+# ---- schedules (raw until the spec has them) -------------------------------------------------------
+
+SCHEDULE_FIELDS = ("cron", "timezone", "task_name", "queue_name", "payload", "priority", "max_retries", "enabled")
+
+
+def _schedule_body(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: (dict(value) if key == "payload" else value) for key, value in fields.items() if value is not None}
+
+
+def create_schedule(name: str, fields: Mapping[str, Any]) -> Call[Schedule]:
+    # Not replayable: a create that landed makes its repeat a 409 (the name is taken).
+    return call(
+        RawOperation("POST", "/v1/schedules"),
+        Schedule.from_json,
+        replayable=False,
+        body={"name": name, **_schedule_body(fields)},
+    )
+
+
+def get_schedule(name: str) -> Call[Schedule]:
+    return call(RawOperation("GET", "/v1/schedules/{}"), Schedule.from_json, name, replayable=True)
+
+
+def list_schedules(limit: int, cursor: str | None) -> Call[Page[Schedule]]:
+    return call(
+        RawOperation("GET", "/v1/schedules"),
+        lambda data: Page([Schedule.from_json(item) for item in data["items"]], data.get("next_cursor")),
+        replayable=True,
+        params={"limit": limit, "cursor": cursor},
+    )
+
+
+def update_schedule(name: str, fields: Mapping[str, Any]) -> Call[Schedule]:
+    return call(
+        RawOperation("PATCH", "/v1/schedules/{}"),
+        Schedule.from_json,
+        name,
+        replayable=True,
+        body=_schedule_body(fields),
+    )
+
+
+def delete_schedule(name: str) -> Call[None]:
+    return call(RawOperation("DELETE", "/v1/schedules/{}"), lambda data: None, name, replayable=False)

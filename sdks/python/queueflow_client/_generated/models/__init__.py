@@ -1,0 +1,93 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .ack_complete import AckComplete
+from .ack_fail import AckFail
+from .ack_request import AckRequest
+from .ack_result import AckResult
+from .ack_result_outcome import AckResultOutcome
+from .ack_result_status_type_1 import AckResultStatusType1
+from .ack_result_status_type_2_type_1 import AckResultStatusType2Type1
+from .ack_result_status_type_3_type_1 import AckResultStatusType3Type1
+from .ack_results import AckResults
+from .backoff import Backoff
+from .backoff_strategy import BackoffStrategy
+from .batch_item import BatchItem
+from .batch_item_metadata import BatchItemMetadata
+from .batch_item_payload import BatchItemPayload
+from .complete_request import CompleteRequest
+from .enqueue_batch import EnqueueBatch
+from .enqueue_job import EnqueueJob
+from .enqueue_job_metadata import EnqueueJobMetadata
+from .enqueue_job_payload import EnqueueJobPayload
+from .fail_request import FailRequest
+from .field_problem import FieldProblem
+from .health import Health
+from .health_status import HealthStatus
+from .heartbeat import Heartbeat
+from .heartbeat_request import HeartbeatRequest
+from .job import Job
+from .job_batch import JobBatch
+from .job_metadata import JobMetadata
+from .job_page import JobPage
+from .job_payload import JobPayload
+from .job_status import JobStatus
+from .lease_request import LeaseRequest
+from .leased_job import LeasedJob
+from .leased_job_metadata import LeasedJobMetadata
+from .leased_job_payload import LeasedJobPayload
+from .leased_job_status import LeasedJobStatus
+from .leased_jobs import LeasedJobs
+from .list_jobs_status_type_1 import ListJobsStatusType1
+from .list_jobs_status_type_2_type_1 import ListJobsStatusType2Type1
+from .list_jobs_status_type_3_type_1 import ListJobsStatusType3Type1
+from .problem import Problem
+from .problem_code import ProblemCode
+from .queue import Queue
+from .queue_list import QueueList
+
+__all__ = (
+    "AckComplete",
+    "AckFail",
+    "AckRequest",
+    "AckResult",
+    "AckResultOutcome",
+    "AckResultStatusType1",
+    "AckResultStatusType2Type1",
+    "AckResultStatusType3Type1",
+    "AckResults",
+    "Backoff",
+    "BackoffStrategy",
+    "BatchItem",
+    "BatchItemMetadata",
+    "BatchItemPayload",
+    "CompleteRequest",
+    "EnqueueBatch",
+    "EnqueueJob",
+    "EnqueueJobMetadata",
+    "EnqueueJobPayload",
+    "FailRequest",
+    "FieldProblem",
+    "Health",
+    "HealthStatus",
+    "Heartbeat",
+    "HeartbeatRequest",
+    "Job",
+    "JobBatch",
+    "JobMetadata",
+    "JobPage",
+    "JobPayload",
+    "JobStatus",
+    "LeaseRequest",
+    "LeasedJob",
+    "LeasedJobMetadata",
+    "LeasedJobPayload",
+    "LeasedJobStatus",
+    "LeasedJobs",
+    "ListJobsStatusType1",
+    "ListJobsStatusType2Type1",
+    "ListJobsStatusType3Type1",
+    "Problem",
+    "ProblemCode",
+    "Queue",
+    "QueueList",
+)

@@ -1,0 +1,180 @@
+"""How a call reaches the server: the generated core sends it; this layer adds auth, timeouts, retries and errors.
+
+A `Call` describes one request (a generated operation with its arguments) and how to read the answer. The sync
+and async transports send it the same way:
+
+- a 2xx answer is decoded and parsed into the call's return type;
+- a problem answer raises the matching `errors.APIError` subclass;
+- a 503, or a connection that failed before the request went out, is retried for every call, with exponential
+  backoff and jitter: the server did nothing;
+- any other transport failure (a timeout or reset after the request was sent) is retried only for a call that
+  is `replayable`, one whose repeat cannot do anything twice (reads, and writes keyed by an Idempotency-Key or a
+  lease token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+import httpx
+
+from queueflow_client._generated.client import AuthenticatedClient
+from queueflow_client._generated.types import Response
+from queueflow_client.errors import APIConnectionError, APITimeoutError, error_from_response
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+USER_AGENT = "queueflow-client-python/0.1.0"
+
+# Failures that happen before a single byte of the request is sent: repeating the request cannot repeat an effect.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    send: Callable[..., Response[Any]]
+    """Called with `client=` the generated core's client (as every generated operation is)."""
+    asend: Callable[..., Awaitable[Response[Any]]]
+    parse: Callable[[Any], T]
+    """Decoded JSON body (None for an empty one) → the value the caller gets."""
+    replayable: bool
+
+
+def call(operation: Any, parse: Callable[[Any], T], *args: Any, replayable: bool, **kwargs: Any) -> Call[T]:
+    """A call of `operation` (a generated operation module, or anything with the same two functions)."""
+    return Call(
+        partial(_sync_detailed(operation), *args, **kwargs),
+        partial(operation.asyncio_detailed, *args, **kwargs),
+        parse,
+        replayable,
+    )
+
+
+def _sync_detailed(operation: Any) -> Callable[..., Response[Any]]:
+    function: Callable[..., Response[Any]] = operation.sync_detailed
+    return function
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_retries: int = DEFAULT_MAX_RETRIES
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def delay(self, attempt: int) -> float:
+        """Before retry `attempt` (0 for the first): exponential, capped, drawn from [delay/2, delay]."""
+        ceiling = min(self.max_delay, self.base_delay * 2**attempt)
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    headers = {"User-Agent": USER_AGENT}
+    if api_key is not None:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _configure(http: httpx.Client | httpx.AsyncClient, base_url: str, api_key: str | None) -> None:
+    http.base_url = httpx.URL(base_url)
+    http.headers.update(_headers(api_key))
+
+
+def _decide(call: Call[Any], attempt: int, policy: RetryPolicy, exc: httpx.TransportError | None) -> bool:
+    """Whether to try `call` again after attempt `attempt` failed (with `exc`, or with a 503 when None)."""
+    if attempt >= policy.max_retries:
+        return False
+    return exc is None or isinstance(exc, _NOT_SENT) or call.replayable
+
+
+def _failure(exc: httpx.TransportError) -> APIConnectionError:
+    if isinstance(exc, httpx.TimeoutException):
+        return APITimeoutError(f"the server did not answer in time: {exc!r}")
+    return APIConnectionError(f"could not reach the server: {exc!r}")
+
+
+def _result(call: Call[T], response: Response[Any]) -> T:
+    status = int(response.status_code)
+    if 200 <= status < 300:
+        return call.parse(json.loads(response.content) if response.content else None)
+    raise error_from_response(status, response.content)
+
+
+class SyncTransport:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float,
+        retry: RetryPolicy,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self._owns_http = http_client is None
+        http = http_client or httpx.Client(timeout=timeout)
+        _configure(http, base_url, api_key)
+        self.client = AuthenticatedClient(base_url=base_url, token=api_key or "").set_httpx_client(http)
+        self.http = http
+        self.retry = retry
+
+    def __call__(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                response = call.send(client=self.client)
+            except httpx.TransportError as exc:
+                if not _decide(call, attempt, self.retry, exc):
+                    raise _failure(exc) from exc
+            else:
+                if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
+                    return _result(call, response)
+            time.sleep(self.retry.delay(attempt))
+            attempt += 1
+
+    def close(self) -> None:
+        if self._owns_http:
+            self.http.close()
+
+
+class AsyncTransport:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float,
+        retry: RetryPolicy,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._owns_http = http_client is None
+        http = http_client or httpx.AsyncClient(timeout=timeout)
+        _configure(http, base_url, api_key)
+        self.client = AuthenticatedClient(base_url=base_url, token=api_key or "").set_async_httpx_client(http)
+        self.http = http
+        self.retry = retry
+
+    async def __call__(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                response = await call.asend(client=self.client)
+            except httpx.TransportError as exc:
+                if not _decide(call, attempt, self.retry, exc):
+                    raise _failure(exc) from exc
+            else:
+                if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
+                    return _result(call, response)
+            await asyncio.sleep(self.retry.delay(attempt))
+            attempt += 1
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self.http.aclose()

@@ -1,0 +1,142 @@
+"""Every error the client raises: one root, then one class per HTTP status and problem `code`.
+
+    QueueFlowError
+    ├── APIConnectionError          the request got no answer (refused, reset, DNS, …)
+    │   └── APITimeoutError         … within the client's timeout
+    └── APIError                    the server answered with a problem: .status, .code, .detail, .errors
+        ├── ValidationError         400 validation_error (.errors names the fields)
+        ├── AuthenticationError     401 unauthorized
+        ├── PermissionDeniedError   403 forbidden
+        ├── NotFoundError           404 not_found
+        ├── ConflictError           409
+        │   ├── LeaseLostError      409 lease_lost: the lease token no longer holds the job
+        │   └── InvalidStateError   409 invalid_state: e.g. cancelling a finished job
+        ├── PayloadTooLargeError    413 payload_too_large
+        └── UnavailableError        503 unavailable: the database is unreachable (retried automatically)
+
+Any other status raises `APIError` itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "ConflictError",
+    "FieldError",
+    "InvalidStateError",
+    "LeaseLostError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "QueueFlowError",
+    "UnavailableError",
+    "ValidationError",
+]
+
+
+class QueueFlowError(Exception):
+    """The root of every error this package raises."""
+
+
+class APIConnectionError(QueueFlowError):
+    """The request got no answer: the server could not be reached or the connection broke."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The server did not answer within the client's timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem with one input: `field` is its dotted path (`jobs.3.task_name`; empty for the whole body)."""
+
+    field: str
+    message: str
+
+
+class APIError(QueueFlowError):
+    """The server answered with an RFC 9457 problem (or an unexpected status)."""
+
+    def __init__(
+        self, status: int, code: str | None, detail: str, errors: tuple[FieldError, ...] = (), *, body: Any = None
+    ) -> None:
+        super().__init__(f"{status} {code or 'error'}: {detail}")
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.errors = errors
+        self.body = body
+        """The decoded response body (the problem document), for anything the attributes above leave out."""
+
+
+class ValidationError(APIError):
+    """400: the request was malformed or broke a rule; `errors` says which fields."""
+
+
+class AuthenticationError(APIError):
+    """401: the API key is missing or unknown."""
+
+
+class PermissionDeniedError(APIError):
+    """403: the key may not call this route (a tenant key on a worker route, or the other way round)."""
+
+
+class NotFoundError(APIError):
+    """404: no such object for this tenant."""
+
+
+class ConflictError(APIError):
+    """409: the object is not in a state that allows the request."""
+
+
+class LeaseLostError(ConflictError):
+    """409 lease_lost: the lease token is stale (the job was cancelled, reclaimed or finished) or expired."""
+
+
+class InvalidStateError(ConflictError):
+    """409 invalid_state: e.g. cancelling a finished job, or retrying one that is not dead-lettered or cancelled."""
+
+
+class PayloadTooLargeError(APIError):
+    """413: the request body is over the server's limit."""
+
+
+class UnavailableError(APIError):
+    """503: the server cannot reach its database; safe to retry (the client already did)."""
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: ValidationError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    503: UnavailableError,
+}
+_BY_CODE: dict[str, type[APIError]] = {"lease_lost": LeaseLostError, "invalid_state": InvalidStateError}
+
+
+def error_from_response(status: int, content: bytes) -> APIError:
+    """The exception for an error response: its class from the problem's `code`, else from the status."""
+    try:
+        body = json.loads(content) if content else None
+    except ValueError:
+        body = None
+    problem = body if isinstance(body, dict) else {}
+    code = problem.get("code") if isinstance(problem.get("code"), str) else None
+    detail = problem.get("detail") or problem.get("title") or content.decode("utf-8", "replace")[:500] or "no detail"
+    errors = tuple(
+        FieldError(str(item.get("field", "")), str(item.get("message", "")))
+        for item in problem.get("errors") or ()
+        if isinstance(item, dict)
+    )
+    cls = (_BY_CODE.get(code) if code else None) or _BY_STATUS.get(status, APIError)
+    return cls(status, code, str(detail), errors, body=body)

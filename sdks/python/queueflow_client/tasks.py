@@ -1,0 +1,220 @@
+"""Task code, and how one delivery of a job runs it: the same for the remote `Worker` and the server's
+in-process runner (`queueflow serve --tasks module:registry`).
+
+    tasks = TaskRegistry()
+
+    @tasks.task("send_email")
+    async def send_email(payload: dict, ctx: JobContext) -> dict:   # a plain `def` runs in a thread
+        ...
+        return {"sent": True}
+
+A task's return value completes the job (it must be JSON). An exception fails the delivery: the job retries
+with backoff while its budget lasts, then dead-letters. Raise `Retry(after=seconds)` to choose the wait, or
+`Fatal(message)` to dead-letter at once. While a task runs its lease is heartbeated every `lease_seconds / 3`;
+when a heartbeat finds the lease lost (the job was cancelled, or its lease expired and it was reclaimed) the
+task is told: an async task is cancelled, a sync one sees `ctx.cancelled` become true. Whatever such a task
+returns afterwards is dropped; the lease token it holds can no longer complete the job.
+
+The runners reach the job through a `Lease` (heartbeat / complete / fail, each answering whether the lease
+still held), so the task side knows nothing of HTTP or of the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+__all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "TaskRegistry"]
+
+log = logging.getLogger("queueflow_client.worker")
+
+TaskFunction = Callable[[dict[str, Any], "JobContext"], Any]
+"""`(payload, ctx) -> result`, async or not."""
+
+
+class Retry(Exception):
+    """Raise from a task to fail this delivery and retry after `after` seconds (None: the job's backoff)."""
+
+    def __init__(self, message: str = "retry requested", *, after: float | None = None) -> None:
+        super().__init__(message)
+        self.after = after
+
+
+class Fatal(Exception):
+    """Raise from a task to fail the job for good: it is dead-lettered without using its remaining retries."""
+
+
+class Delivery(Protocol):
+    """What a runner knows of the job it leased (a `types.LeasedJob` is one; so is the server's own job)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def task_name(self) -> str: ...
+    @property
+    def queue_name(self) -> str: ...
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+    @property
+    def delivery_count(self) -> int: ...
+    @property
+    def workflow_id(self) -> str | None: ...
+    @property
+    def workflow_step_id(self) -> str | None: ...
+    @property
+    def deadline(self) -> datetime | None: ...
+
+
+class Lease(Protocol):
+    """The held lease of one delivery. Each call answers False when the lease no longer holds the job."""
+
+    async def heartbeat(self) -> bool: ...
+    async def complete(self, result: Any) -> bool: ...
+    async def fail(self, error: str, *, retryable: bool, retry_after_seconds: float | None) -> bool: ...
+
+
+class JobContext:
+    """What a running task knows about its job, and how it keeps or learns it lost its lease."""
+
+    def __init__(self, job: Delivery, lease: Lease) -> None:
+        self.job_id = job.id
+        self.task_name = job.task_name
+        self.queue = job.queue_name
+        self.delivery_count = job.delivery_count
+        """1 on the first delivery, 2 on the first retry, …"""
+        self.workflow_id = job.workflow_id
+        self.workflow_step_id = job.workflow_step_id
+        self.deadline = job.deadline
+        """When this delivery's `timeout_seconds` runs out (None: no timeout)."""
+        self._lease = lease
+        self._loop = asyncio.get_running_loop()
+        self.cancellation = threading.Event()
+        """Set when the lease is lost (cancelled or reclaimed): `ctx.cancellation.wait(timeout)` works in threads."""
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the lease is lost: stop working, nothing this delivery does will be recorded."""
+        return self.cancellation.is_set()
+
+    async def heartbeat(self) -> bool:
+        """Extend the lease now (the runner also does so on its own); False, and `cancelled`, if it was lost."""
+        if self.cancelled:
+            return False
+        if not await self._lease.heartbeat():
+            self.cancellation.set()
+        return not self.cancelled
+
+    def heartbeat_blocking(self) -> bool:
+        """`heartbeat()` for a sync task, from its thread."""
+        return asyncio.run_coroutine_threadsafe(self.heartbeat(), self._loop).result()
+
+
+class TaskRegistry:
+    """Task functions by name; a runner executes deliveries against it."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskFunction] = {}
+
+    def task(self, name: str) -> Callable[[TaskFunction], TaskFunction]:
+        """Register the decorated function as the task `name`."""
+
+        def register(function: TaskFunction) -> TaskFunction:
+            self.register(name, function)
+            return function
+
+        return register
+
+    def register(self, name: str, function: TaskFunction) -> None:
+        if name in self._tasks:
+            raise ValueError(f"task {name!r} is already registered")
+        self._tasks[name] = function
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._tasks)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tasks
+
+    async def execute(self, job: Delivery, lease: Lease, *, heartbeat_every: float) -> None:
+        """Run one delivery to its end: call the task, heartbeat meanwhile, and complete or fail the job.
+
+        Never raises for anything the task does; raises only if the runner itself is cancelled."""
+        function = self._tasks.get(job.task_name)
+        if function is None:
+            known = ", ".join(self.names) or "none"
+            message = f"no task named {job.task_name!r} is registered in this worker (it knows: {known})"
+            await _settle(job, lease.fail(message, retryable=False, retry_after_seconds=None))
+            return
+        ctx = JobContext(job, lease)
+        work = asyncio.create_task(_invoke(function, dict(job.payload), ctx), name=f"queueflow-task-{job.id}")
+        watch = asyncio.create_task(_heartbeat_until_lost(ctx, heartbeat_every))
+        try:
+            await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if ctx.cancelled and not work.done():
+                work.cancel()  # a sync task's thread cannot be stopped: it has `ctx.cancelled` to look at
+            await asyncio.wait({work})
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+            if not work.done():  # the runner was cancelled: stop the task too
+                work.cancel()
+        if ctx.cancelled:
+            log.info("job %s: the lease was lost (cancelled or reclaimed); its result is dropped", job.id)
+            return
+        await _settle(job, _outcome(work, lease))
+
+
+async def _invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:
+    if inspect.iscoroutinefunction(function):
+        return await function(payload, ctx)
+    result = await asyncio.to_thread(function, payload, ctx)
+    if inspect.isawaitable(result):  # a callable object whose __call__ is async
+        return await result
+    return result
+
+
+async def _heartbeat_until_lost(ctx: JobContext, every: float) -> None:
+    while not ctx.cancelled:
+        await asyncio.sleep(every)
+        try:
+            await ctx.heartbeat()
+        except Exception as exc:  # the server is unreachable: try again; the lease may still hold
+            log.warning("job %s: heartbeat failed: %s", ctx.job_id, exc)
+
+
+def _outcome(work: asyncio.Task[Any], lease: Lease) -> Awaitable[bool]:
+    if work.cancelled():
+        return lease.fail("the task was cancelled", retryable=True, retry_after_seconds=None)
+    exc = work.exception()
+    if exc is None:
+        result = work.result()
+        try:
+            json.dumps(result, allow_nan=False)
+        except (TypeError, ValueError) as problem:
+            return lease.fail(f"the task's result is not JSON: {problem}", retryable=False, retry_after_seconds=None)
+        return lease.complete(result)
+    if isinstance(exc, Retry):
+        return lease.fail(str(exc), retryable=True, retry_after_seconds=exc.after)
+    if isinstance(exc, Fatal):
+        return lease.fail(str(exc) or "fatal", retryable=False, retry_after_seconds=None)
+    return lease.fail(f"{type(exc).__name__}: {exc}", retryable=True, retry_after_seconds=None)
+
+
+async def _settle(job: Delivery, outcome: Awaitable[bool]) -> None:
+    try:
+        held = await outcome
+    except Exception:
+        # Left to the lease's expiry: the janitor reclaims the job and it is delivered again.
+        log.exception("job %s: could not record the outcome", job.id)
+        return
+    if not held:
+        log.warning("job %s: the lease was lost before the outcome could be recorded", job.id)

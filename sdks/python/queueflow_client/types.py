@@ -1,0 +1,302 @@
+"""The objects the client returns: plain frozen dataclasses, decoded from the API's JSON.
+
+They mirror API.md's shapes; datetimes are aware (UTC). Fields the server may add later are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+T = TypeVar("T")
+
+JobStatus = Literal["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
+WorkflowStatus = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
+StepStatus = Literal["pending", "enqueued", "completed", "failed", "skipped", "cancelled"]
+OnFailure = Literal["halt", "skip", "continue"]
+
+
+def _time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value)
+
+
+def _required_time(value: Any) -> datetime:
+    when = _time(value)
+    if when is None:
+        raise ValueError("a required time is missing")
+    return when
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How long a failed job waits before its next delivery (see API.md, "Backoff")."""
+
+    strategy: Literal["exponential", "linear", "fixed"] = "exponential"
+    base_seconds: float = 1.0
+    max_seconds: float = 3600.0
+    jitter: bool = True
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Backoff:
+        return cls(data["strategy"], float(data["base_seconds"]), float(data["max_seconds"]), bool(data["jitter"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "base_seconds": self.base_seconds,
+            "max_seconds": self.max_seconds,
+            "jitter": self.jitter,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    id: str
+    tenant_id: str
+    queue_name: str
+    task_name: str
+    payload: dict[str, Any]
+    status: JobStatus
+    priority: int
+    scheduled_at: datetime
+    locked_until: datetime | None
+    delivery_count: int
+    retry_count: int
+    max_retries: int
+    backoff: Backoff
+    timeout_seconds: float | None
+    next_retry_at: datetime | None
+    result: Any
+    error_message: str | None
+    workflow_id: str | None
+    workflow_step_id: str | None
+    metadata: dict[str, Any]
+    idempotency_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Job:
+        return cls(**_job_fields(data))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeasedJob(Job):
+    """A job as its worker holds it: with the token that proves the lease, and the delivery's deadline."""
+
+    lease_token: str
+    deadline: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LeasedJob:
+        return cls(**_job_fields(data), lease_token=data["lease_token"], deadline=_time(data.get("deadline")))
+
+
+def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": data["id"],
+        "tenant_id": data["tenant_id"],
+        "queue_name": data["queue_name"],
+        "task_name": data["task_name"],
+        "payload": dict(data["payload"]),
+        "status": data["status"],
+        "priority": data["priority"],
+        "scheduled_at": _required_time(data["scheduled_at"]),
+        "locked_until": _time(data.get("locked_until")),
+        "delivery_count": data["delivery_count"],
+        "retry_count": data["retry_count"],
+        "max_retries": data["max_retries"],
+        "backoff": Backoff.from_json(data["backoff"]),
+        "timeout_seconds": data.get("timeout_seconds"),
+        "next_retry_at": _time(data.get("next_retry_at")),
+        "result": data.get("result"),
+        "error_message": data.get("error_message"),
+        "workflow_id": data.get("workflow_id"),
+        "workflow_step_id": data.get("workflow_step_id"),
+        "metadata": dict(data.get("metadata") or {}),
+        "idempotency_key": data.get("idempotency_key"),
+        "created_at": _required_time(data["created_at"]),
+        "started_at": _time(data.get("started_at")),
+        "completed_at": _time(data.get("completed_at")),
+    }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Queue:
+    """One queue's counts (disjoint by state; see API.md, "Queue counts")."""
+
+    name: str
+    pending: int
+    scheduled: int
+    running: int
+    retrying: int
+    completed: int
+    dead_letter: int
+    cancelled: int
+    oldest_pending_age_seconds: float | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Queue:
+        return cls(
+            name=data["name"],
+            pending=data["pending"],
+            scheduled=data["scheduled"],
+            running=data["running"],
+            retrying=data["retrying"],
+            completed=data["completed"],
+            dead_letter=data["dead_letter"],
+            cancelled=data["cancelled"],
+            oldest_pending_age_seconds=data.get("oldest_pending_age_seconds"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list, newest first; pass `next_cursor` back for the next one (None: this was the last)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AckResult:
+    """One item of a batched ack: `ok`, or `lease_lost` with the job's current status (None: no such job)."""
+
+    id: str
+    outcome: Literal["ok", "lease_lost"]
+    status: JobStatus | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AckResult:
+        return cls(data["id"], data["outcome"], data.get("status"))
+
+
+# ---- workflows -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One step of a workflow to create: a job to run once every step it `depends_on` has finished."""
+
+    name: str
+    task_name: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    depends_on: Sequence[str] = ()
+    on_failure: OnFailure = "halt"
+    queue_name: str | None = None
+    priority: int | None = None
+    max_retries: int | None = None
+    backoff: Backoff | None = None
+    timeout_seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "name": self.name,
+            "task_name": self.task_name,
+            "payload": dict(self.payload),
+            "depends_on": list(self.depends_on),
+            "on_failure": self.on_failure,
+        }
+        options = {
+            "queue_name": self.queue_name,
+            "priority": self.priority,
+            "max_retries": self.max_retries,
+            "backoff": self.backoff.to_json() if self.backoff is not None else None,
+            "timeout_seconds": self.timeout_seconds,
+        }
+        return body | {key: value for key, value in options.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowStep:
+    """A step as the workflow reports it: its status and, once enqueued, its job."""
+
+    name: str
+    task_name: str
+    status: StepStatus
+    job_id: str | None
+    depends_on: list[str]
+    on_failure: OnFailure
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkflowStep:
+        return cls(
+            name=data["name"],
+            task_name=data["task_name"],
+            status=data["status"],
+            job_id=data.get("job_id"),
+            depends_on=list(data.get("depends_on") or []),
+            on_failure=data.get("on_failure", "halt"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workflow:
+    id: str
+    tenant_id: str
+    name: str
+    status: WorkflowStatus
+    context: dict[str, Any]
+    steps: list[WorkflowStep]
+    created_at: datetime
+    completed_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Workflow:
+        return cls(
+            id=data["id"],
+            tenant_id=data["tenant_id"],
+            name=data["name"],
+            status=data["status"],
+            context=dict(data.get("context") or {}),
+            steps=[WorkflowStep.from_json(step) for step in data.get("steps") or []],
+            created_at=_required_time(data["created_at"]),
+            completed_at=_time(data.get("completed_at")),
+        )
+
+
+# ---- schedules -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job."""
+
+    id: str
+    name: str
+    cron: str
+    timezone: str
+    task_name: str
+    queue_name: str
+    payload: dict[str, Any]
+    priority: int
+    max_retries: int
+    enabled: bool
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Schedule:
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            cron=data["cron"],
+            timezone=data.get("timezone", "UTC"),
+            task_name=data["task_name"],
+            queue_name=data.get("queue_name", "default"),
+            payload=dict(data.get("payload") or {}),
+            priority=data.get("priority", 0),
+            max_retries=data.get("max_retries", 3),
+            enabled=data.get("enabled", True),
+            next_run_at=_time(data.get("next_run_at")),
+            last_run_at=_time(data.get("last_run_at")),
+            created_at=_required_time(data["created_at"]),
+        )

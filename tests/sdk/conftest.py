@@ -1,0 +1,98 @@
+"""The SDK against the real app in-process: in-memory store, TestClock, httpx's ASGI transport."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+from litestar import Litestar
+from queueflow.api import create_app
+from queueflow.engine import Engine
+from queueflow.ports import TestClock
+from queueflow.settings import Settings
+from queueflow.stores.memory import InMemoryJobStore
+from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker
+
+from tests.api.conftest import WatchedWakeups
+
+START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+BASE = "http://testserver"
+SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys=("key-w",), max_body_bytes=4096)
+
+
+@pytest.fixture
+def clock() -> TestClock:
+    return TestClock(START)
+
+
+@pytest.fixture
+def wakeups() -> WatchedWakeups:
+    return WatchedWakeups()
+
+
+@pytest.fixture
+def store(wakeups: WatchedWakeups) -> InMemoryJobStore:
+    return InMemoryJobStore(wakeups=wakeups)
+
+
+@pytest.fixture
+def engine(store: InMemoryJobStore, clock: TestClock) -> Engine:
+    """The same store and clock as the app's, for what a test does behind the API (a janitor sweep)."""
+    return Engine(store, clock, rng=random.Random(3))
+
+
+@pytest.fixture
+def app(store: InMemoryJobStore, clock: TestClock, wakeups: WatchedWakeups) -> Litestar:
+    return create_app(SETTINGS, store=store, clock=clock, wakeups=wakeups, rng=random.Random(7))
+
+
+class Responses:
+    """Tells a test when the app has answered a request whose path ends with some suffix (no sleeping)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._changed = asyncio.Condition()
+
+    async def hook(self, response: httpx.Response) -> None:
+        self.seen.append(response.request.url.path)
+        async with self._changed:
+            self._changed.notify_all()
+
+    def count(self, suffix: str) -> int:
+        return sum(path.endswith(suffix) for path in self.seen)
+
+    async def until(self, suffix: str, count: int = 1) -> None:
+        async with asyncio.timeout(5), self._changed:
+            await self._changed.wait_for(lambda: self.count(suffix) >= count)
+
+
+@pytest.fixture
+def responses() -> Responses:
+    return Responses()
+
+
+@pytest.fixture
+def http(app: Litestar, responses: Responses) -> Callable[[], httpx.AsyncClient]:
+    def make() -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), event_hooks={"response": [responses.hook]})
+
+    return make
+
+
+@pytest.fixture
+async def client(http: Callable[[], httpx.AsyncClient]) -> AsyncIterator[AsyncQueueFlow]:
+    async with http() as transport, AsyncQueueFlow(BASE, "key-a", http_client=transport, retry_delay=0) as client:
+        yield client
+
+
+@pytest.fixture
+def make_worker(http: Callable[[], httpx.AsyncClient]) -> Callable[..., Worker]:
+    def make(tasks: TaskRegistry, **options: object) -> Worker:
+        options.setdefault("wait_seconds", 5)
+        return Worker(BASE, "key-w", tasks, http_client=http(), **options)  # type: ignore[arg-type]
+
+    return make
