@@ -20,6 +20,7 @@ from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.worker import WorkerController
+from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
 from queueflow.engine import Engine
 from queueflow.ports import Clock, Store
@@ -47,7 +48,14 @@ def create_app(
 
     v1 = Router(
         path="/v1",
-        route_handlers=[jobs_options, JobsController, QueuesController, WorkerController],
+        route_handlers=[
+            jobs_options,
+            JobsController,
+            QueuesController,
+            workflows_options,
+            WorkflowsController,
+            WorkerController,
+        ],
         guards=[guard(Keyring(settings))],
         security=[{SECURITY_SCHEME: []}],
         dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},
