@@ -8,6 +8,7 @@ import msgspec
 from litestar import Controller, Response, get, post, route
 from litestar.di import NamedDependency
 from litestar.enums import HttpMethod
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 
@@ -45,11 +46,19 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
-@route("/jobs", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
-async def jobs_options() -> Response[None]:
+def collection_options(path: str) -> HTTPRouteHandler:
+    """The OPTIONS route of a collection with GET and POST; register it before the collection's controller."""
+
     # Litestar's automatic OPTIONS answer lists one method when GET and POST on a path are separate handlers;
-    # this one must be registered before JobsController to take its place.
-    return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+    # a route registered before the controller takes its place.
+    @route(path, http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
+    async def options() -> Response[None]:
+        return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+
+    return options
+
+
+jobs_options = collection_options("/jobs")
 
 
 class JobsController(Controller):

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Controller, Response, get, post, route
+from litestar import Controller, Response, get, post
 from litestar.di import NamedDependency
-from litestar.enums import HttpMethod
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody, QueryParameter
 
 from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
-from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader
+from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, collection_options
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import CreateWorkflow, JobIdPath, Workflow, WorkflowPage, WorkflowStatusName
@@ -22,10 +21,7 @@ from queueflow.engine import MAX_PAGE, Engine
 WorkflowIdPath = JobIdPath  # every id has the same shape: a type prefix and 26 base32 characters
 
 
-@route("/workflows", http_method=[HttpMethod.OPTIONS], include_in_schema=False, opt={"credential": "none"})
-async def workflows_options() -> Response[None]:
-    # The same Litestar OPTIONS bug as on /jobs (see jobs_options): registered before WorkflowsController.
-    return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+workflows_options = collection_options("/workflows")
 
 
 class WorkflowsController(Controller):
