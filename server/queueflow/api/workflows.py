@@ -19,8 +19,6 @@ from queueflow.core.workflow import StepStatus, WorkflowStatus
 from queueflow.engine import MAX_PAGE, Engine
 
 WorkflowIdPath = JobIdPath  # every id has the same shape: a type prefix and 26 base32 characters
-
-
 workflows_options = collection_options("/workflows")
 
 
