@@ -22,6 +22,8 @@ JSON = {**TENANT_A, "Content-Type": "application/json"}
         (b'{"task_name": "t", "run_at": 0}', "run_at"),
         (b'{"task_name": "t", "run_at": "2026-03-01T12:00:00"}', "run_at"),
         (b'{"task_name": "t", "run_at": "yesterday"}', "run_at"),
+        (b'{"task_name": "t", "run_at": "0001-01-01T00:00:00+04:06"}', "run_at"),
+        (b'{"task_name": "t", "run_at": "9999-12-31T23:00:00-05:00"}', "run_at"),
         (b'{"task_name": "t", "priority": "0"}', "priority"),
         (b'{"task_name": "t", "priority": 1.5}', "priority"),
         (b'{"task_name": "t", "delay_seconds": "5"}', "delay_seconds"),

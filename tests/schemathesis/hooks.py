@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 import schemathesis
+from queueflow.core.dag import dependency_errors
 from queueflow.core.schedule import cron_errors, timezone_errors
+from queueflow.core.workflow import CONTEXT_KEY
 from schemathesis import Case
 from schemathesis.hooks import HookContext
 
@@ -48,6 +50,8 @@ def _body_ok(body: Any) -> bool:
         return False
     if "jobs" in body and isinstance(body["jobs"], list):
         return all(_job_ok(job) for job in body["jobs"])
+    if "steps" in body and isinstance(body["steps"], list):
+        return _workflow_ok(body["steps"])
     if "task_name" in body:
         return _job_ok(body)
     if set(body) <= {"complete", "fail"}:  # an ack carries 1–1000 items in all
@@ -73,6 +77,16 @@ def _job_ok(job: Any) -> bool:
         return False
     backoff = {**DEFAULT_BACKOFF, **(job.get("backoff") or {})}
     return bool(backoff["max_seconds"] >= backoff["base_seconds"])
+
+
+def _workflow_ok(steps: list[Any]) -> bool:
+    if not all(isinstance(step, dict) for step in steps):
+        return True
+    if not all(_job_ok(step) and CONTEXT_KEY not in (step.get("payload") or {}) for step in steps):
+        return False  # `_context` is reserved for the context the engine adds
+    # Unique names, resolvable dependencies, no cycles: the graph rules are the engine's own (core.dag).
+    names = [step.get("name") for step in steps]
+    return not dependency_errors(names, [step.get("depends_on") or [] for step in steps])
 
 
 def _storable(value: Any, depth: int = 0) -> bool:

@@ -21,6 +21,7 @@ from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
 from queueflow.api.worker import WorkerController
+from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
 from queueflow.engine import Engine
 from queueflow.ports import Clock, Store
@@ -52,6 +53,8 @@ def create_app(
             jobs_options,
             JobsController,
             QueuesController,
+            workflows_options,
+            WorkflowsController,
             WorkerController,
             schedules_options,
             schedule_options,

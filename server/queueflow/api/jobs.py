@@ -40,7 +40,7 @@ IdempotencyKeyHeader = Annotated[
         name="Idempotency-Key",
         min_length=1,
         max_length=255,
-        description="Scoped to the tenant: a repeat answers 200 with the original job, unchanged.",
+        description="Scoped to the tenant: a repeat answers 200 with the original object, unchanged.",
     ),
 ]
 

@@ -7,7 +7,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
@@ -18,6 +18,13 @@ from queueflow.core.types import Job, JobStatus, QueueStats
 access_log = logging.getLogger("queueflow.access")
 
 DEPTH_STATES = ("pending", "scheduled", "running", "retrying", "completed", "dead_letter", "cancelled")
+
+
+class Queued(Protocol):
+    """Anything that put a job on a queue: the job itself, or the workflow step it runs."""
+
+    @property
+    def queue_name(self) -> str: ...
 
 
 class Metrics:
@@ -56,7 +63,7 @@ class Metrics:
             registry=self.registry,
         )
 
-    def jobs_enqueued(self, jobs: Iterable[Job]) -> None:
+    def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
         for job in jobs:
             self.enqueued.labels(job.queue_name).inc()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.jsonvalue import storage_errors
@@ -83,6 +83,8 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
     if job.run_at is not None:
         if not isinstance(job.run_at, datetime) or job.run_at.utcoffset() is None:
             errors.append(FieldError((*loc, "run_at"), "must be a date-time with a UTC offset"))
+        elif not _in_utc_range(job.run_at):
+            errors.append(FieldError((*loc, "run_at"), "is out of range once converted to UTC"))
         if job.delay_seconds is not None:
             errors.append(FieldError((*loc, "delay_seconds"), "cannot be combined with run_at"))
     if job.delay_seconds is not None:
@@ -95,6 +97,15 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
     if job.idempotency_key is not None:
         errors += text_errors(job.idempotency_key, (*loc, "idempotency_key"), max_len=255)
     return errors
+
+
+def _in_utc_range(moment: datetime) -> bool:
+    # 0001-01-01T00:00:00+04:00 is a valid date-time whose UTC instant falls before year 1.
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def check_new_jobs(jobs: Sequence[NewJob]) -> None:

@@ -15,6 +15,10 @@ from .batch_item import BatchItem
 from .batch_item_metadata import BatchItemMetadata
 from .batch_item_payload import BatchItemPayload
 from .complete_request import CompleteRequest
+from .create_schedule import CreateSchedule
+from .create_schedule_payload import CreateSchedulePayload
+from .create_workflow import CreateWorkflow
+from .create_workflow_context import CreateWorkflowContext
 from .enqueue_batch import EnqueueBatch
 from .enqueue_job import EnqueueJob
 from .enqueue_job_metadata import EnqueueJobMetadata
@@ -40,10 +44,28 @@ from .leased_jobs import LeasedJobs
 from .list_jobs_status_type_1 import ListJobsStatusType1
 from .list_jobs_status_type_2_type_1 import ListJobsStatusType2Type1
 from .list_jobs_status_type_3_type_1 import ListJobsStatusType3Type1
+from .list_workflows_status_type_1 import ListWorkflowsStatusType1
+from .list_workflows_status_type_2_type_1 import ListWorkflowsStatusType2Type1
+from .list_workflows_status_type_3_type_1 import ListWorkflowsStatusType3Type1
+from .new_workflow_step import NewWorkflowStep
+from .new_workflow_step_on_failure import NewWorkflowStepOnFailure
+from .new_workflow_step_payload import NewWorkflowStepPayload
 from .problem import Problem
 from .problem_code import ProblemCode
 from .queue import Queue
 from .queue_list import QueueList
+from .schedule import Schedule
+from .schedule_page import SchedulePage
+from .schedule_payload import SchedulePayload
+from .update_schedule import UpdateSchedule
+from .update_schedule_payload import UpdateSchedulePayload
+from .workflow import Workflow
+from .workflow_context import WorkflowContext
+from .workflow_page import WorkflowPage
+from .workflow_status import WorkflowStatus
+from .workflow_step import WorkflowStep
+from .workflow_step_on_failure import WorkflowStepOnFailure
+from .workflow_step_status import WorkflowStepStatus
 
 __all__ = (
     "AckComplete",
@@ -61,6 +83,10 @@ __all__ = (
     "BatchItemMetadata",
     "BatchItemPayload",
     "CompleteRequest",
+    "CreateSchedule",
+    "CreateSchedulePayload",
+    "CreateWorkflow",
+    "CreateWorkflowContext",
     "EnqueueBatch",
     "EnqueueJob",
     "EnqueueJobMetadata",
@@ -86,8 +112,26 @@ __all__ = (
     "ListJobsStatusType1",
     "ListJobsStatusType2Type1",
     "ListJobsStatusType3Type1",
+    "ListWorkflowsStatusType1",
+    "ListWorkflowsStatusType2Type1",
+    "ListWorkflowsStatusType3Type1",
+    "NewWorkflowStep",
+    "NewWorkflowStepOnFailure",
+    "NewWorkflowStepPayload",
     "Problem",
     "ProblemCode",
     "Queue",
     "QueueList",
+    "Schedule",
+    "SchedulePage",
+    "SchedulePayload",
+    "UpdateSchedule",
+    "UpdateSchedulePayload",
+    "Workflow",
+    "WorkflowContext",
+    "WorkflowPage",
+    "WorkflowStatus",
+    "WorkflowStep",
+    "WorkflowStepOnFailure",
+    "WorkflowStepStatus",
 )

@@ -96,7 +96,7 @@ def sync_detailed(
 
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
-            original job, unchanged.
+            original object, unchanged.
         body (EnqueueJob):
 
     Raises:
@@ -131,7 +131,7 @@ def sync(
 
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
-            original job, unchanged.
+            original object, unchanged.
         body (EnqueueJob):
 
     Raises:
@@ -161,7 +161,7 @@ async def asyncio_detailed(
 
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
-            original job, unchanged.
+            original object, unchanged.
         body (EnqueueJob):
 
     Raises:
@@ -194,7 +194,7 @@ async def asyncio(
 
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
-            original job, unchanged.
+            original object, unchanged.
         body (EnqueueJob):
 
     Raises:

@@ -1,0 +1,260 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.list_workflows_status_type_1 import ListWorkflowsStatusType1
+from ...models.list_workflows_status_type_2_type_1 import ListWorkflowsStatusType2Type1
+from ...models.list_workflows_status_type_3_type_1 import ListWorkflowsStatusType3Type1
+from ...models.problem import Problem
+from ...models.workflow_page import WorkflowPage
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    status: ListWorkflowsStatusType1
+    | ListWorkflowsStatusType2Type1
+    | ListWorkflowsStatusType3Type1
+    | None
+    | Unset = UNSET,
+    limit: int | Unset = 50,
+    cursor: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_status: None | str | Unset
+    if isinstance(status, Unset):
+        json_status = UNSET
+    elif (
+        isinstance(status, ListWorkflowsStatusType1)
+        or isinstance(status, ListWorkflowsStatusType2Type1)
+        or isinstance(status, ListWorkflowsStatusType3Type1)
+    ):
+        json_status = status.value
+    else:
+        json_status = status
+    params["status"] = json_status
+
+    params["limit"] = limit
+
+    json_cursor: None | str | Unset
+    if isinstance(cursor, Unset):
+        json_cursor = UNSET
+    else:
+        json_cursor = cursor
+    params["cursor"] = json_cursor
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/workflows",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | WorkflowPage | None:
+    if response.status_code == 200:
+        response_200 = WorkflowPage.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | WorkflowPage]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    status: ListWorkflowsStatusType1
+    | ListWorkflowsStatusType2Type1
+    | ListWorkflowsStatusType3Type1
+    | None
+    | Unset = UNSET,
+    limit: int | Unset = 50,
+    cursor: None | str | Unset = UNSET,
+) -> Response[Problem | WorkflowPage]:
+    """ListWorkflows
+
+     List the tenant's workflows, newest first.
+
+    Args:
+        status (ListWorkflowsStatusType1 | ListWorkflowsStatusType2Type1 |
+            ListWorkflowsStatusType3Type1 | None | Unset):
+        limit (int | Unset):  Default: 50.
+        cursor (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | WorkflowPage]
+    """
+
+    kwargs = _get_kwargs(
+        status=status,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    status: ListWorkflowsStatusType1
+    | ListWorkflowsStatusType2Type1
+    | ListWorkflowsStatusType3Type1
+    | None
+    | Unset = UNSET,
+    limit: int | Unset = 50,
+    cursor: None | str | Unset = UNSET,
+) -> Problem | WorkflowPage | None:
+    """ListWorkflows
+
+     List the tenant's workflows, newest first.
+
+    Args:
+        status (ListWorkflowsStatusType1 | ListWorkflowsStatusType2Type1 |
+            ListWorkflowsStatusType3Type1 | None | Unset):
+        limit (int | Unset):  Default: 50.
+        cursor (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | WorkflowPage
+    """
+
+    return sync_detailed(
+        client=client,
+        status=status,
+        limit=limit,
+        cursor=cursor,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    status: ListWorkflowsStatusType1
+    | ListWorkflowsStatusType2Type1
+    | ListWorkflowsStatusType3Type1
+    | None
+    | Unset = UNSET,
+    limit: int | Unset = 50,
+    cursor: None | str | Unset = UNSET,
+) -> Response[Problem | WorkflowPage]:
+    """ListWorkflows
+
+     List the tenant's workflows, newest first.
+
+    Args:
+        status (ListWorkflowsStatusType1 | ListWorkflowsStatusType2Type1 |
+            ListWorkflowsStatusType3Type1 | None | Unset):
+        limit (int | Unset):  Default: 50.
+        cursor (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | WorkflowPage]
+    """
+
+    kwargs = _get_kwargs(
+        status=status,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    status: ListWorkflowsStatusType1
+    | ListWorkflowsStatusType2Type1
+    | ListWorkflowsStatusType3Type1
+    | None
+    | Unset = UNSET,
+    limit: int | Unset = 50,
+    cursor: None | str | Unset = UNSET,
+) -> Problem | WorkflowPage | None:
+    """ListWorkflows
+
+     List the tenant's workflows, newest first.
+
+    Args:
+        status (ListWorkflowsStatusType1 | ListWorkflowsStatusType2Type1 |
+            ListWorkflowsStatusType3Type1 | None | Unset):
+        limit (int | Unset):  Default: 50.
+        cursor (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | WorkflowPage
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+        )
+    ).parsed

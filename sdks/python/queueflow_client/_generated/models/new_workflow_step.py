@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..models.new_workflow_step_on_failure import NewWorkflowStepOnFailure
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.backoff import Backoff
+    from ..models.new_workflow_step_payload import NewWorkflowStepPayload
+
+
+T = TypeVar("T", bound="NewWorkflowStep")
+
+
+@_attrs_define
+class NewWorkflowStep:
+    """
+    Attributes:
+        name (str):
+        task_name (str):
+        backoff (Backoff | Unset):
+        depends_on (list[str] | Unset):
+        max_retries (int | Unset):  Default: 3.
+        on_failure (NewWorkflowStepOnFailure | Unset):  Default: NewWorkflowStepOnFailure.HALT.
+        payload (NewWorkflowStepPayload | Unset):
+        priority (int | Unset):  Default: 0.
+        queue_name (str | Unset):  Default: 'default'.
+        timeout_seconds (float | None | Unset):
+    """
+
+    name: str
+    task_name: str
+    backoff: Backoff | Unset = UNSET
+    depends_on: list[str] | Unset = UNSET
+    max_retries: int | Unset = 3
+    on_failure: NewWorkflowStepOnFailure | Unset = NewWorkflowStepOnFailure.HALT
+    payload: NewWorkflowStepPayload | Unset = UNSET
+    priority: int | Unset = 0
+    queue_name: str | Unset = "default"
+    timeout_seconds: float | None | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        task_name = self.task_name
+
+        backoff: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.backoff, Unset):
+            backoff = self.backoff.to_dict()
+
+        depends_on: list[str] | Unset = UNSET
+        if not isinstance(self.depends_on, Unset):
+            depends_on = self.depends_on
+
+        max_retries = self.max_retries
+
+        on_failure: str | Unset = UNSET
+        if not isinstance(self.on_failure, Unset):
+            on_failure = self.on_failure.value
+
+        payload: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.payload, Unset):
+            payload = self.payload.to_dict()
+
+        priority = self.priority
+
+        queue_name = self.queue_name
+
+        timeout_seconds: float | None | Unset
+        if isinstance(self.timeout_seconds, Unset):
+            timeout_seconds = UNSET
+        else:
+            timeout_seconds = self.timeout_seconds
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "name": name,
+                "task_name": task_name,
+            }
+        )
+        if backoff is not UNSET:
+            field_dict["backoff"] = backoff
+        if depends_on is not UNSET:
+            field_dict["depends_on"] = depends_on
+        if max_retries is not UNSET:
+            field_dict["max_retries"] = max_retries
+        if on_failure is not UNSET:
+            field_dict["on_failure"] = on_failure
+        if payload is not UNSET:
+            field_dict["payload"] = payload
+        if priority is not UNSET:
+            field_dict["priority"] = priority
+        if queue_name is not UNSET:
+            field_dict["queue_name"] = queue_name
+        if timeout_seconds is not UNSET:
+            field_dict["timeout_seconds"] = timeout_seconds
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.backoff import Backoff
+        from ..models.new_workflow_step_payload import NewWorkflowStepPayload
+
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        task_name = d.pop("task_name")
+
+        _backoff = d.pop("backoff", UNSET)
+        backoff: Backoff | Unset
+        if isinstance(_backoff, Unset):
+            backoff = UNSET
+        else:
+            backoff = Backoff.from_dict(_backoff)
+
+        depends_on = cast(list[str], d.pop("depends_on", UNSET))
+
+        max_retries = d.pop("max_retries", UNSET)
+
+        _on_failure = d.pop("on_failure", UNSET)
+        on_failure: NewWorkflowStepOnFailure | Unset
+        if isinstance(_on_failure, Unset):
+            on_failure = UNSET
+        else:
+            on_failure = NewWorkflowStepOnFailure(_on_failure)
+
+        _payload = d.pop("payload", UNSET)
+        payload: NewWorkflowStepPayload | Unset
+        if isinstance(_payload, Unset):
+            payload = UNSET
+        else:
+            payload = NewWorkflowStepPayload.from_dict(_payload)
+
+        priority = d.pop("priority", UNSET)
+
+        queue_name = d.pop("queue_name", UNSET)
+
+        def _parse_timeout_seconds(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds", UNSET))
+
+        new_workflow_step = cls(
+            name=name,
+            task_name=task_name,
+            backoff=backoff,
+            depends_on=depends_on,
+            max_retries=max_retries,
+            on_failure=on_failure,
+            payload=payload,
+            priority=priority,
+            queue_name=queue_name,
+            timeout_seconds=timeout_seconds,
+        )
+
+        return new_workflow_step

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.update_schedule_payload import UpdateSchedulePayload
+
+
+T = TypeVar("T", bound="UpdateSchedule")
+
+
+@_attrs_define
+class UpdateSchedule:
+    """
+    Attributes:
+        cron (str | Unset): Five fields (minute hour day-of-month month day-of-week) or an alias such as @daily
+        enabled (bool | Unset):
+        max_retries (int | Unset):
+        payload (UpdateSchedulePayload | Unset):
+        priority (int | Unset):
+        queue_name (str | Unset):
+        task_name (str | Unset):
+        timezone (str | Unset): An IANA time zone name; occurrences follow it across DST changes
+    """
+
+    cron: str | Unset = UNSET
+    enabled: bool | Unset = UNSET
+    max_retries: int | Unset = UNSET
+    payload: UpdateSchedulePayload | Unset = UNSET
+    priority: int | Unset = UNSET
+    queue_name: str | Unset = UNSET
+    task_name: str | Unset = UNSET
+    timezone: str | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        cron = self.cron
+
+        enabled = self.enabled
+
+        max_retries = self.max_retries
+
+        payload: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.payload, Unset):
+            payload = self.payload.to_dict()
+
+        priority = self.priority
+
+        queue_name = self.queue_name
+
+        task_name = self.task_name
+
+        timezone = self.timezone
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if cron is not UNSET:
+            field_dict["cron"] = cron
+        if enabled is not UNSET:
+            field_dict["enabled"] = enabled
+        if max_retries is not UNSET:
+            field_dict["max_retries"] = max_retries
+        if payload is not UNSET:
+            field_dict["payload"] = payload
+        if priority is not UNSET:
+            field_dict["priority"] = priority
+        if queue_name is not UNSET:
+            field_dict["queue_name"] = queue_name
+        if task_name is not UNSET:
+            field_dict["task_name"] = task_name
+        if timezone is not UNSET:
+            field_dict["timezone"] = timezone
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.update_schedule_payload import UpdateSchedulePayload
+
+        d = dict(src_dict)
+        cron = d.pop("cron", UNSET)
+
+        enabled = d.pop("enabled", UNSET)
+
+        max_retries = d.pop("max_retries", UNSET)
+
+        _payload = d.pop("payload", UNSET)
+        payload: UpdateSchedulePayload | Unset
+        if isinstance(_payload, Unset):
+            payload = UNSET
+        else:
+            payload = UpdateSchedulePayload.from_dict(_payload)
+
+        priority = d.pop("priority", UNSET)
+
+        queue_name = d.pop("queue_name", UNSET)
+
+        task_name = d.pop("task_name", UNSET)
+
+        timezone = d.pop("timezone", UNSET)
+
+        update_schedule = cls(
+            cron=cron,
+            enabled=enabled,
+            max_retries=max_retries,
+            payload=payload,
+            priority=priority,
+            queue_name=queue_name,
+            task_name=task_name,
+            timezone=timezone,
+        )
+
+        return update_schedule

@@ -1,0 +1,87 @@
+"""Tenant routes for workflows: create (validating the DAG), get, list and cancel, each one engine call."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, get, post
+from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import JSONBody, QueryParameter
+
+from queueflow.api.allow import options_for
+from queueflow.api.auth import TENANT
+from queueflow.api.body import StrictBody
+from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader
+from queueflow.api.observe import Metrics
+from queueflow.api.problems import problem_responses
+from queueflow.api.schemas import CreateWorkflow, JobIdPath, Workflow, WorkflowPage, WorkflowStatusName
+from queueflow.core.workflow import StepStatus, WorkflowStatus
+from queueflow.engine import MAX_PAGE, Engine
+
+WorkflowIdPath = JobIdPath  # every id has the same shape: a type prefix and 26 base32 characters
+workflows_options = options_for("/workflows", "GET", "POST")  # registered before WorkflowsController
+
+
+class WorkflowsController(Controller):
+    path = "/workflows"
+    tags = ("workflows",)
+    opt = TENANT
+
+    @post(
+        "/",
+        operation_id="createWorkflow",
+        dto=StrictBody[CreateWorkflow],
+        return_dto=None,
+        status_code=201,
+        responses={
+            200: ResponseSpec(Workflow, description="An idempotent repeat: the original workflow, unchanged"),
+            **problem_responses(400, *TENANT_ERRORS, 413),
+        },
+    )
+    async def create_workflow(
+        self,
+        engine: NamedDependency[Engine],
+        metrics: NamedDependency[Metrics],
+        tenant: NamedDependency[str],
+        data: JSONBody[CreateWorkflow],
+        idempotency_key: IdempotencyKeyHeader = None,
+    ) -> Response[Workflow]:
+        """Create a workflow from a DAG of steps and enqueue its root steps."""
+        workflow, created = await engine.create_workflow(tenant, data.to_domain(idempotency_key))
+        if created:
+            metrics.jobs_enqueued(step for step in workflow.steps if step.status is StepStatus.ENQUEUED)
+        return Response(Workflow.from_domain(workflow), status_code=201 if created else 200)
+
+    @get("/", operation_id="listWorkflows", responses=problem_responses(400, *TENANT_ERRORS))
+    async def list_workflows(
+        self,
+        engine: NamedDependency[Engine],
+        tenant: NamedDependency[str],
+        status: Annotated[WorkflowStatusName | None, QueryParameter()] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+        cursor: Annotated[str | None, QueryParameter(min_length=1, max_length=512)] = None,
+    ) -> WorkflowPage:
+        """List the tenant's workflows, newest first."""
+        where = WorkflowStatus(status) if status is not None else None
+        page = await engine.list_workflows(tenant, where, limit=limit, cursor=cursor)
+        return WorkflowPage([Workflow.from_domain(workflow) for workflow in page.items], page.next_cursor)
+
+    @get("/{workflow_id:str}", operation_id="getWorkflow", responses=problem_responses(400, *TENANT_ERRORS, 404))
+    async def get_workflow(
+        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], workflow_id: WorkflowIdPath
+    ) -> Workflow:
+        """Get one workflow with the status of each of its steps."""
+        return Workflow.from_domain(await engine.get_workflow(tenant, workflow_id))
+
+    @post(
+        "/{workflow_id:str}/cancel",
+        operation_id="cancelWorkflow",
+        status_code=200,
+        responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
+    )
+    async def cancel_workflow(
+        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], workflow_id: WorkflowIdPath
+    ) -> Workflow:
+        """Cancel a running workflow: every unfinished step, and its job (a running job's lease stops working)."""
+        return Workflow.from_domain(await engine.cancel_workflow(tenant, workflow_id))
