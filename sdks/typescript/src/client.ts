@@ -1,10 +1,12 @@
-/** `QueueFlow`: the tenant-side client (jobs, queues, …), each resource a thin typed layer over the transport. */
+/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules), each a thin typed layer over the transport. */
 
 import { randomUUID } from "node:crypto";
 
 import { paginate } from "./pagination.js";
+import { Schedules } from "./schedules.js";
 import { type RequestOptions, Transport } from "./transport.js";
 import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue } from "./types.js";
+import { Workflows } from "./workflows.js";
 
 export interface QueueFlowOptions {
   /** Where the server listens, e.g. `http://127.0.0.1:8000`. */
@@ -30,6 +32,8 @@ export interface EnqueueOptions extends RequestOptions {
 export class QueueFlow {
   readonly jobs: Jobs;
   readonly queues: Queues;
+  readonly workflows: Workflows;
+  readonly schedules: Schedules;
   /** The typed openapi-fetch client underneath, for routes these wrappers do not cover. */
   readonly api: Transport["api"];
 
@@ -38,6 +42,8 @@ export class QueueFlow {
     this.api = transport.api;
     this.jobs = new Jobs(transport);
     this.queues = new Queues(transport);
+    this.workflows = new Workflows(transport);
+    this.schedules = new Schedules(transport);
   }
 }
 

@@ -1,8 +1,11 @@
 /** `@queueflow/client`: a typed client and worker for QueueFlow's HTTP API. */
 
 export { QueueFlow, Jobs, Queues } from "./client.js";
+export { Workflows } from "./workflows.js";
+export { Schedules } from "./schedules.js";
 export { paginate } from "./pagination.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
+export type { CreateWorkflowOptions } from "./workflows.js";
 export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
 export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
 export type { RequestOptions } from "./transport.js";

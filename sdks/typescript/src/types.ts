@@ -26,3 +26,15 @@ type NonNull<T> = { [K in keyof T]?: Exclude<T[K], null> };
 export type ListJobsParams = Omit<NonNull<NonNullable<operations["listJobs"]["parameters"]["query"]>>, "metadata"> & {
   metadata?: Record<string, unknown>;
 };
+
+export type Workflow = Schemas["Workflow"];
+export type WorkflowStatus = Workflow["status"];
+export type WorkflowStep = Schemas["WorkflowStep"];
+export type CreateWorkflow = Schemas["CreateWorkflow"];
+export type NewWorkflowStep = Schemas["NewWorkflowStep"];
+export type ListWorkflowsParams = NonNull<NonNullable<operations["listWorkflows"]["parameters"]["query"]>>;
+
+export type Schedule = Schemas["Schedule"];
+export type CreateSchedule = Schemas["CreateSchedule"];
+export type UpdateSchedule = Schemas["UpdateSchedule"];
+export type ListSchedulesParams = NonNull<NonNullable<operations["listSchedules"]["parameters"]["query"]>>;

@@ -250,6 +250,40 @@ describe("retries", () => {
     assert.equal(seen.length, 1);
   });
 
+  test("workflows.create is repeated with the same idempotency key, so it starts one workflow", async () => {
+    const { seen, fetch } = flaky(1);
+    const retrying = new QueueFlow({ baseUrl: server.url, apiKey: API_KEY, fetch });
+    const workflow = await retrying.workflows.create({ name: "retried", steps: [{ name: "only", task_name: "t", queue_name: "retried-wf" }] });
+    assert.equal(seen.length, 2);
+    const keys = seen.map((request) => request.headers.get("Idempotency-Key"));
+    assert.ok(keys[0]);
+    assert.equal(keys[0], keys[1]);
+    const named = (await client.workflows.list()).items.filter((item) => item.name === "retried");
+    assert.deepEqual(
+      named.map((item) => item.id),
+      [workflow.id],
+    );
+  });
+
+  test("schedules.create and schedules.delete are not repeated; schedules.update is", async () => {
+    const once = flaky(1);
+    const createOnce = new QueueFlow({ baseUrl: server.url, apiKey: API_KEY, fetch: once.fetch });
+    await assert.rejects(createOnce.schedules.create({ name: "retried", cron: "@daily", task_name: "t" }), UnavailableError);
+    assert.equal(once.seen.length, 1);
+
+    await client.schedules.create({ name: "retried", cron: "@daily", task_name: "t" });
+    const patch = flaky(1);
+    const updating = new QueueFlow({ baseUrl: server.url, apiKey: API_KEY, fetch: patch.fetch });
+    assert.equal((await updating.schedules.update("retried", { priority: 5 })).priority, 5);
+    assert.equal(patch.seen.length, 2);
+
+    const remove = flaky(1);
+    const deleting = new QueueFlow({ baseUrl: server.url, apiKey: API_KEY, fetch: remove.fetch });
+    await assert.rejects(deleting.schedules.delete("retried"), UnavailableError);
+    assert.equal(remove.seen.length, 1);
+    assert.equal((await client.schedules.get("retried")).priority, 5);
+  });
+
   test("a connection error on a GET is retried", async () => {
     let calls = 0;
     const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {

@@ -4,7 +4,7 @@
  * mistake, the directive is unused and tsc fails.
  */
 
-import { QueueFlow, Worker, type Job } from "../src/index.js";
+import { QueueFlow, Worker, type Job, type Schedule, type Workflow, type WorkflowStep } from "../src/index.js";
 
 export function typeChecks(client: QueueFlow, worker: Worker): void {
   // @ts-expect-error -- task_name is required
@@ -31,4 +31,39 @@ export function typeChecks(client: QueueFlow, worker: Worker): void {
   void client.jobs.enqueue({ task_name: "t", backoff: { strategy: "linear", base_seconds: 2 }, priority: 1 });
   void client.jobs.list({ status: "dead_letter", limit: 10 });
   worker.task<{ to: string }>("send_email", async (payload, ctx) => ({ sent: payload.to, id: ctx.job.id }));
+}
+
+export function workflowAndScheduleTypeChecks(client: QueueFlow): void {
+  // @ts-expect-error -- "abort" is not an on_failure policy
+  void client.workflows.create({ name: "w", steps: [{ name: "a", task_name: "t", on_failure: "abort" }] });
+  // @ts-expect-error -- a step needs a task_name
+  void client.workflows.create({ name: "w", steps: [{ name: "a" }] });
+  // @ts-expect-error -- depends_on lists step names
+  void client.workflows.create({ name: "w", steps: [{ name: "a", task_name: "t", depends_on: "b" }] });
+  // @ts-expect-error -- "done" is not a workflow status
+  void client.workflows.list({ status: "done" });
+  // @ts-expect-error -- a workflow step's status is a closed set
+  const stepStatus: WorkflowStep["status"] = "running";
+  void stepStatus;
+  // @ts-expect-error -- a schedule needs a cron
+  void client.schedules.create({ name: "s", task_name: "t" });
+  // @ts-expect-error -- enabled is a boolean
+  void client.schedules.update("s", { enabled: "yes" });
+  // @ts-expect-error -- a schedule's name is fixed: PATCH cannot rename it
+  void client.schedules.update("s", { name: "t" });
+  // @ts-expect-error -- schedules are listed by page only, there is no filter
+  void client.schedules.list({ enabled: true });
+
+  // And the right calls compile: the same ones with the mistake fixed, a partial PATCH, the full shapes.
+  void client.workflows.create(
+    { name: "w", steps: [{ name: "a", task_name: "t" }, { name: "b", task_name: "t", depends_on: ["a"], on_failure: "continue" }] },
+    { idempotencyKey: "k" },
+  );
+  void client.workflows.list({ status: "partially_failed", limit: 10 });
+  void client.schedules.create({ name: "s", cron: "0 3 * * *", task_name: "t" });
+  void client.schedules.update("s", { enabled: false });
+  const deleted: Promise<void> = client.schedules.delete("s");
+  void deleted;
+  void client.schedules.get("s").then((schedule: Schedule) => [schedule.tenant_id, schedule.updated_at, schedule.next_run_at]);
+  void client.workflows.get("wf_x").then((workflow: Workflow) => workflow.steps.map((step) => step.job_id));
 }

@@ -1,0 +1,58 @@
+/** `client.workflows`: DAGs of jobs whose steps run when their dependencies finish. */
+
+import { randomUUID } from "node:crypto";
+
+import { paginate } from "./pagination.js";
+import type { RequestOptions, Transport } from "./transport.js";
+import type { CreateWorkflow, ListWorkflowsParams, Page, Workflow } from "./types.js";
+
+export interface CreateWorkflowOptions extends RequestOptions {
+  /** A repeat with the same key answers the original workflow instead of starting another. */
+  idempotencyKey?: string | undefined;
+}
+
+export class Workflows {
+  constructor(private readonly transport: Transport) {}
+
+  /**
+   * Validate the DAG and enqueue its root steps. As for jobs, a repeat with the same `idempotencyKey`
+   * answers the original workflow; without one the client makes one up so its own retries start one workflow.
+   */
+  create(workflow: CreateWorkflow, options: CreateWorkflowOptions = {}): Promise<Workflow> {
+    const key = options.idempotencyKey ?? `qf-client-${randomUUID()}`;
+    return this.transport.call(
+      (signal) =>
+        this.transport.api.POST("/v1/workflows", { body: workflow, params: { header: { "Idempotency-Key": key } }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  get(workflowId: string, options: RequestOptions = {}): Promise<Workflow> {
+    return this.transport.call(
+      (signal) => this.transport.api.GET("/v1/workflows/{workflow_id}", { params: { path: { workflow_id: workflowId } }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** One page of workflows, newest first. */
+  list(params: ListWorkflowsParams = {}, options: RequestOptions = {}): Promise<Page<Workflow>> {
+    return this.transport.call(
+      (signal) => this.transport.api.GET("/v1/workflows", { params: { query: params }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** Every workflow matching `params`, page after page. */
+  iterate(params: ListWorkflowsParams = {}, options: RequestOptions = {}): AsyncIterableIterator<Workflow> {
+    return paginate((cursor) => this.list(cursor === undefined ? params : { ...params, cursor }, options));
+  }
+
+  /** Cancel every unfinished step (running step jobs too); a finished workflow is an `InvalidStateError`. */
+  cancel(workflowId: string, options: RequestOptions = {}): Promise<Workflow> {
+    return this.transport.call(
+      (signal) =>
+        this.transport.api.POST("/v1/workflows/{workflow_id}/cancel", { params: { path: { workflow_id: workflowId } }, signal }),
+      { ...options, safe: false },
+    );
+  }
+}
