@@ -118,7 +118,7 @@ def test_the_error_table(status: int, code: str | None, expected: type[APIError]
     assert error.detail == ("why" if code else "teapot")
 
 
-# ---- workflows and schedules: the requests API.md describes ----------------------------------------
+# ---- workflows and schedules: exactly the requests the SDK sends (partial bodies) ------------------
 
 WORKFLOW = {
     "id": "wf_1", "tenant_id": "default", "name": "etl", "status": "running", "context": {},
@@ -127,9 +127,10 @@ WORKFLOW = {
     "created_at": "2026-03-01T12:00:00Z", "completed_at": None,
 }  # fmt: skip
 SCHEDULE = {
-    "id": "sch_1", "name": "nightly", "cron": "0 3 * * *", "timezone": "Europe/Berlin", "task_name": "report",
-    "queue_name": "default", "payload": {}, "priority": 0, "max_retries": 3, "enabled": True,
+    "id": "sch_1", "tenant_id": "default", "name": "nightly", "cron": "0 3 * * *", "timezone": "Europe/Berlin",
+    "task_name": "report", "queue_name": "default", "payload": {}, "priority": 0, "max_retries": 3, "enabled": True,
     "next_run_at": "2026-03-02T02:00:00Z", "last_run_at": None, "created_at": "2026-03-01T12:00:00Z",
+    "updated_at": "2026-03-01T12:00:00Z",
 }  # fmt: skip
 
 

@@ -3,9 +3,10 @@ async client alike. Optional arguments left at None are not sent, so the server'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -18,7 +19,16 @@ from queueflow_client._generated.api.jobs import (
     list_queues,
     retry_job,
 )
+from queueflow_client._generated.api.schedules import create_schedule as create_schedule_operation
+from queueflow_client._generated.api.schedules import delete_schedule as delete_schedule_operation
+from queueflow_client._generated.api.schedules import get_schedule as get_schedule_operation
+from queueflow_client._generated.api.schedules import list_schedules as list_schedules_operation
+from queueflow_client._generated.api.schedules import update_schedule as update_schedule_operation
 from queueflow_client._generated.api.worker import ack_jobs, complete_job, fail_job, heartbeat_job, lease_jobs
+from queueflow_client._generated.api.workflows import cancel_workflow as cancel_workflow_operation
+from queueflow_client._generated.api.workflows import create_workflow as create_workflow_operation
+from queueflow_client._generated.api.workflows import get_workflow as get_workflow_operation
+from queueflow_client._generated.api.workflows import list_workflows as list_workflows_operation
 from queueflow_client._generated.models import (
     AckComplete,
     AckFail,
@@ -27,6 +37,10 @@ from queueflow_client._generated.models import (
     BatchItemMetadata,
     BatchItemPayload,
     CompleteRequest,
+    CreateSchedule,
+    CreateSchedulePayload,
+    CreateWorkflow,
+    CreateWorkflowContext,
     EnqueueBatch,
     EnqueueJob,
     EnqueueJobMetadata,
@@ -34,12 +48,15 @@ from queueflow_client._generated.models import (
     FailRequest,
     HeartbeatRequest,
     LeaseRequest,
+    ListWorkflowsStatusType1,
+    NewWorkflowStep,
+    UpdateSchedule,
+    UpdateSchedulePayload,
 )
 from queueflow_client._generated.models import Backoff as BackoffModel
 from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
 from queueflow_client._generated.models.list_jobs_status_type_1 import ListJobsStatusType1
 from queueflow_client._generated.types import UNSET
-from queueflow_client._raw import RawOperation
 from queueflow_client._transport import Call, call
 from queueflow_client.types import (
     AckResult,
@@ -89,10 +106,14 @@ def _backoff(value: Backoff | Mapping[str, Any] | None) -> Any:
     )
 
 
-def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any) -> dict[str, Any]:
-    unknown = set(options) - set(JobOptions.__annotations__)
+def _reject_unknown(options: Mapping[str, Any], known: Collection[str], what: str) -> None:
+    unknown = set(options) - set(known)
     if unknown:
-        raise TypeError(f"unknown job option(s): {', '.join(sorted(unknown))}")
+        raise TypeError(f"unknown {what} option(s): {', '.join(sorted(unknown))}")
+
+
+def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any) -> dict[str, Any]:
+    _reject_unknown(options, JobOptions.__annotations__, "job")
     # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.
     fields: dict[str, Any] = {"task_name": options["task_name"]}
     for name in ("queue_name", "priority", "run_at", "delay_seconds", "max_retries", "timeout_seconds"):
@@ -219,84 +240,102 @@ def ack(complete: Sequence[AckComplete], fail: Sequence[AckFail]) -> Call[list[A
     )
 
 
-# ---- workflows (raw until the spec has them) -------------------------------------------------------
+# ---- workflows -------------------------------------------------------------------------------------
+
+STEP_OPTIONS = frozenset(field.name for field in dataclasses.fields(Step))
+
+
+def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
+    data = step.to_json() if isinstance(step, Step) else {k: v for k, v in step.items() if v is not None}
+    _reject_unknown(data, STEP_OPTIONS, "workflow step")
+    if missing := {"name", "task_name"} - set(data):
+        raise TypeError(f"a workflow step needs {' and '.join(sorted(missing))}")
+    backoff = data.pop("backoff", None)
+    # from_dict leaves every key the step lacks UNSET, so the server's defaults apply to it.
+    new = NewWorkflowStep.from_dict(data)
+    new.backoff = _backoff(backoff)
+    return new
 
 
 def create_workflow(
     name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
 ) -> Call[Workflow]:
-    body = {
-        "name": name,
-        "context": dict(context or {}),
-        "steps": [step.to_json() if isinstance(step, Step) else dict(step) for step in steps],
-    }
+    body = CreateWorkflow(
+        name=name,
+        steps=[_new_step(step) for step in steps],
+        context=CreateWorkflowContext.from_dict(dict(context)) if context is not None else UNSET,
+    )
     return call(
-        RawOperation("POST", "/v1/workflows"),
+        create_workflow_operation,
         Workflow.from_json,
         replayable=True,
         body=body,
-        headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+        idempotency_key=idempotency_key or new_idempotency_key(),
     )
 
 
 def get_workflow(workflow_id: str) -> Call[Workflow]:
-    return call(RawOperation("GET", "/v1/workflows/{}"), Workflow.from_json, workflow_id, replayable=True)
+    return call(get_workflow_operation, Workflow.from_json, workflow_id, replayable=True)
 
 
 def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None) -> Call[Page[Workflow]]:
     return call(
-        RawOperation("GET", "/v1/workflows"),
+        list_workflows_operation,
         lambda data: Page([Workflow.from_json(item) for item in data["items"]], data.get("next_cursor")),
         replayable=True,
-        params={"status": status, "limit": limit, "cursor": cursor},
+        status=ListWorkflowsStatusType1(status) if status is not None else UNSET,
+        limit=limit,
+        cursor=cursor if cursor is not None else UNSET,
     )
 
 
 def cancel_workflow(workflow_id: str) -> Call[Workflow]:
-    return call(RawOperation("POST", "/v1/workflows/{}/cancel"), Workflow.from_json, workflow_id, replayable=False)
+    # Not replayable: if a first attempt landed, a repeat would answer 409 invalid_state.
+    return call(cancel_workflow_operation, Workflow.from_json, workflow_id, replayable=False)
 
 
-# ---- schedules (raw until the spec has them) -------------------------------------------------------
-
-SCHEDULE_FIELDS = ("cron", "timezone", "task_name", "queue_name", "payload", "priority", "max_retries", "enabled")
+# ---- schedules -------------------------------------------------------------------------------------
 
 
-def _schedule_body(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: (dict(value) if key == "payload" else value) for key, value in fields.items() if value is not None}
+def _schedule_fields(given: Mapping[str, Any], payload_type: Any) -> dict[str, Any]:
+    """The keyword arguments of a generated schedule body: a field left at None is UNSET, so it is not sent."""
+    body: dict[str, Any] = {}
+    for key, value in given.items():
+        if value is None:
+            body[key] = UNSET
+        elif key == "payload":
+            body[key] = payload_type.from_dict(dict(value))
+        else:
+            body[key] = value
+    return body
 
 
-def create_schedule(name: str, fields: Mapping[str, Any]) -> Call[Schedule]:
+def create_schedule(name: str, given: Mapping[str, Any]) -> Call[Schedule]:
+    body = CreateSchedule(name=name, **_schedule_fields(given, CreateSchedulePayload))
     # Not replayable: a create that landed makes its repeat a 409 (the name is taken).
-    return call(
-        RawOperation("POST", "/v1/schedules"),
-        Schedule.from_json,
-        replayable=False,
-        body={"name": name, **_schedule_body(fields)},
-    )
+    return call(create_schedule_operation, Schedule.from_json, replayable=False, body=body)
 
 
 def get_schedule(name: str) -> Call[Schedule]:
-    return call(RawOperation("GET", "/v1/schedules/{}"), Schedule.from_json, name, replayable=True)
+    return call(get_schedule_operation, Schedule.from_json, name, replayable=True)
 
 
 def list_schedules(limit: int, cursor: str | None) -> Call[Page[Schedule]]:
     return call(
-        RawOperation("GET", "/v1/schedules"),
+        list_schedules_operation,
         lambda data: Page([Schedule.from_json(item) for item in data["items"]], data.get("next_cursor")),
         replayable=True,
-        params={"limit": limit, "cursor": cursor},
+        limit=limit,
+        cursor=cursor if cursor is not None else UNSET,
     )
 
 
-def update_schedule(name: str, fields: Mapping[str, Any]) -> Call[Schedule]:
-    return call(
-        RawOperation("PATCH", "/v1/schedules/{}"),
-        Schedule.from_json,
-        name,
-        replayable=True,
-        body=_schedule_body(fields),
-    )
+def update_schedule(name: str, given: Mapping[str, Any]) -> Call[Schedule]:
+    # PATCH: only the given fields are sent. Replayable: setting the same fields twice leaves the same schedule.
+    body = UpdateSchedule(**_schedule_fields(given, UpdateSchedulePayload))
+    return call(update_schedule_operation, Schedule.from_json, name, replayable=True, body=body)
 
 
 def delete_schedule(name: str) -> Call[None]:
-    return call(RawOperation("DELETE", "/v1/schedules/{}"), lambda data: None, name, replayable=False)
+    # 204, no body. Not replayable: a delete that landed makes its repeat a 404.
+    return call(delete_schedule_operation, lambda data: None, name, replayable=False)

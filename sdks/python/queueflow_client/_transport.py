@@ -50,7 +50,7 @@ class Call(Generic[T]):
 
 
 def call(operation: Any, parse: Callable[[Any], T], *args: Any, replayable: bool, **kwargs: Any) -> Call[T]:
-    """A call of `operation` (a generated operation module, or anything with the same two functions)."""
+    """A call of `operation`, a generated operation module (its `sync_detailed` and `asyncio_detailed`)."""
     return Call(
         partial(_sync_detailed(operation), *args, **kwargs),
         partial(operation.asyncio_detailed, *args, **kwargs),

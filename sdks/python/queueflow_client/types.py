@@ -232,8 +232,8 @@ class WorkflowStep:
             task_name=data["task_name"],
             status=data["status"],
             job_id=data.get("job_id"),
-            depends_on=list(data.get("depends_on") or []),
-            on_failure=data.get("on_failure", "halt"),
+            depends_on=list(data["depends_on"]),
+            on_failure=data["on_failure"],
         )
 
 
@@ -255,8 +255,8 @@ class Workflow:
             tenant_id=data["tenant_id"],
             name=data["name"],
             status=data["status"],
-            context=dict(data.get("context") or {}),
-            steps=[WorkflowStep.from_json(step) for step in data.get("steps") or []],
+            context=dict(data["context"]),
+            steps=[WorkflowStep.from_json(step) for step in data["steps"]],
             created_at=_required_time(data["created_at"]),
             completed_at=_time(data.get("completed_at")),
         )
@@ -267,9 +267,12 @@ class Workflow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job."""
+    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job.
+
+    `next_run_at` is the pending occurrence (None while disabled); `last_run_at` the latest that fired."""
 
     id: str
+    tenant_id: str
     name: str
     cron: str
     timezone: str
@@ -282,21 +285,24 @@ class Schedule:
     next_run_at: datetime | None
     last_run_at: datetime | None
     created_at: datetime
+    updated_at: datetime
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Schedule:
         return cls(
             id=data["id"],
+            tenant_id=data["tenant_id"],
             name=data["name"],
             cron=data["cron"],
-            timezone=data.get("timezone", "UTC"),
+            timezone=data["timezone"],
             task_name=data["task_name"],
-            queue_name=data.get("queue_name", "default"),
-            payload=dict(data.get("payload") or {}),
-            priority=data.get("priority", 0),
-            max_retries=data.get("max_retries", 3),
-            enabled=data.get("enabled", True),
+            queue_name=data["queue_name"],
+            payload=dict(data["payload"]),
+            priority=data["priority"],
+            max_retries=data["max_retries"],
+            enabled=data["enabled"],
             next_run_at=_time(data.get("next_run_at")),
             last_run_at=_time(data.get("last_run_at")),
             created_at=_required_time(data["created_at"]),
+            updated_at=_required_time(data["updated_at"]),
         )
