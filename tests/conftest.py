@@ -15,6 +15,8 @@ from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
 
+pytest_plugins = ["tests.inprocess"]
+
 _embedded = ExitStack()
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import AsyncIterator, Iterable
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,47 +15,10 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TENANT_A = {"Authorization": "Bearer key-a"}
 TENANT_B = {"Authorization": "Bearer key-b"}
 WORKER = {"Authorization": "Bearer key-w"}
 SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys=("key-w",))
-
-
-class WatchedWakeups(Wakeups):
-    """A hub that tells a test when a waiter has parked, so the test never sleeps to find out."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parked = asyncio.Condition()
-
-    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
-        waiting = self.wait_registered(queues, seconds)
-        async with self.parked:
-            self.parked.notify_all()
-        return await waiting
-
-    async def wait_registered(self, queues: Iterable[str], seconds: float) -> bool:
-        return await super().wait(queues, seconds)
-
-    async def until_waiting(self, count: int) -> None:
-        async with asyncio.timeout(5), self.parked:
-            await self.parked.wait_for(lambda: self.waiting >= count)
-
-
-@pytest.fixture
-def clock() -> TestClock:
-    return TestClock(START)
-
-
-@pytest.fixture
-def wakeups() -> WatchedWakeups:
-    return WatchedWakeups()
-
-
-@pytest.fixture
-def store(wakeups: Wakeups) -> InMemoryJobStore:
-    return InMemoryJobStore(wakeups=wakeups)
 
 
 @pytest.fixture

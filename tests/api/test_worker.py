@@ -9,7 +9,8 @@ from queueflow.engine import Engine
 from queueflow.ports import TestClock
 from queueflow.stores.memory import InMemoryJobStore
 
-from tests.api.conftest import TENANT_A, TENANT_B, WORKER, WatchedWakeups, assert_problem, enqueue, lease
+from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
+from tests.inprocess import WatchedWakeups
 
 
 async def test_lease_returns_leased_jobs_in_claim_order_across_tenants(client: AsyncClient, clock: TestClock) -> None:

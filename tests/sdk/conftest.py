@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -17,26 +16,10 @@ from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker
 
-from tests.api.conftest import WatchedWakeups
+from tests.inprocess import WatchedWakeups
 
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 BASE = "http://testserver"
 SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys=("key-w",), max_body_bytes=4096)
-
-
-@pytest.fixture
-def clock() -> TestClock:
-    return TestClock(START)
-
-
-@pytest.fixture
-def wakeups() -> WatchedWakeups:
-    return WatchedWakeups()
-
-
-@pytest.fixture
-def store(wakeups: WatchedWakeups) -> InMemoryJobStore:
-    return InMemoryJobStore(wakeups=wakeups)
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ from queueflow_client import (
 )
 from queueflow_client._transport import AsyncTransport, RetryPolicy
 
-from tests.sdk.conftest import BASE, START
+from tests.inprocess import START
+from tests.sdk.conftest import BASE
 
 
 async def test_enqueue_sends_every_option_and_returns_a_typed_job(client: AsyncQueueFlow) -> None:

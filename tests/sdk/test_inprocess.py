@@ -12,7 +12,7 @@ from queueflow.runtime.inprocess import InProcessWorker, TaskRunner, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry
 
-from tests.api.conftest import WatchedWakeups
+from tests.inprocess import WatchedWakeups
 from tests.sdk import sample_tasks
 
 

@@ -13,7 +13,7 @@ from queueflow.engine import Engine
 from queueflow.ports import TestClock
 from queueflow_client import AsyncQueueFlow, Fatal, JobContext, Retry, TaskRegistry, Worker
 
-from tests.api.conftest import WatchedWakeups
+from tests.inprocess import WatchedWakeups
 from tests.sdk.conftest import Responses
 
 MakeWorker = Callable[..., Worker]

@@ -30,7 +30,8 @@ from queueflow_client import (
     WorkflowStep,
 )
 
-from tests.sdk.conftest import BASE, START
+from tests.inprocess import START
+from tests.sdk.conftest import BASE
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "openapi.json"
 CYCLE = [
