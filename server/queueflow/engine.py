@@ -19,7 +19,7 @@ from queueflow.core.cursor import MAX_PAGE as MAX_PAGE  # re-exported: the bound
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.ids import new_id
-from queueflow.core.jsonvalue import storage_errors
+from queueflow.core.jsonvalue import result_errors
 from queueflow.core.lifecycle import expiry_reason, retry_at
 from queueflow.core.types import (
     AckOutcome,
@@ -216,7 +216,7 @@ class Engine(ScheduleUseCases):
         # Everything is checked before anything is written, so a bad item never leaves half an ack behind.
         errors: list[FieldError] = []
         for index, item in enumerate(complete):
-            errors += storage_errors(item.result, ("complete", index, "result"))
+            errors += result_errors(item.result, ("complete", index, "result"))
         for index, request in enumerate(fail):
             errors += _failure_errors(request, ("fail", index))
         validation.check(errors)

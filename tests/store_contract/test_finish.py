@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from queueflow.core.errors import LeaseLost, ValidationError
+from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.engine import Engine
 from queueflow.ports import TestClock
@@ -129,3 +130,19 @@ async def test_fail_validates_its_input(engine: Engine) -> None:
     with pytest.raises(ValidationError):
         await engine.fail(job_id, token, "nul\x00")
     assert (await engine.get_job(T, job_id)).status is JobStatus.RUNNING
+
+
+def nested(levels: int) -> object:
+    value: object = "leaf"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_a_result_leaves_room_to_sit_in_a_workflow_context(engine: Engine) -> None:
+    # `payload._context.<step>` puts a result two levels down in a dependent's payload.
+    job_id, token = await lease_one(engine)
+    with pytest.raises(ValidationError) as info:
+        await engine.complete(job_id, token, nested(MAX_RESULT_DEPTH + 1))
+    assert info.value.errors[0].message == f"nested deeper than {MAX_RESULT_DEPTH} levels"
+    assert (await engine.complete(job_id, token, nested(MAX_RESULT_DEPTH))).status is JobStatus.COMPLETED

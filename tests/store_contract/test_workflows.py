@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 from queueflow.core.errors import NotFound, ValidationError
+from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import BackoffPolicy, JobFilter, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, StepStatus, WorkflowStatus
 from queueflow.engine import Engine
@@ -149,3 +150,16 @@ async def test_a_rejected_workflow_leaves_no_trace_in_the_store(store: JobStore,
     with pytest.raises(ValidationError):
         await store.workflow_insert(bad, [])
     assert await store.workflow_get("wf_bad") is None
+
+
+async def test_the_deepest_result_a_job_may_have_still_reaches_its_dependents(engine: Engine) -> None:
+    deep: object = "leaf"
+    for _ in range(MAX_RESULT_DEPTH):
+        deep = [deep]
+    workflow, _ = await engine.create_workflow(T, dag(step("a"), step("b", "a")))
+    worker = Worker(engine)
+    after_a = await worker.complete(workflow.id, "a", deep)
+    assert statuses(after_a) == {"a": "completed", "b": "enqueued"}
+    b = await engine.get_job(T, named(after_a, "b").job_id or "")
+    assert b.payload[CONTEXT_KEY] == {"a": deep}
+    assert (await worker.complete(workflow.id, "b", None)).status is WorkflowStatus.COMPLETED

@@ -14,9 +14,14 @@ if TYPE_CHECKING:  # core.workflow's validation imports this module
 
 MAX_DEPTH = 128
 """Deeper documents are rejected: they are never legitimate payloads and can exhaust a parser's stack."""
+MAX_RESULT_DEPTH = MAX_DEPTH - 2
+"""A job's result may become a workflow step's `_context` entry (`payload._context.<step>`), two levels down in
+a dependent's payload; a result that fits here always fits there, so a workflow can never stall on one."""
 
 
-def storage_errors(value: JSON, loc: tuple[str | int, ...], depth: int = 0) -> list[FieldError]:
+def storage_errors(
+    value: JSON, loc: tuple[str | int, ...], depth: int = 0, *, max_depth: int = MAX_DEPTH
+) -> list[FieldError]:
     """Why `value` cannot be stored as JSONB/TEXT (PostgreSQL rejects NUL and invalid UTF-8), if it can't."""
     if isinstance(value, str):
         return _text_errors(value, loc)
@@ -24,8 +29,8 @@ def storage_errors(value: JSON, loc: tuple[str | int, ...], depth: int = 0) -> l
         return []
     if isinstance(value, float):
         return [] if math.isfinite(value) else [FieldError(loc, "numbers must be finite")]
-    if depth >= MAX_DEPTH:
-        return [FieldError(loc, f"nested deeper than {MAX_DEPTH} levels")]
+    if depth >= max_depth:
+        return [FieldError(loc, f"nested deeper than {max_depth} levels")]
     if isinstance(value, dict):
         errors: list[FieldError] = []
         for key, item in value.items():
@@ -33,12 +38,12 @@ def storage_errors(value: JSON, loc: tuple[str | int, ...], depth: int = 0) -> l
                 errors.append(FieldError(loc, "object keys must be strings"))
                 continue
             errors += _text_errors(key, (*loc, key))
-            errors += storage_errors(item, (*loc, key), depth + 1)
+            errors += storage_errors(item, (*loc, key), depth + 1, max_depth=max_depth)
         return errors
     if isinstance(value, list | tuple):
         errors = []
         for index, item in enumerate(value):
-            errors += storage_errors(item, (*loc, index), depth + 1)
+            errors += storage_errors(item, (*loc, index), depth + 1, max_depth=max_depth)
         return errors
     return [FieldError(loc, f"{type(value).__name__} is not a JSON value")]
 
@@ -72,17 +77,22 @@ def workflow_storage_errors(workflow: Workflow) -> list[FieldError]:
 
 
 def completion_storage_errors(completions: Sequence[Completion]) -> list[FieldError]:
-    return _batch_errors([item.result for item in completions], "complete", "result")
+    return _batch_errors([item.result for item in completions], "complete", "result", max_depth=MAX_RESULT_DEPTH)
+
+
+def result_errors(result: JSON, loc: tuple[str | int, ...]) -> list[FieldError]:
+    """Why `result` cannot be a job's result: unstorable, or too deep to sit in a workflow's `_context`."""
+    return storage_errors(result, loc, max_depth=MAX_RESULT_DEPTH)
 
 
 def failure_storage_errors(failures: Sequence[Failure]) -> list[FieldError]:
     return _batch_errors([item.error for item in failures], "fail", "error")
 
 
-def _batch_errors(values: Sequence[JSON], batch: str, name: str) -> list[FieldError]:
+def _batch_errors(values: Sequence[JSON], batch: str, name: str, *, max_depth: int = MAX_DEPTH) -> list[FieldError]:
     errors: list[FieldError] = []
     for index, value in enumerate(values):
-        errors += storage_errors(value, (batch, index, name) if len(values) > 1 else (name,))
+        errors += storage_errors(value, (batch, index, name) if len(values) > 1 else (name,), max_depth=max_depth)
     return errors
 
 
