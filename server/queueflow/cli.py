@@ -61,15 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         return migrate(args.database_url or os.environ.get("QUEUEFLOW_DATABASE_URL"))
     flags = {key: value for key, value in vars(args).items() if key != "command"}
+    from queueflow.serve import load_tasks, serve
+
     try:
         settings = Settings.load(os.environ, **flags)
         settings.check_bind()
+        tasks = load_tasks(settings)
     except SettingsError as exc:
         print(f"queueflow serve: {exc}", file=sys.stderr)
         return 2
-    from queueflow.serve import serve
-
-    serve(settings)
+    serve(settings, tasks)
     return 0
 
 

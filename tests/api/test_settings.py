@@ -64,3 +64,10 @@ def test_development_mode_refuses_to_bind_beyond_loopback(capsys: pytest.Capture
     # Empty key flags override any QUEUEFLOW_*_KEYS in the environment running the tests.
     assert main(["serve", "--host", "0.0.0.0", "--api-keys", "", "--worker-keys", ""]) == 2
     assert "only binds to loopback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["nope.module:tasks", "json:nothing", "no-colon"])
+def test_serve_refuses_an_unloadable_task_registry_in_one_line(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--database-url", "memory://", "--tasks", spec]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"queueflow serve: --tasks {spec}: ")

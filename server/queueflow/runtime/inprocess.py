@@ -41,7 +41,7 @@ def load_runner(spec: str) -> TaskRunner:
     """`"package.module:attribute"` → the task registry it names (imported from the working directory too)."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise ValueError(f"--tasks expects module:attribute (e.g. myapp.tasks:tasks), not {spec!r}")
+        raise ValueError("expected module:attribute (e.g. myapp.tasks:tasks)")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     runner = getattr(importlib.import_module(module_name), attribute)
