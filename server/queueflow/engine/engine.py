@@ -173,8 +173,10 @@ class Engine:
 
     async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
         """Complete and fail many jobs; each item succeeds or is `lease_lost` on its own."""
-        if not 1 <= len(complete) + len(fail) <= validation.MAX_BATCH:
-            raise ValidationError.of([FieldError((), f"an ack carries 1–{validation.MAX_BATCH} items")])
+        if len(complete) + len(fail) > validation.MAX_BATCH:
+            raise ValidationError.of([FieldError((), f"an ack carries at most {validation.MAX_BATCH} items")])
+        if not complete and not fail:
+            return []  # a worker with nothing to report may still ack (API.md: 200, no results)
         # Everything is checked before anything is written, so a bad item never leaves half an ack behind.
         errors: list[FieldError] = []
         for index, item in enumerate(complete):
