@@ -91,7 +91,7 @@ async def main() -> None:
     stores: list[PostgresJobStore] = []
     try:
         await pgschema.upgrade_async(url)
-        stores = [PostgresJobStore.from_url(url, pool_size=1, max_overflow=0) for _ in range(args.workers)]
+        stores = [PostgresJobStore.from_url(url, pool_size=1) for _ in range(args.workers)]
         engines = [Engine(store, SystemClock()) for store in stores]
         # Warm up: connections opened, statements prepared.
         await measure(engines, 200, "warmup", drain_single)
