@@ -14,6 +14,7 @@ from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from queueflow.core.types import Job, JobStatus, QueueStats
+from queueflow.settings import AccessLog
 
 access_log = logging.getLogger("queueflow.access")
 
@@ -99,10 +100,15 @@ class Metrics:
 class Observe:
     """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, skip: Sequence[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, metrics: Metrics, skip: Sequence[str] = (), access_log: AccessLog = "errors"
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.skip = frozenset(skip)
+        # The lowest status that gets a log line: every request is counted and timed in the metrics anyway, so
+        # by default only the ones an operator must look at (4xx, 5xx) pay for formatting and logging.
+        self.log_from = {"all": 0, "errors": 400, "off": None}[access_log]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -128,6 +134,8 @@ class Observe:
         if route not in self.skip:
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route, str(status)).observe(duration)
+        if self.log_from is None or status < self.log_from or not access_log.isEnabledFor(logging.INFO):
+            return
         state: dict[str, Any] = scope.get("state") or {}
         access_log.info(
             json.dumps(

@@ -46,7 +46,8 @@ async def _decode_json_once(connection: asyncpg.Connection) -> None:
 
 
 def create_pool(dsn: str, *, size: int, connect_timeout: float) -> asyncpg.Pool:
-    """A pool of at most `size` connections, opened lazily (see `Pooled._ready`)."""
+    """A pool of at most `size` connections. asyncpg binds a pool to the running event loop, so this is called
+    from inside one, on first use (`Pooled._ready`)."""
     return asyncpg.create_pool(
         dsn,
         min_size=1,
@@ -63,29 +64,30 @@ class Pooled:
     """The base of `PostgresJobs`, `PostgresWorkflows` and `PostgresSchedules`: each part of the store runs its
     statements on `_connection()`, and `PostgresJobStore` is all three on one pool."""
 
-    def __init__(self, pool: asyncpg.Pool, *, acquire_timeout: float = 5.0) -> None:
-        self._pool = pool
-        self._acquire_timeout = acquire_timeout
+    def __init__(self, dsn: str, *, pool_size: int = 10, connect_timeout: float = 5.0) -> None:
+        self._dsn = dsn
+        self._pool_size = pool_size
+        self._connect_timeout = connect_timeout
         self._opened: asyncio.Future[asyncpg.Pool] | None = None
 
     async def _ready(self) -> asyncpg.Pool:
         """The pool, opened on first use (once, however many callers ask at the same time)."""
         if self._opened is None:
-            self._opened = asyncio.ensure_future(self._pool)  # awaiting a pool opens it
+            pool = create_pool(self._dsn, size=self._pool_size, connect_timeout=self._connect_timeout)
+            self._opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
         try:
-            await asyncio.shield(self._opened)
+            return await asyncio.shield(self._opened)
         except BaseException:
             if self._opened.done():
                 self._opened = None  # a database that was down may be up for the next caller
             raise
-        return self._pool
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Db]:
         """A pooled asyncpg connection; every error inside becomes a QueueFlowError."""
         try:
             pool = await self._ready()
-            connection = await pool.acquire(timeout=self._acquire_timeout)
+            connection = await pool.acquire(timeout=self._connect_timeout)
         except Exception as exc:  # refused, timed out, every connection busy too long, database not accepting
             raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
         try:
@@ -101,8 +103,10 @@ class Pooled:
             await pool.release(connection)
 
     async def _close_pool(self) -> None:
-        if self._opened is not None and self._opened.done() and not self._opened.exception():
-            await self._pool.close()
-        elif self._opened is not None:
-            self._opened.cancel()
-            self._pool.terminate()  # it never opened, or failed to: nothing to wait for
+        opened, self._opened = self._opened, None
+        if opened is None:
+            return
+        if not opened.done():
+            opened.cancel()
+        elif opened.exception() is None:
+            await opened.result().close()

@@ -12,7 +12,6 @@ store's field locations; whatever still goes wrong is translated by `errors`.
 
 from __future__ import annotations
 
-from queueflow.stores.postgres.connection import create_pool
 from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.schedules import PostgresSchedules
 from queueflow.stores.postgres.url import asyncpg_dsn
@@ -25,8 +24,7 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
     @classmethod
     def from_url(cls, database_url: str, *, pool_size: int = 10, connect_timeout: float = 5.0) -> PostgresJobStore:
         """A store on its own pool of at most `pool_size` connections; none is opened until the first call."""
-        pool = create_pool(asyncpg_dsn(database_url), size=pool_size, connect_timeout=connect_timeout)
-        return cls(pool, acquire_timeout=connect_timeout)
+        return cls(asyncpg_dsn(database_url), pool_size=pool_size, connect_timeout=connect_timeout)
 
     async def aclose(self) -> None:
         """Close every pooled connection."""
