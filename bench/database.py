@@ -12,6 +12,7 @@ import secrets
 import subprocess
 import sys
 from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
@@ -36,9 +37,9 @@ SELECT 'job_done_' || lpad(n::text, 9, '0'), 'bench', 'default', 'noop', jsonb_b
 
 
 def _url(base: str, database: str) -> str:
-    scheme, _, rest = base.partition("://")
-    authority = rest.split("/", 1)[0]
-    return f"{scheme}://{authority}/{database}"
+    """`base` with its database replaced (a `?host=` socket directory, as the embedded server's URL has, stays)."""
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=f"/{database}"))
 
 
 class BenchDatabase:
@@ -117,17 +118,16 @@ async def _admin(sql: str) -> None:
 class SessionCounter:
     """New sessions opened for a database between `start` and `stop`."""
 
-    # A backend flushes its statistics at most once a second while busy, and at exit: wait that long.
-    SETTLE = 1.2
-
-    def __init__(self, database: BenchDatabase) -> None:
-        self._database = database
+    def __init__(self, database: BenchDatabase, settle: float) -> None:
+        # A backend flushes its statistics at most once a second while busy, and at exit: `settle` waits for
+        # that before each reading (1.2 s for a count to trust; the smoke profile trusts nothing and hurries).
+        self._database, self._settle = database, settle
         self._before = 0
 
     async def start(self) -> None:
-        await asyncio.sleep(self.SETTLE)
+        await asyncio.sleep(self._settle)
         self._before = await self._database.sessions()
 
     async def stop(self) -> int:
-        await asyncio.sleep(self.SETTLE)
+        await asyncio.sleep(self._settle)
         return await self._database.sessions() - self._before

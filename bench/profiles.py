@@ -14,6 +14,8 @@ class Profile:
     raw_single_tx: int
     raw_batched_tx: int
     raw_insert_tx: int
+    warm_up_jobs: int
+    """Jobs drained through the server before any HTTP figure is taken (a tenth of them one at a time)."""
     enqueue_rows: int
     """HTTP batch enqueue: rows per repetition, 1,000 a request."""
     single_drain_jobs: int
@@ -27,6 +29,8 @@ class Profile:
     peers: bool
     pgqueuer_jobs: int
     procrastinate_jobs: int
+    session_settle: float = 1.2
+    """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
     """Extra `queueflow serve` flags. The full profile runs the defaults, as users do."""
 
@@ -37,6 +41,7 @@ FULL = Profile(
     raw_single_tx=2500,
     raw_batched_tx=50,
     raw_insert_tx=250,
+    warm_up_jobs=4_000,
     enqueue_rows=40_000,
     single_drain_jobs=3_000,
     batched_drain_jobs=20_000,
@@ -55,6 +60,7 @@ SMOKE = Profile(
     raw_single_tx=10,
     raw_batched_tx=2,
     raw_insert_tx=2,
+    warm_up_jobs=200,
     enqueue_rows=2_000,
     single_drain_jobs=40,
     batched_drain_jobs=400,
@@ -66,6 +72,7 @@ SMOKE = Profile(
     pgqueuer_jobs=0,
     procrastinate_jobs=0,
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
+    session_settle=0.2,
     server_args=("--safety-poll", "1"),
 )
 

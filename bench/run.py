@@ -30,12 +30,14 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
     baselines: dict[str, list[float]] = {}
 
     async def scenario(name: str, body: Callable[[], Awaitable[None]]) -> None:
-        print(f"· {name}", flush=True)
+        print(f"· {name}", end="", flush=True)
+        began = time.monotonic()
         try:
             await body()
         except Exception as exc:
             results.errors.append(f"{name}: {type(exc).__name__}: {exc}")
             traceback.print_exc()
+        print(f" ({time.monotonic() - began:.0f} s)", flush=True)
 
     async def raw_ceiling() -> None:
         async with BenchDatabase("raw") as database:
@@ -114,6 +116,8 @@ async def _queueflow(
             enqueue_rows=profile.enqueue_rows,
             single_jobs=profile.single_drain_jobs,
             batched_jobs=profile.batched_drain_jobs,
+            settle=profile.session_settle,
+            warm_up=profile.warm_up_jobs,
         )
         for key, label, unit, target, measured in (
             ("batched", "HTTP batched drain: lease 100 + ack 100, 4 workers", "jobs/s", 0.5, runs.batched),
@@ -164,14 +168,14 @@ async def _queueflow(
         )
 
     async def wake_new() -> None:
-        counter = SessionCounter(database)
+        counter = SessionCounter(database, profile.session_settle)
         await counter.start()
         latencies = await wakeup.new_job(server, profile.wake_samples)
         sessions["wake-up"] = await counter.stop()
         _latency_figures(results, "wake-up: enqueue → parked long-poll lease returns", latencies, p50=2, p99=10)
 
     async def wake_due() -> None:
-        counter = SessionCounter(database)
+        counter = SessionCounter(database, profile.session_settle)
         await counter.start()
         for retry, what in ((False, "a delayed job (delay_seconds)"), (True, "a retried job (retry_after_seconds)")):
             latencies = await wakeup.due_later(server, profile.due_samples, retry=retry)
@@ -179,7 +183,7 @@ async def _queueflow(
         sessions["due-later wake-up"] = await counter.stop()
 
     async def lease_history() -> None:
-        counter = SessionCounter(database)
+        counter = SessionCounter(database, profile.session_settle)
         await counter.start()
         empty, full = await history.measure(
             server,

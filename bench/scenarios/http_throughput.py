@@ -48,8 +48,8 @@ def _client_cpu() -> float:
 class Phase:
     """Times a block of work and records the server's and the client's CPU and the new sessions it opened."""
 
-    def __init__(self, server: QueueFlowServer, database: BenchDatabase) -> None:
-        self._server, self._sessions = server, SessionCounter(database)
+    def __init__(self, server: QueueFlowServer, database: BenchDatabase, settle: float) -> None:
+        self._server, self._sessions = server, SessionCounter(database, settle)
 
     async def __aenter__(self) -> Phase:
         await self._sessions.start()
@@ -138,31 +138,33 @@ async def measure(
     enqueue_rows: int,
     single_jobs: int,
     batched_jobs: int,
+    settle: float,
+    warm_up: int,
 ) -> ThroughputRuns:
     tenants = await connections("127.0.0.1", server.port, TENANT_KEY, CLIENTS)
     workers = await connections("127.0.0.1", server.port, WORKER_KEY, CLIENTS)
     runs = ThroughputRuns([], [], [], [])
     try:
         # Warm-up: the server's pool fills, its statements are prepared, Python's caches are warm.
-        await enqueue_all(tenants, 2 * ENQUEUE_BATCH)
+        await enqueue_all(tenants, warm_up // 10)
         await drain_single(workers)
-        await enqueue_all(tenants, 2 * ENQUEUE_BATCH)
+        await enqueue_all(tenants, warm_up)
         await drain_batched(workers)
         for _ in range(repetitions):
             await database.reset_jobs()
             await database.vacuum()
-            async with Phase(server, database) as phase:
+            async with Phase(server, database, settle) as phase:
                 await enqueue_all(tenants, enqueue_rows)
             runs.enqueue.append(phase.run(enqueue_rows))
 
             await _seed(database, tenants, single_jobs)
-            async with Phase(server, database) as phase:
+            async with Phase(server, database, settle) as phase:
                 done = await drain_single(workers)
             runs.single.append(_checked(phase.run(done), single_jobs, "single drain"))
 
             await _seed(database, tenants, batched_jobs)
             server.reset_peak_rss()
-            async with Phase(server, database) as phase:
+            async with Phase(server, database, settle) as phase:
                 done = await drain_batched(workers)
             runs.peak_rss.append(server.peak_rss_bytes())
             runs.batched.append(_checked(phase.run(done), batched_jobs, "batched drain"))

@@ -13,7 +13,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from bench.database import BenchDatabase
 
@@ -43,8 +43,10 @@ class RawRun:
 async def pgbench(database: BenchDatabase, script: str, transactions: int, **variables: int) -> float:
     """Run `script` with `transactions` per client; pgbench's elapsed seconds."""
     url = urlsplit(database.url)
+    # A Unix-socket server (the embedded one) is named by ?host=<directory>; pgbench's -h takes that directory.
+    host = parse_qs(url.query).get("host", [url.hostname or "127.0.0.1"])[0]
     args = [pgbench_path(), "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", str(THREADS), "-t", str(transactions)]
-    args += ["-h", url.hostname or "127.0.0.1", "-p", str(url.port or 5432), "-U", url.username or "postgres"]
+    args += ["-h", host, "-p", str(url.port or 5432), "-U", url.username or "postgres"]
     for name, value in variables.items():
         args += ["-D", f"{name}={value}"]
     args += ["-f", str(SCRIPTS / script), database.name]
