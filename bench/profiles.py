@@ -38,20 +38,20 @@ class Profile:
 FULL = Profile(
     name="full",
     repetitions=3,
-    raw_single_tx=2500,
+    raw_single_tx=1500,
     raw_batched_tx=50,
     raw_insert_tx=250,
     warm_up_jobs=4_000,
-    enqueue_rows=40_000,
-    single_drain_jobs=3_000,
+    enqueue_rows=30_000,
+    single_drain_jobs=2_000,
     batched_drain_jobs=20_000,
     wake_samples=300,
     due_samples=300,
     lease_samples=500,
     finished_rows=2_000_000,
     peers=True,
-    pgqueuer_jobs=50_000,
-    procrastinate_jobs=1_500,
+    pgqueuer_jobs=30_000,
+    procrastinate_jobs=1_000,
 )
 
 SMOKE = Profile(

@@ -8,6 +8,29 @@ from dataclasses import dataclass, field
 
 from bench.machine import Machine
 
+HOW = """## How each figure is measured
+
+- **Raw ceiling**: pgbench, `-M prepared -c 4 -j 2 -t N`, running bench/pgbench/*.sql — the claim, completion and
+  batch-insert statements of QueueFlow's PostgreSQL store — on a database migrated with `queueflow migrate`. The
+  drains take exactly the rows seeded (and vacuumed) before the clock starts; the rate is rows ÷ pgbench's elapsed
+  time.
+- **HTTP**: one `queueflow serve --mode all` process with API and worker keys, the access log at its default (to a
+  file). The load generator is bench/httpclient.py (keep-alive HTTP/1.1 on asyncio streams, pre-encoded bodies) in
+  the harness's own process; its CPU per 1,000 jobs is in the details, to show it is not the bottleneck. Drains start
+  from seeded (and vacuumed) backlogs like the raw ones; server CPU is utime + stime from /proc.
+- **Wake-up, new job**: a lease parks (`wait_seconds`), a tenant enqueues one job; from the enqueue's answer to the
+  lease's answer. **Due later**: leases park on queues of their own, each queue gets a job due 0.3–0.8 s later (by
+  `delay_seconds`, or a failure with `retry_after_seconds`); from the job's `scheduled_at` to the lease's answer.
+- **Lease latency with history**: one worker leases one job at a time from a pending backlog; the median round
+  trip with N finished rows (one INSERT … SELECT generate_series, then VACUUM) ÷ the same with none.
+- **Peak RSS**: VmHWM of the server, reset (clear_refs) after seeding, read after each batched drain; the largest.
+- **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
+  warm-up), the worst repetition.
+- **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
+  PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
+  1,000 a call; one worker, concurrency 4).
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Target:
@@ -52,10 +75,10 @@ class Figure:
 
 
 def amount(value: float, unit: str) -> str:
+    if unit == "":
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
     if unit == "ms":
         return f"{value:,.2f} ms" if value < 10 else f"{value:,.0f} ms"
-    if unit in ("", "×"):
-        return f"{value:,.2f}{unit}"
     return f"{value:,.0f} {unit}" if abs(value) >= 10 else f"{value:,.2f} {unit}"
 
 
@@ -104,6 +127,7 @@ class Results:
             "Ratios are QueueFlow ÷ its baseline measured in the same run on the same PostgreSQL.",
             "",
             self.table(),
+            HOW,
         ]
         if self.details:
             lines += ["## Details", "", *(f"- {line}" for line in self.details), ""]

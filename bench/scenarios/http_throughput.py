@@ -122,62 +122,58 @@ async def drain_batched(workers: list[Connection], queue: str = QUEUE) -> int:
     return sum(await asyncio.gather(*(client(connection) for connection in workers)))
 
 
-@dataclass(slots=True)
-class ThroughputRuns:
-    enqueue: list[HttpRun]
-    single: list[HttpRun]
-    batched: list[HttpRun]
-    peak_rss: list[int]
+class Throughput:
+    """The three HTTP throughput phases against one server, on 4 tenant and 4 worker connections kept open.
 
+    Each phase is one repetition, so that the run can interleave them with their raw baselines: on a shared
+    machine the load drifts over minutes, and a figure and its baseline should see the same."""
 
-async def measure(
-    server: QueueFlowServer,
-    database: BenchDatabase,
-    *,
-    repetitions: int,
-    enqueue_rows: int,
-    single_jobs: int,
-    batched_jobs: int,
-    settle: float,
-    warm_up: int,
-) -> ThroughputRuns:
-    tenants = await connections("127.0.0.1", server.port, TENANT_KEY, CLIENTS)
-    workers = await connections("127.0.0.1", server.port, WORKER_KEY, CLIENTS)
-    runs = ThroughputRuns([], [], [], [])
-    try:
-        # Warm-up: the server's pool fills, its statements are prepared, Python's caches are warm.
-        await enqueue_all(tenants, warm_up // 10)
-        await drain_single(workers)
-        await enqueue_all(tenants, warm_up)
-        await drain_batched(workers)
-        for _ in range(repetitions):
-            await database.reset_jobs()
-            await database.vacuum()
-            async with Phase(server, database, settle) as phase:
-                await enqueue_all(tenants, enqueue_rows)
-            runs.enqueue.append(phase.run(enqueue_rows))
+    def __init__(self, server: QueueFlowServer, database: BenchDatabase, settle: float) -> None:
+        self._server, self._database, self._settle = server, database, settle
+        self._tenants: list[Connection] = []
+        self._workers: list[Connection] = []
 
-            await _seed(database, tenants, single_jobs)
-            async with Phase(server, database, settle) as phase:
-                done = await drain_single(workers)
-            runs.single.append(_checked(phase.run(done), single_jobs, "single drain"))
+    async def open(self) -> Throughput:
+        self._tenants = await connections("127.0.0.1", self._server.port, TENANT_KEY, CLIENTS)
+        self._workers = await connections("127.0.0.1", self._server.port, WORKER_KEY, CLIENTS)
+        return self
 
-            await _seed(database, tenants, batched_jobs)
-            server.reset_peak_rss()
-            async with Phase(server, database, settle) as phase:
-                done = await drain_batched(workers)
-            runs.peak_rss.append(server.peak_rss_bytes())
-            runs.batched.append(_checked(phase.run(done), batched_jobs, "batched drain"))
-    finally:
-        await close_all(tenants + workers)
-    return runs
+    async def close(self) -> None:
+        await close_all(self._tenants + self._workers)
 
+    async def warm_up(self, jobs: int) -> None:
+        """The server's pool fills, its statements are prepared, Python's caches are warm."""
+        await enqueue_all(self._tenants, jobs // 10)
+        await drain_single(self._workers)
+        await enqueue_all(self._tenants, jobs)
+        await drain_batched(self._workers)
 
-async def _seed(database: BenchDatabase, tenants: list[Connection], jobs: int) -> None:
-    """Pending jobs through the API, untimed, then the same VACUUM the raw baseline gets."""
-    await database.reset_jobs()
-    await enqueue_all(tenants, jobs)
-    await database.vacuum()
+    async def enqueue(self, rows: int) -> HttpRun:
+        await self._database.reset_jobs()
+        await self._database.vacuum()
+        async with Phase(self._server, self._database, self._settle) as phase:
+            await enqueue_all(self._tenants, rows)
+        return phase.run(rows)
+
+    async def single_drain(self, jobs: int) -> HttpRun:
+        await self._seed(jobs)
+        async with Phase(self._server, self._database, self._settle) as phase:
+            done = await drain_single(self._workers)
+        return _checked(phase.run(done), jobs, "single drain")
+
+    async def batched_drain(self, jobs: int) -> tuple[HttpRun, int]:
+        """The run, and the server's peak RSS during it."""
+        await self._seed(jobs)
+        self._server.reset_peak_rss()
+        async with Phase(self._server, self._database, self._settle) as phase:
+            done = await drain_batched(self._workers)
+        return _checked(phase.run(done), jobs, "batched drain"), self._server.peak_rss_bytes()
+
+    async def _seed(self, jobs: int) -> None:
+        """Pending jobs through the API, untimed, then the same VACUUM the raw baseline gets."""
+        await self._database.reset_jobs()
+        await enqueue_all(self._tenants, jobs)
+        await self._database.vacuum()
 
 
 def _checked(run: HttpRun, expected: int, what: str) -> HttpRun:
