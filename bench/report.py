@@ -91,6 +91,8 @@ class Results:
     """Lines beside the table: per-repetition numbers, CPU per job, what a scenario could not measure."""
     errors: list[str] = field(default_factory=list)
     elapsed_seconds: float = 0.0
+    load_at_end: str = ""
+    """The load average when the run ended: with the one at its start, how shared the machine was."""
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)
@@ -118,7 +120,7 @@ class Results:
             "",
             f"- date: {machine.date}",
             f"- machine: {machine.cores} cores, {machine.ram_gib:.1f} GiB RAM, {machine.cpu_model}",
-            f"- load average at start: {machine.load_average}",
+            f"- load average (1, 5, 15 min) at start: {machine.load_average}; at end: {self.load_at_end}",
             f"- PostgreSQL: {machine.postgres_version}",
             f"- git commit: {machine.commit}",
             f"- profile: {self.profile}; each figure is the median of its repetitions; whole run "

@@ -8,6 +8,7 @@ run; the run then exits non-zero, which is all the smoke profile (in the test su
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 import traceback
@@ -78,6 +79,7 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
         await step("peer: PgQueuer", pgqueuer)
         await step("peer: Procrastinate", procrastinate)
     results.elapsed_seconds = time.monotonic() - started
+    results.load_at_end = " ".join(f"{load:.2f}" for load in os.getloadavg())
     print(f"server log: {logs / 'server.log'}")
     return results
 
