@@ -18,7 +18,7 @@ import asyncpg
 
 ADMIN_URL = os.environ.get("QUEUEFLOW_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
-# Every column a claim or a reader of the row needs, as the batch insert (pgsql.INSERT) writes it.
+# Every column a claim or a reader of the row needs, as the batch insert (postgres.sql.INSERT) writes it.
 _BACKOFF = '{"backoff": {"strategy": "exponential", "base_seconds": 1, "max_seconds": 3600, "jitter": true}}'
 SEED_PENDING = f"""
 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, scheduled_at, created_at)

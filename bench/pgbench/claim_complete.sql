@@ -1,4 +1,4 @@
--- Raw ceiling: claim :batch jobs, then complete them, as QueueFlow's store does (stores/pgsql.py CLAIM and COMPLETE).
+-- Raw ceiling: claim :batch jobs, then complete them, as QueueFlow's store does (stores/postgres/sql.py CLAIM and COMPLETE).
 -- Run by pgbench -M prepared (asyncpg prepares every statement too), with -D batch=1 or -D batch=100.
 -- Differences, each for pgbench's sake: now() and a constant lease instead of bound parameters; the claim is
 -- wrapped in a CTE so that \gset gets one row (the claimed ids and tokens as arrays, for the completion), and
