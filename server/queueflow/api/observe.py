@@ -69,10 +69,14 @@ class Metrics:
             self.enqueued.labels(job.queue_name).inc()
 
     def jobs_leased(self, jobs: Iterable[Job]) -> None:
+        # One child lookup per queue, not per job: a 100-job lease is usually one queue.
+        children: dict[str, Any] = {}
         for job in jobs:
             if job.started_at is not None:
-                waited = (job.started_at - job.scheduled_at).total_seconds()
-                self.lease_wait.labels(job.queue_name).observe(max(waited, 0.0))
+                child = children.get(job.queue_name) or children.setdefault(
+                    job.queue_name, self.lease_wait.labels(job.queue_name)
+                )
+                child.observe(max((job.started_at - job.scheduled_at).total_seconds(), 0.0))
 
     def job_settled(self, queue: str, status: JobStatus) -> None:
         """Count a worker's outcome by the status it left the job in: completed, retrying or dead_letter."""

@@ -45,6 +45,12 @@ async def _decode_json_once(connection: asyncpg.Connection) -> None:
     )
 
 
+async def _keep_session(connection: asyncpg.Connection) -> None:
+    """Nothing: asyncpg's default reset sends `RESET ALL; UNLISTEN *; …` on every release, a round trip per
+    statement for state this store never leaves behind (no SET, LISTEN or session advisory lock; an open
+    transaction is still ended by asyncpg itself)."""
+
+
 def create_pool(dsn: str, *, size: int, connect_timeout: float) -> asyncpg.Pool:
     """A pool of at most `size` connections. asyncpg binds a pool to the running event loop, so this is called
     from inside one, on first use (`Pooled._ready`)."""
@@ -55,6 +61,7 @@ def create_pool(dsn: str, *, size: int, connect_timeout: float) -> asyncpg.Pool:
         max_inactive_connection_lifetime=0,  # a warm pool keeps its sessions
         timeout=connect_timeout,
         init=_decode_json_once,
+        reset=_keep_session,
         # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
         server_settings={"application_name": "queueflow", "timezone": "UTC"},
     )
