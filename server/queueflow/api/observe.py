@@ -65,8 +65,11 @@ class Metrics:
         )
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
+        counts: dict[str, int] = defaultdict(int)
         for job in jobs:
-            self.enqueued.labels(job.queue_name).inc()
+            counts[job.queue_name] += 1
+        for queue, count in counts.items():
+            self.enqueued.labels(queue).inc(count)
 
     def jobs_leased(self, jobs: Iterable[Job]) -> None:
         # One child lookup per queue, not per job: a 100-job lease is usually one queue.

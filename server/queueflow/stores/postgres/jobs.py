@@ -61,7 +61,8 @@ class PostgresJobs(Pooled):
                 sent.append(job)
         columns = insert_columns(sent)
         async with self._connection() as db, db.transaction():
-            inserted = {row["id"]: job_from_row(row) for row in await db.fetch(INSERT, *columns)}
+            new_ids = {row["id"] for row in await db.fetch(INSERT, *columns)}
+            inserted = {job.id: job for job in sent if job.id in new_ids}
             existing: dict[tuple[str, str], Job] = {}
             keys = [key for key, job in first.items() if job.id not in inserted]
             if keys:

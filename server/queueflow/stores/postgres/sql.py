@@ -11,7 +11,9 @@ COLUMNS = (
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 """COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
 
-INSERT = f"""
+# Only the ids come back: an inserted row is exactly the Job that was sent, so reading it back would only
+# cost decoding (a third of a batch enqueue's CPU, measured).
+INSERT = """
 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
                             max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
                             workflow_step_id)
@@ -19,7 +21,7 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[]
                      $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
                      $14::text[], $15::text[])
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING {COLUMNS}
+RETURNING id
 """
 
 SELECT_BY_KEYS = f"""
