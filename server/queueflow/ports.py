@@ -40,7 +40,8 @@ class WorkflowStore(Protocol):
 
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
         """∅ → the workflow, its steps as given and `jobs` (its root steps' jobs, pending), all or nothing.
-        When (tenant_id, idempotency_key) already exists nothing is written: `(existing, False)`."""
+        When (tenant_id, idempotency_key) already exists nothing is written: `(existing, False)` (a workflow or
+        job it cannot store is a `ValidationError` all the same)."""
         ...
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
@@ -66,8 +67,9 @@ class WorkflowStore(Protocol):
         in one transaction: context merged, changed step rows written guarded by their previous status, the
         jobs of steps moved enqueued → cancelled cancelled (pending | retrying | running → cancelled, lease
         voided), a new pending job per step moved to enqueued, the terminal status and completed_at = now only
-        while the workflow is running. An error raised by `decide` propagates and nothing is written.
-        Returns the workflow as recorded; None if it does not exist (for `tenant_id`)."""
+        while the workflow is running. An error raised by `decide` (or `new_job`) propagates as it was raised,
+        and a context entry or new job it cannot store is a `ValidationError`; either way nothing is written.
+        Returns the workflow as recorded; None if it does not exist (for `tenant_id`), without calling `decide`."""
         ...
 
     async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
