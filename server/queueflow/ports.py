@@ -178,7 +178,8 @@ class ScheduleStore(Protocol):
         self, schedule: Schedule, *, expected_updated_at: datetime, expected_next_run_at: datetime | None
     ) -> Schedule | None:
         """stored → `schedule`'s fields (the row with its id and tenant_id), only while the row's `updated_at` and
-        `next_run_at` are still the expected ones. None when the row is gone or has changed since it was read."""
+        `next_run_at` are still the expected ones; its name, created_at and last_run_at (a firing's) stay as they
+        are. None when the row is gone or has changed since it was read."""
         ...
 
     async def schedule_delete(self, tenant_id: str, name: str) -> bool:
