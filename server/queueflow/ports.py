@@ -122,22 +122,24 @@ class JobStore(Protocol):
         ...
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
-        """running (token matches, locked_until > now) → completed with its result, lease cleared.
-        Each item on its own: None where the lease is not held."""
+        """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
+        cleared. Each item on its own: None where the lease is not held."""
         ...
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → retrying (retry_count + 1,
-        scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter; lease cleared,
-        error_message recorded. Each item on its own: None where the lease is not held."""
+        scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter (completed_at = now); lease
+        cleared, error_message recorded. Each item on its own: None where the lease is not held."""
         ...
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        """pending | retrying | running → cancelled, lease token voided. None if missing or finished."""
+        """pending | retrying | running → cancelled at now (completed_at), lease token voided. None if missing
+        (for the tenant) or finished."""
         ...
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        """dead_letter | cancelled → pending at now, retry_count = 0, error kept. None if missing or other."""
+        """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at and completed_at
+        cleared, error kept. None if missing (for the tenant) or other."""
         ...
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
@@ -146,11 +148,14 @@ class JobStore(Protocol):
         ...
 
     async def job_delete_finished(self, before: datetime, limit: int) -> int:
-        """Delete up to `limit` completed | dead_letter | cancelled jobs finished before `before`."""
+        """Delete up to `limit` completed | dead_letter | cancelled jobs finished (completed_at) before `before`,
+        the longest finished first, except those of a running workflow (its self-heal reads them); how many."""
         ...
 
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        """Per queue with any of the tenant's jobs, disjoint counts by state at `now`, by queue name."""
+        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
+        (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
+        part of the first two."""
         ...
 
 
