@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from queueflow.core.advance import NewStepJob, record, settle
+from queueflow.core.cursor import Listed
 from queueflow.core.ids import new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import JSON, Completion, Failure, Job, JobFilter, JobStatus, NewJob
+from queueflow.core.types import JSON, Completion, Cursor, Failure, Job, JobFilter, JobStatus, NewJob
 from queueflow.core.workflow import NewStep, Step, Workflow, WorkflowStatus, new_steps, step_job
 from queueflow.ports import Store
 
@@ -26,6 +29,12 @@ OTHER = "tenant-b"
 LEASE = 30.0
 RNG = random.Random(3)
 """Only ids come from it; no test depends on their random part."""
+PENDING, RUNNING, RETRYING = JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING
+COMPLETED, DEAD_LETTER, CANCELLED = JobStatus.COMPLETED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED
+
+
+R = TypeVar("R", bound=Listed)
+Found = TypeVar("Found", Job, Workflow)
 
 
 def at(seconds: float) -> datetime:
@@ -44,6 +53,32 @@ def nested(levels: int) -> JSON:
 def stranger_token() -> str:
     """A well-formed lease token that no job holds."""
     return str(uuid.uuid4())
+
+
+async def pages(list_after: Callable[[Cursor | None], Awaitable[Sequence[R]]]) -> list[list[str]]:
+    """The ids of every page of a newest-first listing, each page resumed after the last row of the one before."""
+    listed: list[list[str]] = []
+    after = None
+    while page := await list_after(after):
+        listed.append([row.id for row in page])
+        after = Cursor(page[-1].created_at, page[-1].id)
+    return listed
+
+
+def newest_first(rows: Sequence[R]) -> list[str]:
+    """The ids of `rows` in listing order: created_at, then id, descending."""
+    return [row.id for row in sorted(rows, key=lambda row: (row.created_at, row.id), reverse=True)]
+
+
+async def found_only_by_its_tenant(get: Callable[[str, str | None], Awaitable[Found | None]], row: Found) -> None:
+    """`get(id, tenant_id)` (job_get, workflow_get) finds `row` by its id, for its tenant or for any, and nothing
+    for another tenant, a missing id, or text no row can hold."""
+    assert await get(row.id, None) == row
+    assert await get(row.id, row.tenant_id) == row
+    assert await get(row.id, OTHER) is None
+    assert await get(f"{row.id}_missing", None) is None
+    assert await get(f"{row.id}\x00", None) is None
+    assert await get(row.id, "nul\x00") is None
 
 
 # --- jobs --------------------------------------------------------------------------------------------------

@@ -19,7 +19,13 @@ from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
 from tests.store_contract.store_rows import (
+    CANCELLED,
+    COMPLETED,
+    DEAD_LETTER,
     LEASE,
+    PENDING,
+    RETRYING,
+    RUNNING,
     at,
     in_status,
     inserted,
@@ -29,9 +35,6 @@ from tests.store_contract.store_rows import (
     nested,
     stranger_token,
 )
-
-PENDING, RUNNING, RETRYING = JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING
-COMPLETED, DEAD_LETTER, CANCELLED = JobStatus.COMPLETED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED
 
 
 async def end_delivery(store: Store, held: Job, status: JobStatus) -> None:

@@ -16,10 +16,8 @@ from queueflow.core.types import (
     BackoffPolicy,
     BackoffStrategy,
     Completion,
-    Cursor,
     Failure,
     JobFilter,
-    JobStatus,
     QueueCounts,
 )
 from queueflow.core.workflow import WorkflowStatus
@@ -27,23 +25,29 @@ from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
 from tests.store_contract.store_rows import (
+    CANCELLED,
+    COMPLETED,
+    DEAD_LETTER,
     LEASE,
     OTHER,
+    PENDING,
+    RETRYING,
+    RUNNING,
     at,
     everything,
+    found_only_by_its_tenant,
     in_status,
     inserted,
     job,
     jobs_of,
     leased,
     nested,
+    newest_first,
+    pages,
     step_job_maker,
     stored_workflow,
 )
 from tests.store_contract.workflow_helpers import T, step
-
-PENDING, RUNNING, RETRYING = JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING
-COMPLETED, DEAD_LETTER, CANCELLED = JobStatus.COMPLETED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED
 
 # --- job_insert_many ---------------------------------------------------------------------------------------
 
@@ -117,12 +121,7 @@ async def test_a_batch_that_repeats_an_id_stores_none_of_it(store: Store) -> Non
 
 async def test_get_answers_only_for_an_existing_job_of_the_tenant(store: Store) -> None:
     (row,) = await inserted(store, job())
-    assert await store.job_get(row.id) == row
-    assert await store.job_get(row.id, T) == row
-    assert await store.job_get(row.id, OTHER) is None
-    assert await store.job_get("job_missing") is None
-    assert await store.job_get("job_nul\x00") is None
-    assert await store.job_get(row.id, "nul\x00") is None
+    await found_only_by_its_tenant(store.job_get, row)
 
 
 async def test_get_many_returns_the_jobs_that_exist_of_any_tenant(store: Store) -> None:
@@ -137,12 +136,8 @@ async def test_get_many_returns_the_jobs_that_exist_of_any_tenant(store: Store) 
 async def test_list_is_newest_first_and_resumes_strictly_after_the_cursor(store: Store) -> None:
     rows = [job(now=at(0)), job(now=at(1)), job(now=at(1)), job(now=at(2)), job(now=at(1))]
     await inserted(store, *rows, job(tenant=OTHER, now=at(5)))
-    newest_first = [row.id for row in sorted(rows, key=lambda row: (row.created_at, row.id), reverse=True)]
-    pages, after = [], None
-    while listed := await store.job_list(T, JobFilter(), 2, after):
-        pages.append([row.id for row in listed])
-        after = Cursor(listed[-1].created_at, listed[-1].id)
-    assert pages == [newest_first[0:2], newest_first[2:4], newest_first[4:]]
+    order = newest_first(rows)
+    assert await pages(lambda after: store.job_list(T, JobFilter(), 2, after)) == [order[0:2], order[2:4], order[4:]]
 
 
 async def test_list_filters_by_queue_status_task_workflow_and_metadata_containment(store: Store) -> None:

@@ -11,11 +11,10 @@ import pytest
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Cursor
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
-from tests.store_contract.store_rows import OTHER, at, nested, schedule
+from tests.store_contract.store_rows import OTHER, at, nested, newest_first, pages, schedule
 from tests.store_contract.workflow_helpers import T
 
 HOUR = timedelta(hours=1)
@@ -106,13 +105,9 @@ async def test_get_answers_only_for_the_tenants_schedule_of_that_name(store: Sto
 async def test_list_is_newest_first_and_resumes_strictly_after_the_cursor(store: Store) -> None:
     rows = await stored(store, *(schedule(f"s{i}", now=at(seconds)) for i, seconds in enumerate([0, 1, 1, 2, 1])))
     await stored(store, schedule("theirs", tenant=OTHER, now=at(9)))
-    newest_first = sorted(rows, key=lambda row: (row.created_at, row.id), reverse=True)
-    listed, after = [], None
-    while page := await store.schedule_list(T, 2, after):
-        assert len(page) <= 2
-        listed += page
-        after = Cursor(page[-1].created_at, page[-1].id)
-    assert listed == newest_first
+    order = newest_first(rows)
+    assert await pages(lambda after: store.schedule_list(T, 2, after)) == [order[0:2], order[2:4], order[4:]]
+    assert (await store.schedule_list(T, 1, None))[0] == await store.schedule_get(T, "s3")
     assert await store.schedule_list("nul\x00", 10, None) == []
 
 

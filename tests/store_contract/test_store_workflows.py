@@ -20,7 +20,7 @@ from queueflow.core.advance import (
 )
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
-from queueflow.core.types import Completion, Cursor, Failure, JobStatus
+from queueflow.core.types import Completion, Failure, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, StepStatus, Workflow, WorkflowStatus
 from queueflow.ports import Store
 
@@ -30,8 +30,11 @@ from tests.store_contract.store_rows import (
     OTHER,
     at,
     everything,
+    found_only_by_its_tenant,
     job,
     nested,
+    newest_first,
+    pages,
     step_job_maker,
     stored_workflow,
     workflow,
@@ -114,12 +117,7 @@ async def test_insert_of_a_value_postgresql_cannot_store_writes_nothing(store: S
 
 
 async def test_get_answers_only_for_an_existing_workflow_of_the_tenant(store: Store) -> None:
-    row = await stored_workflow(store, step("a"))
-    assert await store.workflow_get(row.id, T) == row
-    assert await store.workflow_get(row.id, OTHER) is None
-    assert await store.workflow_get("wf_missing") is None
-    assert await store.workflow_get("wf\x00") is None
-    assert await store.workflow_get(row.id, "nul\x00") is None
+    await found_only_by_its_tenant(store.workflow_get, await stored_workflow(store, step("a")))
 
 
 async def test_list_is_newest_first_filters_by_status_and_resumes_after_the_cursor(store: Store) -> None:
@@ -128,18 +126,16 @@ async def test_list_is_newest_first_filters_by_status_and_resumes_after_the_curs
     cancelled = {rows[1].id, rows[3].id}
     for workflow_id in cancelled:
         await advance(store, workflow_id, Transition(workflow_status=WorkflowStatus.CANCELLED))
-    newest_first = [row.id for row in sorted(rows, key=lambda row: (row.created_at, row.id), reverse=True)]
+    order = newest_first(rows)
     for status, expected in [
-        (None, newest_first),
-        (WorkflowStatus.CANCELLED, [id_ for id_ in newest_first if id_ in cancelled]),
-        (WorkflowStatus.RUNNING, [id_ for id_ in newest_first if id_ not in cancelled]),
+        (None, order),
+        (WorkflowStatus.CANCELLED, [id_ for id_ in order if id_ in cancelled]),
+        (WorkflowStatus.RUNNING, [id_ for id_ in order if id_ not in cancelled]),
     ]:
-        listed, after = [], None
-        while page := await store.workflow_list(T, status, 2, after):
-            listed += [row.id for row in page]
-            after = Cursor(page[-1].created_at, page[-1].id)
-        assert listed == expected
-    assert (await store.workflow_list(T, None, 1, None))[0] == await store.workflow_get(newest_first[0])
+        listed = await pages(lambda after, status=status: store.workflow_list(T, status, 2, after))
+        assert [id_ for page in listed for id_ in page] == expected
+        assert all(len(page) <= 2 for page in listed)
+    assert (await store.workflow_list(T, None, 1, None))[0] == await store.workflow_get(order[0])
     assert await store.workflow_list("nul\x00", None, 10, None) == []
 
 
