@@ -20,6 +20,7 @@ from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
+from queueflow.api.services import Services
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
@@ -71,6 +72,7 @@ def create_app(
             "metrics": _constant(metrics),
             "wakeups": _constant(hub),
             "settings": _constant(settings),
+            "services": _constant(Services(engine, metrics, hub, settings)),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=list(lifespan),

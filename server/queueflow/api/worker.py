@@ -10,7 +10,6 @@ from litestar.params import JSONBody
 
 from queueflow.api.auth import WORKER
 from queueflow.api.body import StrictBody
-from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import (
     AckRequest,
@@ -26,6 +25,7 @@ from queueflow.api.schemas import (
     LeasedJobs,
     LeaseRequest,
 )
+from queueflow.api.services import Services
 from queueflow.core import types as domain
 from queueflow.engine import Engine
 from queueflow.runtime.wakeups import Wakeups
@@ -73,17 +73,10 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def lease_jobs(
-        self,
-        engine: NamedDependency[Engine],
-        metrics: NamedDependency[Metrics],
-        wakeups: NamedDependency[Wakeups],
-        settings: NamedDependency[Settings],
-        data: JSONBody[LeaseRequest],
-    ) -> LeasedJobs:
+    async def lease_jobs(self, services: NamedDependency[Services], data: JSONBody[LeaseRequest]) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
-        jobs = await lease_or_wait(engine, wakeups, data, settings)
-        metrics.jobs_leased(jobs)
+        jobs = await lease_or_wait(services.engine, services.wakeups, data, services.settings)
+        services.metrics.jobs_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
 
     @post(
@@ -95,10 +88,10 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
     async def heartbeat_job(
-        self, engine: NamedDependency[Engine], job_id: JobIdPath, data: JSONBody[HeartbeatRequest]
+        self, services: NamedDependency[Services], job_id: JobIdPath, data: JSONBody[HeartbeatRequest]
     ) -> Heartbeat:
         """Extend a held lease (never past the delivery's timeout)."""
-        job = await engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
+        job = await services.engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
         assert job.locked_until is not None  # a held lease always has an end
         return Heartbeat(job.locked_until)
 
@@ -111,15 +104,11 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
     async def complete_job(
-        self,
-        engine: NamedDependency[Engine],
-        metrics: NamedDependency[Metrics],
-        job_id: JobIdPath,
-        data: JSONBody[CompleteRequest],
+        self, services: NamedDependency[Services], job_id: JobIdPath, data: JSONBody[CompleteRequest]
     ) -> Job:
         """Complete a leased job with its result."""
-        job = await engine.complete(job_id, data.lease_token, data.result)
-        metrics.job_settled(job.queue_name, job.status)
+        job = await services.engine.complete(job_id, data.lease_token, data.result)
+        services.metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
 
     @post(
@@ -131,17 +120,13 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
     async def fail_job(
-        self,
-        engine: NamedDependency[Engine],
-        metrics: NamedDependency[Metrics],
-        job_id: JobIdPath,
-        data: JSONBody[FailRequest],
+        self, services: NamedDependency[Services], job_id: JobIdPath, data: JSONBody[FailRequest]
     ) -> Job:
         """Record a failed delivery: retry with backoff while budget is left, else dead-letter."""
-        job = await engine.fail(
+        job = await services.engine.fail(
             job_id, data.lease_token, data.error, retryable=data.retryable, retry_after_seconds=data.retry_after_seconds
         )
-        metrics.job_settled(job.queue_name, job.status)
+        services.metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
 
     @post(
@@ -152,15 +137,13 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def ack_jobs(
-        self, engine: NamedDependency[Engine], metrics: NamedDependency[Metrics], data: JSONBody[AckRequest]
-    ) -> AckResults:
+    async def ack_jobs(self, services: NamedDependency[Services], data: JSONBody[AckRequest]) -> AckResults:
         """Complete and fail many jobs at once; each item succeeds or is `lease_lost` on its own."""
-        results = await engine.ack(
+        results = await services.engine.ack(
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
         )
         for result in results:
             if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status:
-                metrics.job_settled(result.queue_name, result.status)
+                services.metrics.job_settled(result.queue_name, result.status)
         return AckResults([AckResult.from_domain(result) for result in results])
