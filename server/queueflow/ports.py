@@ -9,7 +9,7 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts
+from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts, QueueMinute
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -173,6 +173,11 @@ class JobStore(Protocol):
 
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
         """Per queue with any of the tenant's jobs, disjoint counts by state at `now`, by queue name."""
+        ...
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        """Per queue and UTC minute, the tenant's jobs that became completed or dead_letter at or after `since`
+        (by completed_at); only minutes with any, by queue name then minute. Reads only."""
         ...
 
 

@@ -14,7 +14,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from queueflow.core.advance import NewStepJob, Transition, record
 from queueflow.core.errors import FieldError, ValidationError
@@ -39,10 +39,14 @@ from queueflow.core.types import (
     JobFilter,
     JobStatus,
     QueueCounts,
+    QueueMinute,
 )
 from queueflow.core.workflow import StepStatus, Workflow, WorkflowStatus
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory_schedules import InMemoryScheduleStore
+
+# `queue_throughput` counts these endings, under these names.
+_ENDED = {JobStatus.COMPLETED: "completed", JobStatus.DEAD_LETTER: "dead_lettered"}
 
 
 class InMemoryJobStore(InMemoryScheduleStore):
@@ -264,6 +268,14 @@ class InMemoryJobStore(InMemoryScheduleStore):
             QueueCounts(name=name, oldest_due_at=oldest.get(name), **by_state)
             for name, by_state in sorted(counts.items())
         ]
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        counts: dict[tuple[str, datetime], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for job in self._tenant_jobs(tenant_id):
+            if job.status in _ENDED and job.completed_at is not None and job.completed_at >= since:
+                minute = job.completed_at.astimezone(UTC).replace(second=0, microsecond=0)
+                counts[job.queue_name, minute][_ENDED[job.status]] += 1
+        return [QueueMinute(name=name, minute=minute, **by_end) for (name, minute), by_end in sorted(counts.items())]
 
     def _in_running_workflow(self, job: Job) -> bool:
         workflow = self._workflows.get(job.workflow_id) if job.workflow_id is not None else None

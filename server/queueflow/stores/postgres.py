@@ -34,6 +34,7 @@ from queueflow.core.types import (
     Job,
     JobFilter,
     QueueCounts,
+    QueueMinute,
 )
 from queueflow.stores.pg_schedules import PostgresScheduleStore
 from queueflow.stores.pgerrors import is_disconnect, json_text, translate
@@ -49,6 +50,7 @@ from queueflow.stores.pgsql import (
     INSERT,
     LEASE_EXPIRED,
     QUEUE_COUNTS,
+    QUEUE_THROUGHPUT,
     RETRY,
     SELECT_BY_KEYS,
 )
@@ -288,6 +290,15 @@ class PostgresJobStore(PostgresScheduleStore, PostgresWorkflowStore):
             rows = await db.fetch(QUEUE_COUNTS, tenant_id, now)
         # Sorted here, by code point as the in-memory store does, whatever the database's collation.
         return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        if not storable_text(tenant_id):
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(QUEUE_THROUGHPUT, tenant_id, since)
+        return sorted(
+            (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
+        )
 
 
 def _held_items(items: Sequence[Completion | Failure]) -> dict[int, uuid.UUID]:
