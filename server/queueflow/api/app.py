@@ -23,6 +23,7 @@ from queueflow.api.schedules import SchedulesController, schedule_options, sched
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
+from queueflow.dashboard import DashboardPlugin
 from queueflow.engine import Engine
 from queueflow.ports import Clock, Store
 from queueflow.runtime.wakeups import Wakeups
@@ -74,7 +75,7 @@ def create_app(
         },
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=list(lifespan),
-        plugins=[StrictStructSchemaPlugin()],
+        plugins=[StrictStructSchemaPlugin(), DashboardPlugin(settings, clock)],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="QueueFlow",
