@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from litestar import Router, get
 from litestar.config.app import AppConfig
-from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.plugins import InitPluginProtocol
 from litestar.plugins.htmx import HTMXConfig, HTMXPlugin, HTMXRequest
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
@@ -58,7 +58,7 @@ class DashboardPlugin(InitPluginProtocol):
         pages = Router(
             path=UI,
             route_handlers=PAGES,
-            before_request=self.dashboard.before_request,  # type: ignore[arg-type]
+            before_request=self.dashboard.hook(),  # type: ignore[arg-type]
             exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
             request_class=HTMXRequest,
             include_in_schema=False,
@@ -70,5 +70,4 @@ class DashboardPlugin(InitPluginProtocol):
         app_config.template_config = TemplateConfig(instance=JinjaTemplateEngine.from_environment(environment()))
         # The API keeps Litestar's plain Request; only the dashboard's router uses HTMXRequest.
         app_config.plugins.append(HTMXPlugin(HTMXConfig(set_request_class_globally=False)))
-        app_config.state["queueflow_dashboard"] = self.dashboard
         return app_config

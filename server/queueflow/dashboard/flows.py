@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from litestar import Request, get, post
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from queueflow.core.errors import InvalidState, ValidationError
@@ -49,14 +50,16 @@ async def workflows_page(request: Request[Any, Any, Any], engine: NamedDependenc
 
 
 @get("/workflows/{workflow_id:str}", name="dashboard-workflow")
-async def workflow_page(request: Request[Any, Any, Any], engine: NamedDependency[Engine], workflow_id: str) -> Template:
+async def workflow_page(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], workflow_id: FromPath[str]
+) -> Template:
     workflow = await engine.get_workflow(tenant_of(request), workflow_id)
     return render(request, "workflow.html", {"workflow": workflow, "dag": dag_chart(workflow, f"{UI}/jobs/")})
 
 
 @post("/workflows/{workflow_id:str}/cancel", name="dashboard-workflow-cancel")
 async def cancel_workflow(
-    request: Request[Any, Any, Any], engine: NamedDependency[Engine], workflow_id: str
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], workflow_id: FromPath[str]
 ) -> Redirect:
     back = f"{UI}/workflows/{workflow_id}"
     try:
@@ -89,12 +92,16 @@ async def schedules_page(request: Request[Any, Any, Any], engine: NamedDependenc
 
 
 @post("/schedules/{name:str}/enable", name="dashboard-schedule-enable")
-async def enable_schedule(request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: str) -> Redirect:
+async def enable_schedule(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: FromPath[str]
+) -> Redirect:
     return await _patch(request, engine, name, enabled=True)
 
 
 @post("/schedules/{name:str}/disable", name="dashboard-schedule-disable")
-async def disable_schedule(request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: str) -> Redirect:
+async def disable_schedule(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: FromPath[str]
+) -> Redirect:
     return await _patch(request, engine, name, enabled=False)
 
 
@@ -109,6 +116,8 @@ async def _patch(request: Request[Any, Any, Any], engine: Engine, name: str, *, 
 
 
 @post("/schedules/{name:str}/delete", name="dashboard-schedule-delete")
-async def delete_schedule(request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: str) -> Redirect:
+async def delete_schedule(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: FromPath[str]
+) -> Redirect:
     await engine.delete_schedule(tenant_of(request), name)
     return redirect(request, f"{UI}/schedules", Flash("ok", f"Schedule {name!r} deleted; the jobs it made stay."))

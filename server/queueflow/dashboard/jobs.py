@@ -11,6 +11,7 @@ from urllib.parse import quote, urlencode
 
 from litestar import Request, get, post
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Redirect, Template
 
@@ -127,7 +128,7 @@ async def job_listing(engine: Engine, tenant: str, filters: Filters, cursor: str
 
 
 @get("/jobs/{job_id:str}", name="dashboard-job")
-async def job_page(request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: str) -> Template:
+async def job_page(request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: FromPath[str]) -> Template:
     job = await engine.get_job(tenant_of(request), job_id)
     return render(
         request,
@@ -143,12 +144,16 @@ async def job_page(request: Request[Any, Any, Any], engine: NamedDependency[Engi
 
 
 @post("/jobs/{job_id:str}/cancel", name="dashboard-job-cancel")
-async def cancel_job(request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: str) -> Redirect:
+async def cancel_job(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: FromPath[str]
+) -> Redirect:
     return await _act(request, job_id, engine.cancel_job, "Job cancelled.")
 
 
 @post("/jobs/{job_id:str}/retry", name="dashboard-job-retry")
-async def retry_job(request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: str) -> Redirect:
+async def retry_job(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: FromPath[str]
+) -> Redirect:
     return await _act(
         request, job_id, engine.retry_job, "Job replayed: it is pending again, with a fresh retry budget."
     )

@@ -6,9 +6,9 @@ Handlers read `request.state.tenant` (set by `before_request`) and act only thro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from litestar import Request, Response
@@ -18,7 +18,6 @@ from litestar.plugins.htmx import HTMXRequest
 from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
-from queueflow.api.auth import DEFAULT_TENANT, Keyring
 from queueflow.core.errors import Conflict, NotFound, QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.dashboard.session import (
     CSRF_COOKIE,
@@ -34,6 +33,9 @@ from queueflow.dashboard.session import (
 from queueflow.ports import Clock
 from queueflow.settings import Settings
 
+if TYPE_CHECKING:
+    from queueflow.api.auth import Keyring
+
 UI = "/ui"
 SIGN_IN = f"{UI}/sign-in"
 PUBLIC = {"dashboard": "public"}
@@ -45,18 +47,32 @@ class Dashboard:
     signer: Signer
     keyring: Keyring
     clock: Clock
+    default_tenant: str
 
     @classmethod
     def of(cls, settings: Settings, clock: Clock) -> Dashboard:
-        return cls(Signer(settings), Keyring(settings), clock)
+        # Imported here: queueflow.api's app imports this package to mount it.
+        from queueflow.api.auth import DEFAULT_TENANT, Keyring
+
+        return cls(Signer(settings), Keyring(settings), clock, DEFAULT_TENANT)
 
     @property
     def development_mode(self) -> bool:
         return self.keyring.development_mode
 
+    def hook(self) -> Callable[[HTMXRequest], Awaitable[Response[Any] | None]]:
+        """`before_request` as a plain function: Litestar deep-copies its handlers' hooks, and a copied bound
+        method would carry a copy of this object (and of its clock)."""
+
+        async def before_request(request: HTMXRequest) -> Response[Any] | None:
+            return await self.before_request(request)
+
+        return before_request
+
     async def before_request(self, request: HTMXRequest) -> Response[Any] | None:
         """Identify the browser and the tenant; refuse a POST without the form's CSRF token; send a visitor
         who is not signed in to the sign-in page."""
+        request.state.dashboard = self
         browser = request.cookies.get(CSRF_COOKIE)
         request.state.new_browser = None
         if not browser:
@@ -64,7 +80,7 @@ class Dashboard:
         request.state.browser = browser
         request.state.csrf = self.signer.csrf_token(browser)
         request.state.tenant = (
-            DEFAULT_TENANT
+            self.default_tenant
             if self.development_mode
             else self.signer.tenant(request.cookies.get(SESSION_COOKIE), self.clock.now())
         )
@@ -91,7 +107,7 @@ class Dashboard:
 
 
 def dashboard_of(request: Request[Any, Any, Any]) -> Dashboard:
-    dashboard: Dashboard = request.app.state.queueflow_dashboard
+    dashboard: Dashboard = request.state.dashboard
     return dashboard
 
 
