@@ -69,15 +69,18 @@ def ago(when: datetime | None, now: datetime) -> Markup:
 
 
 def seconds(value: float | None) -> str:
+    """A duration in its two largest units: "45 s", "1 min 30 s", "2 h 5 min", "3 d 4 h"."""
     if value is None:
         return "—"
-    if value < 60:
-        return f"{value:.0f} s"
-    if value < 3600:
-        return f"{value / 60:.0f} min"
-    if value < 86_400:
-        return f"{value / 3600:.1f} h"
-    return f"{value / 86_400:.1f} d"
+    whole = int(value)
+    if whole < 60:
+        return f"{whole} s"
+    for size, unit, small_size, small_unit in ((86_400, "d", 3600, "h"), (3600, "h", 60, "min"), (60, "min", 1, "s")):
+        if whole >= size:
+            big, rest = divmod(whole, size)
+            small = rest // small_size
+            return f"{big} {unit} {small} {small_unit}" if small else f"{big} {unit}"
+    raise AssertionError(value)  # pragma: no cover - every value ≥ 60 has a unit above
 
 
 def count(value: int) -> str:
