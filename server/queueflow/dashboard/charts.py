@@ -15,7 +15,7 @@ from queueflow.core.types import QueueMinute
 from queueflow.core.workflow import Step, Workflow
 
 SPAN_MINUTES = 60
-BAR, GAP, HEIGHT = 4, 1, 40
+BAR, GAP, HEIGHT = 2, 1, 32
 
 STEP_SYMBOLS = {
     "pending": "○",
