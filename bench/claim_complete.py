@@ -17,12 +17,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+from queueflow.clocks import SystemClock
 from queueflow.core.types import Completion, NewJob
 from queueflow.engine import Engine
-from queueflow.ports import SystemClock
-from queueflow.stores import pgschema
-from queueflow.stores.pgurl import asyncpg_dsn
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres import schema as pgschema
+from queueflow.stores.postgres.url import asyncpg_dsn
 from sqlalchemy.engine import make_url
 
 ADMIN_URL = os.environ.get("QUEUEFLOW_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

@@ -10,8 +10,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from queueflow.stores import pgschema
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres import schema as pgschema
 
 from tests import pg
 

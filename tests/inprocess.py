@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import pytest
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory import InMemoryJobStore
 

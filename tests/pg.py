@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import asyncpg
-from queueflow.stores.pgurl import asyncpg_dsn
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.url import asyncpg_dsn
 from sqlalchemy.engine import make_url
 
 T = TypeVar("T")

@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def render_spec() -> str:
     """The OpenAPI document, byte-identical for every settings, key set and hash seed."""
     from queueflow.api import create_app
-    from queueflow.ports import SystemClock
+    from queueflow.clocks import SystemClock
     from queueflow.stores.memory import InMemoryJobStore
 
     app = create_app(Settings(), store=InMemoryJobStore(), clock=SystemClock())
@@ -100,7 +100,7 @@ def write_spec(path: Path, *, check: bool) -> int:
 
 
 def migrate(database_url: str | None) -> int:
-    from queueflow.stores import pgschema
+    from queueflow.stores.postgres import schema as pgschema
 
     if not database_url:
         print("queueflow migrate: give --database-url or set QUEUEFLOW_DATABASE_URL", file=sys.stderr)

@@ -1,10 +1,11 @@
-"""The engine's ports: where jobs, workflows and schedules are kept (`JobStore`, `WorkflowStore`, `ScheduleStore`:
-`Store`) and what time it is (`Clock`)."""
+"""The engine's ports, protocols only: where jobs, workflows and schedules are kept (`JobStore`, `WorkflowStore`,
+`ScheduleStore`: `Store`), what time it is (`Clock`; implementations in `queueflow.clocks`), and who hears of new
+work (`WorkSignal`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
@@ -19,39 +20,14 @@ class Clock(Protocol):
         ...
 
 
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
+class WorkSignal(Protocol):
+    """Who is told that a queue received due work, so that waiting lessees wake (`runtime.wakeups.Wakeups`).
 
+    PostgreSQL tells through its NOTIFY trigger; a store without one (the in-memory store) calls this."""
 
-class TestClock:
-    """A clock that moves only when told to: `advance(seconds=...)` or `set(dt)`."""
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self._now = _utc(start or datetime(2026, 1, 1, tzinfo=UTC))
-
-    def now(self) -> datetime:
-        return self._now
-
-    def advance(self, seconds: float = 0.0, **delta: float) -> datetime:
-        """Move forward by `seconds` (and any other `timedelta` keyword: minutes, hours, days)."""
-        step = timedelta(seconds=seconds, **delta)
-        if step < timedelta(0):
-            raise ValueError("a TestClock never goes backwards")
-        self._now += step
-        return self._now
-
-    def set(self, when: datetime) -> datetime:
-        self._now = _utc(when)
-        return self._now
-
-
-def _utc(when: datetime) -> datetime:
-    if when.utcoffset() is None:
-        raise ValueError("QueueFlow only deals in aware datetimes")
-    return when.astimezone(UTC)
+    def notify(self, queue: str) -> None:
+        """Work arrived on `queue`."""
+        ...
 
 
 class WorkflowStore(Protocol):

@@ -21,8 +21,9 @@ from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextma
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from queueflow.clocks import SystemClock
 from queueflow.engine import Engine
-from queueflow.ports import Store, SystemClock
+from queueflow.ports import Store
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
@@ -88,7 +89,7 @@ def database(settings: Settings) -> Iterator[str]:
         if url == MEMORY_URL:
             log.warning("memory:// store: every job is lost when the process stops")
         else:
-            from queueflow.stores import pgschema
+            from queueflow.stores.postgres import schema as pgschema
 
             asyncio.run(pgschema.upgrade_async(url))
         yield url

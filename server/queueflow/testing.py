@@ -13,8 +13,9 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
+from queueflow.clocks import TestClock
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import Store, TestClock
+from queueflow.ports import Store
 from queueflow.stores.memory import InMemoryJobStore
 
 __all__ = ["InMemoryJobStore", "TestClock", "make_engine"]

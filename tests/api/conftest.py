@@ -10,7 +10,7 @@ import pytest
 from httpx import ASGITransport, AsyncClient
 from litestar import Litestar
 from queueflow.api import create_app
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 from httpx import ASGITransport, AsyncClient
 from queueflow.api import create_app
 from queueflow.api.auth import Keyring
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 

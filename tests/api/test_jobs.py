@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from httpx import AsyncClient
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
 

@@ -8,8 +8,8 @@ import logging
 import pytest
 from httpx import ASGITransport, AsyncClient
 from queueflow.api import create_app
+from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
-from queueflow.ports import TestClock
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 

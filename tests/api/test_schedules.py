@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from queueflow.clocks import TestClock
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, lease

@@ -14,7 +14,7 @@ from pathlib import Path
 import schemathesis
 from hypothesis import HealthCheck, settings
 from queueflow.api import create_app
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore

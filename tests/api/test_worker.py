@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from httpx import AsyncClient
+from queueflow.clocks import TestClock
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
@@ -201,8 +202,11 @@ async def test_ack_settles_each_item_on_its_own(client: AsyncClient) -> None:
     }
 
 
-async def test_an_empty_ack_is_a_validation_error(client: AsyncClient) -> None:
-    assert_problem(await client.post("/v1/worker/ack", json={}, headers=WORKER), 400, "validation_error")
+@pytest.mark.parametrize("body", [{}, {"complete": []}, {"complete": [], "fail": []}])
+async def test_an_empty_ack_is_ok_with_no_results(client: AsyncClient, body: dict[str, list[object]]) -> None:
+    response = await client.post("/v1/worker/ack", json=body, headers=WORKER)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"results": []}
 
 
 async def test_lease_requires_queues(client: AsyncClient) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, lease
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from httpx import ASGITransport, AsyncClient
 from queueflow.api import create_app
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 

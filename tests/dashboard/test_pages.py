@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from litestar import Litestar
+from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.api.conftest import WORKER

@@ -23,12 +23,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(*args: str, env: Mapping[str, str] | None = None, timeout: float = 30) -> Iterator[str]:
-    """Start `queueflow serve ARGS` and yield its base URL once uvicorn says it is up; stop it afterwards."""
+def live_server(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30,
+    python: str | Path = sys.executable,
+    cwd: Path = ROOT,
+) -> Iterator[str]:
+    """Start `queueflow serve ARGS` (with `python`, in `cwd`) and yield its base URL once uvicorn says it is up;
+    stop it afterwards."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "queueflow.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
-        cwd=ROOT,
+        [python, "-m", "queueflow.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+        cwd=cwd,
         env={**os.environ, **(env or {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -7,10 +7,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from queueflow.clocks import TestClock
 from queueflow.core.ids import new_id
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import JobStore
 
 T = "tenant-a"
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

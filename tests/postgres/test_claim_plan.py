@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
-from queueflow.ports import TestClock
-from queueflow.stores.pgsql import CLAIM
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.sql import CLAIM
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 
+from queueflow.clocks import TestClock
 from queueflow.core.types import Job, JobStatus, NewJob
-from queueflow.ports import TestClock
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg

@@ -7,11 +7,11 @@ import uuid
 
 import asyncpg
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.types import Completion, Failure, JobStatus, NewJob
-from queueflow.ports import TestClock
-from queueflow.stores.pgerrors import translate
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.errors import translate
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on, row

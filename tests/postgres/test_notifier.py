@@ -6,9 +6,9 @@ import asyncio
 import time
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import NewJob
-from queueflow.ports import TestClock
 from queueflow.runtime.notifier import Notifier
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore

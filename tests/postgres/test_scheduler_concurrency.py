@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 
+from queueflow.clocks import TestClock
 from queueflow.core.errors import InvalidState
 from queueflow.core.schedule import NewSchedule
 from queueflow.core.types import Job
-from queueflow.ports import TestClock
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 from queueflow.cli import main
-from queueflow.stores import pgschema
+from queueflow.stores.postgres import schema as pgschema
 
 from tests import pg
 

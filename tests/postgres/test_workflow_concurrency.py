@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 
+from queueflow.clocks import TestClock
 from queueflow.core.errors import InvalidState, LeaseLost
 from queueflow.core.types import Job
 from queueflow.core.workflow import CONTEXT_KEY, NewStep, NewWorkflow, StepStatus, WorkflowStatus
-from queueflow.ports import TestClock
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg

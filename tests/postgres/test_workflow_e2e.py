@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import random
 
+from queueflow.clocks import TestClock
 from queueflow.core.types import Completion, Job
 from queueflow.core.workflow import CONTEXT_KEY, NewStep, NewWorkflow, WorkflowStatus
-from queueflow.ports import TestClock
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg

@@ -54,8 +54,8 @@ def _body_ok(body: Any) -> bool:
         return _workflow_ok(body["steps"])
     if "task_name" in body:
         return _job_ok(body)
-    if set(body) <= {"complete", "fail"}:  # an ack carries 1–1000 items in all
-        return 1 <= len(body.get("complete") or []) + len(body.get("fail") or []) <= 1000
+    if set(body) <= {"complete", "fail"}:  # an ack carries at most 1000 items in all
+        return len(body.get("complete") or []) + len(body.get("fail") or []) <= 1000
     return True
 
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from litestar import Litestar
 from queueflow.api import create_app
+from queueflow.clocks import TestClock
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
-from queueflow.ports import TestClock
+from queueflow.clocks import TestClock
 from queueflow_client import (
     AsyncQueueFlow,
     AuthenticationError,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from queueflow.clocks import TestClock
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 from queueflow_client import AsyncQueueFlow, Fatal, JobContext, Retry, TaskRegistry, Worker
 
 from tests.inprocess import WatchedWakeups

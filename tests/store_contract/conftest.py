@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import JobStore
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.pg import emptied_store

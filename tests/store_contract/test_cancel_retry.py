@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound
 from queueflow.core.types import BackoffPolicy, JobStatus, NewJob
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 
 T = "tenant-a"
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import NotFound, ValidationError
 from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 
 T = "tenant-a"
 

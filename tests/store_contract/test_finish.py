@@ -3,11 +3,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import LeaseLost, ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 
 T = "tenant-a"
 NO_JITTER = BackoffPolicy(BackoffStrategy.EXPONENTIAL, base_seconds=2, max_seconds=10, jitter=False)

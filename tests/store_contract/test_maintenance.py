@@ -4,10 +4,11 @@ import random
 from datetime import timedelta
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import LeaseLost
 from queueflow.core.types import BackoffPolicy, Failure, JobStatus, MaintenanceReport, NewJob
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import JobStore
 
 T = "tenant-a"
 NO_JITTER = BackoffPolicy(base_seconds=5, jitter=False)

@@ -9,11 +9,12 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import InvalidState, NotFound, ValidationError
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch, firing_job
 from queueflow.core.types import Job
 from queueflow.engine import Engine
-from queueflow.ports import Store, TestClock
+from queueflow.ports import Store
 
 T = "tenant-a"
 BERLIN, NEW_YORK = "Europe/Berlin", "America/New_York"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from queueflow.clocks import TestClock
 from queueflow.core.types import JobStatus, NewJob, QueueMinute
 from queueflow.engine import Engine
-from queueflow.ports import TestClock
 
 T = "tenant-a"
 

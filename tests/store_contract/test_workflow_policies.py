@@ -6,11 +6,12 @@ import random
 from datetime import timedelta
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import InvalidState, LeaseLost
 from queueflow.core.types import Completion, FailureRequest, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, WorkflowStatus
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import JobStore
 
 from tests.store_contract.workflow_helpers import CONTINUE, SKIP, T, Worker, dag, named, statuses, step
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.errors import NotFound, ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import BackoffPolicy, JobFilter, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, StepStatus, WorkflowStatus
 from queueflow.engine import Engine
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import JobStore
 
 from tests.store_contract.workflow_helpers import T, Worker, dag, named, statuses, step
 

@@ -4,12 +4,12 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from queueflow.clocks import TestClock
 from queueflow.core.cursor import decode_cursor, encode_cursor
 from queueflow.core.errors import ValidationError
 from queueflow.core.ids import new_id
 from queueflow.core.jsonvalue import MAX_DEPTH, contains, storage_errors
 from queueflow.core.types import Cursor
-from queueflow.ports import TestClock
 
 
 @pytest.mark.parametrize(

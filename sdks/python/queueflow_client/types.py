@@ -1,6 +1,7 @@
 """The objects the client returns: plain frozen dataclasses, decoded from the API's JSON.
 
-They mirror API.md's shapes; datetimes are aware (UTC). Fields the server may add later are ignored.
+They mirror the spec's schemas field for field (tests/sdk/test_types_match_spec.py fails when they drift);
+datetimes are aware (UTC). Fields a newer server adds are ignored.
 """
 
 from __future__ import annotations

@@ -48,13 +48,17 @@ export class QueueFlow {
 }
 
 export class Jobs {
-  constructor(private readonly transport: Transport) {}
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
 
   /** Add one job; answers the job (the original one on an idempotent repeat). */
   enqueue(job: EnqueueJob, options: EnqueueOptions = {}): Promise<Job> {
     const key = options.idempotencyKey ?? `qf-client-${randomUUID()}`;
-    return this.transport.call(
-      (signal) => this.transport.api.POST("/v1/jobs", { body: job, params: { header: { "Idempotency-Key": key } }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.POST("/v1/jobs", { body: job, params: { header: { "Idempotency-Key": key } }, signal }),
       { ...options, safe: true },
     );
   }
@@ -63,16 +67,16 @@ export class Jobs {
   async enqueueMany(jobs: BatchItem[], options: RequestOptions = {}): Promise<Job[]> {
     // Every item gets a key, so that repeating the batch after a lost answer resolves to the same jobs.
     const body = { jobs: jobs.map((job) => ({ ...job, idempotency_key: job.idempotency_key ?? `qf-client-${randomUUID()}` })) };
-    const batch = await this.transport.call(
-      (signal) => this.transport.api.POST("/v1/jobs/batch", { body, signal }),
+    const batch = await this.#transport.call(
+      (signal) => this.#transport.api.POST("/v1/jobs/batch", { body, signal }),
       { ...options, safe: true },
     );
     return batch.jobs;
   }
 
   get(jobId: string, options: RequestOptions = {}): Promise<Job> {
-    return this.transport.call(
-      (signal) => this.transport.api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } }, signal }),
       { ...options, safe: true },
     );
   }
@@ -81,8 +85,8 @@ export class Jobs {
   list(params: ListJobsParams = {}, options: RequestOptions = {}): Promise<Page<Job>> {
     const { metadata, ...rest } = params;
     const query = metadata === undefined ? rest : { ...rest, metadata: JSON.stringify(metadata) };
-    return this.transport.call(
-      (signal) => this.transport.api.GET("/v1/jobs", { params: { query }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.GET("/v1/jobs", { params: { query }, signal }),
       { ...options, safe: true },
     );
   }
@@ -94,28 +98,32 @@ export class Jobs {
 
   /** Stop a pending, retrying or running job; a finished one is an `InvalidStateError`. */
   cancel(jobId: string, options: RequestOptions = {}): Promise<Job> {
-    return this.transport.call(
-      (signal) => this.transport.api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: jobId } }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: jobId } }, signal }),
       { ...options, safe: false },
     );
   }
 
   /** Put a dead-lettered or cancelled job back to `pending` with its retry count reset. */
   retry(jobId: string, options: RequestOptions = {}): Promise<Job> {
-    return this.transport.call(
-      (signal) => this.transport.api.POST("/v1/jobs/{job_id}/retry", { params: { path: { job_id: jobId } }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.POST("/v1/jobs/{job_id}/retry", { params: { path: { job_id: jobId } }, signal }),
       { ...options, safe: false },
     );
   }
 }
 
 export class Queues {
-  constructor(private readonly transport: Transport) {}
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
 
   /** Every queue the tenant has jobs in, with its counts by state. */
   async list(options: RequestOptions = {}): Promise<Queue[]> {
-    const answer = await this.transport.call(
-      (signal) => this.transport.api.GET("/v1/queues", { signal }),
+    const answer = await this.#transport.call(
+      (signal) => this.#transport.api.GET("/v1/queues", { signal }),
       { ...options, safe: true },
     );
     return answer.queues;

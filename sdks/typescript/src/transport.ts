@@ -44,12 +44,12 @@ export class Transport {
   /** The generated, typed openapi-fetch client: every route of the spec, for what the wrappers do not cover. */
   readonly api: Client<paths>;
   readonly timeoutMs: number;
-  readonly maxRetries: number;
+  readonly #maxRetries: number;
 
   constructor(options: TransportOptions) {
     if (!options.baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     const headers: Record<string, string> = { Accept: "application/json" };
     if (options.token) headers.Authorization = `Bearer ${options.token}`;
     this.api = createClient<paths>({
@@ -61,11 +61,11 @@ export class Transport {
 
   /** Run `attempt` until it answers 2xx, retrying connection errors and 503s when the call is safe. */
   async call<T>(attempt: Attempt<T>, options: CallOptions): Promise<T> {
-    const retries = options.safe ? this.maxRetries : 0;
+    const retries = options.safe ? this.#maxRetries : 0;
     for (let tries = 0; ; tries++) {
       let failure: APIError | ConnectionError;
       try {
-        const { data, error, response } = await this.once(attempt, options);
+        const { data, error, response } = await this.#once(attempt, options);
         if (response.ok) return data as T;
         failure = apiError(response, error);
       } catch (error) {
@@ -78,7 +78,7 @@ export class Transport {
     }
   }
 
-  private async once<T>(attempt: Attempt<T>, options: CallOptions) {
+  async #once<T>(attempt: Attempt<T>, options: CallOptions) {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;

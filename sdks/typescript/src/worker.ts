@@ -77,18 +77,18 @@ export class DeadlineError extends QueueFlowError {
 const MAX_ERROR_CHARS = 65_536;
 
 export class Worker {
-  private readonly transport: Transport;
-  private readonly handlers = new Map<string, TaskHandler<never>>();
-  private readonly held = new Map<string, HeldJob>();
-  private readonly options: Required<Pick<WorkerOptions, "concurrency" | "leaseSeconds" | "waitSeconds" | "shutdownGraceMs">> & {
+  readonly #transport: Transport;
+  readonly #handlers = new Map<string, TaskHandler<never>>();
+  readonly #held = new Map<string, HeldJob>();
+  readonly #options: Required<Pick<WorkerOptions, "concurrency" | "leaseSeconds" | "waitSeconds" | "shutdownGraceMs">> & {
     heartbeatMs: number;
     workerId: string;
     queues: string[];
     onError: (error: unknown, job?: LeasedJob) => void;
   };
-  private stopping = new AbortController();
-  private running: Promise<void> | undefined;
-  private slotFreed: (() => void) | undefined;
+  #stopping = new AbortController();
+  #running: Promise<void> | undefined;
+  #slotFreed: (() => void) | undefined;
 
   constructor(options: WorkerOptions) {
     if (options.queues.length === 0) throw new TypeError("queues must name at least one queue");
@@ -96,14 +96,14 @@ export class Worker {
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("concurrency must be a positive integer");
     const leaseSeconds = options.leaseSeconds ?? 30;
     const waitSeconds = options.waitSeconds ?? 5;
-    this.transport = new Transport({
+    this.#transport = new Transport({
       baseUrl: options.baseUrl,
       token: options.workerKey,
       timeoutMs: options.timeoutMs,
       maxRetries: options.maxRetries,
       fetch: options.fetch,
     });
-    this.options = {
+    this.#options = {
       concurrency,
       leaseSeconds,
       waitSeconds,
@@ -117,13 +117,13 @@ export class Worker {
 
   /** Register the handler for `taskName`; its return value (JSON) becomes the job's `result`. */
   task<P = Record<string, unknown>>(taskName: string, handler: TaskHandler<P>): this {
-    this.handlers.set(taskName, handler as TaskHandler<never>);
+    this.#handlers.set(taskName, handler as TaskHandler<never>);
     return this;
   }
 
   /** How many jobs this worker holds right now. */
   get activeJobs(): number {
-    return this.held.size;
+    return this.#held.size;
   }
 
   /**
@@ -131,11 +131,11 @@ export class Worker {
    * so a script can `await worker.start()`; a service can ignore it and `await worker.stop()` later.
    */
   start(): Promise<void> {
-    if (this.running) throw new Error("the worker is already running");
-    if (this.handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
-    this.stopping = new AbortController();
-    this.running = this.loop();
-    return this.running;
+    if (this.#running) throw new Error("the worker is already running");
+    if (this.#handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
+    this.#stopping = new AbortController();
+    this.#running = this.#loop();
+    return this.#running;
   }
 
   /**
@@ -144,10 +144,10 @@ export class Worker {
    * signals of the ones still running and hand them back to the queue for another worker.
    */
   async stop(): Promise<void> {
-    if (!this.running) return;
-    this.stopping.abort(new ShutdownError("the worker is stopping"));
-    await this.running;
-    this.running = undefined;
+    if (!this.#running) return;
+    this.#stopping.abort(new ShutdownError("the worker is stopping"));
+    await this.#running;
+    this.#running = undefined;
   }
 
   /** Stop gracefully on SIGTERM/SIGINT; returns a function that removes the handlers again. */
@@ -159,14 +159,14 @@ export class Worker {
     };
   }
 
-  private async loop(): Promise<void> {
-    const stopping = this.stopping.signal;
+  async #loop(): Promise<void> {
+    const stopping = this.#stopping.signal;
     let failures = 0;
     while (!stopping.aborted) {
-      const free = this.options.concurrency - this.held.size;
+      const free = this.#options.concurrency - this.#held.size;
       if (free <= 0) {
         await new Promise<void>((resolve) => {
-          this.slotFreed = resolve;
+          this.#slotFreed = resolve;
           stopping.addEventListener("abort", () => resolve(), { once: true });
         });
         continue;
@@ -175,51 +175,51 @@ export class Worker {
       try {
         // Not aborted by stop(): the server may already have claimed jobs for this call, and a dropped answer
         // would strand them until their lease expires. Stopping waits out the long-poll (`waitSeconds`) instead.
-        jobs = await this.lease(free);
+        jobs = await this.#lease(free);
         failures = 0;
       } catch (error) {
         if (stopping.aborted) break;
-        this.options.onError(error);
+        this.#options.onError(error);
         failures += 1;
         await sleep(Math.min(500 * 2 ** failures, 15_000), stopping).catch(() => undefined);
         continue;
       }
-      for (const job of jobs) this.run(job); // even when stopping: they are held now, and held jobs finish
+      for (const job of jobs) this.#run(job); // even when stopping: they are held now, and held jobs finish
     }
-    await this.drain();
+    await this.#drain();
   }
 
-  private async lease(maxJobs: number): Promise<LeasedJob[]> {
-    const { waitSeconds, leaseSeconds, workerId, queues } = this.options;
+  async #lease(maxJobs: number): Promise<LeasedJob[]> {
+    const { waitSeconds, leaseSeconds, workerId, queues } = this.#options;
     const body = { queues, max_jobs: maxJobs, lease_seconds: leaseSeconds, wait_seconds: waitSeconds, worker_id: workerId };
-    const answer = await this.transport.call(
-      (signal) => this.transport.api.POST("/v1/worker/lease", { body, signal }),
+    const answer = await this.#transport.call(
+      (signal) => this.#transport.api.POST("/v1/worker/lease", { body, signal }),
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
       // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
-      { safe: false, timeoutMs: this.transport.timeoutMs + waitSeconds * 1000 },
+      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000 },
     );
     return answer.jobs;
   }
 
-  private run(job: LeasedJob): void {
+  #run(job: LeasedJob): void {
     const held = new HeldJob(job);
-    this.held.set(job.id, held);
-    held.heartbeats = setInterval(() => void this.heartbeat(held), this.options.heartbeatMs);
+    this.#held.set(job.id, held);
+    held.heartbeats = setInterval(() => void this.#heartbeat(held), this.#options.heartbeatMs);
     if (job.deadline) {
       const ms = Date.parse(job.deadline) - Date.now();
       held.deadline = setTimeout(() => held.abort(new DeadlineError(`job ${job.id} passed its deadline`)), Math.max(ms, 0));
     }
-    held.settled = this.execute(held).finally(() => {
+    held.settled = this.#execute(held).finally(() => {
       held.clearTimers();
-      this.held.delete(job.id);
-      this.slotFreed?.();
-      this.slotFreed = undefined;
+      this.#held.delete(job.id);
+      this.#slotFreed?.();
+      this.#slotFreed = undefined;
     });
   }
 
-  private async execute(held: HeldJob): Promise<void> {
+  async #execute(held: HeldJob): Promise<void> {
     const { job } = held;
-    const handler = this.handlers.get(job.task_name);
+    const handler = this.#handlers.get(job.task_name);
     let outcome: Outcome;
     if (!handler) {
       outcome = { error: `no handler for task ${JSON.stringify(job.task_name)} on this worker`, retryable: false };
@@ -232,17 +232,17 @@ export class Worker {
       }
     }
     if (held.lost) return; // the lease is void: the server already moved the job on (cancelled, reclaimed)
-    await this.settle(held, outcome);
+    await this.#settle(held, outcome);
   }
 
-  private async settle(held: HeldJob, outcome: Outcome): Promise<void> {
+  async #settle(held: HeldJob, outcome: Outcome): Promise<void> {
     const { id, lease_token } = held.job;
     const path = { job_id: id };
     // complete/fail may be repeated: a duplicate is answered `lease_lost`, never applied twice.
     try {
       if ("result" in outcome) {
-        await this.transport.call(
-          (signal) => this.transport.api.POST("/v1/worker/jobs/{job_id}/complete", {
+        await this.#transport.call(
+          (signal) => this.#transport.api.POST("/v1/worker/jobs/{job_id}/complete", {
             params: { path },
             body: { lease_token, result: outcome.result },
             signal,
@@ -256,24 +256,24 @@ export class Worker {
           retryable: outcome.retryable,
           ...(outcome.retryAfterSeconds === undefined ? {} : { retry_after_seconds: outcome.retryAfterSeconds }),
         };
-        await this.transport.call(
-          (signal) => this.transport.api.POST("/v1/worker/jobs/{job_id}/fail", { params: { path }, body, signal }),
+        await this.#transport.call(
+          (signal) => this.#transport.api.POST("/v1/worker/jobs/{job_id}/fail", { params: { path }, body, signal }),
           { safe: true },
         );
       }
     } catch (error) {
-      if (!(error instanceof LeaseLostError)) this.options.onError(error, held.job);
+      if (!(error instanceof LeaseLostError)) this.#options.onError(error, held.job);
     }
   }
 
-  private async heartbeat(held: HeldJob): Promise<void> {
+  async #heartbeat(held: HeldJob): Promise<void> {
     if (held.heartbeating || held.lost) return;
     held.heartbeating = true;
     try {
-      await this.transport.call(
-        (signal) => this.transport.api.POST("/v1/worker/jobs/{job_id}/heartbeat", {
+      await this.#transport.call(
+        (signal) => this.#transport.api.POST("/v1/worker/jobs/{job_id}/heartbeat", {
           params: { path: { job_id: held.job.id } },
-          body: { lease_token: held.job.lease_token, lease_seconds: this.options.leaseSeconds },
+          body: { lease_token: held.job.lease_token, lease_seconds: this.#options.leaseSeconds },
           signal,
         }),
         { safe: true },
@@ -283,7 +283,7 @@ export class Worker {
         held.lost = true;
         held.abort(error);
       } else {
-        this.options.onError(error, held.job);
+        this.#options.onError(error, held.job);
       }
     } finally {
       held.heartbeating = false;
@@ -291,10 +291,10 @@ export class Worker {
   }
 
   /** Wait for held jobs; past the grace period, abort them and give them back to the queue. */
-  private async drain(): Promise<void> {
-    const all = () => Promise.all([...this.held.values()].map((held) => held.settled));
+  async #drain(): Promise<void> {
+    const all = () => Promise.all([...this.#held.values()].map((held) => held.settled));
     const grace = new AbortController();
-    const timer = sleep(this.options.shutdownGraceMs, grace.signal).then(
+    const timer = sleep(this.#options.shutdownGraceMs, grace.signal).then(
       () => "late" as const,
       () => "done" as const,
     );
@@ -302,11 +302,11 @@ export class Worker {
     grace.abort();
     if (first === "done") return;
     await Promise.all(
-      [...this.held.values()].map(async (held) => {
+      [...this.#held.values()].map(async (held) => {
         held.abort(new ShutdownError("the worker stopped before the job finished"));
         held.lost = true; // whatever the handler does next, this worker no longer reports on the job
         held.clearTimers();
-        await this.settle(held, { error: "the worker stopped before the job finished", retryable: true, retryAfterSeconds: 0 });
+        await this.#settle(held, { error: "the worker stopped before the job finished", retryable: true, retryAfterSeconds: 0 });
       }),
     );
   }

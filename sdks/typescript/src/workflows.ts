@@ -12,7 +12,11 @@ export interface CreateWorkflowOptions extends RequestOptions {
 }
 
 export class Workflows {
-  constructor(private readonly transport: Transport) {}
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
 
   /**
    * Validate the DAG and enqueue its root steps. As for jobs, a repeat with the same `idempotencyKey`
@@ -20,24 +24,24 @@ export class Workflows {
    */
   create(workflow: CreateWorkflow, options: CreateWorkflowOptions = {}): Promise<Workflow> {
     const key = options.idempotencyKey ?? `qf-client-${randomUUID()}`;
-    return this.transport.call(
+    return this.#transport.call(
       (signal) =>
-        this.transport.api.POST("/v1/workflows", { body: workflow, params: { header: { "Idempotency-Key": key } }, signal }),
+        this.#transport.api.POST("/v1/workflows", { body: workflow, params: { header: { "Idempotency-Key": key } }, signal }),
       { ...options, safe: true },
     );
   }
 
   get(workflowId: string, options: RequestOptions = {}): Promise<Workflow> {
-    return this.transport.call(
-      (signal) => this.transport.api.GET("/v1/workflows/{workflow_id}", { params: { path: { workflow_id: workflowId } }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.GET("/v1/workflows/{workflow_id}", { params: { path: { workflow_id: workflowId } }, signal }),
       { ...options, safe: true },
     );
   }
 
   /** One page of workflows, newest first. */
   list(params: ListWorkflowsParams = {}, options: RequestOptions = {}): Promise<Page<Workflow>> {
-    return this.transport.call(
-      (signal) => this.transport.api.GET("/v1/workflows", { params: { query: params }, signal }),
+    return this.#transport.call(
+      (signal) => this.#transport.api.GET("/v1/workflows", { params: { query: params }, signal }),
       { ...options, safe: true },
     );
   }
@@ -49,9 +53,9 @@ export class Workflows {
 
   /** Cancel every unfinished step (running step jobs too); a finished workflow is an `InvalidStateError`. */
   cancel(workflowId: string, options: RequestOptions = {}): Promise<Workflow> {
-    return this.transport.call(
+    return this.#transport.call(
       (signal) =>
-        this.transport.api.POST("/v1/workflows/{workflow_id}/cancel", { params: { path: { workflow_id: workflowId } }, signal }),
+        this.#transport.api.POST("/v1/workflows/{workflow_id}/cancel", { params: { path: { workflow_id: workflowId } }, signal }),
       { ...options, safe: false },
     );
   }

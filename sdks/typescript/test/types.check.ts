@@ -4,7 +4,16 @@
  * mistake, the directive is unused and tsc fails.
  */
 
-import { QueueFlow, Worker, type Job, type Schedule, type Workflow, type WorkflowStep } from "../src/index.js";
+import {
+  QueueFlow,
+  Worker,
+  type Job,
+  type Page,
+  type Schedule,
+  type Workflow,
+  type WorkflowStep,
+  type components,
+} from "../src/index.js";
 
 export function typeChecks(client: QueueFlow, worker: Worker): void {
   // @ts-expect-error -- task_name is required
@@ -66,4 +75,26 @@ export function workflowAndScheduleTypeChecks(client: QueueFlow): void {
   void deleted;
   void client.schedules.get("s").then((schedule: Schedule) => [schedule.tenant_id, schedule.updated_at, schedule.next_run_at]);
   void client.workflows.get("wf_x").then((workflow: Workflow) => workflow.steps.map((step) => step.job_id));
+}
+
+type Schemas = components["schemas"];
+/** `true` only when A and B are the same type; mere assignability (an extra field on one side) is `false`. */
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+function same<A, B>(equal: Equals<A, B>): void {
+  void equal;
+}
+
+/**
+ * The hand-written layer restates one wire shape, `Page<T>`, and unwraps three envelopes to their list. Every
+ * other public type is an alias of a generated one. If the spec adds, drops or retypes a field in any of these,
+ * `Equals` is `false` and the line does not compile (regenerate with `npm run generate`, then fix the layer).
+ */
+export function wireShapeChecks(): void {
+  same<Page<Job>, Schemas["JobPage"]>(true);
+  same<Page<Workflow>, Schemas["WorkflowPage"]>(true);
+  same<Page<Schedule>, Schemas["SchedulePage"]>(true);
+  // jobs.enqueueMany, queues.list and the worker's lease answer only the list: nothing else is in the envelope.
+  same<keyof Schemas["JobBatch"], "jobs">(true);
+  same<keyof Schemas["QueueList"], "queues">(true);
+  same<keyof Schemas["LeasedJobs"], "jobs">(true);
 }

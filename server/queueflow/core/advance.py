@@ -16,17 +16,17 @@ the step's `on_failure` applies:
 When nothing is left to schedule the workflow's status follows from its steps (`derive_status`).
 
 Recording a Transition
-    Each step change names the statuses it may move a row from (`StepChange.expect`). A store applies it keyed on
-    (workflow_id, name) — ``UPDATE … SET status = $to WHERE workflow_id = $1 AND name = $2 AND status = ANY($expect)``
-    — inserts a step's job only when its pending → enqueued update changed a row, cancels the jobs of steps it moved
-    from enqueued to cancelled, and writes `workflow_status` (and `completed_at`) only while the workflow is
-    `running`, so the first terminal status wins. `apply_transition` is that semantics in Python.
+    A store records a transition on a snapshot it read under the workflow's row lock, in the transaction that
+    writes it, through `record`: `apply_transition` moves each named step only if it is still in one of the
+    statuses its change expects (`StepChange.expect`), the workflow's terminal status and `completed_at` are set
+    only while it is `running` (the first terminal status wins), a job is made for each step that went
+    pending → enqueued, and the jobs of steps that went enqueued → cancelled are cancelled. Because every
+    advancement of one workflow holds its lock, two workers finishing the two parents of a join advance one
+    after the other and the join is enqueued once, with the whole `_context`.
 
-    Because of those guards, applying a transition twice is harmless: the second time no guard matches, no job is
-    inserted and the context entries are rewritten with the same values. A store computes a transition from a
-    snapshot read under the workflow's row lock, in the transaction that records it. Should a crash fall between
-    the writes, or two workers finishing siblings decide from stale snapshots, `settle` on a fresh snapshot (the
-    janitor's self-heal) schedules whatever was left behind, and the guards keep the join enqueued once.
+    Replaying a transition is harmless: on the new snapshot no expected status matches, so nothing moves and no
+    job is made. That is what the janitor's self-heal relies on after a crash between a job's write and its
+    workflow's advancement: `settle` on a fresh snapshot schedules whatever was left behind.
 """
 
 from __future__ import annotations

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from queueflow.core.errors import FieldError
 from queueflow.core.types import JSON, Completion, Failure, Job
-
-if TYPE_CHECKING:  # core.workflow's validation imports this module
-    from queueflow.core.workflow import Workflow
 
 MAX_DEPTH = 128
 """Deeper documents are rejected: they are never legitimate payloads and can exhaust a parser's stack."""
@@ -58,21 +54,6 @@ def job_storage_errors(jobs: Sequence[Job]) -> list[FieldError]:
             value = getattr(job, name)
             if value is not None:
                 errors += storage_errors(value, (*loc, name))
-    return errors
-
-
-def workflow_storage_errors(workflow: Workflow) -> list[FieldError]:
-    """Why `workflow` cannot be stored (its text and JSON; a validated new workflow has none of these)."""
-    errors = storage_errors(workflow.context, ("context",))
-    for name in ("id", "tenant_id", "name", "idempotency_key"):
-        value = getattr(workflow, name)
-        if value is not None:
-            errors += storage_errors(value, (name,))
-    for index, step in enumerate(workflow.steps):
-        loc = ("steps", index)
-        errors += storage_errors(step.payload, (*loc, "payload"))
-        errors += storage_errors([step.name, step.task_name, step.queue_name], loc)
-        errors += storage_errors(list(step.depends_on), (*loc, "depends_on"))
     return errors
 
 

@@ -7,6 +7,8 @@
        │                  └──lease expired (janitor) = a retryable failure
     pending | retrying | running ──cancel──▶ cancelled
 
+    ∅ ──enqueue──▶ pending (due now) | pending with a future scheduled_at (delayed)
+
 A delivery is one claim. `retry_count` counts failed deliveries that were given another try, so a job is
 delivered at most `max_retries + 1` times before it dead-letters.
 """
@@ -16,7 +18,32 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from queueflow.core.backoff import RandomSource, backoff_delay
-from queueflow.core.types import Job, JobStatus
+from queueflow.core.ids import new_id
+from queueflow.core.types import Job, JobStatus, NewJob
+
+
+def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource) -> Job:
+    """∅ → pending: the row a validated `job` is inserted as, due at its `run_at` or after its delay."""
+    if job.run_at is not None:
+        scheduled_at = job.run_at.astimezone(now.tzinfo)
+    else:
+        scheduled_at = now + timedelta(seconds=job.delay_seconds or 0)
+    return Job(
+        id=new_id("job", now, rng),
+        tenant_id=tenant_id,
+        queue_name=job.queue_name,
+        task_name=job.task_name,
+        payload=job.payload,
+        status=JobStatus.PENDING,
+        priority=job.priority,
+        scheduled_at=scheduled_at,
+        max_retries=job.max_retries,
+        backoff=job.backoff,
+        timeout_seconds=float(job.timeout_seconds) if job.timeout_seconds is not None else None,
+        metadata=job.metadata,
+        idempotency_key=job.idempotency_key,
+        created_at=now,
+    )
 
 
 def lease_until(job: Job, now: datetime, lease_seconds: float) -> datetime:

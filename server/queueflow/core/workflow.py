@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from queueflow.core.dag import dependency_errors
 from queueflow.core.errors import FieldError
+from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import JSON, BackoffPolicy, NewJob
 from queueflow.core.validation import Loc, name_errors, new_job_errors, object_errors, text_errors
 
@@ -186,3 +187,18 @@ def _job(step: NewStep | Step, payload: dict[str, JSON]) -> NewJob:
         backoff=step.backoff,
         timeout_seconds=step.timeout_seconds,
     )
+
+
+def workflow_storage_errors(workflow: Workflow) -> list[FieldError]:
+    """Why `workflow` cannot be stored (its text and JSON; a validated new workflow has none of these)."""
+    errors = storage_errors(workflow.context, ("context",))
+    for name in ("id", "tenant_id", "name", "idempotency_key"):
+        value = getattr(workflow, name)
+        if value is not None:
+            errors += storage_errors(value, (name,))
+    for index, step in enumerate(workflow.steps):
+        loc = ("steps", index)
+        errors += storage_errors(step.payload, (*loc, "payload"))
+        errors += storage_errors([step.name, step.task_name, step.queue_name], loc)
+        errors += storage_errors(list(step.depends_on), (*loc, "depends_on"))
+    return errors

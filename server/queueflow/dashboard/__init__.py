@@ -18,7 +18,8 @@ from litestar.template import TemplateConfig
 
 from queueflow.dashboard import dead_letters, flows, jobs, signin
 from queueflow.dashboard.look import STATIC, environment
-from queueflow.dashboard.web import EXCEPTION_HANDLERS, UI, Dashboard
+from queueflow.dashboard.session import Signer
+from queueflow.dashboard.web import EXCEPTION_HANDLERS, UI, Dashboard, Keys
 from queueflow.ports import Clock
 from queueflow.settings import Settings
 
@@ -51,8 +52,11 @@ async def root() -> Redirect:
 
 
 class DashboardPlugin(InitPluginProtocol):
-    def __init__(self, settings: Settings, clock: Clock) -> None:
-        self.dashboard = Dashboard.of(settings, clock)
+    """Mounts the dashboard. `keys` tells tenant keys from worker keys (the API's `Keyring`); with no key
+    configured (development mode) every request is `default_tenant` and nobody signs in."""
+
+    def __init__(self, settings: Settings, clock: Clock, keys: Keys, *, default_tenant: str) -> None:
+        self.dashboard = Dashboard(Signer(settings), keys, clock, default_tenant)
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
         pages = Router(

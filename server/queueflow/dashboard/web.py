@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from litestar import Request, Response
@@ -31,10 +31,6 @@ from queueflow.dashboard.session import (
     new_browser_id,
 )
 from queueflow.ports import Clock
-from queueflow.settings import Settings
-
-if TYPE_CHECKING:
-    from queueflow.api.auth import Keyring
 
 UI = "/ui"
 SIGN_IN = f"{UI}/sign-in"
@@ -42,19 +38,23 @@ PUBLIC = {"dashboard": "public"}
 """The `opt` of the pages that need no session (sign-in)."""
 
 
+class Keys(Protocol):
+    """Who a key is (the API's `Keyring`, handed in by the app so this package never imports the API)."""
+
+    development_mode: bool
+
+    def identify(self, key: str) -> tuple[str, str | None] | None:
+        """("tenant", tenant id) or ("worker", None) for a known key; None for an unknown one."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Dashboard:
     signer: Signer
-    keyring: Keyring
+    keyring: Keys
     clock: Clock
     default_tenant: str
-
-    @classmethod
-    def of(cls, settings: Settings, clock: Clock) -> Dashboard:
-        # Imported here: queueflow.api's app imports this package to mount it.
-        from queueflow.api.auth import DEFAULT_TENANT, Keyring
-
-        return cls(Signer(settings), Keyring(settings), clock, DEFAULT_TENANT)
+    """Who every request is in development mode."""
 
     @property
     def development_mode(self) -> bool:

@@ -15,7 +15,7 @@ import asyncpg
 
 from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.wakeups import Wakeups
-from queueflow.stores.pgurl import asyncpg_dsn
+from queueflow.stores.postgres.url import asyncpg_dsn
 
 CHANNEL = "queueflow_work"
 

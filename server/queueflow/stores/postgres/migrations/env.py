@@ -12,7 +12,7 @@ import os
 from logging.config import fileConfig
 
 from alembic import context
-from queueflow.stores.pgurl import sqlalchemy_url
+from queueflow.stores.postgres.url import sqlalchemy_url
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool

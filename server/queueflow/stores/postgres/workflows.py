@@ -9,7 +9,6 @@ one sees the first one's context entry and step status: the join is enqueued onc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -17,12 +16,13 @@ import asyncpg
 
 from queueflow.core.advance import NewStepJob, Transition, record
 from queueflow.core.errors import StoreUnavailable, ValidationError
-from queueflow.core.jsonvalue import job_storage_errors, storable_text, workflow_storage_errors
+from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
-from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus
-from queueflow.stores.pgerrors import json_text
-from queueflow.stores.pgrows import insert_columns, job_from_row
-from queueflow.stores.pgsql import (
+from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
+from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.errors import json_text
+from queueflow.stores.postgres.rows import insert_columns, job_from_row
+from queueflow.stores.postgres.sql import (
     CANCEL_STEP_JOBS,
     INSERT,
     STALLED_JOBS,
@@ -38,11 +38,7 @@ from queueflow.stores.pgsql import (
 )
 
 
-class PostgresWorkflowStore:
-    """Mixed into PostgresJobStore, whose `_connection` it uses."""
-
-    _connection: Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
-
+class PostgresWorkflows(Pooled):
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
         if errors := workflow_storage_errors(workflow) + job_storage_errors(jobs):
             raise ValidationError.of(errors)

@@ -6,7 +6,6 @@ schedulers and API processes can work on one schedule without a lock held across
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
 import asyncpg
@@ -16,7 +15,8 @@ from queueflow.core.jsonvalue import storable_text
 from queueflow.core.schedule import Schedule, schedule_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
-from queueflow.stores.pgerrors import json_text
+from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.errors import json_text
 
 COLUMNS = (
     "id, tenant_id, name, cron, timezone, task_name, queue_name, payload, priority, max_retries, enabled,"
@@ -68,11 +68,7 @@ UPDATE queueflow.schedules
 """
 
 
-class PostgresScheduleStore:
-    def _connection(self) -> AbstractAsyncContextManager[asyncpg.Connection]:
-        """A pooled connection whose errors become QueueFlowErrors (`PostgresJobStore` provides it)."""
-        raise NotImplementedError
-
+class PostgresSchedules(Pooled):
     async def schedule_insert(self, schedule: Schedule) -> Schedule:
         check(schedule_storage_errors(schedule))
         async with self._connection() as db:

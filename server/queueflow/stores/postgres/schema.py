@@ -1,7 +1,8 @@
 """The PostgreSQL schema's migrations: Alembic, driven from code (`queueflow migrate`, tests, a server's start).
 
-The migration scripts live in the top-level `alembic/` folder beside `alembic.ini`; they are the schema's
-single source.
+The migration scripts live in `migrations/` beside this module, so they ship inside the wheel and an installed
+server can create its schema; they are the schema's single source. The repository's `alembic.ini` points at the
+same folder, so `alembic upgrade head` in a checkout does what `queueflow migrate` does.
 """
 
 from __future__ import annotations
@@ -16,17 +17,15 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from queueflow.stores.pgurl import sqlalchemy_url
+from queueflow.stores.postgres.url import sqlalchemy_url
 
 MIGRATION_LOCK = 0x51F10_0001  # any constant of our own: the advisory lock that serialises migrations
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def alembic_config(database_url: str | None = None) -> Config:
-    if not ALEMBIC_INI.is_file():
-        raise FileNotFoundError(f"{ALEMBIC_INI} is missing: run QueueFlow from its source tree")
-    config = Config(str(ALEMBIC_INI))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
     # Logging belongs to whoever runs us; Alembic's fileConfig would reconfigure the process.
     config.attributes["configure_logging"] = False
     if database_url is not None:

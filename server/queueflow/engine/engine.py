@@ -1,26 +1,21 @@
-"""Engine: every QueueFlow use case, over a JobStore and a Clock.
+"""Engine: the job use cases (tenant side, worker side, maintenance), composing `Workflows` and `Schedules`.
 
-The engine is the only caller of the store. It validates input, reads the clock, asks `core` what should
-happen and has the store record it; it turns the store's "nothing matched" into the precise error.
-Workflow use cases live in `queueflow.workflows`; every write here that finishes a step's job advances its
-workflow through them.
+See the package docstring for how the three fit together.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
-from queueflow.core.cursor import MAX_PAGE as MAX_PAGE  # re-exported: the bound on every list's limit
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
-from queueflow.core.ids import new_id
 from queueflow.core.jsonvalue import result_errors
-from queueflow.core.lifecycle import expiry_reason, retry_at
+from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
+from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
 from queueflow.core.types import (
     AckOutcome,
     AckResult,
@@ -38,25 +33,13 @@ from queueflow.core.types import (
     QueueStats,
 )
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
+from queueflow.engine.schedules import Schedules
+from queueflow.engine.settings import EngineSettings
+from queueflow.engine.workflows import Workflows
 from queueflow.ports import Clock, Store
-from queueflow.schedules import ScheduleUseCases
-from queueflow.workflows import Workflows
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    retention: timedelta | None = None
-    """Finished jobs older than this are deleted by maintenance; None keeps them forever."""
-    sweep_limit: int = 100
-    """Rows one maintenance sweep reclaims (and deletes) at most."""
-    janitor_lease_seconds: float = 60.0
-    """How long the janitor holds an expired job while it routes it through the failure policy."""
-
-
-class Engine(ScheduleUseCases):
-    """Jobs here; schedules in `ScheduleUseCases` (queueflow.schedules); workflows in `Workflows`
-    (queueflow.workflows), which every write here that finishes a step's job calls to advance its workflow."""
-
+class Engine:
     def __init__(
         self,
         store: Store,
@@ -69,7 +52,8 @@ class Engine(ScheduleUseCases):
         self.clock = clock
         self.rng: RandomSource = rng or random.SystemRandom()
         self.settings = settings or EngineSettings()
-        self.workflows = Workflows(store, clock, self.rng, self._new_row)
+        self.workflows = Workflows(store, clock, self.rng)
+        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -82,30 +66,8 @@ class Engine(ScheduleUseCases):
         """Insert every job or none, in one store operation."""
         validation.check_new_jobs(jobs)
         now = self.clock.now()
-        rows = [self._new_row(tenant_id, job, now) for job in jobs]
+        rows = [pending_job(tenant_id, job, now, self.rng) for job in jobs]
         return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
-
-    def _new_row(self, tenant_id: str, job: NewJob, now: datetime) -> Job:
-        if job.run_at is not None:
-            scheduled_at = job.run_at.astimezone(now.tzinfo)
-        else:
-            scheduled_at = now + timedelta(seconds=job.delay_seconds or 0)
-        return Job(
-            id=new_id("job", now, self.rng),
-            tenant_id=tenant_id,
-            queue_name=job.queue_name,
-            task_name=job.task_name,
-            payload=job.payload,
-            status=JobStatus.PENDING,
-            priority=job.priority,
-            scheduled_at=scheduled_at,
-            max_retries=job.max_retries,
-            backoff=job.backoff,
-            timeout_seconds=float(job.timeout_seconds) if job.timeout_seconds is not None else None,
-            metadata=job.metadata,
-            idempotency_key=job.idempotency_key,
-            created_at=now,
-        )
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
         job = await self.store.job_get(job_id, tenant_id)
@@ -134,7 +96,7 @@ class Engine(ScheduleUseCases):
     async def retry_job(self, tenant_id: str, job_id: str) -> Job:
         """Replay a dead-lettered or cancelled job now, with a fresh retry budget.
 
-        A workflow step's job runs again, but its step stays as it ended (see `queueflow.workflows`)."""
+        A workflow step's job runs again, but its step stays as it ended (see `queueflow.engine.workflows`)."""
         job = await self.store.job_retry(tenant_id, job_id, self.clock.now())
         if job is None:
             current = await self.get_job(tenant_id, job_id)
@@ -218,8 +180,10 @@ class Engine(ScheduleUseCases):
 
     async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
         """Complete and fail many jobs; each item succeeds or is `lease_lost` on its own."""
-        if not 1 <= len(complete) + len(fail) <= validation.MAX_BATCH:
-            raise ValidationError.of([FieldError((), f"an ack carries 1–{validation.MAX_BATCH} items")])
+        if len(complete) + len(fail) > validation.MAX_BATCH:
+            raise ValidationError.of([FieldError((), f"an ack carries at most {validation.MAX_BATCH} items")])
+        if not complete and not fail:
+            return []  # a worker with nothing to report may still ack (API.md: 200, no results)
         # Everything is checked before anything is written, so a bad item never leaves half an ack behind.
         errors: list[FieldError] = []
         for index, item in enumerate(complete):
@@ -318,6 +282,30 @@ class Engine(ScheduleUseCases):
     async def cancel_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
         """Cancel a running workflow: every unfinished step and its job; InvalidState once it has finished."""
         return await self.workflows.cancel(tenant_id, workflow_id)
+
+    # ---- schedules ----------------------------------------------------------------------------------
+
+    async def create_schedule(self, tenant_id: str, new: NewSchedule) -> Schedule:
+        """Create a schedule; it first fires at its first occurrence after now. A taken name is InvalidState."""
+        return await self.schedules.create(tenant_id, new)
+
+    async def get_schedule(self, tenant_id: str, name: str) -> Schedule:
+        return await self.schedules.get(tenant_id, name)
+
+    async def list_schedules(self, tenant_id: str, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
+        return await self.schedules.list(tenant_id, limit=limit, cursor=cursor)
+
+    async def update_schedule(self, tenant_id: str, name: str, patch: SchedulePatch) -> Schedule:
+        """Apply a PATCH (see `Schedules.update` for what disabling and re-enabling do)."""
+        return await self.schedules.update(tenant_id, name, patch)
+
+    async def delete_schedule(self, tenant_id: str, name: str) -> None:
+        """Delete a schedule; it fires no more. Jobs it already inserted stay."""
+        await self.schedules.delete(tenant_id, name)
+
+    async def fire_due_schedules(self) -> int:
+        """One scheduler tick (see `Schedules.fire_due`); returns how many firings it recorded."""
+        return await self.schedules.fire_due()
 
 
 def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list[FieldError]:

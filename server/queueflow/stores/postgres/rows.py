@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
-from queueflow.stores.pgerrors import json_text
+from queueflow.stores.postgres.errors import json_text
 
 
 def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:

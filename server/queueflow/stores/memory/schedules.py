@@ -1,4 +1,4 @@
-"""The in-memory store's schedules: the `ScheduleStore` half of `InMemoryJobStore`.
+"""The schedules part of the in-memory store: the `ScheduleStore` methods, on the shared `Tables`.
 
 Like the jobs, every method runs without awaiting, so on one event loop each call is atomic, and each validates
 before it changes anything.
@@ -15,12 +15,10 @@ from queueflow.core.jsonvalue import storable_text
 from queueflow.core.schedule import Schedule, schedule_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
+from queueflow.stores.memory.state import Tables
 
 
-class InMemoryScheduleStore:
-    def __init__(self) -> None:
-        self._schedules: dict[str, Schedule] = {}  # by id
-
+class MemorySchedules(Tables):
     async def schedule_insert(self, schedule: Schedule) -> Schedule:
         check(schedule_storage_errors(schedule))
         if schedule.id in self._schedules:

@@ -1,26 +1,13 @@
-"""PostgresJobStore: the JobStore contract on PostgreSQL (SQLAlchemy's async engine and pool, asyncpg).
-
-Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
-for the claim planning costs more than running it. Each method is one statement (or, for an insert that
-meets existing idempotency keys, one transaction), so the adapter owns its transactions.
-
-Time is the caller's `now`, never the database's `now()`, so the engine's clock rules here as in the
-in-memory store. Values PostgreSQL would refuse are refused before anything is sent, with the in-memory
-store's field locations; whatever still goes wrong is translated by `pgerrors`.
-"""
+"""The jobs half of the PostgreSQL store: the `JobStore` methods, on the shared pool (`connection.Pooled`)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-import asyncpg
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-
-from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -36,10 +23,10 @@ from queueflow.core.types import (
     QueueCounts,
     QueueMinute,
 )
-from queueflow.stores.pg_schedules import PostgresScheduleStore
-from queueflow.stores.pgerrors import is_disconnect, json_text, translate
-from queueflow.stores.pgrows import insert_columns, job_from_row
-from queueflow.stores.pgsql import (
+from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.errors import json_text
+from queueflow.stores.postgres.rows import insert_columns, job_from_row
+from queueflow.stores.postgres.sql import (
     CANCEL,
     CLAIM,
     COLUMNS,
@@ -54,72 +41,9 @@ from queueflow.stores.pgsql import (
     RETRY,
     SELECT_BY_KEYS,
 )
-from queueflow.stores.pgurl import sqlalchemy_url
-from queueflow.stores.pgworkflows import PostgresWorkflowStore
 
 
-class PostgresJobStore(PostgresScheduleStore, PostgresWorkflowStore):
-    """The `Store` on PostgreSQL (its schedules in `pg_schedules`, its workflows in `pgworkflows`).
-
-    Build it with `from_url`; close it with `aclose` (or `async with`)."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-
-    @classmethod
-    def from_url(
-        cls, database_url: str, *, pool_size: int = 10, max_overflow: int = 10, connect_timeout: float = 5.0
-    ) -> PostgresJobStore:
-        """A store on its own connection pool; no connection is opened until the first call."""
-        engine = create_async_engine(
-            sqlalchemy_url(database_url),
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            pool_timeout=connect_timeout,
-            connect_args={
-                "timeout": connect_timeout,
-                # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
-                "server_settings": {"application_name": "queueflow", "timezone": "UTC"},
-            },
-        )
-        return cls(engine)
-
-    async def aclose(self) -> None:
-        """Close every pooled connection."""
-        await self._engine.dispose()
-
-    async def __aenter__(self) -> PostgresJobStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled asyncpg connection; every error inside becomes a QueueFlowError."""
-        try:
-            connection = await self._engine.connect().start()
-        except Exception as exc:  # refused, timed out, pool exhausted, database not accepting connections
-            raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
-        try:
-            raw = await connection.get_raw_connection()
-            yield cast(asyncpg.Connection, raw.driver_connection)
-        except QueueFlowError:
-            raise
-        except Exception as exc:
-            if is_disconnect(exc):
-                # The server restarted or dropped us: the idle connections are as dead as this one.
-                await connection.invalidate()
-                await self._engine.dispose()
-            raise translate(exc) from exc
-        finally:
-            await connection.close()
-
-    async def ping(self) -> None:
-        """Nothing, when the database answers; StoreUnavailable otherwise."""
-        async with self._connection() as db:
-            await db.fetchval("SELECT 1")
-
+class PostgresJobs(Pooled):
     async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
         errors = job_storage_errors(jobs)
         ids = [job.id for job in jobs]

@@ -1,4 +1,4 @@
-"""Workflow use cases, for the Engine: create, read, list, cancel, and advance when a step's job finishes.
+"""Workflow use cases (`Engine.workflows`): create, read, list, cancel, and advance when a step's job finishes.
 
 `core.advance` decides, the store records (`WorkflowStore.workflow_advance`, under the workflow's row lock).
 The engine advances a workflow after every write that finishes a step's job: complete, fail and ack (a
@@ -25,7 +25,8 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.ids import new_id
-from queueflow.core.types import FINISHED, Job, JobStatus, NewJob, Page
+from queueflow.core.lifecycle import pending_job
+from queueflow.core.types import FINISHED, Job, JobStatus, Page
 from queueflow.core.workflow import (
     NewWorkflow,
     Step,
@@ -45,16 +46,12 @@ _OUTCOMES = {
     JobStatus.CANCELLED: StepOutcome.CANCELLED,
 }
 
-NewRow = Callable[[str, NewJob, datetime], Job]
-"""The engine's builder of a pending job row: (tenant_id, job, now) → Job."""
-
 
 class Workflows:
-    def __init__(self, store: Store, clock: Clock, rng: RandomSource, new_row: NewRow) -> None:
+    def __init__(self, store: Store, clock: Clock, rng: RandomSource) -> None:
         self.store = store
         self.clock = clock
         self.rng = rng
-        self._new_row = new_row
 
     async def create(self, tenant_id: str, new: NewWorkflow) -> tuple[Workflow, bool]:
         """Validate the DAG and store it with its root steps' jobs; a known idempotency key returns the original."""
@@ -134,7 +131,7 @@ class Workflows:
 
     def _step_job_maker(self, now: datetime) -> Callable[[Workflow, Step], Job]:
         def new_job(workflow: Workflow, step: Step) -> Job:
-            row = self._new_row(workflow.tenant_id, step_job(step, workflow.context), now)
+            row = pending_job(workflow.tenant_id, step_job(step, workflow.context), now, self.rng)
             return replace(row, workflow_id=workflow.id, workflow_step_id=step.name)
 
         return new_job

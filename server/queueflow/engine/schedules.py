@@ -1,9 +1,9 @@
-"""The engine's schedule use cases: a tenant's cron schedules, and the scheduler's tick that fires them.
+"""Schedule use cases (`Engine.schedules`): a tenant's cron schedules, and the scheduler's tick that fires them.
 
-`Engine` inherits these; they live here to keep each module about one thing. `core.schedule` decides every
-occurrence (time zones, DST, the missed-firing rule); this module reads the clock and has the store record it.
+`core.schedule` decides every occurrence (time zones, DST, the missed-firing rule); this module reads the clock
+and has the store record it.
 
-A firing is an ordinary job inserted through `Engine.enqueue`, with the idempotency key
+A firing is an ordinary pending job, validated and inserted as `Engine.enqueue` does it, with the idempotency key
 ``cron:<schedule id>:<occurrence>``, and only then is the schedule advanced (a compare-and-set on the row as
 read). So any number of schedulers may tick at once: they insert one job per occurrence between them, and one of
 them advances the schedule. A scheduler that dies between the two writes leaves the schedule due; the next tick
@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, NotFound, ValidationError
 from queueflow.core.ids import new_id
+from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import (
     NewSchedule,
     Schedule,
@@ -33,12 +33,9 @@ from queueflow.core.schedule import (
     schedule_patch_errors,
     utc_text,
 )
-from queueflow.core.types import Enqueued, NewJob, Page
-from queueflow.core.validation import check
+from queueflow.core.types import Page
+from queueflow.core.validation import check, check_new_jobs
 from queueflow.ports import Clock, Store
-
-if TYPE_CHECKING:
-    from queueflow.engine import EngineSettings
 
 log = logging.getLogger("queueflow.scheduler")
 
@@ -47,17 +44,15 @@ UPDATE_ATTEMPTS = 5
 TICK = timedelta(microseconds=1)
 
 
-class ScheduleUseCases:
-    store: Store
-    clock: Clock
-    rng: RandomSource
-    settings: EngineSettings
+class Schedules:
+    def __init__(self, store: Store, clock: Clock, rng: RandomSource, tick_limit: int) -> None:
+        self.store = store
+        self.clock = clock
+        self.rng = rng
+        self.tick_limit = tick_limit
+        """Due schedules one tick fires at most."""
 
-    if TYPE_CHECKING:
-
-        async def enqueue(self, tenant_id: str, job: NewJob) -> Enqueued: ...
-
-    async def create_schedule(self, tenant_id: str, new: NewSchedule) -> Schedule:
+    async def create(self, tenant_id: str, new: NewSchedule) -> Schedule:
         """Create a schedule; it first fires at its first occurrence after now. A taken name is InvalidState."""
         check(schedule_errors(new))
         now = self.clock.now()
@@ -73,21 +68,21 @@ class ScheduleUseCases:
         )
         return await self.store.schedule_insert(schedule)
 
-    async def get_schedule(self, tenant_id: str, name: str) -> Schedule:
+    async def get(self, tenant_id: str, name: str) -> Schedule:
         schedule = await self.store.schedule_get(tenant_id, name)
         if schedule is None:
             raise NotFound(f"no schedule {name!r}")
         return schedule
 
-    async def list_schedules(self, tenant_id: str, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
+    async def list(self, tenant_id: str, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
         after = page_after(limit, cursor)
         return page(await self.store.schedule_list(tenant_id, limit + 1, after), limit)
 
-    async def update_schedule(self, tenant_id: str, name: str, patch: SchedulePatch) -> Schedule:
+    async def update(self, tenant_id: str, name: str, patch: SchedulePatch) -> Schedule:
         """Apply a PATCH. Disabling stops the firings; re-enabling, or a new cron or time zone, starts from now
         (occurrences missed meanwhile never fire)."""
         for _ in range(UPDATE_ATTEMPTS):
-            current = await self.get_schedule(tenant_id, name)
+            current = await self.get(tenant_id, name)
             check(schedule_patch_errors(current, patch))
             now = self.clock.now()
             # `updated_at` strictly increases, so it tells every edit apart even when two share a clock reading.
@@ -99,22 +94,24 @@ class ScheduleUseCases:
                 return stored
         raise InvalidState(f"schedule {name!r} kept changing while this update was applied; try again")
 
-    async def delete_schedule(self, tenant_id: str, name: str) -> None:
+    async def delete(self, tenant_id: str, name: str) -> None:
         """Delete a schedule; it fires no more. Jobs it already inserted stay."""
         if not await self.store.schedule_delete(tenant_id, name):
             raise NotFound(f"no schedule {name!r}")
 
-    async def fire_due_schedules(self) -> int:
-        """One scheduler tick: every due schedule (up to `settings.sweep_limit`) fires its latest due occurrence
+    async def fire_due(self) -> int:
+        """One scheduler tick: every due schedule (up to `tick_limit`) fires its latest due occurrence
         once and moves on to its next one. Returns how many firings this call recorded."""
         now = self.clock.now()
         recorded = 0
-        for schedule in await self.store.schedule_due(now, self.settings.sweep_limit):
+        for schedule in await self.store.schedule_due(now, self.tick_limit):
             firing = due_firing(schedule, now)
             if firing is None or schedule.next_run_at is None:
                 continue
             try:
-                await self.enqueue(schedule.tenant_id, firing_job(schedule, firing.occurrence))
+                job = firing_job(schedule, firing.occurrence)
+                check_new_jobs([job])
+                await self.store.job_insert_many([pending_job(schedule.tenant_id, job, now, self.rng)])
             except ValidationError as exc:
                 # Not expected (the schedule was validated), but one bad row must not wedge every later tick.
                 log.error(

@@ -1,0 +1,38 @@
+/**
+ * What a plain-JavaScript user can reach on each class is exactly what the README documents. TypeScript's
+ * `private` is erased at compile time, so a member that is not API must be a `#private` one; otherwise
+ * `worker.run()` looks callable and fails with a TypeError far from the mistake.
+ */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { Jobs, QueueFlow, Queues, Schedules, Worker, Workflows } from "../src/index.js";
+
+/** Every property name (string or symbol) an instance answers, own or from its class, without Object's. */
+function surface(instance: object): string[] {
+  const names = new Set<string>();
+  for (let proto: object | null = instance; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const key of Reflect.ownKeys(proto)) if (key !== "constructor") names.add(String(key));
+  }
+  return [...names].sort();
+}
+
+const options = { baseUrl: "http://127.0.0.1:9" };
+
+test("a Worker shows only its documented API: no run(), lease(), held, options, …", () => {
+  const worker = new Worker({ ...options, queues: ["default"] });
+  assert.deepEqual(surface(worker), ["activeJobs", "start", "stop", "stopOnSignals", "task"]);
+  assert.equal((worker as unknown as Record<string, unknown>).run, undefined);
+});
+
+test("QueueFlow and its resources show only their documented API", () => {
+  const client = new QueueFlow(options);
+  assert.deepEqual(surface(client), ["api", "jobs", "queues", "schedules", "workflows"]);
+  assert.ok(client.jobs instanceof Jobs && client.queues instanceof Queues);
+  assert.ok(client.workflows instanceof Workflows && client.schedules instanceof Schedules);
+  assert.deepEqual(surface(client.jobs), ["cancel", "enqueue", "enqueueMany", "get", "iterate", "list", "retry"]);
+  assert.deepEqual(surface(client.queues), ["list"]);
+  assert.deepEqual(surface(client.workflows), ["cancel", "create", "get", "iterate", "list"]);
+  assert.deepEqual(surface(client.schedules), ["create", "delete", "get", "iterate", "list", "update"]);
+});

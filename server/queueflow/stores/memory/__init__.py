@@ -1,0 +1,5 @@
+"""The in-memory store: `InMemoryJobStore`."""
+
+from queueflow.stores.memory.store import InMemoryJobStore
+
+__all__ = ["InMemoryJobStore"]

@@ -1,0 +1,92 @@
+"""What every part of the in-memory store shares: its tables, and the helpers that write jobs into them.
+
+`InMemoryJobStore` is `MemoryJobs`, `MemoryWorkflows` and `MemorySchedules` on one `Tables`, as
+`PostgresJobStore` is its three parts on one pool. Nothing here awaits, so on one event loop every call of
+the store is atomic, and each validates what it is given before it changes anything.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.jsonvalue import job_storage_errors
+from queueflow.core.schedule import Schedule
+from queueflow.core.types import Job, JobStatus
+from queueflow.core.workflow import Workflow, WorkflowStatus
+from queueflow.ports import WorkSignal
+
+
+class Tables:
+    def __init__(self, wakeups: WorkSignal | None = None) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._idempotency: dict[tuple[str, str], str] = {}
+        self._workflows: dict[str, Workflow] = {}
+        self._workflow_keys: dict[tuple[str, str], str] = {}
+        self._schedules: dict[str, Schedule] = {}  # by id
+        self._wakeups = wakeups
+
+    def reset(self) -> None:
+        """Forget every job, workflow and schedule."""
+        self._jobs.clear()
+        self._idempotency.clear()
+        self._workflows.clear()
+        self._workflow_keys.clear()
+        self._schedules.clear()
+
+    def _check_insert(self, jobs: Sequence[Job]) -> None:
+        errors: list[FieldError] = []
+        for index, job in enumerate(jobs):
+            if job.id in self._jobs or any(other.id == job.id for other in jobs[:index]):
+                loc = ("jobs", index) if len(jobs) > 1 else ()
+                errors.append(FieldError((*loc, "id"), f"duplicate job id {job.id}"))
+        errors += job_storage_errors(jobs)
+        if errors:
+            raise ValidationError.of(errors)
+
+    def _insert(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
+        """Insert checked `jobs` (see `_check_insert`)."""
+        results: list[tuple[Job, bool]] = []
+        for job in jobs:
+            key = (job.tenant_id, job.idempotency_key) if job.idempotency_key is not None else None
+            if key is not None and key in self._idempotency:
+                results.append((self._out(self._jobs[self._idempotency[key]]), False))
+                continue
+            stored = replace(
+                job,
+                payload=copy.deepcopy(job.payload),
+                metadata=copy.deepcopy(job.metadata),
+                status=JobStatus.PENDING,
+            )
+            self._jobs[job.id] = stored
+            if key is not None:
+                self._idempotency[key] = job.id
+            results.append((self._out(stored), True))
+        if self._wakeups is not None:
+            # As PostgreSQL's AFTER INSERT trigger does: one wake-up per queue that received rows.
+            for queue in {job.queue_name for job, created in results if created}:
+                self._wakeups.notify(queue)
+        return results
+
+    def _in_running_workflow(self, job: Job) -> bool:
+        workflow = self._workflows.get(job.workflow_id) if job.workflow_id is not None else None
+        return workflow is not None and workflow.status is WorkflowStatus.RUNNING
+
+    @staticmethod
+    def _workflow_out(workflow: Workflow) -> Workflow:
+        return copy.deepcopy(workflow)
+
+    def _tenant_jobs(self, tenant_id: str) -> Iterable[Job]:
+        return (job for job in self._jobs.values() if job.tenant_id == tenant_id)
+
+    @staticmethod
+    def _out(job: Job) -> Job:
+        # Callers get their own copy of the JSON, so mutating a returned job never edits the store.
+        return replace(
+            job,
+            payload=copy.deepcopy(job.payload),
+            metadata=copy.deepcopy(job.metadata),
+            result=copy.deepcopy(job.result),
+        )

@@ -1,0 +1,17 @@
+"""InMemoryJobStore: the whole `Store` contract in a process's memory, for tests and embedding.
+
+It is a real store, not a mock: it validates what it is given before it changes anything, so a call that
+fails leaves no trace, and it rejects exactly the values PostgreSQL would reject. Each method runs without
+awaiting, so on one event loop every call is atomic. Its parts share one `Tables` (see `state`).
+"""
+
+from __future__ import annotations
+
+from queueflow.stores.memory.jobs import MemoryJobs
+from queueflow.stores.memory.schedules import MemorySchedules
+from queueflow.stores.memory.workflows import MemoryWorkflows
+
+
+class InMemoryJobStore(MemoryJobs, MemoryWorkflows, MemorySchedules):
+    """The `Store` in memory. Given a `WorkSignal` (the server's wake-up hub), it announces inserted work as
+    PostgreSQL's NOTIFY trigger does."""

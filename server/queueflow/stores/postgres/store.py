@@ -1,0 +1,57 @@
+"""PostgresJobStore: the whole `Store` contract on PostgreSQL — its jobs (`jobs`), workflows (`workflows`) and
+schedules (`schedules`) on one connection pool.
+
+Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
+for the claim planning costs more than running it. Each method is one statement (or one transaction), so the
+adapter owns its transactions.
+
+Time is the caller's `now`, never the database's `now()`, so the engine's clock rules here as in the
+in-memory store. Values PostgreSQL would refuse are refused before anything is sent, with the in-memory
+store's field locations; whatever still goes wrong is translated by `errors`.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from queueflow.stores.postgres.jobs import PostgresJobs
+from queueflow.stores.postgres.schedules import PostgresSchedules
+from queueflow.stores.postgres.url import sqlalchemy_url
+from queueflow.stores.postgres.workflows import PostgresWorkflows
+
+
+class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
+    """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
+
+    @classmethod
+    def from_url(
+        cls, database_url: str, *, pool_size: int = 10, max_overflow: int = 10, connect_timeout: float = 5.0
+    ) -> PostgresJobStore:
+        """A store on its own connection pool; no connection is opened until the first call."""
+        pool = create_async_engine(
+            sqlalchemy_url(database_url),
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_timeout=connect_timeout,
+            connect_args={
+                "timeout": connect_timeout,
+                # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
+                "server_settings": {"application_name": "queueflow", "timezone": "UTC"},
+            },
+        )
+        return cls(pool)
+
+    async def aclose(self) -> None:
+        """Close every pooled connection."""
+        await self._pool.dispose()
+
+    async def __aenter__(self) -> PostgresJobStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def ping(self) -> None:
+        """Nothing, when the database answers; StoreUnavailable otherwise."""
+        async with self._connection() as db:
+            await db.fetchval("SELECT 1")

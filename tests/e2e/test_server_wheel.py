@@ -1,0 +1,83 @@
+"""The `queueflow` wheel is a whole server: installed into a fresh virtualenv in an empty folder, far from this
+checkout, it creates its schema (`queueflow migrate`) and serves (`queueflow serve`) one job through."""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import pg
+from tests.e2e.live import live_server
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"QUEUEFLOW_API_KEYS": "key-t=tenant-t", "QUEUEFLOW_WORKER_KEYS": "key-w"}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a fresh virtualenv holding the built `queueflow` wheel.
+
+    Its dependencies are borrowed from the running environment (a .pth line naming its site-packages) rather
+    than downloaded again: what is on trial is the wheel's own contents. A .pth line adds a folder without
+    reading the .pth files inside it, so the checkout's editable install of `queueflow` does not come along."""
+    root = tmp_path_factory.mktemp("server-wheel")
+    dist = root / "dist"
+    build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist, ROOT]
+    subprocess.run(build, check=True, capture_output=True)
+    (wheel,) = dist.glob("queueflow-*.whl")
+    venv.create(root / "venv", with_pip=False)
+    python = root / "venv" / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    borrowed = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *site.getsitepackages()}
+    (Path(purelib) / "borrowed.pth").write_text("".join(f"{path}\n" for path in sorted(borrowed)))
+    install = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel]
+    subprocess.run(install, check=True, capture_output=True)
+    return python
+
+
+def test_the_installed_wheel_migrates_and_serves(installed: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    # Nothing of the checkout may leak in: no PYTHONPATH, and a working directory with no alembic.ini.
+    env = {name: value for name, value in os.environ.items() if name not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    url = pg.blocking(pg.create_database)
+    try:
+        migrate = subprocess.run(
+            [installed, "-m", "queueflow.cli", "migrate", "--database-url", url],
+            cwd=empty, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert migrate.returncode == 0, migrate.stderr
+        where = subprocess.run(
+            [installed, "-c", "import queueflow; print(queueflow.__file__)"],
+            cwd=empty, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert not where.stdout.startswith(str(ROOT)), "the test ran the checkout, not the wheel"
+        with live_server("--database-url", url, env={**env, **KEYS}, python=installed, cwd=empty) as base:
+            tenant = {"Authorization": "Bearer key-t"}
+            worker = {"Authorization": "Bearer key-w"}
+            assert httpx.get(f"{base}/readyz").status_code == 200
+            created = httpx.post(f"{base}/v1/jobs", json={"task_name": "hello"}, headers=tenant)
+            assert created.status_code == 201, created.text
+            (job,) = httpx.post(f"{base}/v1/worker/lease", json={"queues": ["default"]}, headers=worker).json()["jobs"]
+            assert job["id"] == created.json()["id"]
+            done = httpx.post(
+                f"{base}/v1/worker/jobs/{job['id']}/complete",
+                json={"lease_token": job["lease_token"], "result": {"ok": True}},
+                headers=worker,
+            )
+            assert done.status_code == 200, done.text
+            final = httpx.get(f"{base}/v1/jobs/{job['id']}", headers=tenant).json()
+            assert (final["status"], final["result"]) == ("completed", {"ok": True})
+    finally:
+        pg.blocking(lambda: pg.drop_database(url))
