@@ -366,3 +366,11 @@ async def test_assets_are_served_from_the_package(signed_in: Browser) -> None:
     for path in ["/ui", "/ui/jobs", "/ui/dead-letters", "/ui/workflows", "/ui/schedules", "/ui/sign-in"]:
         text = (await signed_in.get(path)).text
         assert not re.search(r'(src|href)="(https?:)?//', text), path
+
+
+async def test_the_api_docs_load_nothing_from_a_cdn(signed_in: Browser) -> None:
+    docs = await signed_in.get("/schema")
+    assert docs.status_code == 200
+    assert '<script src="/ui/static/redoc.standalone.js"' in docs.text
+    assert not re.search(r'(src|href)=["\'](https?:)?//', docs.text)
+    assert (await signed_in.get("/ui/static/redoc.standalone.js")).status_code == 200
