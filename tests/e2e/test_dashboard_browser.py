@@ -84,9 +84,9 @@ def page(chromium: Any, server: str) -> Iterator[Any]:
     context.close()
 
 
-def shot(page: Any, name: str, *, readme: bool = False) -> None:
+def shot(page: Any, name: str, *, readme: bool = False, full_page: bool = True) -> None:
     path = OUTPUT / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     if readme and os.environ.get("QUEUEFLOW_UPDATE_SCREENSHOTS"):
         README_SHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, README_SHOTS / f"{name}.png")
@@ -241,3 +241,30 @@ def test_screenshots_of_the_other_pages(page: Any, api: httpx.Client) -> None:
     page.click("text=Sign out")
     expect(page.locator("#key")).to_be_visible()
     shot(page, "sign-in")
+
+
+def test_every_page_and_the_api_docs_work_offline(page: Any, server: str, api: httpx.Client) -> None:
+    """With every request off this server refused, the pages and the docs still render, and the pages ask for
+    nothing elsewhere. (Redoc's bundle asks once for Redocly's logo in its footer and hides it when refused.)"""
+    expect = sync_api.expect
+    outside: list[str] = []
+
+    def only_this_server(route: Any) -> None:
+        if route.request.url.startswith(server):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.context.route("**/*", only_this_server)
+    job = enqueue(api, queue_name="offline")
+    for path in ["/ui", "/ui/jobs", f"/ui/jobs/{job['id']}", "/ui/dead-letters", "/ui/workflows", "/ui/schedules"]:
+        page.goto(path)
+        expect(page.locator("header.top")).to_be_visible()
+        assert page.evaluate("typeof htmx") == "object", path
+    assert outside == []
+
+    page.goto("/schema")
+    expect(page.get_by_text("Enqueue a job").first).to_be_visible(timeout=20_000)
+    assert all(url.startswith("https://cdn.redoc.ly/redoc/logo-mini.svg") for url in outside), outside
+    shot(page, "api-docs", full_page=False)
