@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript chromium
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium
 
 $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 run: $(INSTALLED)
 	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
-test: $(INSTALLED) chromium
+test: $(INSTALLED) pgbench chromium
 	$(BIN)/pytest
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright downloads no browser); without it, and without
@@ -35,6 +35,20 @@ lint: $(INSTALLED)
 	$(BIN)/queueflow spec --check
 
 ci: test lint
+
+# The benchmark (bench/): every figure beside its baseline measured in the same run; writes bench/RESULTS.md.
+# Its peers (PgQueuer, Procrastinate) get a virtualenv of their own, bench/.peers-venv, made on first use.
+bench: $(INSTALLED) pgbench
+	$(BIN)/python -m bench --profile full
+
+# The same harness at tiny sizes, once: proves every scenario runs (the test suite runs it too).
+bench-smoke: $(INSTALLED) pgbench
+	$(BIN)/python -m bench --profile smoke
+
+# pgbench measures the raw SQL ceiling; Debian ships it in postgresql-client.
+pgbench:
+	@command -v pgbench >/dev/null || ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 \
+		|| (apt-get update -qq && apt-get install -y -qq postgresql-client)
 
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec
@@ -55,5 +69,5 @@ sdk-typescript: $(TS_MODULES)
 	cd $(TS_SDK) && npm run generate
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/.peers-venv
 	rm -rf $(TS_SDK)/node_modules $(TS_SDK)/dist $(TS_SDK)/dist-test

@@ -7,36 +7,37 @@ Registered for every folder by `pytest_plugins` in tests/conftest.py; a closer c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
 from queueflow.clocks import TestClock
-from queueflow.runtime.wakeups import Wakeups
+from queueflow.runtime.wakeups import Wakeups, Watch
 from queueflow.stores.memory import InMemoryJobStore
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 class WatchedWakeups(Wakeups):
-    """A hub that tells a test when a waiter has parked, so the test never sleeps to find out."""
+    """A hub that tells a test when a waiter is watching, so the test never sleeps to find out. A watch is armed
+    before its holder's claim, so work that arrives from then on is never missed."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.parked = asyncio.Condition()
+        self._changed = asyncio.Event()
 
-    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
-        waiting = self.wait_registered(queues, seconds)
-        async with self.parked:
-            self.parked.notify_all()
-        return await waiting
-
-    async def wait_registered(self, queues: Iterable[str], seconds: float) -> bool:
-        return await super().wait(queues, seconds)
+    @contextmanager
+    def watching(self, queues: Iterable[str]) -> Iterator[Watch]:
+        with super().watching(queues) as watch:
+            self._changed.set()
+            yield watch
 
     async def until_waiting(self, count: int) -> None:
-        async with asyncio.timeout(5), self.parked:
-            await self.parked.wait_for(lambda: self.waiting >= count)
+        async with asyncio.timeout(5):
+            while self.waiting < count:
+                self._changed.clear()
+                await self._changed.wait()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from queueflow.settings import MODES, Settings, SettingsError
+from queueflow.settings import ACCESS_LOGS, MODES, Settings, SettingsError
 
 DEFAULT_SPEC = Path("spec/openapi.json")
 
@@ -40,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--tasks", help="module:attribute of a queueflow_client TaskRegistry to run in-process")
     serving.add_argument("--task-queues", help='queues the in-process tasks drain, "q1,q2" (default: default)')
     serving.add_argument("--task-concurrency", help="most jobs the in-process tasks run at once (default 10)")
+    serving.add_argument("--pool-size", help="most PostgreSQL connections this process holds (default 10)")
+    serving.add_argument(
+        "--access-log", choices=ACCESS_LOGS, help="log every request, only 4xx/5xx ones, or none (default errors)"
+    )
 
     migrating = commands.add_parser("migrate", help="upgrade the PostgreSQL schema to the latest version")
     migrating.add_argument(

@@ -114,6 +114,11 @@ class JobStore(Protocol):
         Concurrent claimers never claim the same row."""
         ...
 
+    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+        """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues`: when the next delayed
+        job or retry becomes claimable. None when no such job waits. Reads only."""
+        ...
+
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
         """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
         capped at started_at + timeout_seconds. None when the lease is not held."""
@@ -127,7 +132,8 @@ class JobStore(Protocol):
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → retrying (retry_count + 1,
         scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter; lease cleared,
-        error_message recorded. Each item on its own: None where the lease is not held."""
+        error_message recorded. Each item on its own: None where the lease is not held. A job that goes
+        retrying announces its queue (as an insert does), so parked lessees learn its new due time."""
         ...
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:

@@ -21,6 +21,8 @@ from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextma
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import uvloop
+
 from queueflow.clocks import SystemClock
 from queueflow.engine import Engine
 from queueflow.ports import Store
@@ -66,7 +68,8 @@ def serve(settings: Settings, tasks: TaskRunner | None = None) -> None:
         log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
     with database(settings) as url:
         if settings.mode == "worker":
-            asyncio.run(_run_worker(settings, url, tasks))
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(_run_worker(settings, url, tasks))
         else:
             _run_http(settings, url, tasks)
 
@@ -95,14 +98,14 @@ def database(settings: Settings) -> Iterator[str]:
         yield url
 
 
-def _open_store(url: str, wakeups: Wakeups) -> Store:
+def _open_store(url: str, wakeups: Wakeups, pool_size: int) -> Store:
     if url == MEMORY_URL:
         from queueflow.stores.memory import InMemoryJobStore
 
         return InMemoryJobStore(wakeups=wakeups)
     from queueflow.stores.postgres import PostgresJobStore
 
-    return PostgresJobStore.from_url(url)
+    return PostgresJobStore.from_url(url, pool_size=pool_size)
 
 
 @asynccontextmanager
@@ -149,7 +152,7 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
     from queueflow.api import create_app
 
     wakeups = Wakeups()
-    store = _open_store(url, wakeups)
+    store = _open_store(url, wakeups, settings.pool_size)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -158,7 +161,14 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
 
     app = create_app(settings, store=store, clock=SystemClock(), wakeups=wakeups, lifespan=[lifespan])
     print(walkthrough(settings), flush=True)
-    config: dict[str, Any] = {"host": settings.host, "port": settings.port, "access_log": False, "log_config": None}
+    config: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "access_log": False,  # ours is `Observe`'s, set by --access-log
+        "log_config": None,
+        "loop": "uvloop",
+        "http": "httptools",
+    }
     uvicorn.run(app, **config)
 
 
@@ -168,7 +178,7 @@ async def _run_worker(settings: Settings, url: str, tasks: TaskRunner | None) ->
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     wakeups = Wakeups()
-    async with _runtime(settings, url, _open_store(url, wakeups), wakeups, tasks):
+    async with _runtime(settings, url, _open_store(url, wakeups, settings.pool_size), wakeups, tasks):
         await stop.wait()
     log.info("queueflow worker stopped")
 

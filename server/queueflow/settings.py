@@ -16,6 +16,8 @@ from queueflow.engine import EngineSettings
 
 Mode = Literal["api", "worker", "all"]
 MODES: tuple[Mode, ...] = ("api", "worker", "all")
+AccessLog = Literal["all", "errors", "off"]
+ACCESS_LOGS: tuple[AccessLog, ...] = ("all", "errors", "off")
 ENV_PREFIX = "QUEUEFLOW_"
 
 
@@ -46,6 +48,11 @@ class Settings:
     """The queues the in-process tasks drain."""
     task_concurrency: int = 10
     """The most jobs the in-process tasks run at once."""
+    pool_size: int = 10
+    """PostgreSQL connections this process holds at most; more concurrent operations wait for one."""
+    access_log: AccessLog = "errors"
+    """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
+    request) or `off`."""
 
     @property
     def development_mode(self) -> bool:
@@ -94,6 +101,10 @@ class Settings:
             raise SettingsError("lease_wait_limit must not be negative")
         if self.tasks is not None and self.mode == "api":
             raise SettingsError("tasks run in worker or all mode, not api mode")
+        if self.pool_size < 1:
+            raise SettingsError("pool_size must be at least 1")
+        if self.access_log not in ACCESS_LOGS:
+            raise SettingsError(f"access_log must be one of {', '.join(ACCESS_LOGS)}, not {self.access_log!r}")
         if self.task_concurrency < 1:
             raise SettingsError("task_concurrency must be at least 1")
         if not self.task_queues or not all(NAME_PATTERN.fullmatch(queue) for queue in self.task_queues):
@@ -162,6 +173,7 @@ _PARSERS: dict[str, Any] = {
     "max_body_bytes": _number(int),
     "lease_wait_limit": _number(float),
     "task_concurrency": _number(int),
+    "pool_size": _number(int),
     "task_queues": parse_worker_keys,
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,

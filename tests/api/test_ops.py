@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
 import pytest
 from httpx import ASGITransport, AsyncClient
 from queueflow.api import create_app
 from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
-from queueflow.settings import Settings
+from queueflow.settings import Settings, SettingsError
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.api.conftest import SETTINGS, TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
@@ -102,6 +103,9 @@ async def test_every_app_has_its_own_metrics(clock: TestClock) -> None:
         assert "queueflow_jobs_enqueued_total{" not in (await second.get("/metrics")).text
 
 
+# The app is built by the fixtures (a `settings` parameter overrides that fixture) before the test body runs:
+# building it configures logging, which would drop the handler caplog has installed by then.
+@pytest.mark.parametrize("settings", [replace(SETTINGS, access_log="all")])
 async def test_each_request_is_logged_once_as_json(client: AsyncClient, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="queueflow.access"):
         await client.get("/v1/queues", headers=TENANT_A)
@@ -112,3 +116,23 @@ async def test_each_request_is_logged_once_as_json(client: AsyncClient, caplog: 
     assert line["status"] == 200
     assert line["tenant"] == "tenant-a"
     assert line["duration_ms"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "logged"), [(SETTINGS, [404]), (replace(SETTINGS, access_log="off"), [])], ids=["errors", "off"]
+)
+async def test_the_access_log_keeps_only_what_it_is_set_to(
+    client: AsyncClient, caplog: pytest.LogCaptureFixture, logged: list[int]
+) -> None:
+    with caplog.at_level(logging.INFO, logger="queueflow.access"):
+        assert (await client.get("/v1/queues", headers=TENANT_A)).status_code == 200
+        assert (await client.get("/v1/jobs/job_missing", headers=TENANT_A)).status_code == 404
+    statuses = [json.loads(r.getMessage())["status"] for r in caplog.records if r.name == "queueflow.access"]
+    assert statuses == logged
+
+
+def test_the_access_log_setting_is_checked() -> None:
+    assert Settings.load({"QUEUEFLOW_ACCESS_LOG": "all"}).access_log == "all"
+    assert Settings.load({}).access_log == "errors"
+    with pytest.raises(SettingsError, match="access_log"):
+        Settings.load({"QUEUEFLOW_ACCESS_LOG": "loud"})

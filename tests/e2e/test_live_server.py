@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from datetime import datetime
 
 import httpx
 import pytest
@@ -117,3 +118,26 @@ async def test_bad_input_is_a_problem_not_a_500(server: str) -> None:
         assert raw.status_code == 400
         big = await http.post("/v1/jobs", content=b"x" * (2 * 1024 * 1024), headers=TENANT_A)
         assert (big.status_code, big.json()["code"]) == (413, "payload_too_large")
+
+
+@pytest.mark.parametrize("how", ["delayed", "retry"])
+async def test_a_parked_lease_takes_a_job_at_its_due_time(server: str, how: str) -> None:
+    # A job that becomes due later announces nothing when it does: the parked lease must know when to look.
+    queue = f"e2e-due-{how}"
+    async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+        if how == "delayed":
+            body = {"task_name": "later", "queue_name": queue, "delay_seconds": 1}
+            job = (await http.post("/v1/jobs", json=body, headers=TENANT_A)).json()
+        else:
+            body = {"task_name": "again", "queue_name": queue, "backoff": {"strategy": "fixed", "base_seconds": 1}}
+            await http.post("/v1/jobs", json=body, headers=TENANT_A)
+            (leased,) = (await http.post("/v1/worker/lease", json={"queues": [queue]}, headers=WORKER)).json()["jobs"]
+            failed = {"lease_token": leased["lease_token"], "error": "not yet"}
+            job = (await http.post(f"/v1/worker/jobs/{leased['id']}/fail", json=failed, headers=WORKER)).json()
+        due = job["next_retry_at"] if how == "retry" else job["scheduled_at"]
+        response = await http.post("/v1/worker/lease", json={"queues": [queue], "wait_seconds": 20}, headers=WORKER)
+        returned = time.time()
+    (got,) = response.json()["jobs"]
+    assert got["id"] == job["id"]
+    late = returned - datetime.fromisoformat(due).timestamp()
+    assert late < 1.0, f"leased {late:.2f} s after it became due (the safety poll is {SAFETY_POLL:g} s)"

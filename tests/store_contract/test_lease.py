@@ -136,3 +136,18 @@ async def test_invalid_lease_requests(engine: Engine, queues: list[str], max_job
 async def test_invalid_heartbeat_lease(engine: Engine) -> None:
     with pytest.raises(ValidationError):
         await engine.heartbeat("job_x", "t", lease_seconds=3601)
+
+
+async def test_next_due_is_the_earliest_delayed_job_or_retry_of_the_queues(engine: Engine, clock: TestClock) -> None:
+    assert await engine.next_due(["default"]) is None
+    await engine.enqueue(T, NewJob(task_name="now"))  # due already: claimable, so not "next"
+    await engine.enqueue(T, NewJob(task_name="later", delay_seconds=60))
+    await engine.enqueue(T, NewJob(task_name="other queue", queue_name="other", delay_seconds=5))
+    assert await engine.next_due(["default"]) == clock.now() + timedelta(seconds=60)
+    assert await engine.next_due(["default", "other", "default"]) == clock.now() + timedelta(seconds=5)
+    (job,) = await engine.lease(["default"])
+    failed = await engine.fail(job.id, job.lease_token or "", "boom", retry_after_seconds=30)
+    assert await engine.next_due(["default"]) == failed.next_retry_at == clock.now() + timedelta(seconds=30)
+    clock.advance(seconds=45)
+    assert await engine.next_due(["default"]) == clock.now() + timedelta(seconds=15)
+    assert await engine.next_due(["nothing here"]) is None

@@ -89,7 +89,7 @@ def create_app(
         ),
     )
     # Wrapping the whole ASGI handler (not a route middleware) also observes unrouted 404s and 405s.
-    app.asgi_handler = Observe(app.asgi_handler, metrics)
+    app.asgi_handler = Observe(app.asgi_handler, metrics, access_log=settings.access_log)
     return app
 
 

@@ -14,6 +14,7 @@ from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from queueflow.core.types import Job, JobStatus, QueueStats
+from queueflow.settings import AccessLog
 
 access_log = logging.getLogger("queueflow.access")
 
@@ -64,14 +65,21 @@ class Metrics:
         )
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
+        counts: dict[str, int] = defaultdict(int)
         for job in jobs:
-            self.enqueued.labels(job.queue_name).inc()
+            counts[job.queue_name] += 1
+        for queue, count in counts.items():
+            self.enqueued.labels(queue).inc(count)
 
     def jobs_leased(self, jobs: Iterable[Job]) -> None:
+        # One child lookup per queue, not per job: a 100-job lease is usually one queue.
+        children: dict[str, Any] = {}
         for job in jobs:
             if job.started_at is not None:
-                waited = (job.started_at - job.scheduled_at).total_seconds()
-                self.lease_wait.labels(job.queue_name).observe(max(waited, 0.0))
+                child = children.get(job.queue_name) or children.setdefault(
+                    job.queue_name, self.lease_wait.labels(job.queue_name)
+                )
+                child.observe(max((job.started_at - job.scheduled_at).total_seconds(), 0.0))
 
     def job_settled(self, queue: str, status: JobStatus) -> None:
         """Count a worker's outcome by the status it left the job in: completed, retrying or dead_letter."""
@@ -99,10 +107,15 @@ class Metrics:
 class Observe:
     """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, skip: Sequence[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, metrics: Metrics, skip: Sequence[str] = (), access_log: AccessLog = "errors"
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.skip = frozenset(skip)
+        # The lowest status that gets a log line: every request is counted and timed in the metrics anyway, so
+        # by default only the ones an operator must look at (4xx, 5xx) pay for formatting and logging.
+        self.log_from = {"all": 0, "errors": 400, "off": None}[access_log]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -128,6 +141,8 @@ class Observe:
         if route not in self.skip:
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route, str(status)).observe(duration)
+        if self.log_from is None or status < self.log_from or not access_log.isEnabledFor(logging.INFO):
+            return
         state: dict[str, Any] = scope.get("state") or {}
         access_log.info(
             json.dumps(

@@ -37,19 +37,27 @@ WORKER_ERRORS = (400, 401, 403, 413, 503)
 async def lease_or_wait(
     engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings
 ) -> list[domain.Job]:
-    """Claim now; if nothing is claimable, park until one of the queues gets work or `wait_seconds` pass.
+    """Claim now; if nothing is claimable, park until one of the queues gets work, the next delayed job or retry
+    of those queues becomes due, or `wait_seconds` pass.
 
     The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
     patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long.
     """
+    if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
+        return await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
-    while True:
-        jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
-        remaining = deadline - time.monotonic()
-        if jobs or remaining <= 0:
-            return jobs
-        # No await between the empty claim and parking, so an insert on this event loop cannot slip between.
-        await wakeups.wait(request.queues, min(remaining, settings.safety_poll))
+    # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
+    with wakeups.watching(request.queues) as watch:
+        while True:
+            jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+            remaining = deadline - time.monotonic()
+            if jobs or remaining <= 0:
+                return jobs
+            wait = min(remaining, settings.safety_poll)
+            due = await engine.next_due(request.queues)
+            if due is not None:
+                wait = min(wait, max((due - engine.clock.now()).total_seconds(), 0.0))
+            await watch.wait(wait)
 
 
 class WorkerController(Controller):

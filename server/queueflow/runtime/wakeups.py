@@ -9,7 +9,26 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+
+class Watch:
+    """What `Wakeups.watching` hands out: wait for the next notification since the last `wait` returned."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+
+    async def wait(self, seconds: float) -> bool:
+        """True when a watched queue was notified (now, or since the last wait), False after `seconds`."""
+        try:
+            async with asyncio.timeout(seconds):
+                await self.event.wait()
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self.event.clear()
 
 
 class Wakeups:
@@ -27,23 +46,26 @@ class Wakeups:
             for event in events:
                 event.set()
 
-    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
-        """Wait until one of `queues` is notified (True) or `seconds` pass (False)."""
-        event = asyncio.Event()
+    @contextmanager
+    def watching(self, queues: Iterable[str]) -> Iterator[Watch]:
+        """A watch on `queues`, armed from now on: a notification that comes while its holder is busy (claiming,
+        say) is kept, and its next `wait` returns at once."""
+        watch = Watch()
         names = set(queues)
         for name in names:
-            self._waiters[name].add(event)
+            self._waiters[name].add(watch.event)
         try:
-            async with asyncio.timeout(seconds):
-                await event.wait()
-            return True
-        except TimeoutError:
-            return False
+            yield watch
         finally:
             for name in names:
-                self._waiters[name].discard(event)
+                self._waiters[name].discard(watch.event)
                 if not self._waiters[name]:
                     del self._waiters[name]
+
+    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
+        """Wait until one of `queues` is notified (True) or `seconds` pass (False)."""
+        with self.watching(queues) as watch:
+            return await watch.wait(seconds)
 
     @property
     def waiting(self) -> int:

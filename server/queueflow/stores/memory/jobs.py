@@ -79,6 +79,17 @@ class MemoryJobs(Tables):
             claimed.append(self._out(running))
         return claimed
 
+    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+        wanted = set(queues)
+        return min(
+            (
+                job.scheduled_at
+                for job in self._jobs.values()
+                if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
+            ),
+            default=None,
+        )
+
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
         job = self._jobs.get(job_id)
         if job is None or not holds_lease(job, lease_token, now):
@@ -122,6 +133,9 @@ class MemoryJobs(Tables):
                         scheduled_at=item.retry_at, next_retry_at=item.retry_at,
                     )
                 )  # fmt: skip
+        if self._wakeups is not None:
+            for queue in {job.queue_name for job in results if job is not None and job.status is JobStatus.RETRYING}:
+                self._wakeups.notify(queue)
         return results
 
     def _finish(self, job_id: str, lease_token: str, now: datetime, **changes: JSON) -> Job | None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterator
 
 import asyncpg
+import msgspec
 
 from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.types import JSON
@@ -66,7 +68,31 @@ def translate(exc: BaseException) -> QueueFlowError:
 def json_text(value: JSON, loc: tuple[str | int, ...]) -> str:
     """`value` as the JSON text of a jsonb parameter; a `ValidationError` at `loc` when it has none."""
     try:
+        return _encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        pass  # msgspec's limits (integers beyond 64 bits, say) are not JSON's: let the standard library decide
+    try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (ValueError, TypeError, RecursionError) as exc:
         # e.g. an integer longer than Python's int-to-text limit (4300 digits)
         raise ValidationError.of([FieldError(loc, f"cannot be stored as JSON: {exc}")]) from None
+
+
+def _encode(value: JSON) -> bytes:
+    """msgspec, ten times faster than `json.dumps`. It writes NaN and infinities as null, which would change the
+    value silently: they are refused as `json.dumps(allow_nan=False)` refuses them, looked for only when a null
+    came out (the stores check values before they get here, so this is a second line of defence)."""
+    text = msgspec.json.encode(value)
+    if b"null" in text and _has_non_finite(value):
+        raise ValueError("out of range float values are not JSON compliant")
+    return text
+
+
+def _has_non_finite(value: JSON) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_non_finite(item) for item in value)
+    return False

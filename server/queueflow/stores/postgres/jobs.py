@@ -36,6 +36,7 @@ from queueflow.stores.postgres.sql import (
     HEARTBEAT,
     INSERT,
     LEASE_EXPIRED,
+    NEXT_DUE,
     QUEUE_COUNTS,
     QUEUE_THROUGHPUT,
     RETRY,
@@ -62,7 +63,8 @@ class PostgresJobs(Pooled):
                 sent.append(job)
         columns = insert_columns(sent)
         async with self._connection() as db, db.transaction():
-            inserted = {row["id"]: job_from_row(row) for row in await db.fetch(INSERT, *columns)}
+            new_ids = {row["id"] for row in await db.fetch(INSERT, *columns)}
+            inserted = {job.id: job for job in sent if job.id in new_ids}
             existing: dict[tuple[str, str], Job] = {}
             keys = [key for key, job in first.items() if job.id not in inserted]
             if keys:
@@ -123,6 +125,9 @@ class PostgresJobs(Pooled):
         if where.metadata is not None:
             args.append(json_text(where.metadata, ("metadata",)))
             conditions.append(f"metadata @> ${len(args)}::jsonb")
+            if where.metadata:
+                # Implied by a non-empty containment, and stated so the planner may use the partial GIN index.
+                conditions.append("metadata <> '{}'")
         if after is not None:
             args += [after.created_at, after.id]
             conditions.append(f"(created_at, id) < (${len(args) - 1}, ${len(args)})")
@@ -144,6 +149,14 @@ class PostgresJobs(Pooled):
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         return jobs
+
+    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+        wanted = [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
+        if not wanted:
+            return None
+        async with self._connection() as db:
+            due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
+        return due
 
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
         token = _token(lease_token)

@@ -12,11 +12,9 @@ store's field locations; whatever still goes wrong is translated by `errors`.
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import create_async_engine
-
 from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.schedules import PostgresSchedules
-from queueflow.stores.postgres.url import sqlalchemy_url
+from queueflow.stores.postgres.url import asyncpg_dsn
 from queueflow.stores.postgres.workflows import PostgresWorkflows
 
 
@@ -24,26 +22,13 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
     @classmethod
-    def from_url(
-        cls, database_url: str, *, pool_size: int = 10, max_overflow: int = 10, connect_timeout: float = 5.0
-    ) -> PostgresJobStore:
-        """A store on its own connection pool; no connection is opened until the first call."""
-        pool = create_async_engine(
-            sqlalchemy_url(database_url),
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            pool_timeout=connect_timeout,
-            connect_args={
-                "timeout": connect_timeout,
-                # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
-                "server_settings": {"application_name": "queueflow", "timezone": "UTC"},
-            },
-        )
-        return cls(pool)
+    def from_url(cls, database_url: str, *, pool_size: int = 10, connect_timeout: float = 5.0) -> PostgresJobStore:
+        """A store on its own pool of at most `pool_size` connections; none is opened until the first call."""
+        return cls(asyncpg_dsn(database_url), pool_size=pool_size, connect_timeout=connect_timeout)
 
     async def aclose(self) -> None:
         """Close every pooled connection."""
-        await self._pool.dispose()
+        await self._close_pool()
 
     async def __aenter__(self) -> PostgresJobStore:
         return self

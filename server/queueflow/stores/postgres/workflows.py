@@ -19,7 +19,7 @@ from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
-from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
@@ -143,7 +143,7 @@ class PostgresWorkflows(Pooled):
             return [job_from_row(row) for row in await db.fetch(STALLED_JOBS, limit)]
 
 
-async def _with_steps(db: asyncpg.Connection, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
+async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
     """The workflows of `rows`, each with its steps (one query for all of them)."""
     steps: dict[str, list[Step]] = {row["id"]: [] for row in rows}
     if steps:

@@ -1,0 +1,153 @@
+"""Measurements → the report's figures, each beside its baseline and the issue's target (issue 12)."""
+
+from __future__ import annotations
+
+from bench import stats
+from bench.report import Figure, Results, Target
+from bench.scenarios import wakeup
+from bench.scenarios.http_throughput import HttpRun
+from bench.scenarios.raw import RawRun
+
+MB = 1_000_000
+
+# key → (figure, unit, its raw baseline, target ratio)
+THROUGHPUT = {
+    "batched": ("HTTP batched drain: lease 100 + ack 100, 4 workers", "jobs/s", "raw claim 100 + complete 100", 0.5),
+    "single": ("HTTP single drain: lease 1 + complete 1, 4 clients", "jobs/s", "raw claim 1 + complete 1", 0.25),
+    "enqueue": ("HTTP batch enqueue, 1,000 per request, 4 clients", "rows/s", "raw 100-row INSERT", 0.4),
+}
+
+
+def throughput(results: Results, key: str, raw_runs: list[RawRun], http_runs: list[HttpRun]) -> None:
+    label, unit, base, target = THROUGHPUT[key]
+    raw_rates = [run.rate for run in raw_runs]
+    rates = [run.rate for run in http_runs]
+    if raw_rates:
+        results.details.append(spread(f"{base}, 4 clients (pgbench)", raw_rates, unit))
+    if not rates:
+        return
+    baseline = stats.median(raw_rates) if raw_rates else None
+    results.add(
+        Figure(label, stats.median(rates), unit, baseline, f"{base}, 4 clients", Target("ratio", ">=", target), rates)
+    )
+    results.details.append(spread(label, rates, unit))
+    what = "rows" if key == "enqueue" else "jobs"
+    results.details.append(
+        f"{label}: load generator CPU {stats.median([r.client_cpu / r.items * 1000 for r in http_runs]):.3f} s"
+        f" per 1,000 {what} (server: see the table)"
+    )
+
+
+def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
+    if http_runs:
+        what = "rows" if key == "enqueue" else "jobs"
+        cpu = stats.median([run.server_cpu_per_1000 for run in http_runs])
+        results.add(
+            Figure(f"server CPU per 1,000 {what}, {THROUGHPUT[key][0].split(':')[0].split(',')[0]}", cpu * 1000, "ms")
+        )
+
+
+def peak_rss(results: Results, peaks: list[int]) -> None:
+    if peaks:
+        results.add(
+            Figure(
+                "server peak RSS during the batched drain",
+                max(peaks) / MB,
+                "MB",
+                target=Target("value", "<=", 150),
+                samples=[peak / MB for peak in peaks],
+            )
+        )
+
+
+def sessions(results: Results, counts: dict[str, int]) -> None:
+    if counts:
+        results.add(
+            Figure(
+                "new PostgreSQL sessions after warm-up, worst scenario",
+                max(counts.values()),
+                "",
+                target=Target("value", "<=", 0),
+            )
+        )
+        results.details.append(
+            "new PostgreSQL sessions after warm-up (pg_stat_database.sessions, worst repetition): "
+            + ", ".join(f"{name} {count}" for name, count in counts.items())
+        )
+
+
+def latency(results: Results, label: str, latencies: wakeup.Latencies, *, p99: float, p50: float | None = None) -> None:
+    if not latencies.seconds:
+        raise RuntimeError(f"{label}: no sample ({latencies.missed} leases came back empty)")
+    ms = [value * 1000 for value in latencies.seconds]
+    results.add(
+        Figure(
+            f"{label}, p50",
+            stats.percentile(ms, 50),
+            "ms",
+            target=Target("value", "<=", p50) if p50 is not None else None,
+        )
+    )
+    results.add(Figure(f"{label}, p99", stats.percentile(ms, 99), "ms", target=Target("value", "<=", p99)))
+    results.add(Figure(f"{label}, max", max(ms), "ms"))
+    results.details.append(
+        f"{label}: {len(ms)} samples; {latencies.missed} leases empty at their deadline"
+        + (f"; {latencies.early} answered before the enqueue's own answer (counted as 0)" if latencies.early else "")
+    )
+    if latencies.missed:
+        raise RuntimeError(f"{label}: {latencies.missed} parked leases never got their job")
+
+
+def history(results: Results, finished_rows: int, empty: list[float], full: list[float]) -> None:
+    ms, base = [value * 1000 for value in full], [value * 1000 for value in empty]
+    results.add(
+        Figure(
+            f"HTTP lease 1 latency (median) with {finished_rows:,} finished rows",
+            stats.median(ms),
+            "ms",
+            stats.median(base),
+            "with none",
+            Target("ratio", "<=", 1.5),
+            ms,
+        )
+    )
+    results.details.append(spread("HTTP lease 1 latency with none", base, "ms", digits=2))
+    results.details.append(spread(f"HTTP lease 1 latency with {finished_rows:,} finished rows", ms, "ms", digits=2))
+
+
+def peer(
+    results: Results,
+    name: str,
+    shape: str,
+    rates: dict[str, list[float]],
+    raw_batched: list[RawRun],
+    raw_insert: list[RawRun],
+) -> None:
+    batched = stats.median([run.rate for run in raw_batched]) if raw_batched else None
+    insert = stats.median([run.rate for run in raw_insert]) if raw_insert else None
+    results.add(
+        Figure(
+            f"{name} drain, {shape} (peer)",
+            stats.median(rates["drain"]),
+            "jobs/s",
+            batched,
+            "raw claim 100 + complete 100",
+            samples=rates["drain"],
+        )
+    )
+    results.add(
+        Figure(
+            f"{name} enqueue (peer)",
+            stats.median(rates["enqueue"]),
+            "rows/s",
+            insert,
+            "raw 100-row INSERT",
+            samples=rates["enqueue"],
+        )
+    )
+    results.details.append(spread(f"{name} drain", rates["drain"], "jobs/s"))
+    results.details.append(spread(f"{name} enqueue", rates["enqueue"], "rows/s"))
+
+
+def spread(label: str, values: list[float], unit: str, digits: int = 0) -> str:
+    return f"{label}: " + ", ".join(f"{value:,.{digits}f}" for value in values) + f" {unit} (each repetition)"

@@ -1,0 +1,79 @@
+"""How big each scenario is: `full` for `make bench` (≥ 3 repetitions, under 20 minutes on 2 cores), `smoke` for
+`make bench-smoke` and the test suite (every code path once, tiny, no speed asserted)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    repetitions: int
+    # pgbench transactions per client (4 clients): claim 1 + complete 1, claim 100 + complete 100, 100-row INSERT.
+    raw_single_tx: int
+    raw_batched_tx: int
+    raw_insert_tx: int
+    warm_up_jobs: int
+    """Jobs drained through the server before any HTTP figure is taken (a tenth of them one at a time)."""
+    enqueue_rows: int
+    """HTTP batch enqueue: rows per repetition, 1,000 a request."""
+    single_drain_jobs: int
+    batched_drain_jobs: int
+    wake_samples: int
+    due_samples: int
+    """Delayed jobs, and again retried jobs, each leased by a parked long-poll."""
+    lease_samples: int
+    finished_rows: int
+    """Finished rows in the table for the lease-latency comparison."""
+    peers: bool
+    pgqueuer_jobs: int
+    procrastinate_jobs: int
+    session_settle: float = 1.2
+    """Seconds to let backends flush their statistics before each session count."""
+    server_args: tuple[str, ...] = ()
+    """Extra `queueflow serve` flags. The full profile runs the defaults, as users do."""
+
+
+FULL = Profile(
+    name="full",
+    repetitions=3,
+    raw_single_tx=1500,
+    raw_batched_tx=50,
+    raw_insert_tx=250,
+    warm_up_jobs=4_000,
+    enqueue_rows=30_000,
+    single_drain_jobs=2_000,
+    batched_drain_jobs=20_000,
+    wake_samples=300,
+    due_samples=300,
+    lease_samples=500,
+    finished_rows=2_000_000,
+    peers=True,
+    pgqueuer_jobs=30_000,
+    procrastinate_jobs=1_000,
+)
+
+SMOKE = Profile(
+    name="smoke",
+    repetitions=1,
+    raw_single_tx=10,
+    raw_batched_tx=2,
+    raw_insert_tx=2,
+    warm_up_jobs=200,
+    enqueue_rows=2_000,
+    single_drain_jobs=40,
+    batched_drain_jobs=400,
+    wake_samples=5,
+    due_samples=4,
+    lease_samples=20,
+    finished_rows=5_000,
+    peers=False,
+    pgqueuer_jobs=0,
+    procrastinate_jobs=0,
+    # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
+    session_settle=0.2,
+    server_args=("--safety-poll", "1"),
+)
+
+PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

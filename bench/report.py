@@ -1,0 +1,138 @@
+"""The results: figures with their same-run baselines and the issue's targets, as a table and as bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bench.machine import Machine
+
+HOW = """## How each figure is measured
+
+- **Raw ceiling**: pgbench, `-M prepared -c 4 -j 2 -t N`, running bench/pgbench/*.sql — the claim, completion and
+  batch-insert statements of QueueFlow's PostgreSQL store — on a database migrated with `queueflow migrate`. The
+  drains take exactly the rows seeded (and vacuumed) before the clock starts; the rate is rows ÷ pgbench's elapsed
+  time.
+- **HTTP**: one `queueflow serve --mode all` process with API and worker keys, the access log at its default (to a
+  file). The load generator is bench/httpclient.py (keep-alive HTTP/1.1 on asyncio streams, pre-encoded bodies) in
+  the harness's own process; its CPU per 1,000 jobs is in the details, to show it is not the bottleneck. Drains start
+  from seeded (and vacuumed) backlogs like the raw ones; server CPU is utime + stime from /proc.
+- **Wake-up, new job**: a lease parks (`wait_seconds`), a tenant enqueues one job; from the enqueue's answer to the
+  lease's answer. **Due later**: leases park on queues of their own, each queue gets a job due 0.3–0.8 s later (by
+  `delay_seconds`, or a failure with `retry_after_seconds`); from the job's `scheduled_at` to the lease's answer.
+- **Lease latency with history**: one worker leases one job at a time from a pending backlog; the median round
+  trip with N finished rows (one INSERT … SELECT generate_series, then VACUUM) ÷ the same with none.
+- **Peak RSS**: VmHWM of the server, reset (clear_refs) after seeding, read after each batched drain; the largest.
+- **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
+  warm-up), the worst repetition.
+- **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
+  PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
+  1,000 a call; one worker, concurrency 4).
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """`on` the ratio (QueueFlow ÷ baseline) or on the value itself, `op` ≥ or ≤ `bound`."""
+
+    on: str  # "ratio" | "value"
+    op: str  # ">=" | "<="
+    bound: float
+
+    def __str__(self) -> str:
+        sign = "≥" if self.op == ">=" else "≤"
+        return f"{self.on} {sign} {self.bound:g}"
+
+    def met(self, figure: Figure) -> bool | None:
+        measured = figure.ratio if self.on == "ratio" else figure.value
+        if measured is None:
+            return None
+        return bool((operator.ge if self.op == ">=" else operator.le)(measured, self.bound))
+
+
+@dataclass(slots=True)
+class Figure:
+    label: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_label: str = ""
+    target: Target | None = None
+    samples: Sequence[float] = ()
+    """Every repetition's value (the figure is their median), shown so the spread is visible."""
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline is None or self.baseline == 0:
+            return None
+        return self.value / self.baseline
+
+    @property
+    def met(self) -> bool | None:
+        return None if self.target is None else self.target.met(self)
+
+
+def amount(value: float, unit: str) -> str:
+    if unit == "":
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    if unit == "ms":
+        return f"{value:,.2f} ms" if value < 10 else f"{value:,.0f} ms"
+    return f"{value:,.0f} {unit}" if abs(value) >= 10 else f"{value:,.2f} {unit}"
+
+
+@dataclass(slots=True)
+class Results:
+    profile: str
+    machine: Machine
+    figures: list[Figure] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    """Lines beside the table: per-repetition numbers, CPU per job, what a scenario could not measure."""
+    errors: list[str] = field(default_factory=list)
+    elapsed_seconds: float = 0.0
+    load_at_end: str = ""
+    """The load average when the run ended: with the one at its start, how shared the machine was."""
+
+    def add(self, figure: Figure) -> Figure:
+        self.figures.append(figure)
+        return figure
+
+    def table(self) -> str:
+        head = "| figure | QueueFlow | baseline, same run | ratio | target | met? |\n|---|---|---|---|---|---|\n"
+        rows = []
+        for figure in self.figures:
+            baseline = f"{figure.baseline_label}: {amount(figure.baseline, figure.unit)}" if figure.baseline else "—"
+            if figure.baseline is None and figure.baseline_label:
+                baseline = figure.baseline_label
+            ratio = f"{figure.ratio:.3f}" if figure.ratio is not None else "—"
+            met = {True: "yes", False: "**no**", None: "—"}[figure.met]
+            rows.append(
+                f"| {figure.label} | {amount(figure.value, figure.unit)} | {baseline} | {ratio} |"
+                f" {figure.target or '—'} | {met} |"
+            )
+        return head + "\n".join(rows) + "\n"
+
+    def markdown(self) -> str:
+        machine = self.machine
+        lines = [
+            "# `make bench` results",
+            "",
+            f"- date: {machine.date}",
+            f"- machine: {machine.cores} cores, {machine.ram_gib:.1f} GiB RAM, {machine.cpu_model}",
+            f"- load average (1, 5, 15 min) at start: {machine.load_average}; at end: {self.load_at_end}",
+            f"- PostgreSQL: {machine.postgres_version}",
+            f"- git commit: {machine.commit}",
+            f"- profile: {self.profile}; each figure is the median of its repetitions; whole run "
+            f"{self.elapsed_seconds / 60:.1f} min",
+            "",
+            "Ratios are QueueFlow ÷ its baseline measured in the same run on the same PostgreSQL.",
+            "",
+            self.table(),
+            HOW,
+        ]
+        if self.details:
+            lines += ["## Details", "", *(f"- {line}" for line in self.details), ""]
+        if self.errors:
+            lines += ["## Errors", "", *(f"- {line}" for line in self.errors), ""]
+        return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""One `make bench` run: every scenario in turn, each figure beside its same-run baseline, then the report.
+
+The throughput figures and their raw baselines are measured in alternation, repetition by repetition (raw claim 1,
+then HTTP single drain, raw claim 100, then HTTP batched drain, …): on a shared machine the load drifts over
+minutes, and a figure and its baseline should see the same. A step that fails is recorded and the others still
+run; the run then exits non-zero, which is all the smoke profile (in the test suite) checks.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from bench import figures
+from bench.database import ADMIN_URL, BenchDatabase, SessionCounter
+from bench.machine import describe
+from bench.profiles import Profile
+from bench.report import Results
+from bench.scenarios import history, peers, raw, wakeup
+from bench.scenarios.http_throughput import HttpRun, Throughput
+from bench.scenarios.raw import RawRun
+from bench.server import QueueFlowServer
+
+
+class Steps:
+    """Runs named steps, prints each with its duration, records a failure instead of stopping the run."""
+
+    def __init__(self, results: Results) -> None:
+        self._results = results
+
+    async def __call__(self, name: str, body: Callable[[], Awaitable[None]]) -> bool:
+        print(f"· {name}", flush=True)
+        began = time.monotonic()
+        try:
+            await body()
+        except Exception as exc:
+            self._results.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+            return False
+        finally:
+            print(f"  ({time.monotonic() - began:.0f} s)", flush=True)
+        return True
+
+
+async def run(profile: Profile, log_dir: Path | None = None) -> Results:
+    started = time.monotonic()
+    results = Results(profile.name, await describe(ADMIN_URL))
+    step = Steps(results)
+    logs = log_dir or Path(tempfile.mkdtemp(prefix="queueflow-bench-"))
+    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": []}
+    async with BenchDatabase("raw") as raw_db, BenchDatabase("http") as http_db:
+        for database in (raw_db, http_db):
+            database.migrate()
+            await database.connect()
+        server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
+        try:
+            if await step("start queueflow serve --mode all", _sync(server.start)):
+                await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs)
+        finally:
+            server.stop()
+    if profile.peers:
+
+        async def pgqueuer() -> None:
+            rates = await peers.pgqueuer(profile.pgqueuer_jobs, profile.repetitions)
+            figures.peer(
+                results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"]
+            )
+
+        async def procrastinate() -> None:
+            rates = await peers.procrastinate(profile.procrastinate_jobs, profile.repetitions)
+            figures.peer(
+                results, "Procrastinate", "1 worker, concurrency 4", rates, raw_runs["batched"], raw_runs["enqueue"]
+            )
+
+        await step("peer: PgQueuer", pgqueuer)
+        await step("peer: Procrastinate", procrastinate)
+    results.elapsed_seconds = time.monotonic() - started
+    results.load_at_end = " ".join(f"{load:.2f}" for load in os.getloadavg())
+    print(f"server log: {logs / 'server.log'}")
+    return results
+
+
+async def _queueflow(
+    profile: Profile,
+    results: Results,
+    step: Steps,
+    server: QueueFlowServer,
+    raw_db: BenchDatabase,
+    http_db: BenchDatabase,
+    raw_runs: dict[str, list[RawRun]],
+) -> None:
+    http_runs: dict[str, list[HttpRun]] = {"single": [], "batched": [], "enqueue": []}
+    peaks: list[int] = []
+    sessions: dict[str, int] = {}
+    throughput = await Throughput(server, http_db, profile.session_settle).open()
+
+    async def warm_up() -> None:
+        # The raw table's files, catalog caches and statistics exist; the server's pool and statements are ready.
+        await raw.claim_complete(raw_db, 1, 10)
+        await throughput.warm_up(profile.warm_up_jobs)
+
+    async def repetition() -> None:
+        raw_runs["single"].append(await raw.claim_complete(raw_db, 1, profile.raw_single_tx))
+        http_runs["single"].append(await throughput.single_drain(profile.single_drain_jobs))
+        raw_runs["batched"].append(await raw.claim_complete(raw_db, 100, profile.raw_batched_tx))
+        run, peak = await throughput.batched_drain(profile.batched_drain_jobs)
+        http_runs["batched"].append(run)
+        peaks.append(peak)
+        raw_runs["enqueue"].append(await raw.insert(raw_db, profile.raw_insert_tx))
+        http_runs["enqueue"].append(await throughput.enqueue(profile.enqueue_rows))
+
+    try:
+        if await step("warm-up", warm_up):
+            for number in range(1, profile.repetitions + 1):
+                await step(f"throughput, repetition {number}: raw and HTTP, single, batched, enqueue", repetition)
+    finally:
+        await throughput.close()
+    for key in ("batched", "single", "enqueue"):
+        figures.throughput(results, key, raw_runs[key], http_runs[key])
+        if http_runs[key]:
+            sessions[figures.THROUGHPUT[key][0].split(":")[0].split(",")[0]] = max(
+                run.new_sessions for run in http_runs[key]
+            )
+    for key in ("batched", "single", "enqueue"):
+        figures.server_cpu(results, key, http_runs[key])
+    figures.peak_rss(results, peaks)
+
+    async def counted(name: str, body: Callable[[], Awaitable[None]]) -> None:
+        counter = SessionCounter(http_db, profile.session_settle)
+        await counter.start()
+        await body()
+        sessions[name] = await counter.stop()
+
+    async def wake_new() -> None:
+        latencies = await wakeup.new_job(server, profile.wake_samples)
+        figures.latency(results, "wake-up: enqueue → parked long-poll lease returns", latencies, p50=2, p99=10)
+
+    async def wake_due() -> None:
+        for retry, what in ((False, "a delayed job (delay_seconds)"), (True, "a retried job (retry_after_seconds)")):
+            latencies = await wakeup.due_later(server, profile.due_samples, retry=retry)
+            figures.latency(results, f"{what} leased by a parked long-poll, after its due time", latencies, p99=50)
+
+    async def lease_history() -> None:
+        empty, full = await history.measure(
+            server,
+            http_db,
+            samples=profile.lease_samples,
+            finished_rows=profile.finished_rows,
+            repetitions=profile.repetitions,
+        )
+        figures.history(results, profile.finished_rows, empty, full)
+
+    await step("wake-up latency, new job", lambda: counted("wake-up", wake_new))
+    await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))
+    await step("lease latency with finished history", lambda: counted("lease with history", lease_history))
+    figures.sessions(results, sessions)
+
+
+def _sync(work: Callable[[], object]) -> Callable[[], Awaitable[None]]:
+    async def body() -> None:
+        work()
+
+    return body

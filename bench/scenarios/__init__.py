@@ -1,0 +1,1 @@
+"""One module per scenario; each measures and returns plain numbers, `bench.run` turns them into figures."""

@@ -1,0 +1,83 @@
+"""The raw ceiling: pgbench running QueueFlow's own SQL shapes (bench/pgbench/*.sql) on its migrated schema.
+
+4 clients on 2 threads (`-c 4 -j 2`), prepared statements, a fixed number of transactions per client (`-t`), so
+the drains consume exactly the rows seeded before the clock starts. Throughput is rows done ÷ pgbench's own
+elapsed time (which excludes connecting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from bench.database import BenchDatabase
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "pgbench"
+CLIENTS, THREADS = 4, 2
+_TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
+
+
+def pgbench_path() -> str:
+    """Debian's postgresql-client wrapper, or the server package's own binary."""
+    found = shutil.which("pgbench") or next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))), None)
+    if found is None:
+        raise RuntimeError("pgbench is not installed: apt-get install postgresql-client (`make bench` does so)")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class RawRun:
+    rows: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+
+async def pgbench(database: BenchDatabase, script: str, transactions: int, **variables: int) -> float:
+    """Run `script` with `transactions` per client; pgbench's elapsed seconds."""
+    url = urlsplit(database.url)
+    # A Unix-socket server (the embedded one) is named by ?host=<directory>; pgbench's -h takes that directory.
+    host = parse_qs(url.query).get("host", [url.hostname or "127.0.0.1"])[0]
+    args = [pgbench_path(), "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", str(THREADS), "-t", str(transactions)]
+    args += ["-h", host, "-p", str(url.port or 5432), "-U", url.username or "postgres"]
+    for name, value in variables.items():
+        args += ["-D", f"{name}={value}"]
+    args += ["-f", str(SCRIPTS / script), database.name]
+    process = await asyncio.create_subprocess_exec(
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    output = (await process.communicate())[0].decode()
+    match = _TPS.search(output)
+    if process.returncode != 0 or match is None or "number of failed transactions: 0 " not in output:
+        raise RuntimeError(f"pgbench {script} failed:\n{output[-3000:]}")
+    return CLIENTS * transactions / float(match.group(1))
+
+
+async def claim_complete(database: BenchDatabase, batch: int, transactions: int) -> RawRun:
+    """Claim `batch` + complete `batch`, 4 clients, on exactly as many pending rows as they will take."""
+    jobs = CLIENTS * transactions * batch
+    await database.reset_jobs()
+    await database.seed_pending("raw", jobs)
+    seconds = await pgbench(database, "claim_complete.sql", transactions, batch=batch)
+    done = await database.count("status = 'completed'")
+    if done != jobs:
+        raise RuntimeError(f"raw claim {batch} + complete {batch}: {done} of {jobs} jobs completed")
+    return RawRun(done, seconds)
+
+
+async def insert(database: BenchDatabase, transactions: int) -> RawRun:
+    """100-row INSERTs, 4 clients, into an empty table."""
+    await database.reset_jobs()
+    await database.vacuum()
+    seconds = await pgbench(database, "insert.sql", transactions)
+    rows = await database.count("true")
+    if rows != CLIENTS * transactions * 100:
+        raise RuntimeError(f"raw insert: {rows} of {CLIENTS * transactions * 100} rows inserted")
+    return RawRun(rows, seconds)

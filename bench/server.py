@@ -1,0 +1,121 @@
+"""A `queueflow serve --mode all` process under measurement: its port, its CPU time and its peak memory.
+
+It runs as a user would run it: API keys and worker keys on, the access log at its default, its log on stderr
+(written to a file, so the logging cost stays in the measured path and no pipe ever fills up).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+ROOT = Path(__file__).resolve().parent.parent
+TENANT_KEY = "bench-tenant-key"
+WORKER_KEY = "bench-worker-key"
+TENANT = "bench"
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class QueueFlowServer:
+    """`async with`-free on purpose: scenarios start and stop it from synchronous code too."""
+
+    def __init__(self, database_url: str, log_path: Path, extra_args: tuple[str, ...] = ()) -> None:
+        self.database_url = database_url
+        self.extra_args = extra_args
+        self.log_path = log_path
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def start(self, timeout: float = 60) -> QueueFlowServer:
+        env = {
+            **os.environ,
+            "QUEUEFLOW_API_KEYS": f"{TENANT_KEY}={TENANT}",
+            "QUEUEFLOW_WORKER_KEYS": WORKER_KEY,
+        }
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "queueflow.cli",
+                    "serve",
+                    "--mode",
+                    "all",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--database-url",
+                    self.database_url,
+                    *self.extra_args,
+                ],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        # Polling /healthz is the only signal a separate process gives that it accepts requests.
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"queueflow serve exited at start:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as answer:
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"queueflow serve did not answer in {timeout} s:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def __enter__(self) -> QueueFlowServer:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the server process has used so far (every thread)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
+
+    def reset_peak_rss(self) -> None:
+        """Start VmHWM afresh (clear_refs "5", Linux ≥ 4.0), so a peak belongs to one scenario, not to startup."""
+        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
+    def peak_rss_bytes(self) -> int:
+        """VmHWM: the largest resident set since start or since `reset_peak_rss`."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM in /proc status")

@@ -1,0 +1,45 @@
+"""`make bench-smoke` inside the test suite: every benchmark scenario runs, at tiny sizes, and none errors.
+
+It asserts nothing about speed (the machine is shared); it proves the harness still works against the code as it
+is, so that `make bench` does not rot between the runs that record figures.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests import pg
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+FIGURES = [
+    "HTTP batched drain",
+    "HTTP single drain",
+    "HTTP batch enqueue",
+    "server peak RSS",
+    "wake-up: enqueue",
+    "a delayed job",
+    "a retried job",
+    "HTTP lease 1 latency",
+    "new PostgreSQL sessions",
+]
+
+
+def test_every_scenario_runs_in_the_smoke_profile(tmp_path: Path) -> None:
+    report = tmp_path / "RESULTS.md"
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--profile", "smoke", "--output", str(report)],
+        cwd=ROOT,
+        env={**os.environ, "QUEUEFLOW_BENCH_DATABASE_URL": pg.admin_url()},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    table = report.read_text()
+    missing = [figure for figure in FIGURES if f"| {figure}" not in table]
+    assert not missing, table
+    assert "raw claim 100 + complete 100, 4 clients:" in table, table
