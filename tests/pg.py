@@ -31,7 +31,8 @@ def admin_url() -> str:
     return os.environ.get(ENV) or LOCAL_URL
 
 
-TABLES = "queueflow.jobs, queueflow.workflow_steps, queueflow.workflows, queueflow.schedules"
+TABLES = ["queueflow.jobs", "queueflow.workflow_steps", "queueflow.workflows", "queueflow.schedules"]
+"""Every table, in an order that deletes a workflow's steps before the workflow."""
 
 
 def url_of(database: str) -> str:
@@ -92,9 +93,11 @@ async def connect(url: str) -> AsyncIterator[asyncpg.Connection]:
         await connection.close()
 
 
-async def truncate(url: str) -> None:
+async def empty(url: str) -> None:
+    """Delete every row. DELETE, not TRUNCATE: a test leaves a handful of rows, and TRUNCATE's new files cost
+    five times as much as deleting them (0.20 s against 0.04 s a test, measured with the connect), on every test."""
     async with connect(url) as connection:
-        await connection.execute(f"TRUNCATE {TABLES}")
+        await connection.execute("; ".join(f"DELETE FROM {table}" for table in TABLES))
 
 
 async def cut_off(url: str) -> None:
@@ -111,6 +114,6 @@ async def restore(url: str) -> None:
 @asynccontextmanager
 async def emptied_store(url: str) -> AsyncIterator[PostgresJobStore]:
     """A store on `url`'s database, emptied first."""
-    await truncate(url)
+    await empty(url)
     async with PostgresJobStore.from_url(url, pool_size=2) as store:
         yield store

@@ -40,7 +40,8 @@ class WorkflowStore(Protocol):
 
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
         """∅ → the workflow, its steps as given and `jobs` (its root steps' jobs, pending), all or nothing.
-        When (tenant_id, idempotency_key) already exists nothing is written: `(existing, False)`."""
+        When (tenant_id, idempotency_key) already exists nothing is written: `(existing, False)` (a workflow or
+        job it cannot store is a `ValidationError` all the same)."""
         ...
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
@@ -66,8 +67,9 @@ class WorkflowStore(Protocol):
         in one transaction: context merged, changed step rows written guarded by their previous status, the
         jobs of steps moved enqueued → cancelled cancelled (pending | retrying | running → cancelled, lease
         voided), a new pending job per step moved to enqueued, the terminal status and completed_at = now only
-        while the workflow is running. An error raised by `decide` propagates and nothing is written.
-        Returns the workflow as recorded; None if it does not exist (for `tenant_id`)."""
+        while the workflow is running. An error raised by `decide` (or `new_job`) propagates as it was raised,
+        and a context entry or new job it cannot store is a `ValidationError`; either way nothing is written.
+        Returns the workflow as recorded; None if it does not exist (for `tenant_id`), without calling `decide`."""
         ...
 
     async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
@@ -125,23 +127,25 @@ class JobStore(Protocol):
         ...
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
-        """running (token matches, locked_until > now) → completed with its result, lease cleared.
-        Each item on its own: None where the lease is not held."""
+        """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
+        cleared. Each item on its own: None where the lease is not held."""
         ...
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → retrying (retry_count + 1,
-        scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter; lease cleared,
-        error_message recorded. Each item on its own: None where the lease is not held. A job that goes
+        scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter (completed_at = now); lease
+        cleared, error_message recorded. Each item on its own: None where the lease is not held. A job that goes
         retrying announces its queue (as an insert does), so parked lessees learn its new due time."""
         ...
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        """pending | retrying | running → cancelled, lease token voided. None if missing or finished."""
+        """pending | retrying | running → cancelled at now (completed_at), lease token voided. None if missing
+        (for the tenant) or finished."""
         ...
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        """dead_letter | cancelled → pending at now, retry_count = 0, error kept. None if missing or other."""
+        """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at and completed_at
+        cleared, error kept. None if missing (for the tenant) or other."""
         ...
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
@@ -150,11 +154,14 @@ class JobStore(Protocol):
         ...
 
     async def job_delete_finished(self, before: datetime, limit: int) -> int:
-        """Delete up to `limit` completed | dead_letter | cancelled jobs finished before `before`."""
+        """Delete up to `limit` completed | dead_letter | cancelled jobs finished (completed_at) before `before`,
+        the longest finished first, except those of a running workflow (its self-heal reads them); how many."""
         ...
 
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        """Per queue with any of the tenant's jobs, disjoint counts by state at `now`, by queue name."""
+        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
+        (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
+        part of the first two."""
         ...
 
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
@@ -187,7 +194,8 @@ class ScheduleStore(Protocol):
         self, schedule: Schedule, *, expected_updated_at: datetime, expected_next_run_at: datetime | None
     ) -> Schedule | None:
         """stored → `schedule`'s fields (the row with its id and tenant_id), only while the row's `updated_at` and
-        `next_run_at` are still the expected ones. None when the row is gone or has changed since it was read."""
+        `next_run_at` are still the expected ones; its name, created_at and last_run_at (a firing's) stay as they
+        are. None when the row is gone or has changed since it was read."""
         ...
 
     async def schedule_delete(self, tenant_id: str, name: str) -> bool:

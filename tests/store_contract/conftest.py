@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import JobStore
+from queueflow.ports import Store
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.pg import emptied_store
@@ -19,7 +19,7 @@ START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(params=STORES)
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[JobStore]:
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
     if request.param == "memory":
         yield InMemoryJobStore()
     elif request.param == "postgres":
@@ -41,5 +41,5 @@ def settings() -> EngineSettings:
 
 
 @pytest.fixture
-def engine(store: JobStore, clock: TestClock, settings: EngineSettings) -> Engine:
+def engine(store: Store, clock: TestClock, settings: EngineSettings) -> Engine:
     return Engine(store, clock, rng=random.Random(7), settings=settings)

@@ -149,7 +149,7 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueCounts:
-    """Disjoint counts of one queue's jobs, as the store sees them at `now`."""
+    """Counts of one queue's jobs, as the store sees them at `now`; `retrying` is part of `pending` and `scheduled`."""
 
     name: str
     pending: int = 0

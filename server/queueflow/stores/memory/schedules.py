@@ -50,8 +50,9 @@ class MemorySchedules(Tables):
             or (current.updated_at, current.next_run_at) != (expected_updated_at, expected_next_run_at)
         ):
             return None
-        # The name, tenant and creation time are the row's identity; an update never moves them.
-        stored = replace(schedule, name=current.name, created_at=current.created_at)
+        # The name, tenant and creation time are the row's identity, and last_run_at only a firing writes: an
+        # update never moves them.
+        stored = replace(schedule, name=current.name, created_at=current.created_at, last_run_at=current.last_run_at)
         self._schedules[schedule.id] = _copy(stored)
         return _copy(stored)
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from queueflow.core.advance import NewStepJob, Transition, record
 from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import CANCELLABLE, FINISHED, Cursor, Job, JobStatus
 from queueflow.core.workflow import StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.memory.state import Tables
@@ -16,15 +17,16 @@ from queueflow.stores.memory.state import Tables
 
 class MemoryWorkflows(Tables):
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
+        # Checked before the key is looked up, as PostgreSQL's store does: a known key does not make an
+        # unstorable workflow acceptable.
+        if errors := workflow_storage_errors(workflow):
+            raise ValidationError.of(errors)
+        self._check_insert(jobs)
         key = (workflow.tenant_id, workflow.idempotency_key) if workflow.idempotency_key is not None else None
         if key is not None and key in self._workflow_keys:
             return self._workflow_out(self._workflows[self._workflow_keys[key]]), False
-        errors = workflow_storage_errors(workflow)
         if workflow.id in self._workflows:
-            errors.append(FieldError(("id",), f"duplicate workflow id {workflow.id}"))
-        if errors:
-            raise ValidationError.of(errors)
-        self._check_insert(jobs)
+            raise ValidationError.of([FieldError(("id",), f"duplicate workflow id {workflow.id}")])
         self._workflows[workflow.id] = copy.deepcopy(workflow)
         if key is not None:
             self._workflow_keys[key] = workflow.id
@@ -62,8 +64,11 @@ class MemoryWorkflows(Tables):
         workflow = self._workflows.get(workflow_id)
         if workflow is None or (tenant_id is not None and workflow.tenant_id != tenant_id):
             return None
-        recording = record(self._workflow_out(workflow), decide(self._workflow_out(workflow)), now, new_job)
-        # Only the new jobs need a check: the context gains only results already stored on their jobs.
+        transition = decide(self._workflow_out(workflow))
+        recording = record(self._workflow_out(workflow), transition, now, new_job)
+        # What the transition merges into the context, and its new jobs, are all it writes that nobody checked.
+        if errors := storage_errors(transition.context, ("context",)):
+            raise ValidationError.of(errors)
         self._check_insert(recording.jobs)
         self._workflows[workflow_id] = copy.deepcopy(recording.workflow)
         self._insert(recording.jobs)

@@ -13,6 +13,7 @@ from queueflow.core.jsonvalue import (
     failure_storage_errors,
     job_storage_errors,
     storable_text,
+    storage_errors,
 )
 from queueflow.core.types import (
     Completion,
@@ -112,6 +113,8 @@ class PostgresJobs(Pooled):
         texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, after.id if after else None]
         if not all(text is None or storable_text(text) for text in texts):
             return []
+        if where.metadata is not None and storage_errors(where.metadata, ("metadata",)):
+            return []  # no stored metadata contains what could not be stored
         conditions, args = ["tenant_id = $1"], [cast(object, tenant_id)]
         for column, value in (
             ("queue_name", where.queue_name),

@@ -14,9 +14,9 @@ from typing import Any
 
 import asyncpg
 
-from queueflow.core.advance import NewStepJob, Transition, record
-from queueflow.core.errors import StoreUnavailable, ValidationError
-from queueflow.core.jsonvalue import job_storage_errors, storable_text
+from queueflow.core.advance import NewStepJob, Recording, Transition, record
+from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.postgres.connection import Db, Pooled
@@ -101,46 +101,62 @@ class PostgresWorkflows(Pooled):
     ) -> Workflow | None:
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
-        async with self._connection() as db, db.transaction():
-            row = await db.fetchrow(WORKFLOW_LOCK, workflow_id, tenant_id)
-            if row is None:
-                return None
-            (snapshot,) = await _with_steps(db, [row])
-            recording = record(snapshot, decide(snapshot), now, new_job)
-            # Only the new jobs need a check: the context gains only results already stored on their jobs.
-            if errors := job_storage_errors(recording.jobs):
-                raise ValidationError.of(errors)
-            after = recording.workflow
-            merged = {name: value for name, value in after.context.items() if snapshot.context.get(name, ...) != value}
-            if merged or after.status is not snapshot.status:
-                await db.execute(
-                    WORKFLOW_RECORD,
-                    workflow_id,
-                    json_text(merged, ("context",)),
-                    after.status.value,
-                    after.completed_at,
-                    now,
-                )
-            if recording.changed:
-                written = await db.execute(
-                    STEPS_RECORD,
-                    workflow_id,
-                    [new.name for _, new in recording.changed],
-                    [old.status.value for old, _ in recording.changed],
-                    [new.status.value for _, new in recording.changed],
-                    [new.job_id for _, new in recording.changed],
-                )
-                if int(written.split()[-1]) != len(recording.changed):
-                    raise StoreUnavailable(f"workflow {workflow_id}: a step changed outside the workflow's lock")
-            if recording.jobs:
-                await db.execute(INSERT, *insert_columns(recording.jobs))
-            if recording.cancel_jobs:
-                await db.execute(CANCEL_STEP_JOBS, recording.cancel_jobs, now)
-        return after
+        try:
+            async with self._connection() as db, db.transaction():
+                row = await db.fetchrow(WORKFLOW_LOCK, workflow_id, tenant_id)
+                if row is None:
+                    return None
+                (snapshot,) = await _with_steps(db, [row])
+                try:
+                    transition = decide(snapshot)
+                    recording = record(snapshot, transition, now, new_job)
+                except Exception as exc:
+                    raise _Raised(exc) from exc
+                await _write(db, snapshot, transition, recording, now)
+        except _Raised as raised:
+            raise raised.error from None  # and the transaction rolled back
+        return recording.workflow
 
     async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(STALLED_JOBS, limit)]
+
+
+class _Raised(QueueFlowError):
+    """An error of the caller's `decide` or `new_job`, carried through `_connection` (which would translate it
+    into StoreUnavailable, as every error it does not know) so that it reaches the caller as it was raised."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: Recording, now: datetime) -> None:
+    """Write `recording` of `transition` on the locked `snapshot`, in the caller's transaction."""
+    # What the transition merges into the context, and its new jobs, are all it writes that nobody checked.
+    if errors := storage_errors(transition.context, ("context",)) + job_storage_errors(recording.jobs):
+        raise ValidationError.of(errors)
+    after = recording.workflow
+    merged = {name: value for name, value in after.context.items() if snapshot.context.get(name, ...) != value}
+    if merged or after.status is not snapshot.status:
+        await db.execute(
+            WORKFLOW_RECORD, snapshot.id, json_text(merged, ("context",)), after.status.value, after.completed_at, now
+        )
+    if recording.changed:
+        written = await db.execute(
+            STEPS_RECORD,
+            snapshot.id,
+            [new.name for _, new in recording.changed],
+            [old.status.value for old, _ in recording.changed],
+            [new.status.value for _, new in recording.changed],
+            [new.job_id for _, new in recording.changed],
+        )
+        if int(written.split()[-1]) != len(recording.changed):
+            raise StoreUnavailable(f"workflow {snapshot.id}: a step changed outside the workflow's lock")
+    if recording.jobs:
+        await db.execute(INSERT, *insert_columns(recording.jobs))
+    if recording.cancel_jobs:
+        await db.execute(CANCEL_STEP_JOBS, recording.cancel_jobs, now)
 
 
 async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:

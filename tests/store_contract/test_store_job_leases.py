@@ -1,0 +1,236 @@
+"""The `JobStore` methods of the worker side and the janitor, called directly on every store: claim, heartbeat,
+complete_many, fail_many and lease_expired, each against its docstring in `ports`.
+
+A lease is held while the job is running, the token is the row's current one and locked_until > now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+from queueflow.core.errors import ValidationError
+from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
+from queueflow.core.types import JSON, Completion, Failure, Job, JobStatus
+from queueflow.ports import Store
+
+from tests.store_contract.conftest import START
+from tests.store_contract.store_rows import (
+    CANCELLED,
+    COMPLETED,
+    DEAD_LETTER,
+    LEASE,
+    PENDING,
+    RETRYING,
+    RUNNING,
+    at,
+    in_status,
+    inserted,
+    job,
+    jobs_of,
+    leased,
+    nested,
+    stranger_token,
+)
+
+
+async def end_delivery(store: Store, held: Job, status: JobStatus) -> None:
+    """End `held`'s delivery at START as `status`: completed, cancelled, or retrying (due at at(60))."""
+    token = held.lease_token or ""
+    if status is COMPLETED:
+        await store.job_complete_many([Completion(held.id, token)], START)
+    elif status is CANCELLED:
+        await store.job_cancel(held.tenant_id, held.id, START)
+    else:
+        await store.job_fail_many([Failure(held.id, token, "again", at(60))], START)
+
+
+async def finish(store: Store, how: str, items: Sequence[tuple[str, str, JSON]]) -> list[Job | None]:
+    """At at(10), in one batch: complete each (job id, token, result) of `items`, or fail each (job id, token,
+    error) for a retry at at(60)."""
+    if how == "complete":
+        return await store.job_complete_many([Completion(*item) for item in items], at(10))
+    return await store.job_fail_many([Failure(*item, at(60)) for item in items], at(10))
+
+
+# --- job_claim ---------------------------------------------------------------------------------------------
+
+
+async def test_claim_moves_a_due_job_to_running_with_a_fresh_lease(store: Store) -> None:
+    (row,) = await inserted(store, job())
+    (claimed,) = await store.job_claim(["default"], 10, at(1), LEASE)
+    token = claimed.lease_token or ""
+    assert str(uuid.UUID(token)) == token
+    assert claimed == replace(
+        row, status=RUNNING, lease_token=token, delivery_count=1, started_at=at(1), locked_until=at(1 + LEASE)
+    )
+    assert await store.job_get(row.id) == claimed
+
+
+async def test_claim_takes_a_retrying_job_once_due_with_a_new_token_and_delivery(store: Store) -> None:
+    first = await leased(store, job())
+    (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(60))], START)
+    assert retrying is not None
+    assert await store.job_claim(["default"], 1, at(59), LEASE) == []
+    (again,) = await store.job_claim(["default"], 1, at(60), LEASE)
+    assert again.lease_token not in (None, first.lease_token)
+    assert again == replace(
+        retrying,
+        status=RUNNING,
+        lease_token=again.lease_token,
+        delivery_count=2,
+        started_at=at(60),
+        locked_until=at(60 + LEASE),
+    )
+
+
+async def test_claim_takes_only_waiting_due_jobs_of_the_named_queues(store: Store) -> None:
+    for status in (RUNNING, COMPLETED, DEAD_LETTER, CANCELLED):
+        await in_status(store, status, "q")  # the running one's lease expires at at(30): still not claimable
+    later, elsewhere = await inserted(store, job(queue_name="q", run_at=at(60)), job(queue_name="elsewhere"))
+    assert await store.job_claim(["q"], 100, at(59), LEASE) == []
+    assert await store.job_claim([], 100, at(59), LEASE) == []
+    assert await store.job_claim(["nul\x00"], 100, at(59), LEASE) == []
+    assert [row.id for row in await store.job_claim(["q", "q"], 100, at(60), LEASE)] == [later.id]
+    assert [row.id for row in await store.job_claim(["elsewhere"], 100, at(60), LEASE)] == [elsewhere.id]
+
+
+async def test_claim_order_is_priority_then_scheduled_at_then_created_at_across_queues(store: Store) -> None:
+    first = job(priority=5, now=at(1), run_at=at(1))
+    second = job(priority=5, now=at(2), run_at=at(1))
+    third = job(priority=5, now=at(0), run_at=at(3), queue_name="other")
+    fourth = job(priority=0, now=at(0))
+    fifth = job(priority=-1, now=at(0), queue_name="other")
+    await inserted(store, fifth, third, fourth, second, first)
+    queues = ["default", "other"]
+    assert [row.id for row in await store.job_claim(queues, 2, at(10), LEASE)] == [first.id, second.id]
+    rest = await store.job_claim(list(reversed(queues)), 10, at(10), LEASE)
+    assert [row.id for row in rest] == [third.id, fourth.id, fifth.id]
+
+
+async def test_claim_caps_the_lease_at_the_jobs_timeout(store: Store) -> None:
+    await inserted(store, job(timeout_seconds=2.5), job(timeout_seconds=600))
+    claimed = await store.job_claim(["default"], 2, START, LEASE)
+    assert sorted(row.locked_until for row in claimed if row.locked_until) == [at(2.5), at(LEASE)]
+
+
+async def test_concurrent_claims_never_take_the_same_job(store: Store) -> None:
+    rows = await inserted(store, *(job() for _ in range(20)))
+    claims = await asyncio.gather(*(store.job_claim(["default"], 7, at(1), LEASE) for _ in range(4)))
+    claimed = [row.id for claim in claims for row in claim]
+    assert sorted(claimed) == sorted(row.id for row in rows)
+
+
+# --- job_heartbeat -----------------------------------------------------------------------------------------
+
+
+async def test_heartbeat_extends_a_held_lease_from_now(store: Store) -> None:
+    held = await leased(store, job())
+    beat = await store.job_heartbeat(held.id, held.lease_token or "", at(20), 60)
+    assert beat == replace(held, locked_until=at(80))
+    assert await store.job_get(held.id) == beat
+
+
+async def test_heartbeat_never_extends_past_the_deliverys_timeout(store: Store) -> None:
+    held = await leased(store, job(timeout_seconds=40))
+    beat = await store.job_heartbeat(held.id, held.lease_token or "", at(20), LEASE)
+    assert beat == replace(held, locked_until=at(40))
+
+
+async def test_heartbeat_answers_none_unless_the_lease_is_held_and_changes_nothing(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    assert await store.job_heartbeat(held.id, stranger_token(), at(1), LEASE) is None
+    assert await store.job_heartbeat(held.id, "not-a-token", at(1), LEASE) is None
+    assert await store.job_heartbeat(held.id, token.upper(), at(1), LEASE) is None
+    assert await store.job_heartbeat("job_missing", token, at(1), LEASE) is None
+    assert await store.job_heartbeat("job\x00", token, at(1), LEASE) is None
+    assert await store.job_heartbeat(held.id, token, at(LEASE), LEASE) is None  # locked_until is not > now
+    assert await store.job_get(held.id) == held
+    for status in (COMPLETED, CANCELLED, RETRYING):
+        former = await leased(store, job(queue_name=status.value))
+        await end_delivery(store, former, status)
+        assert await store.job_heartbeat(former.id, former.lease_token or "", at(1), LEASE) is None
+
+
+# --- job_complete_many, job_fail_many ----------------------------------------------------------------------
+
+
+async def test_complete_many_moves_each_held_job_to_completed_with_its_result(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    assert await store.job_complete_many([], at(5)) == []
+    done = await store.job_complete_many(
+        [Completion(a.id, a.lease_token or "", {"rows": [1, 2]}), Completion(b.id, b.lease_token or "")], at(5)
+    )
+    cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
+    assert done == [replace(a, result={"rows": [1, 2]}, **cleared), replace(b, result=None, **cleared)]
+    assert await store.job_get_many([a.id, b.id]) == {a.id: done[0], b.id: done[1]}
+
+
+async def test_fail_many_records_each_items_decision_retrying_or_dead_letter(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    assert await store.job_fail_many([], at(5)) == []
+    failed = await store.job_fail_many(
+        [Failure(a.id, a.lease_token or "", "flaky", at(60)), Failure(b.id, b.lease_token or "", "fatal", None)],
+        at(5),
+    )
+    cleared = {"lease_token": None, "locked_until": None}
+    assert failed == [
+        replace(a, status=RETRYING, retry_count=1, scheduled_at=at(60), next_retry_at=at(60), error_message="flaky",
+                **cleared),
+        replace(b, status=DEAD_LETTER, completed_at=at(5), error_message="fatal", **cleared),
+    ]  # fmt: skip
+    assert await store.job_get_many([a.id, b.id]) == {a.id: failed[0], b.id: failed[1]}
+
+
+@pytest.mark.parametrize("how", ["complete", "fail"])
+async def test_a_finish_answers_none_for_each_item_whose_lease_is_not_held(store: Store, how: str) -> None:
+    held = await leased(store, job(queue_name="held"))
+    expired = await leased(store, job(queue_name="expired"), lease_seconds=10)  # locked_until = at(10)
+    stale = await leased(store, job(queue_name="stale"))
+    await store.job_fail_many([Failure(stale.id, stale.lease_token or "", "lost", at(1))], at(1))
+    (reclaimed,) = await store.job_claim(["stale"], 1, at(2), LEASE)
+    token = held.lease_token or ""
+    items = [
+        (expired.id, expired.lease_token or "", "x"),
+        (held.id, stranger_token(), "x"),
+        (held.id, "not-a-token", "x"),
+        (held.id, token, "x"),
+        (held.id, token, "x"),  # the repeat finds the lease already gone
+        (stale.id, stale.lease_token or "", "x"),
+        ("job_missing", token, "x"),
+        ("job\x00", token, "x"),
+    ]
+    results = await finish(store, how, items)
+    assert [row is not None for row in results] == [False, False, False, True, False, False, False, False]
+    assert await store.job_get_many([expired.id, stale.id]) == {expired.id: expired, stale.id: reclaimed}
+
+
+async def test_a_finish_with_a_value_postgresql_cannot_store_changes_nothing(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    for how, bad in [("complete", "nul\x00"), ("complete", nested(MAX_RESULT_DEPTH + 1)), ("fail", "nul\x00"),
+                     ("fail", "lone \ud800")]:  # fmt: skip
+        with pytest.raises(ValidationError):
+            await finish(store, how, [(a.id, a.lease_token or "", "fine"), (b.id, b.lease_token or "", bad)])
+    assert await store.job_get_many([a.id, b.id]) == {a.id: a, b.id: b}
+
+
+# --- job_lease_expired -------------------------------------------------------------------------------------
+
+
+async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit(store: Store) -> None:
+    expires = {seconds: await leased(store, job(queue_name=f"q{seconds}"), lease_seconds=seconds) for seconds in
+               (20, 5, 10, 21)}  # fmt: skip
+    for status in (PENDING, RETRYING, COMPLETED, CANCELLED):
+        await in_status(store, status)
+    first = await store.job_lease_expired(at(20), 2, 60)
+    assert first == [replace(expires[5], locked_until=at(80)), replace(expires[10], locked_until=at(80))]
+    # Relocked rows are no longer expired, so a second sweep at the same moment takes the next one only.
+    assert await store.job_lease_expired(at(20), 10, 60) == [replace(expires[20], locked_until=at(80))]
+    assert await store.job_lease_expired(at(20), 10, 60) == []
+    current = {row.id: row for row in await jobs_of(store)}
+    assert [current[row.id] for row in first] == first
+    assert current[expires[21].id] == expires[21]

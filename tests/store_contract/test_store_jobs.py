@@ -1,0 +1,289 @@
+"""The `JobStore` methods a tenant's calls and the janitor's retention reach, called directly on every store:
+insert, get, list, cancel, retry, delete_finished and queue_counts, each against its docstring in `ports`.
+
+The lease methods (claim, heartbeat, complete, fail, lease_expired) are in test_store_job_leases.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from queueflow.core.advance import Transition
+from queueflow.core.errors import ValidationError
+from queueflow.core.jsonvalue import MAX_DEPTH
+from queueflow.core.types import (
+    BackoffPolicy,
+    BackoffStrategy,
+    Completion,
+    Failure,
+    JobFilter,
+    QueueCounts,
+)
+from queueflow.core.workflow import WorkflowStatus
+from queueflow.ports import Store
+
+from tests.store_contract.conftest import START
+from tests.store_contract.store_rows import (
+    CANCELLED,
+    COMPLETED,
+    DEAD_LETTER,
+    LEASE,
+    OTHER,
+    PENDING,
+    RETRYING,
+    RUNNING,
+    at,
+    everything,
+    found_only_by_its_tenant,
+    in_status,
+    inserted,
+    job,
+    jobs_of,
+    leased,
+    nested,
+    newest_first,
+    pages,
+    step_job_maker,
+    stored_workflow,
+)
+from tests.store_contract.workflow_helpers import T, step
+
+# --- job_insert_many ---------------------------------------------------------------------------------------
+
+
+async def test_insert_many_stores_every_row_as_given_and_answers_in_order(store: Store) -> None:
+    assert await store.job_insert_many([]) == []
+    rows = [
+        job(
+            queue_name="mail",
+            task_name="notify",
+            payload={"to": ["a", {"b": None}], "n": 1.5},
+            metadata={"team": "x"},
+            priority=-3,
+            run_at=at(60),
+            max_retries=0,
+            backoff=BackoffPolicy(BackoffStrategy.FIXED, 2.0, 10.0, jitter=False),
+            timeout_seconds=2.5,
+            idempotency_key="k1",
+        ),
+        replace(job(tenant=OTHER), workflow_id="wf_x", workflow_step_id="s"),
+        job(),
+    ]
+    assert await store.job_insert_many(rows) == [(row, True) for row in rows]
+    assert await store.job_get_many([row.id for row in rows]) == {row.id: row for row in rows}
+
+
+async def test_a_key_repeated_within_one_batch_resolves_to_its_first_row(store: Store) -> None:
+    first, again, plain = job(idempotency_key="k"), job(idempotency_key="k", payload={"v": 2}), job()
+    elsewhere = job(tenant=OTHER, idempotency_key="k")
+    results = await store.job_insert_many([first, again, plain, elsewhere])
+    assert results == [(first, True), (first, False), (plain, True), (elsewhere, True)]
+    assert await store.job_get(again.id) is None
+
+
+async def test_a_key_stored_by_an_earlier_batch_resolves_to_the_row_as_it_is_now(store: Store) -> None:
+    original = await leased(store, job(idempotency_key="k"))
+    repeat, fresh = job(idempotency_key="k", payload={"v": 2}), job(idempotency_key="other")
+    assert await store.job_insert_many([repeat, fresh]) == [(original, False), (fresh, True)]
+    assert await store.job_get(repeat.id) is None
+    assert await store.job_get(original.id) == original
+
+
+async def test_a_batch_with_a_value_postgresql_cannot_store_stores_none_of_it(store: Store) -> None:
+    good = job()
+    bad_rows = [
+        job(payload={"text": "nul\x00"}),
+        job(payload={"nul\x00key": 1}),
+        job(metadata={"deep": nested(MAX_DEPTH)}),
+        job(task_name="nul\x00"),
+        job(queue_name="lone \ud800 surrogate"),
+        job(idempotency_key="nul\x00"),
+        replace(job(), workflow_step_id="nul\x00"),
+    ]
+    for bad in bad_rows:
+        with pytest.raises(ValidationError):
+            await store.job_insert_many([good, bad])
+    assert await jobs_of(store) == []
+
+
+async def test_a_batch_that_repeats_an_id_stores_none_of_it(store: Store) -> None:
+    (existing,) = await inserted(store, job())
+    fresh = job()
+    for batch in ([fresh, replace(job(), id=fresh.id)], [fresh, replace(job(), id=existing.id)]):
+        with pytest.raises(ValidationError):
+            await store.job_insert_many(batch)
+    assert await jobs_of(store) == [existing]
+
+
+# --- job_get, job_get_many, job_list -----------------------------------------------------------------------
+
+
+async def test_get_answers_only_for_an_existing_job_of_the_tenant(store: Store) -> None:
+    (row,) = await inserted(store, job())
+    await found_only_by_its_tenant(store.job_get, row)
+
+
+async def test_get_many_returns_the_jobs_that_exist_of_any_tenant(store: Store) -> None:
+    mine, theirs = await inserted(store, job(), job(tenant=OTHER))
+    assert await store.job_get_many([mine.id, "job_missing", theirs.id, "nul\x00", mine.id]) == {
+        mine.id: mine,
+        theirs.id: theirs,
+    }
+    assert await store.job_get_many([]) == {}
+
+
+async def test_list_is_newest_first_and_resumes_strictly_after_the_cursor(store: Store) -> None:
+    rows = [job(now=at(0)), job(now=at(1)), job(now=at(1)), job(now=at(2)), job(now=at(1))]
+    await inserted(store, *rows, job(tenant=OTHER, now=at(5)))
+    order = newest_first(rows)
+    assert await pages(lambda after: store.job_list(T, JobFilter(), 2, after)) == [order[0:2], order[2:4], order[4:]]
+
+
+async def test_list_filters_by_queue_status_task_workflow_and_metadata_containment(store: Store) -> None:
+    running = await leased(store, job(queue_name="q3", task_name="t1"))
+    a, b, c = await inserted(
+        store,
+        job(queue_name="q1", task_name="t1", metadata={"team": "x", "tags": ["red", "blue"], "n": {"k": 1}}),
+        job(queue_name="q2", task_name="t1", metadata={"team": "y"}),
+        replace(job(queue_name="q1", task_name="t2"), workflow_id="wf_1", workflow_step_id="s"),
+    )
+    await inserted(store, job(tenant=OTHER, queue_name="q1", task_name="t1", metadata={"team": "x"}))
+
+    async def ids(**where: object) -> set[str]:
+        return {row.id for row in await store.job_list(T, JobFilter(**where), 100, None)}
+
+    assert await ids() == {running.id, a.id, b.id, c.id}
+    assert await ids(queue_name="q1") == {a.id, c.id}
+    assert await ids(status=RUNNING) == {running.id}
+    assert await ids(status=PENDING) == {a.id, b.id, c.id}
+    assert await ids(task_name="t1") == {running.id, a.id, b.id}
+    assert await ids(workflow_id="wf_1") == {c.id}
+    assert await ids(queue_name="q1", task_name="t1") == {a.id}
+    assert await ids(metadata={"team": "x"}) == {a.id}
+    assert await ids(metadata={"tags": ["blue"], "n": {}}) == {a.id}
+    assert await ids(metadata={}) == {running.id, a.id, b.id, c.id}
+    assert await ids(metadata={"team": "z"}) == set()
+    # Text no row can hold matches no row.
+    assert await ids(queue_name="nul\x00") == set()
+    assert await ids(metadata={"team": "nul\x00"}) == set()
+
+
+# --- job_cancel, job_retry ---------------------------------------------------------------------------------
+
+
+async def test_cancel_moves_an_unfinished_job_to_cancelled_and_voids_its_lease(store: Store) -> None:
+    for status in (PENDING, RETRYING, RUNNING):
+        row = await in_status(store, status)
+        cancelled = await store.job_cancel(T, row.id, at(5))
+        assert cancelled == replace(row, status=CANCELLED, lease_token=None, locked_until=None, completed_at=at(5))
+        assert await store.job_get(row.id) == cancelled
+        if status is RUNNING:
+            assert await store.job_complete_many([Completion(row.id, row.lease_token or "")], at(5)) == [None]
+
+
+async def test_cancel_answers_none_for_a_finished_missing_or_foreign_job_and_changes_nothing(store: Store) -> None:
+    finished = [await in_status(store, status) for status in (COMPLETED, DEAD_LETTER, CANCELLED)]
+    (foreign,) = await inserted(store, job(tenant=OTHER))
+    before = await everything(store), await everything(store, OTHER)
+    for row in finished:
+        assert await store.job_cancel(T, row.id, at(5)) is None
+    assert await store.job_cancel(T, foreign.id, at(5)) is None
+    assert await store.job_cancel(T, "job_missing", at(5)) is None
+    assert await store.job_cancel("nul\x00", "job\x00", at(5)) is None
+    assert (await everything(store), await everything(store, OTHER)) == before
+
+
+async def test_retry_moves_a_dead_letter_or_cancelled_job_back_to_pending_at_now(store: Store) -> None:
+    # A dead letter that had a retry first: retry_count, next_retry_at and completed_at are all set.
+    held = await leased(store, job(queue_name="dlq"))
+    await store.job_fail_many([Failure(held.id, held.lease_token or "", "flaky", at(1))], at(0))
+    (again,) = await store.job_claim(["dlq"], 1, at(1), LEASE)
+    (dead,) = await store.job_fail_many([Failure(again.id, again.lease_token or "", "fatal", None)], at(2))
+    assert dead is not None
+    assert (dead.retry_count, dead.next_retry_at, dead.completed_at) == (1, at(1), at(2))
+    cancelled = await in_status(store, CANCELLED)
+    for row in (dead, cancelled):
+        replayed = await store.job_retry(T, row.id, at(50))
+        assert replayed == replace(
+            row, status=PENDING, scheduled_at=at(50), retry_count=0, next_retry_at=None, completed_at=None
+        )
+        assert await store.job_get(row.id) == replayed
+    assert [row.id for row in await store.job_claim(["dlq"], 1, at(50), LEASE)] == [dead.id]
+
+
+async def test_retry_answers_none_for_other_states_missing_or_foreign_jobs_and_changes_nothing(store: Store) -> None:
+    for status in (PENDING, RUNNING, RETRYING, COMPLETED):
+        await in_status(store, status)
+    foreign = replace(job(tenant=OTHER), id="job_foreign")
+    await inserted(store, foreign)
+    await store.job_cancel(OTHER, foreign.id, START)
+    before = await everything(store), await everything(store, OTHER)
+    for row in await jobs_of(store):
+        assert await store.job_retry(T, row.id, at(5)) is None
+    assert await store.job_retry(T, foreign.id, at(5)) is None
+    assert await store.job_retry(T, "job_missing", at(5)) is None
+    assert await store.job_retry("nul\x00", "job\x00", at(5)) is None
+    assert (await everything(store), await everything(store, OTHER)) == before
+
+
+# --- job_delete_finished -----------------------------------------------------------------------------------
+
+
+async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant_before_the_cutoff(
+    store: Store,
+) -> None:
+    done_10 = await in_status(store, COMPLETED, "a", now=at(10))
+    dead_20 = await in_status(store, DEAD_LETTER, "b", now=at(20))
+    cancelled_30 = await in_status(store, CANCELLED, "c", now=at(30))
+    (theirs,) = await inserted(store, replace(job(tenant=OTHER, idempotency_key="k"), id="job_theirs"))
+    await store.job_cancel(OTHER, theirs.id, at(15))
+    unfinished = [await in_status(store, status, now=at(0)) for status in (PENDING, RUNNING, RETRYING)]
+
+    assert await store.job_delete_finished(at(30), 2) == 2
+    assert set(await store.job_get_many([done_10.id, theirs.id, dead_20.id])) == {dead_20.id}
+    assert await store.job_delete_finished(at(30), 10) == 1  # completed_at = at(30) is not before at(30)
+    assert await store.job_delete_finished(at(30), 10) == 0
+    assert {row.id for row in await jobs_of(store)} == {cancelled_30.id} | {row.id for row in unfinished}
+    # A deleted job's idempotency key is free again.
+    (again, created) = (await store.job_insert_many([job(tenant=OTHER, idempotency_key="k")]))[0]
+    assert created
+    assert again.id != theirs.id
+
+
+async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(store: Store) -> None:
+    workflow = await stored_workflow(store, step("a"))
+    (held,) = await store.job_claim(["default"], 1, START, LEASE)
+    await store.job_complete_many([Completion(held.id, held.lease_token or "")], at(1))
+    assert await store.job_delete_finished(at(100), 10) == 0
+    assert await store.job_get(held.id) is not None
+    finish = Transition(workflow_status=WorkflowStatus.COMPLETED)
+    await store.workflow_advance(workflow.id, lambda _: finish, step_job_maker(at(2)), at(2))
+    assert await store.job_delete_finished(at(100), 10) == 1
+    assert await store.job_get(held.id) is None
+
+
+# --- queue_counts ------------------------------------------------------------------------------------------
+
+
+async def test_queue_counts_count_each_of_the_tenants_queues_by_state_at_now(store: Store) -> None:
+    await in_status(store, RUNNING, "a")
+    await in_status(store, COMPLETED, "a")
+    await in_status(store, DEAD_LETTER, "a")
+    await in_status(store, CANCELLED, "a")
+    await in_status(store, RETRYING, "a", now=at(40))  # due at at(100)
+    await in_status(store, RETRYING, "a", now=at(-55))  # due at at(5)
+    await inserted(store, job(queue_name="a"), job(queue_name="a", run_at=at(11)), job(queue_name="b", now=at(3)))
+    await inserted(store, job(tenant=OTHER, queue_name="c"))
+
+    assert await store.queue_counts(T, at(10)) == [
+        # pending and scheduled are disjoint; retrying is the retrying part of both.
+        QueueCounts(
+            name="a", pending=2, scheduled=2, running=1, retrying=2, completed=1, dead_letter=1, cancelled=1,
+            oldest_due_at=START,
+        ),
+        QueueCounts(name="b", pending=1, oldest_due_at=at(3)),
+    ]  # fmt: skip
+    assert await store.queue_counts(OTHER, at(10)) == [QueueCounts(name="c", pending=1, oldest_due_at=START)]
+    assert await store.queue_counts("nobody", at(10)) == []
+    assert await store.queue_counts("nul\x00", at(10)) == []
