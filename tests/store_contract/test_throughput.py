@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from queueflow.clocks import TestClock
 from queueflow.core.types import JobStatus, NewJob, QueueMinute
 from queueflow.engine import Engine
+from queueflow.ports import Store
+
+from tests.store_contract.conftest import START
+from tests.store_contract.store_rows import OTHER, at, in_status
 
 T = "tenant-a"
 
@@ -50,3 +54,21 @@ async def test_leaves_out_minutes_before_the_window(engine: Engine, clock: TestC
     assert [m.minute for m in await engine.queue_throughput(T)] == [datetime(2026, 3, 1, 13, 0, tzinfo=UTC)]
     assert len(await engine.queue_throughput(T, minutes=61)) == 2
     assert await engine.queue_throughput("nobody") == []
+
+
+async def test_store_counts_each_ending_from_since_on_by_utc_minute(store: Store) -> None:
+    """`JobStore.queue_throughput` directly: completed and dead_letter only, `since` inclusive, this tenant's."""
+    await in_status(store, JobStatus.COMPLETED, "a", now=at(-1))  # before `since`
+    await in_status(store, JobStatus.COMPLETED, "a", now=at(0))  # exactly at `since`
+    await in_status(store, JobStatus.DEAD_LETTER, "a", now=at(59.5))
+    await in_status(store, JobStatus.COMPLETED, "a", now=at(60))  # the next minute
+    await in_status(store, JobStatus.CANCELLED, "a", now=at(5))
+    await in_status(store, JobStatus.RETRYING, "a", now=at(5))
+    await in_status(store, JobStatus.RUNNING, "b", now=at(5))
+    minute = START.replace(second=0, microsecond=0)
+    assert await store.queue_throughput(T, at(0)) == [
+        QueueMinute(name="a", minute=minute, completed=1, dead_lettered=1),
+        QueueMinute(name="a", minute=minute + timedelta(minutes=1), completed=1),
+    ]
+    assert await store.queue_throughput(OTHER, at(-60)) == []
+    assert await store.queue_throughput("nul\x00", at(-60)) == []
