@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium
 
 $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,15 @@ $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 run: $(INSTALLED)
 	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
-test: $(INSTALLED) pgbench
+test: $(INSTALLED) pgbench chromium
 	$(BIN)/pytest
+
+# The dashboard's browser tests drive Debian's Chromium (Playwright downloads no browser); without it, and without
+# root to install it, they skip (in CI they fail instead).
+chromium:
+	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
+		echo "no /usr/bin/chromium: the dashboard's browser tests will skip"
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts
+from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts, QueueMinute
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -162,6 +162,11 @@ class JobStore(Protocol):
         """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
         (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
         part of the first two."""
+        ...
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        """Per queue and UTC minute, the tenant's jobs that became completed or dead_letter at or after `since`
+        (by completed_at); only minutes with any, by queue name then minute. Reads only."""
         ...
 
 

@@ -79,5 +79,11 @@ def test_the_installed_wheel_migrates_and_serves(installed: Path, tmp_path: Path
             assert done.status_code == 200, done.text
             final = httpx.get(f"{base}/v1/jobs/{job['id']}", headers=tenant).json()
             assert (final["status"], final["result"]) == ("completed", {"ok": True})
+            # The dashboard's templates and vendored assets are package data: they must be in the wheel.
+            sign_in = httpx.get(f"{base}/ui/sign-in")
+            assert sign_in.status_code == 200
+            assert "Tenant key" in sign_in.text
+            assert httpx.get(f"{base}/ui/static/htmx.min.js").status_code == 200
+            assert httpx.get(f"{base}/ui/static/dashboard.css").status_code == 200
     finally:
         pg.blocking(lambda: pg.drop_database(url))

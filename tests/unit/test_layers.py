@@ -3,6 +3,7 @@
 core      imports nothing of QueueFlow outside core: the domain has no I/O and knows no adapter
 stores    never import runtime, api or engine: an adapter records, it does not decide or serve
 api       never imports stores: HTTP reaches data only through the Engine
+dashboard never imports stores or api: its pages, too, reach data only through the Engine
 and no module of server/queueflow imports itself back, however far round.
 """
 
@@ -21,6 +22,7 @@ FORBIDDEN = {
     "queueflow.core": ("queueflow.",),  # everything but core itself, below
     "queueflow.stores": ("queueflow.runtime", "queueflow.api", "queueflow.engine"),
     "queueflow.api": ("queueflow.stores",),
+    "queueflow.dashboard": ("queueflow.stores", "queueflow.api"),
 }
 
 

@@ -13,7 +13,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
 from queueflow import __version__
-from queueflow.api.auth import Keyring, current_tenant, guard
+from queueflow.api.auth import DEFAULT_TENANT, Keyring, current_tenant, guard
 from queueflow.api.jobs import JobsController, QueuesController, jobs_options
 from queueflow.api.observe import Metrics, Observe
 from queueflow.api.openapi import StrictStructSchemaPlugin
@@ -24,6 +24,7 @@ from queueflow.api.services import Services
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
+from queueflow.dashboard import DashboardPlugin
 from queueflow.engine import Engine
 from queueflow.ports import Clock, Store
 from queueflow.runtime.wakeups import Wakeups
@@ -47,6 +48,7 @@ def create_app(
     engine = Engine(store, clock, rng=rng or random.SystemRandom(), settings=settings.engine_settings)
     metrics = Metrics()
     hub = wakeups if wakeups is not None else Wakeups()
+    keyring = Keyring(settings)
 
     v1 = Router(
         path="/v1",
@@ -61,7 +63,7 @@ def create_app(
             schedule_options,
             SchedulesController,
         ],
-        guards=[guard(Keyring(settings))],
+        guards=[guard(keyring)],
         security=[{SECURITY_SCHEME: []}],
         dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},
     )
@@ -76,7 +78,7 @@ def create_app(
         },
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=list(lifespan),
-        plugins=[StrictStructSchemaPlugin()],
+        plugins=[StrictStructSchemaPlugin(), DashboardPlugin(settings, clock, keyring, default_tenant=DEFAULT_TENANT)],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="QueueFlow",

@@ -164,6 +164,17 @@ class QueueCounts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QueueMinute:
+    """How many of one queue's jobs finished in one minute (by `completed_at`): completed, or dead-lettered."""
+
+    name: str
+    minute: datetime
+    """The minute's start (UTC, seconds and below zero)."""
+    completed: int = 0
+    dead_lettered: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueStats:
     name: str
     pending: int

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
@@ -29,6 +29,7 @@ from queueflow.core.types import (
     MaintenanceReport,
     NewJob,
     Page,
+    QueueMinute,
     QueueStats,
 )
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
@@ -120,6 +121,12 @@ class Engine:
             )
             for counts in await self.store.queue_counts(tenant_id, now)
         ]
+
+    async def queue_throughput(self, tenant_id: str, minutes: int = 60) -> list[QueueMinute]:
+        """Per queue and minute of the last `minutes` (the current one included), the jobs that completed or
+        dead-lettered in it; minutes without any are left out."""
+        since = self.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=minutes - 1)
+        return await self.store.queue_throughput(tenant_id, since)
 
     # ---- worker side --------------------------------------------------------------------------------
 

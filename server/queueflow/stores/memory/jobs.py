@@ -7,7 +7,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors
@@ -25,8 +25,12 @@ from queueflow.core.types import (
     JobFilter,
     JobStatus,
     QueueCounts,
+    QueueMinute,
 )
 from queueflow.stores.memory.state import Tables
+
+# `queue_throughput` counts these endings, under these names.
+_ENDED = {JobStatus.COMPLETED: "completed", JobStatus.DEAD_LETTER: "dead_lettered"}
 
 
 class MemoryJobs(Tables):
@@ -212,6 +216,14 @@ class MemoryJobs(Tables):
             QueueCounts(name=name, oldest_due_at=oldest.get(name), **by_state)
             for name, by_state in sorted(counts.items())
         ]
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        counts: dict[tuple[str, datetime], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for job in self._tenant_jobs(tenant_id):
+            if job.status in _ENDED and job.completed_at is not None and job.completed_at >= since:
+                minute = job.completed_at.astimezone(UTC).replace(second=0, microsecond=0)
+                counts[job.queue_name, minute][_ENDED[job.status]] += 1
+        return [QueueMinute(name=name, minute=minute, **by_end) for (name, minute), by_end in sorted(counts.items())]
 
 
 def _matches(job: Job, where: JobFilter) -> bool:

@@ -22,6 +22,7 @@ from queueflow.core.types import (
     Job,
     JobFilter,
     QueueCounts,
+    QueueMinute,
 )
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
@@ -38,6 +39,7 @@ from queueflow.stores.postgres.sql import (
     LEASE_EXPIRED,
     NEXT_DUE,
     QUEUE_COUNTS,
+    QUEUE_THROUGHPUT,
     RETRY,
     SELECT_BY_KEYS,
 )
@@ -228,6 +230,15 @@ class PostgresJobs(Pooled):
             rows = await db.fetch(QUEUE_COUNTS, tenant_id, now)
         # Sorted here, by code point as the in-memory store does, whatever the database's collation.
         return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        if not storable_text(tenant_id):
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(QUEUE_THROUGHPUT, tenant_id, since)
+        return sorted(
+            (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
+        )
 
 
 def _held_items(items: Sequence[Completion | Failure]) -> dict[int, uuid.UUID]:

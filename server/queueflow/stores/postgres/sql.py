@@ -159,6 +159,16 @@ SELECT queue_name AS name,
  GROUP BY queue_name
 """
 
+QUEUE_THROUGHPUT = """
+SELECT queue_name AS name,
+       date_trunc('minute', completed_at, 'UTC') AS minute,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'dead_letter') AS dead_lettered
+  FROM queueflow.jobs
+ WHERE tenant_id = $1 AND status IN ('completed', 'dead_letter') AND completed_at >= $2
+ GROUP BY 1, 2
+"""
+
 # ---- workflows ----------------------------------------------------------------------------------------
 
 WORKFLOW_COLUMNS = "id, tenant_id, name, status, context, idempotency_key, created_at, completed_at"

@@ -1,0 +1,154 @@
+"""Server-rendered SVG: a queue's last hour as a bar sparkline, and a workflow's DAG coloured by step status.
+
+Pure functions of domain objects (no I/O); the page's stylesheet colours the `s-<status>` classes, and every
+status also has a symbol and a label, so no colour carries meaning alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from markupsafe import Markup, escape
+
+from queueflow.core.types import QueueMinute
+from queueflow.core.workflow import Step, Workflow
+
+SPAN_MINUTES = 60
+BAR, GAP, HEIGHT = 2, 1, 32
+
+STEP_SYMBOLS = {
+    "pending": "○",
+    "enqueued": "◔",
+    "completed": "✓",
+    "failed": "✕",
+    "skipped": "↷",
+    "cancelled": "⊘",
+}
+
+
+def throughput_chart(minutes: Sequence[QueueMinute], now: datetime, span: int = SPAN_MINUTES) -> Markup:
+    """Stacked bars, one per minute of the last `span` (oldest left): completed below, dead-lettered above."""
+    start = now.replace(second=0, microsecond=0) - timedelta(minutes=span - 1)
+    buckets = [(0, 0)] * span
+    for minute in minutes:
+        index = int((minute.minute - start).total_seconds() // 60)
+        if 0 <= index < span:
+            buckets[index] = (minute.completed, minute.dead_lettered)
+    peak = max((done + dead for done, dead in buckets), default=0) or 1
+    width = span * (BAR + GAP)
+    total_done = sum(done for done, _ in buckets)
+    total_dead = sum(dead for _, dead in buckets)
+    label = f"Last hour: {total_done} completed, {total_dead} dead-lettered"
+    parts = [
+        f'<svg class="spark" viewBox="0 0 {width} {HEIGHT}" width="{width}" height="{HEIGHT}" role="img" '
+        f'aria-label="{escape(label)}"><line class="spark-base" x1="0" y1="{HEIGHT - 0.5}" x2="{width}" '
+        f'y2="{HEIGHT - 0.5}"/>'
+    ]
+    for index, (done, dead) in enumerate(buckets):
+        if not done and not dead:
+            continue
+        x = index * (BAR + GAP)
+        done_h = _bar_height(done, peak)
+        dead_h = _bar_height(dead, peak)
+        when = (start + timedelta(minutes=index)).strftime("%H:%M")
+        parts.append(f"<g><title>{when} UTC: {done} completed, {dead} dead-lettered</title>")
+        if done_h:
+            parts.append(f'<rect class="bar-done" x="{x}" y="{HEIGHT - done_h}" width="{BAR}" height="{done_h}"/>')
+        if dead_h:
+            y = HEIGHT - done_h - dead_h
+            parts.append(f'<rect class="bar-dead" x="{x}" y="{y}" width="{BAR}" height="{dead_h}"/>')
+        parts.append("</g>")
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _bar_height(count: int, peak: int) -> int:
+    return 0 if count == 0 else max(2, round(count / peak * (HEIGHT - 2)))
+
+
+NODE_W, NODE_H, COL_GAP, ROW_GAP, PAD = 180, 52, 64, 20, 12
+
+
+def dag_layers(steps: Sequence[Step]) -> list[list[Step]]:
+    """Columns of the drawing: a step sits one column right of its deepest dependency. Within a column, steps
+    are ordered by where their dependencies sit (fewer crossing edges), then as submitted."""
+    by_name = {step.name: step for step in steps}
+    depth: dict[str, int] = {}
+
+    def depth_of(name: str) -> int:
+        if name not in depth:
+            parents = [p for p in by_name[name].depends_on if p in by_name]
+            depth[name] = 1 + max(map(depth_of, parents)) if parents else 0
+        return depth[name]
+
+    columns: list[list[Step]] = []
+    for step in steps:
+        level = depth_of(step.name)
+        while len(columns) <= level:
+            columns.append([])
+        columns[level].append(step)
+    row: dict[str, float] = {}
+    for column in columns:
+
+        def weight(step: Step) -> tuple[float, int]:
+            parents = [row[p] for p in step.depends_on if p in row]
+            return (sum(parents) / len(parents) if parents else 0.0, step.idx)
+
+        column.sort(key=weight)
+        for index, step in enumerate(column):
+            row[step.name] = float(index)
+    return columns
+
+
+def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
+    """The workflow's steps as boxes in dependency columns, edges as arrows, each box linked to its job."""
+    columns = dag_layers(workflow.steps)
+    tallest = max((len(column) for column in columns), default=1)
+    width = PAD * 2 + len(columns) * NODE_W + max(len(columns) - 1, 0) * COL_GAP
+    height = PAD * 2 + tallest * NODE_H + (tallest - 1) * ROW_GAP
+    where: dict[str, tuple[float, float]] = {}
+    for level, column in enumerate(columns):
+        offset = (tallest - len(column)) * (NODE_H + ROW_GAP) / 2
+        for index, step in enumerate(column):
+            where[step.name] = (PAD + level * (NODE_W + COL_GAP), PAD + offset + index * (NODE_H + ROW_GAP))
+    parts = [
+        f'<svg class="dag" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(_dag_label(workflow))}">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="dag-arrow"/></marker></defs>',
+    ]
+    for step in workflow.steps:
+        for parent in step.depends_on:
+            if parent not in where:
+                continue
+            px, py = where[parent]
+            cx, cy = where[step.name]
+            x1, y1, x2, y2 = px + NODE_W, py + NODE_H / 2, cx - 2, cy + NODE_H / 2
+            bend = COL_GAP / 2
+            parts.append(
+                f'<path class="dag-edge" d="M{x1:g},{y1:g} C{x1 + bend:g},{y1:g} {x2 - bend:g},{y2:g} {x2:g},{y2:g}" '
+                'marker-end="url(#arrow)"/>'
+            )
+    for step in workflow.steps:
+        x, y = where[step.name]
+        status = str(step.status)
+        name = step.name if len(step.name) <= 22 else step.name[:21] + "…"
+        node = (
+            f'<g class="dag-node s-{status}" data-step="{escape(step.name)}" data-status="{status}">'
+            f"<title>{escape(step.name)} · task {escape(step.task_name)} · {status}</title>"
+            f'<rect x="{x:g}" y="{y:g}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
+            f'<text class="dag-name" x="{x + 12:g}" y="{y + 21:g}">{escape(name)}</text>'
+            f'<text class="dag-status" x="{x + 12:g}" y="{y + 40:g}">{STEP_SYMBOLS.get(status, "")} {status}</text>'
+            "</g>"
+        )
+        if step.job_id is not None:
+            node = f'<a href="{escape(job_url + step.job_id)}">{node}</a>'
+        parts.append(node)
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _dag_label(workflow: Workflow) -> str:
+    steps = ", ".join(f"{step.name} {step.status}" for step in workflow.steps)
+    return f"Workflow {workflow.name}: {steps}"
