@@ -40,16 +40,19 @@ async def lease_or_wait(
     """Claim now; if nothing is claimable, park until one of the queues gets work or `wait_seconds` pass.
 
     The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
-    patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long.
+    patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long. A server that is
+    shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never waits one out.
     """
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     while True:
         jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
         remaining = deadline - time.monotonic()
-        if jobs or remaining <= 0:
+        if jobs or remaining <= 0 or wakeups.closing:
             return jobs
         # No await between the empty claim and parking, so an insert on this event loop cannot slip between.
         await wakeups.wait(request.queues, min(remaining, settings.safety_poll))
+        if wakeups.closing:
+            return []
 
 
 class WorkerController(Controller):
