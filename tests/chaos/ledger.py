@@ -1,0 +1,63 @@
+"""The ledger: what really happened, recorded outside QueueFlow, in one SQLite file every process writes to.
+
+Task code (in SDK workers and in servers' in-process runners) records each execution as it starts and each
+outcome the server acknowledged; the driver records what it enqueued and when it injected each fault. The
+invariants are checked by comparing this file with the jobs table. SQLite in WAL mode with autocommit: a row is
+durable once its INSERT returns, so a SIGKILLed process loses nothing it recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+ENV = "QUEUEFLOW_CHAOS_LEDGER"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS executions (job_id TEXT, delivery INT, nonce TEXT, pid INT, at REAL);
+CREATE TABLE IF NOT EXISTS outcomes (job_id TEXT, kind TEXT, nonce TEXT, acked INT, at REAL);
+CREATE TABLE IF NOT EXISTS enqueued (job_id TEXT, kind TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS faults (kind TEXT, at REAL);
+CREATE INDEX IF NOT EXISTS outcomes_at ON outcomes (at);
+"""
+
+
+class Ledger:
+    def __init__(self, path: str | Path) -> None:
+        # Many processes write at once: wait for the file lock rather than fail.
+        self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    @classmethod
+    def from_env(cls) -> Ledger:
+        return cls(os.environ[ENV])
+
+    def executed(self, job_id: str, delivery: int, nonce: str) -> None:
+        self.db.execute("INSERT INTO executions VALUES (?, ?, ?, ?, ?)", (job_id, delivery, nonce, os.getpid(), now()))
+
+    def outcome(self, job_id: str, kind: str, nonce: str | None, acked: bool) -> None:
+        self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?)", (job_id, kind, nonce, int(acked), now()))
+
+    def enqueued(self, job_ids: list[str], kind: str) -> None:
+        at = now()
+        self.db.executemany("INSERT INTO enqueued VALUES (?, ?, ?)", [(job_id, kind, at) for job_id in job_ids])
+
+    def fault(self, kind: str) -> float:
+        at = now()
+        self.db.execute("INSERT INTO faults VALUES (?, ?)", (kind, at))
+        return at
+
+    def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        return self.db.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def now() -> float:
+    """Wall-clock time, comparable across the processes of one machine."""
+    return time.time()

@@ -1,0 +1,62 @@
+"""The chaos report: one row per scenario, in Markdown (printed by `make chaos`, kept in docs/reliability.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tests.chaos.checks import Outcome, recovery_summary
+
+COLUMNS = (
+    "scenario",
+    "enqueued",
+    "completed",
+    "dead-lettered",
+    "cancelled",
+    "executions",
+    "duplicate executions",
+    "duplicate completions",
+    "overwritten",
+    "lost",
+    "stuck",
+    "workflows (unfinished)",
+    "cron fired (twice)",
+    "faults",
+    "recovery s (median / max)",
+    "SIGTERM exit s (max)",
+    "throughput jobs/s",
+    "invariants",
+)
+
+
+def row(o: Outcome) -> list[str]:
+    exit_max = "-" if o.sigterm_exit_max is None else f"{o.sigterm_exit_max:.2f}"
+    return [
+        o.scenario,
+        str(o.enqueued),
+        str(o.completed),
+        str(o.dead_lettered),
+        str(o.cancelled),
+        str(o.executions),
+        str(o.duplicate_executions),
+        str(o.duplicate_completions),
+        str(o.overwritten),
+        str(o.lost),
+        str(o.stuck),
+        f"{o.workflows} ({o.workflows_unfinished})",
+        f"{o.cron_fired} ({o.cron_duplicates})",
+        str(o.faults),
+        recovery_summary(o.recovery),
+        exit_max,
+        f"{o.throughput:.0f}",
+        "hold" if o.holds else "BROKEN",
+    ]
+
+
+def table(outcomes: Sequence[Outcome]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(row(o)) + " |" for o in outcomes]
+    for o in outcomes:
+        lines += [f"\n**{o.scenario}**: {problem}" for problem in o.problems]
+        if o.logs:
+            lines.append(f"logs: {o.logs}")
+    return "\n".join(lines)

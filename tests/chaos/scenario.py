@@ -1,0 +1,236 @@
+"""One chaos run: start a cluster on a database of its own, put the load on it, inject one kind of fault
+throughout, wait for everything to settle, then check the invariants against the ledger.
+
+Faults (`FAULTS`): `none` (the soak), `worker_kills`, `server_kills`, `db_faults`, `vacuum_pressure`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+
+from tests.chaos import cluster
+from tests.chaos.checks import Outcome, check
+from tests.chaos.ledger import Ledger
+from tests.chaos.load import CRON_QUEUE, QUEUES, Api, create_schedules, create_workflow, delete_schedules, enqueue_jobs
+
+LEASE_SECONDS = 2.0
+TIMING = ("--janitor-interval", "0.5", "--safety-poll", "1", "--scheduler-interval", "0.5")
+BATCH = 250
+SETTLE_FOR = 180.0
+"""Once the load and the faults stop, how long every job and workflow has to reach a terminal state."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    jobs: int
+    workflows: int
+    schedules: int
+    sdk_workers: int
+    load_seconds: float
+    fault_every: float
+
+
+SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seconds=12, fault_every=2.0)
+FULL = Profile(jobs=20_000, workflows=200, schedules=20, sdk_workers=5, load_seconds=60, fault_every=3.0)
+
+
+@dataclass
+class Cluster:
+    database_url: str
+    work: Path
+    ledger_path: Path
+    apis: list[cluster.Process] = field(default_factory=list)
+    bases: list[str] = field(default_factory=list)
+    servers: list[cluster.Process] = field(default_factory=list)
+    workers: list[cluster.Process] = field(default_factory=list)
+    sigterm_exits: list[float] = field(default_factory=list)
+
+    def start(self, profile: Profile) -> None:
+        for n in range(2):
+            process, base = cluster.server(
+                f"api{n}", "api", self.database_url, self.work, self.ledger_path, lease_timing=TIMING
+            )
+            self.apis.append(process)
+            self.bases.append(base)
+        # Two worker-mode processes: both sweep and schedule (they race each other), one also runs tasks in-process.
+        for n, queues in enumerate((QUEUES[:2], ())):
+            process, _ = cluster.server(
+                f"worker{n}",
+                "worker",
+                self.database_url,
+                self.work,
+                self.ledger_path,
+                queues=queues,
+                lease_timing=TIMING,
+            )
+            self.servers.append(process)
+        for process in [*self.apis, *self.servers]:
+            process.start()
+        for n in range(profile.sdk_workers):
+            self.workers.append(self.new_worker(n))
+        for worker in self.workers:
+            worker.start()
+
+    def new_worker(self, n: int) -> cluster.Process:
+        queues = [*QUEUES, CRON_QUEUE]
+        base = self.bases[n % len(self.bases)]
+        return cluster.sdk_worker(f"sdk{n}", base, queues, self.work, self.ledger_path, LEASE_SECONDS)
+
+    def stop(self) -> None:
+        for process in [*self.workers, *self.servers, *self.apis]:
+            process.kill()
+
+
+Fault = Callable[[Cluster, Ledger, random.Random], Awaitable[None]]
+
+
+async def kill_a_worker(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
+    """SIGKILL an SDK worker (it holds leases and may have acks in flight); a replacement starts."""
+    n = rng.randrange(len(c.workers))
+    ledger.fault("sigkill sdk worker")
+    c.workers[n].kill()
+    c.workers[n] = c.new_worker(len(c.workers) + c.workers[n].starts + n * 1000)
+    c.workers[n].start()
+
+
+async def kill_or_restart_a_server(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
+    """SIGKILL or SIGTERM an API or worker-mode server (long-polls parked, acks in flight), then start it again."""
+    process = rng.choice([*c.apis, *c.servers])
+    if rng.random() < 0.5:
+        ledger.fault(f"sigkill {process.name}")
+        await asyncio.to_thread(process.kill)
+    else:
+        ledger.fault(f"sigterm {process.name}")
+        c.sigterm_exits.append(await asyncio.to_thread(process.terminate))
+    await asyncio.to_thread(process.start)
+
+
+async def database_blip(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
+    """Our database refuses connections and loses every open one for a moment, or only loses them (a burst of
+    pg_terminate_backend on QueueFlow's connections)."""
+    if rng.random() < 0.5:
+        ledger.fault("database outage 1 s")
+        await cluster.cut_off(c.database_url)
+        await asyncio.sleep(1.0)  # the length of the outage we inject
+        await cluster.restore(c.database_url)
+    else:
+        ledger.fault("pg_terminate_backend burst")
+        for _ in range(3):
+            await cluster.terminate_backends(c.database_url)
+            await asyncio.sleep(0.2)  # spacing of the burst
+
+
+FAULTS: dict[str, Fault | None] = {
+    "soak": None,
+    "worker_kills": kill_a_worker,
+    "server_kills": kill_or_restart_a_server,
+    "db_faults": database_blip,
+    "vacuum_pressure": None,
+}
+
+
+async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
+    rng = random.Random(seed)
+    fault = FAULTS[name]
+    async with AsyncExitStack() as stack:
+        # Kept when an invariant breaks: the processes' logs and the ledger are the evidence.
+        work = Path(tempfile.mkdtemp(prefix=f"chaos-{name}-"))
+        database_url = await cluster.create_database()
+        stack.push_async_callback(cluster.drop_database, database_url)
+        ledger = Ledger(work / "ledger.sqlite3")
+        stack.callback(ledger.close)
+        c = Cluster(database_url, work, work / "ledger.sqlite3")
+        stack.callback(c.stop)
+        await asyncio.to_thread(c.start, profile)
+        if name == "vacuum_pressure":
+            holder = await asyncpg.connect(database_url)
+            stack.push_async_callback(holder.close)
+            # A snapshot held for the whole run: no row version dead since it began can be vacuumed away.
+            await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            await holder.fetchval("SELECT txid_current()")
+        api = Api(c.bases)
+        stack.push_async_callback(api.aclose)
+        await create_schedules(api, profile.schedules)
+        started = time.time()
+        loading = asyncio.create_task(_load(api, ledger, profile, rng))
+        faults = asyncio.create_task(_inject(fault, c, ledger, rng, profile, loading)) if fault else None
+        await loading
+        if faults is not None:
+            await faults
+        await delete_schedules(api, profile.schedules)
+        settled = await _settle(database_url)
+        outcome = await check(name, database_url, ledger, started=started, settled=settled)
+        outcome.sigterm_exit_max = max(c.sigterm_exits, default=None)
+        if outcome.holds:
+            stack.callback(shutil.rmtree, work, ignore_errors=True)
+        else:
+            outcome.logs = str(work)
+        return outcome
+    raise AssertionError("unreachable")
+
+
+async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random) -> None:
+    """Enqueue the jobs at an even pace over `load_seconds` (so faults land while work flows), and the workflows."""
+    batches = range(0, profile.jobs, BATCH)
+    pause = profile.load_seconds / max(len(batches), 1)
+    workflows_per_batch = -(-profile.workflows // max(len(batches), 1))
+    made = 0
+    for start in batches:
+        ids = await enqueue_jobs(api, start, min(BATCH, profile.jobs - start), rng)
+        ledger.enqueued(ids, "job")
+        for _ in range(min(workflows_per_batch, profile.workflows - made)):
+            ledger.enqueued([await create_workflow(api, made)], "workflow")
+            made += 1
+        await asyncio.sleep(pause)  # the pace of the load, not a wait for a condition
+
+
+async def _inject(
+    fault: Fault, c: Cluster, ledger: Ledger, rng: random.Random, profile: Profile, loading: asyncio.Task[None]
+) -> None:
+    """Inject `fault` every `fault_every` seconds while the load lasts, and for as long once more."""
+    until = None
+    while until is None or time.monotonic() < until:
+        await fault(c, ledger, rng)
+        if loading.done() and until is None:
+            until = time.monotonic() + profile.load_seconds / 2
+        await asyncio.sleep(profile.fault_every)  # the cadence of the faults
+
+
+async def _settle(database_url: str) -> bool:
+    """Wait until no job is unfinished and no workflow running. The work happens in other processes that
+    announce nothing we could wait on, so this polls the database, with a deadline."""
+    deadline = time.monotonic() + SETTLE_FOR
+    connection = None
+    while time.monotonic() < deadline:
+        try:
+            if connection is None:
+                connection = await asyncpg.connect(database_url)
+            open_jobs = await connection.fetchval(
+                "SELECT count(*) FROM queueflow.jobs WHERE status IN ('pending', 'running', 'retrying')"
+            )
+            open_workflows = await connection.fetchval(
+                "SELECT count(*) FROM queueflow.workflows WHERE status = 'running'"
+            )
+            if open_jobs == 0 and open_workflows == 0:
+                return True
+        except (OSError, asyncpg.PostgresError):
+            connection = None
+        await asyncio.sleep(0.5)
+    if connection is not None:
+        await connection.close()
+    return False
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
