@@ -25,14 +25,14 @@ class WatchedWakeups(Wakeups):
         super().__init__()
         self.parked = asyncio.Condition()
 
-    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
-        waiting = self.wait_registered(queues, seconds)
+    async def wait(self, queues: Iterable[str], seconds: float, *, event: asyncio.Event | None = None) -> bool:
+        waiting = self.wait_registered(queues, seconds, event)
         async with self.parked:
             self.parked.notify_all()
         return await waiting
 
-    async def wait_registered(self, queues: Iterable[str], seconds: float) -> bool:
-        return await super().wait(queues, seconds)
+    async def wait_registered(self, queues: Iterable[str], seconds: float, event: asyncio.Event | None) -> bool:
+        return await super().wait(queues, seconds, event=event)
 
     async def until_waiting(self, count: int) -> None:
         async with asyncio.timeout(5), self.parked:

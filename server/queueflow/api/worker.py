@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
-from litestar import Controller, post
+from litestar import Controller, Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
@@ -35,24 +37,44 @@ WORKER_ERRORS = (400, 401, 403, 413, 503)
 
 
 async def lease_or_wait(
-    engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings
+    engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings, client: Departure | None = None
 ) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work or `wait_seconds` pass.
 
     The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
     patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long. A server that is
-    shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never waits one out.
+    shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never waits one out; a
+    poll whose `client` has gone claims nothing more, since no one would receive (and complete) the jobs.
     """
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
+    parked = client.woken if client is not None else None
     while True:
         jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
         remaining = deadline - time.monotonic()
-        if jobs or remaining <= 0 or wakeups.closing:
+        if jobs or remaining <= 0 or wakeups.closing or (client is not None and client.gone):
             return jobs
         # No await between the empty claim and parking, so an insert on this event loop cannot slip between.
-        await wakeups.wait(request.queues, min(remaining, settings.safety_poll))
-        if wakeups.closing:
+        if parked is not None:
+            parked.clear()
+        await wakeups.wait(request.queues, min(remaining, settings.safety_poll), event=parked)
+        if wakeups.closing or (client is not None and client.gone):
             return []
+
+
+class Departure:
+    """Watches a long-poll's connection: `gone` once its client disconnected, which also sets `woken`."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self.woken = asyncio.Event()
+
+    async def watch(self, http: Request[Any, Any, Any]) -> None:
+        # The body has been read, so the next ASGI message is the disconnect (the server sends it at once when
+        # the client closes the connection).
+        while (await http.receive())["type"] != "http.disconnect":
+            pass
+        self.gone = True
+        self.woken.set()
 
 
 class WorkerController(Controller):
@@ -75,9 +97,18 @@ class WorkerController(Controller):
         wakeups: NamedDependency[Wakeups],
         settings: NamedDependency[Settings],
         data: JSONBody[LeaseRequest],
+        request: Request[Any, Any, Any],
     ) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
-        jobs = await lease_or_wait(engine, wakeups, data, settings)
+        if data.wait_seconds > 0:
+            client = Departure()
+            watcher = asyncio.create_task(client.watch(request))
+            try:
+                jobs = await lease_or_wait(engine, wakeups, data, settings, client)
+            finally:
+                watcher.cancel()
+        else:
+            jobs = await lease_or_wait(engine, wakeups, data, settings)
         metrics.jobs_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
 

@@ -37,9 +37,12 @@ class Wakeups:
         self.closing = True
         self.notify_all()
 
-    async def wait(self, queues: Iterable[str], seconds: float) -> bool:
-        """Wait until one of `queues` is notified (True) or `seconds` pass (False)."""
-        event = asyncio.Event()
+    async def wait(self, queues: Iterable[str], seconds: float, *, event: asyncio.Event | None = None) -> bool:
+        """Wait until one of `queues` is notified (True) or `seconds` pass (False).
+
+        `event`, when given, is what the waiter parks on: whoever else holds it can wake the waiter too (a
+        long-poll's client going away does)."""
+        event = event if event is not None else asyncio.Event()
         names = set(queues)
         for name in names:
             self._waiters[name].add(event)
