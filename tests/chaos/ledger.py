@@ -17,9 +17,9 @@ ENV = "QUEUEFLOW_CHAOS_LEDGER"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS executions (job_id TEXT, delivery INT, nonce TEXT, pid INT, at REAL);
-CREATE TABLE IF NOT EXISTS outcomes (job_id TEXT, kind TEXT, nonce TEXT, acked INT, at REAL);
+CREATE TABLE IF NOT EXISTS outcomes (job_id TEXT, kind TEXT, nonce TEXT, acked INT, pid INT, at REAL);
 CREATE TABLE IF NOT EXISTS enqueued (job_id TEXT, kind TEXT, at REAL);
-CREATE TABLE IF NOT EXISTS faults (kind TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS faults (kind TEXT, pid INT, at REAL);
 CREATE INDEX IF NOT EXISTS outcomes_at ON outcomes (at);
 """
 
@@ -40,15 +40,17 @@ class Ledger:
         self.db.execute("INSERT INTO executions VALUES (?, ?, ?, ?, ?)", (job_id, delivery, nonce, os.getpid(), now()))
 
     def outcome(self, job_id: str, kind: str, nonce: str | None, acked: bool) -> None:
-        self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?)", (job_id, kind, nonce, int(acked), now()))
+        row = (job_id, kind, nonce, int(acked), os.getpid(), now())
+        self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?)", row)
 
     def enqueued(self, job_ids: list[str], kind: str) -> None:
         at = now()
         self.db.executemany("INSERT INTO enqueued VALUES (?, ?, ?)", [(job_id, kind, at) for job_id in job_ids])
 
-    def fault(self, kind: str) -> float:
+    def fault(self, kind: str, pid: int | None = None) -> float:
+        """A fault injected now; `pid`, the process it killed (whose leases are then stranded)."""
         at = now()
-        self.db.execute("INSERT INTO faults VALUES (?, ?)", (kind, at))
+        self.db.execute("INSERT INTO faults VALUES (?, ?, ?)", (kind, pid, at))
         return at
 
     def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:

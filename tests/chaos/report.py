@@ -22,14 +22,15 @@ COLUMNS = (
     "cron fired (twice)",
     "faults",
     "recovery s (median / max)",
-    "SIGTERM exit s (max)",
+    "stranded s (median / max)",
+    "SIGTERM exit s (api / worker)",
     "throughput jobs/s",
     "invariants",
 )
 
 
 def row(o: Outcome) -> list[str]:
-    exit_max = "-" if o.sigterm_exit_max is None else f"{o.sigterm_exit_max:.2f}"
+    exits = " / ".join(f"{o.sigterm_exits[k]:.2f}" if k in o.sigterm_exits else "-" for k in ("api", "worker"))
     return [
         o.scenario,
         str(o.enqueued),
@@ -46,7 +47,8 @@ def row(o: Outcome) -> list[str]:
         f"{o.cron_fired} ({o.cron_duplicates})",
         str(o.faults),
         recovery_summary(o.recovery),
-        exit_max,
+        recovery_summary(o.stranded),
+        exits,
         f"{o.throughput:.0f}",
         "hold" if o.holds else "BROKEN",
     ]

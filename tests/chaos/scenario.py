@@ -54,7 +54,9 @@ class Cluster:
     bases: list[str] = field(default_factory=list)
     servers: list[cluster.Process] = field(default_factory=list)
     workers: list[cluster.Process] = field(default_factory=list)
-    sigterm_exits: list[float] = field(default_factory=list)
+    postgres: cluster.OwnPostgres | None = None
+    sigterm_exits: dict[str, list[float]] = field(default_factory=dict)
+    """Seconds each SIGTERMed process took to exit, by kind (api, worker)."""
 
     def start(self, profile: Profile) -> None:
         for n in range(2):
@@ -98,7 +100,7 @@ Fault = Callable[[Cluster, Ledger, random.Random], Awaitable[None]]
 async def kill_a_worker(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
     """SIGKILL an SDK worker (it holds leases and may have acks in flight); a replacement starts."""
     n = rng.randrange(len(c.workers))
-    ledger.fault("sigkill sdk worker")
+    ledger.fault("sigkill sdk worker", c.workers[n].pid)
     c.workers[n].kill()
     c.workers[n] = c.new_worker(len(c.workers) + c.workers[n].starts + n * 1000)
     c.workers[n].start()
@@ -108,11 +110,12 @@ async def kill_or_restart_a_server(c: Cluster, ledger: Ledger, rng: random.Rando
     """SIGKILL or SIGTERM an API or worker-mode server (long-polls parked, acks in flight), then start it again."""
     process = rng.choice([*c.apis, *c.servers])
     if rng.random() < 0.5:
-        ledger.fault(f"sigkill {process.name}")
+        ledger.fault(f"sigkill {process.name}", process.pid)
         await asyncio.to_thread(process.kill)
     else:
         ledger.fault(f"sigterm {process.name}")
-        c.sigterm_exits.append(await asyncio.to_thread(process.terminate))
+        took = await asyncio.to_thread(process.terminate)
+        c.sigterm_exits.setdefault(process.name.rstrip("0123456789"), []).append(took)
     await asyncio.to_thread(process.start)
 
 
@@ -131,11 +134,19 @@ async def database_blip(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
             await asyncio.sleep(0.2)  # spacing of the burst
 
 
+async def restart_postgres(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
+    """`pg_ctl restart -m fast` on the cluster this run owns: every connection drops, the server is briefly gone."""
+    assert c.postgres is not None
+    ledger.fault("postgres restart -m fast")
+    await asyncio.to_thread(c.postgres.restart)
+
+
 FAULTS: dict[str, Fault | None] = {
     "soak": None,
     "worker_kills": kill_a_worker,
     "server_kills": kill_or_restart_a_server,
     "db_faults": database_blip,
+    "pg_restart": restart_postgres,
     "vacuum_pressure": None,
 }
 
@@ -146,11 +157,20 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
     async with AsyncExitStack() as stack:
         # Kept when an invariant breaks: the processes' logs and the ledger are the evidence.
         work = Path(tempfile.mkdtemp(prefix=f"chaos-{name}-"))
-        database_url = await cluster.create_database()
-        stack.push_async_callback(cluster.drop_database, database_url)
+        kept: list[Outcome] = []
+        stack.callback(_clean_up, work, kept)
+        postgres = None
+        admin_url = cluster.ADMIN_URL
+        if name == "pg_restart":
+            postgres = cluster.OwnPostgres(work)
+            await asyncio.to_thread(postgres.start)
+            stack.callback(postgres.stop)
+            admin_url = postgres.admin_url
+        database_url = await cluster.create_database(admin_url)
+        stack.push_async_callback(cluster.drop_database, database_url, admin_url)
         ledger = Ledger(work / "ledger.sqlite3")
         stack.callback(ledger.close)
-        c = Cluster(database_url, work, work / "ledger.sqlite3")
+        c = Cluster(database_url, work, work / "ledger.sqlite3", postgres=postgres)
         stack.callback(c.stop)
         await asyncio.to_thread(c.start, profile)
         if name == "vacuum_pressure":
@@ -171,13 +191,17 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
         outcome = await check(name, database_url, ledger, started=started, settled=settled)
-        outcome.sigterm_exit_max = max(c.sigterm_exits, default=None)
-        if outcome.holds:
-            stack.callback(shutil.rmtree, work, ignore_errors=True)
-        else:
+        outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
+        kept.append(outcome)
+        if not outcome.holds:
             outcome.logs = str(work)
         return outcome
     raise AssertionError("unreachable")
+
+
+def _clean_up(work: Path, kept: list[Outcome]) -> None:
+    if kept and kept[0].holds:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random) -> None:
