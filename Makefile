@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript chaos
 
 $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ run: $(INSTALLED)
 
 test: $(INSTALLED)
 	$(BIN)/pytest
+
+# Every chaos scenario at full size (tests/chaos): real servers and workers under faults; the report goes to
+# docs/reliability.md. `make test` runs its short profile (tests/chaos/test_chaos.py).
+chaos: $(INSTALLED)
+	$(BIN)/python -m tests.chaos --doc docs/reliability.md
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

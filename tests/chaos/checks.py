@@ -40,6 +40,7 @@ class Outcome:
     throughput: float = 0.0
     stranded: list[float] = field(default_factory=list)
     sigterm_exits: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     logs: str = ""
 

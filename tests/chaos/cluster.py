@@ -93,6 +93,7 @@ class Process:
     process: subprocess.Popen[str] | None = None
     starts: int = 0
     _ready: threading.Event = field(default_factory=threading.Event)
+    _drainer: threading.Thread | None = None
 
     def start(self, timeout: float = 60) -> None:
         self.starts += 1
@@ -107,7 +108,8 @@ class Process:
             stderr=subprocess.PIPE,
             text=True,
         )
-        threading.Thread(target=self._drain, args=(self.process, self._ready, log), daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, args=(self.process, self._ready, log), daemon=True)
+        self._drainer.start()
         if self.ready_line is not None and (not self._ready.wait(timeout) or self.process.poll() is not None):
             raise RuntimeError(f"{self.name} did not start; see {self.log_dir / self.name}.log")
 
@@ -119,7 +121,14 @@ class Process:
                 log.write(line)  # type: ignore[attr-defined]
                 if self.ready_line is not None and self.ready_line in line:
                     ready.set()
+        process.stderr.close()
         ready.set()
+
+    def _reap(self) -> None:
+        assert self.process is not None
+        self.process.wait()
+        if self._drainer is not None:
+            self._drainer.join()
 
     @property
     def pid(self) -> int | None:
@@ -133,7 +142,7 @@ class Process:
         if self.running:
             assert self.process is not None
             self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
+            self._reap()
 
     def terminate(self, grace: float = 30) -> float:
         """SIGTERM, and how long the process took to exit (SIGKILL after `grace`)."""
@@ -146,8 +155,9 @@ class Process:
             self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
-        return time.monotonic() - started
+        took = time.monotonic() - started
+        self._reap()
+        return took
 
 
 def server(

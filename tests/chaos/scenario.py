@@ -1,7 +1,10 @@
 """One chaos run: start a cluster on a database of its own, put the load on it, inject one kind of fault
 throughout, wait for everything to settle, then check the invariants against the ledger.
 
-Faults (`FAULTS`): `none` (the soak), `worker_kills`, `server_kills`, `db_faults`, `vacuum_pressure`.
+Scenarios (`FAULTS`): `soak` (no faults), `worker_kills`, `server_kills`, `db_faults` (outages and
+pg_terminate_backend bursts on our own database), `pg_restart` (a cluster of our own, restarted), `vacuum_pressure`
+(a snapshot held open throughout), and `mixed` (worker kills, server kills and database blips in turn: the short
+profile `make test` runs).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +45,8 @@ class Profile:
     fault_every: float
 
 
-SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seconds=12, fault_every=2.0)
-FULL = Profile(jobs=20_000, workflows=200, schedules=20, sdk_workers=5, load_seconds=60, fault_every=3.0)
+SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seconds=10, fault_every=1.5)
+FULL = Profile(jobs=20_000, workflows=200, schedules=20, sdk_workers=5, load_seconds=45, fault_every=2.5)
 
 
 @dataclass
@@ -77,12 +81,11 @@ class Cluster:
                 lease_timing=TIMING,
             )
             self.servers.append(process)
-        for process in [*self.apis, *self.servers]:
-            process.start()
-        for n in range(profile.sdk_workers):
-            self.workers.append(self.new_worker(n))
-        for worker in self.workers:
-            worker.start()
+        self.workers = [self.new_worker(n) for n in range(profile.sdk_workers)]
+        # Start everything at once: each waits only for its own "started" line.
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for started in [pool.submit(p.start) for p in [*self.apis, *self.servers, *self.workers]]:
+                started.result()
 
     def new_worker(self, n: int) -> cluster.Process:
         queues = [*QUEUES, CRON_QUEUE]
@@ -141,6 +144,12 @@ async def restart_postgres(c: Cluster, ledger: Ledger, rng: random.Random) -> No
     await asyncio.to_thread(c.postgres.restart)
 
 
+async def any_fault(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
+    """Each of the faults on the shared server in turn (the short profile's one scenario)."""
+    faults = (kill_a_worker, kill_or_restart_a_server, database_blip)
+    await faults[len(ledger.rows("SELECT 1 FROM faults")) % len(faults)](c, ledger, rng)
+
+
 FAULTS: dict[str, Fault | None] = {
     "soak": None,
     "worker_kills": kill_a_worker,
@@ -148,6 +157,7 @@ FAULTS: dict[str, Fault | None] = {
     "db_faults": database_blip,
     "pg_restart": restart_postgres,
     "vacuum_pressure": None,
+    "mixed": any_fault,
 }
 
 
@@ -172,7 +182,9 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         stack.callback(ledger.close)
         c = Cluster(database_url, work, work / "ledger.sqlite3", postgres=postgres)
         stack.callback(c.stop)
+        phases = Phases()
         await asyncio.to_thread(c.start, profile)
+        phases.mark("start")
         if name == "vacuum_pressure":
             holder = await asyncpg.connect(database_url)
             stack.push_async_callback(holder.close)
@@ -186,17 +198,31 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         loading = asyncio.create_task(_load(api, ledger, profile, rng))
         faults = asyncio.create_task(_inject(fault, c, ledger, rng, profile, loading)) if fault else None
         await loading
+        phases.mark("load")
         if faults is not None:
             await faults
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
+        phases.mark("settle")
         outcome = await check(name, database_url, ledger, started=started, settled=settled)
+        phases.mark("check")
+        outcome.phases = phases.took
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
         kept.append(outcome)
         if not outcome.holds:
             outcome.logs = str(work)
         return outcome
     raise AssertionError("unreachable")
+
+
+class Phases:
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.took: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.took[name], self.last = now - self.last, now
 
 
 def _clean_up(work: Path, kept: list[Outcome]) -> None:
@@ -247,6 +273,7 @@ async def _settle(database_url: str) -> bool:
                 "SELECT count(*) FROM queueflow.workflows WHERE status = 'running'"
             )
             if open_jobs == 0 and open_workflows == 0:
+                await connection.close()
                 return True
         except (OSError, asyncpg.PostgresError):
             connection = None
