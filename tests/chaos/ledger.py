@@ -8,6 +8,7 @@ durable once its INSERT returns, so a SIGKILLed process loses nothing it recorde
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -52,6 +53,23 @@ class Ledger:
         at = now()
         self.db.execute("INSERT INTO faults VALUES (?, ?, ?)", (kind, pid, at))
         return at
+
+    def load_journal(self, path: Path) -> None:
+        """Rows a TypeScript worker appended as JSON lines (Node 20 has no SQLite); a line a SIGKILL cut short
+        was never a complete record and is skipped."""
+        if not path.exists():
+            return
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if row["table"] == "executions":
+                values = (row["job_id"], row["delivery"], row["nonce"], row["pid"], row["at"])
+                self.db.execute("INSERT INTO executions VALUES (?, ?, ?, ?, ?)", values)
+            else:
+                values = (row["job_id"], row["kind"], row["nonce"], row["acked"], row["pid"], row["at"])
+                self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?)", values)
 
     def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
         return self.db.execute(sql, args).fetchall()

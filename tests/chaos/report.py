@@ -8,6 +8,7 @@ from tests.chaos.checks import Outcome, recovery_summary
 
 COLUMNS = (
     "scenario",
+    "SDK workers",
     "enqueued",
     "completed",
     "dead-lettered",
@@ -33,6 +34,7 @@ def row(o: Outcome) -> list[str]:
     exits = " / ".join(f"{o.sigterm_exits[k]:.2f}" if k in o.sigterm_exits else "-" for k in ("api", "worker"))
     return [
         o.scenario,
+        o.workers,
         str(o.enqueued),
         str(o.completed),
         str(o.dead_lettered),

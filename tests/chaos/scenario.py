@@ -59,6 +59,8 @@ class Cluster:
     servers: list[cluster.Process] = field(default_factory=list)
     workers: list[cluster.Process] = field(default_factory=list)
     postgres: cluster.OwnPostgres | None = None
+    kinds: set[str] = field(default_factory=set)
+    generations: int = 0
     sigterm_exits: dict[str, list[float]] = field(default_factory=dict)
     """Seconds each SIGTERMed process took to exit, by kind (api, worker)."""
 
@@ -87,10 +89,16 @@ class Cluster:
             for started in [pool.submit(p.start) for p in [*self.apis, *self.servers, *self.workers]]:
                 started.result()
 
-    def new_worker(self, n: int) -> cluster.Process:
+    def new_worker(self, slot: int, generation: int = 0) -> cluster.Process:
+        """The SDK worker in `slot`: Python in even slots, TypeScript in odd ones when its SDK is built."""
         queues = [*QUEUES, CRON_QUEUE]
-        base = self.bases[n % len(self.bases)]
-        return cluster.sdk_worker(f"sdk{n}", base, queues, self.work, self.ledger_path, LEASE_SECONDS)
+        base = self.bases[slot % len(self.bases)]
+        if slot % 2 and cluster.ts_available():
+            name = f"ts{slot}-{generation}"
+            self.kinds.add("TypeScript")
+            return cluster.ts_worker(name, base, queues, self.work, self.work / f"{name}.jsonl", LEASE_SECONDS)
+        self.kinds.add("Python")
+        return cluster.sdk_worker(f"py{slot}-{generation}", base, queues, self.work, self.ledger_path, LEASE_SECONDS)
 
     def stop(self) -> None:
         for process in [*self.workers, *self.servers, *self.apis]:
@@ -105,8 +113,9 @@ async def kill_a_worker(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
     n = rng.randrange(len(c.workers))
     ledger.fault("sigkill sdk worker", c.workers[n].pid)
     c.workers[n].kill()
-    c.workers[n] = c.new_worker(len(c.workers) + c.workers[n].starts + n * 1000)
-    c.workers[n].start()
+    c.generations += 1
+    c.workers[n] = c.new_worker(n, c.generations)
+    await asyncio.to_thread(c.workers[n].start)  # the next kill waits for the replacement to be up
 
 
 async def kill_or_restart_a_server(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
@@ -204,9 +213,12 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
         phases.mark("settle")
+        for journal in sorted(work.glob("*.jsonl")):  # noqa: ASYNC240 - a handful of local files, once
+            ledger.load_journal(journal)
         outcome = await check(name, database_url, ledger, started=started, settled=settled)
         phases.mark("check")
         outcome.phases = phases.took
+        outcome.workers = " + ".join(sorted(c.kinds))
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
         kept.append(outcome)
         if not outcome.holds:
