@@ -21,9 +21,10 @@ run: $(INSTALLED)
 test: $(INSTALLED)
 	$(BIN)/pytest
 
-# Every chaos scenario at full size (tests/chaos): real servers and workers under faults; the report goes to
-# docs/reliability.md. `make test` runs its short profile (tests/chaos/test_chaos.py).
-chaos: $(INSTALLED)
+# Every chaos scenario at full size (tests/chaos): real servers, Python and TypeScript workers under faults; the
+# report goes to docs/reliability.md. `make test` runs its short profile (tests/chaos/test_chaos.py).
+chaos: $(INSTALLED) $(TS_MODULES)
+	cd $(TS_SDK) && npm run build
 	$(BIN)/python -m tests.chaos --doc docs/reliability.md
 
 lint: $(INSTALLED)
