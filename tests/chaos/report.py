@@ -23,7 +23,7 @@ COLUMNS = (
     "cron fired (twice)",
     "faults",
     "recovery s (median / max)",
-    "stranded s (median / max)",
+    "stranded s after SIGKILL (median / max)",
     "SIGTERM exit s (api / worker)",
     "throughput jobs/s",
     "invariants",

@@ -26,11 +26,15 @@ import asyncpg
 from tests.chaos import cluster
 from tests.chaos.checks import Outcome, check
 from tests.chaos.ledger import Ledger
+from tests.chaos.ledger import now as ledger_now
 from tests.chaos.load import CRON_QUEUE, QUEUES, Api, create_schedules, create_workflow, delete_schedules, enqueue_jobs
 
 LEASE_SECONDS = 2.0
 TIMING = ("--janitor-interval", "0.5", "--safety-poll", "1", "--scheduler-interval", "0.5")
 BATCH = 250
+STRANDED_LIMIT = 6.0
+"""A killed holder's jobs are released within this: the 2 s lease (or timeout), the 0.5 s janitor sweep, and slack
+for a loaded 2-core machine."""
 SETTLE_FOR = 180.0
 """Once the load and the faults stop, how long every job and workflow has to reach a terminal state."""
 
@@ -60,6 +64,9 @@ class Cluster:
     workers: list[cluster.Process] = field(default_factory=list)
     postgres: cluster.OwnPostgres | None = None
     kinds: set[str] = field(default_factory=set)
+    watchers: list[asyncio.Task[None]] = field(default_factory=list)
+    stranded: list[float] = field(default_factory=list)
+    """Seconds from each SIGKILL until every job the killed process held was released (reclaimed or finished)."""
     generations: int = 0
     sigterm_exits: dict[str, list[float]] = field(default_factory=dict)
     """Seconds each SIGTERMed process took to exit, by kind (api, worker)."""
@@ -100,6 +107,19 @@ class Cluster:
         self.kinds.add("Python")
         return cluster.sdk_worker(f"py{slot}-{generation}", base, queues, self.work, self.ledger_path, LEASE_SECONDS)
 
+    def watch_release(self, ledger: Ledger, pid: int | None, killed_at: float) -> None:
+        """Measure how long the jobs a SIGKILLed process held stay `running` under its dead leases."""
+        held = ledger.rows(
+            "SELECT e.job_id, max(e.delivery) FROM executions e WHERE e.pid = ? AND NOT EXISTS"
+            " (SELECT 1 FROM outcomes o WHERE o.job_id = e.job_id AND o.pid = e.pid) GROUP BY e.job_id",
+            pid,
+        )
+        if held:
+            deliveries = {str(job_id): int(str(delivery)) for job_id, delivery in held}
+            self.watchers.append(
+                asyncio.create_task(_released(self.database_url, deliveries, killed_at, self.stranded))
+            )
+
     def stop(self) -> None:
         for process in [*self.workers, *self.servers, *self.apis]:
             process.kill()
@@ -111,8 +131,10 @@ Fault = Callable[[Cluster, Ledger, random.Random], Awaitable[None]]
 async def kill_a_worker(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
     """SIGKILL an SDK worker (it holds leases and may have acks in flight); a replacement starts."""
     n = rng.randrange(len(c.workers))
-    ledger.fault("sigkill sdk worker", c.workers[n].pid)
+    pid = c.workers[n].pid
+    killed_at = ledger.fault("sigkill sdk worker", pid)
     c.workers[n].kill()
+    c.watch_release(ledger, pid, killed_at)
     c.generations += 1
     c.workers[n] = c.new_worker(n, c.generations)
     await asyncio.to_thread(c.workers[n].start)  # the next kill waits for the replacement to be up
@@ -122,8 +144,10 @@ async def kill_or_restart_a_server(c: Cluster, ledger: Ledger, rng: random.Rando
     """SIGKILL or SIGTERM an API or worker-mode server (long-polls parked, acks in flight), then start it again."""
     process = rng.choice([*c.apis, *c.servers])
     if rng.random() < 0.5:
-        ledger.fault(f"sigkill {process.name}", process.pid)
+        pid = process.pid
+        killed_at = ledger.fault(f"sigkill {process.name}", pid)
         await asyncio.to_thread(process.kill)
+        c.watch_release(ledger, pid, killed_at)
     else:
         ledger.fault(f"sigterm {process.name}")
         took = await asyncio.to_thread(process.terminate)
@@ -210,6 +234,7 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         phases.mark("load")
         if faults is not None:
             await faults
+        await asyncio.gather(*c.watchers)
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
         phases.mark("settle")
@@ -219,6 +244,11 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         phases.mark("check")
         outcome.phases = phases.took
         outcome.workers = " + ".join(sorted(c.kinds))
+        outcome.stranded = c.stranded
+        outcome.require(
+            max(c.stranded, default=0) <= STRANDED_LIMIT,
+            f"a killed process's job stayed running {max(c.stranded, default=0):.1f} s under its dead lease",
+        )
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
         kept.append(outcome)
         if not outcome.holds:
@@ -267,6 +297,30 @@ async def _inject(
         if loading.done() and until is None:
             until = time.monotonic() + profile.load_seconds / 2
         await asyncio.sleep(profile.fault_every)  # the cadence of the faults
+
+
+async def _released(database_url: str, deliveries: dict[str, int], killed_at: float, out: list[float]) -> None:
+    """Wait until no job of `deliveries` is still `running` in the delivery the killed process held. The janitor
+    that releases them is another process that announces nothing, so this polls the database, with a deadline."""
+    deadline = time.monotonic() + 120
+    waiting = dict(deliveries)
+    while waiting and time.monotonic() < deadline:
+        try:
+            connection = await asyncpg.connect(database_url)
+            try:
+                rows = await connection.fetch(
+                    "SELECT id, status, delivery_count FROM queueflow.jobs WHERE id = ANY($1)", list(waiting)
+                )
+            finally:
+                await connection.close()
+        except (OSError, asyncpg.PostgresError):
+            rows = []  # the database is down (another fault): ask again
+        for row in rows:
+            if row["status"] != "running" or row["delivery_count"] > waiting[row["id"]]:
+                del waiting[row["id"]]
+        if waiting:
+            await asyncio.sleep(0.1)
+    out.append(ledger_now() - killed_at if not waiting else float("inf"))
 
 
 async def _settle(database_url: str) -> bool:
