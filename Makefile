@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium chaos
 
 $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ chromium:
 	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
 		echo "no /usr/bin/chromium: the dashboard's browser tests will skip"
+
+# Every chaos scenario at full size (tests/chaos): real servers, Python and TypeScript workers under faults; the
+# report goes to docs/reliability.md. `make test` runs its short profile (tests/chaos/test_chaos.py).
+chaos: $(INSTALLED) $(TS_MODULES)
+	cd $(TS_SDK) && npm run build
+	$(BIN)/python -m tests.chaos --doc docs/reliability.md
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

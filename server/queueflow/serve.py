@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import uvloop
@@ -33,6 +35,8 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from queueflow.runtime.inprocess import TaskRunner
 
 MEMORY_URL = "memory://"
@@ -169,7 +173,28 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
         "loop": "uvloop",
         "http": "httptools",
     }
-    uvicorn.run(app, **config)
+    _closing_server(uvicorn.Config(app, **config), wakeups).run()
+
+
+def _closing_server(config: uvicorn.Config, wakeups: Wakeups) -> uvicorn.Server:
+    """uvicorn's server, which on SIGTERM/SIGINT also answers every parked long-poll at once (`Wakeups.close`):
+    uvicorn lets open requests finish before it exits, and a parked lease would hold it for up to 60 s."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        loop: asyncio.AbstractEventLoop | None = None
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            if self.loop is not None:
+                # A signal handler interrupts the loop anywhere: hand the wake-ups to the loop, don't run them here.
+                self.loop.call_soon_threadsafe(wakeups.close)
+
+    return Server(config)
 
 
 async def _run_worker(settings: Settings, url: str, tasks: TaskRunner | None) -> None:

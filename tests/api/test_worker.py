@@ -232,6 +232,25 @@ async def test_a_parked_lease_returns_the_moment_a_job_arrives(client: AsyncClie
     assert wakeups.waiting == 0
 
 
+async def test_a_closing_hub_answers_parked_leases_at_once_with_no_jobs(
+    client: AsyncClient, wakeups: WatchedWakeups
+) -> None:
+    parked = asyncio.create_task(
+        client.post("/v1/worker/lease", json={"queues": ["mail"], "wait_seconds": 30}, headers=WORKER)
+    )
+    await wakeups.until_waiting(1)
+
+    wakeups.close()  # what `queueflow serve` does on SIGTERM
+
+    async with asyncio.timeout(5):
+        response = await parked
+    assert (response.status_code, response.json()) == (200, {"jobs": []})
+    await enqueue(client, queue_name="mail")
+    late = await client.post("/v1/worker/lease", json={"queues": ["mail"], "wait_seconds": 30}, headers=WORKER)
+    assert len(late.json()["jobs"]) == 1, "a closing server still hands out what is claimable"
+    assert wakeups.waiting == 0
+
+
 async def test_parked_leases_share_the_hub_and_each_job_goes_to_one(
     client: AsyncClient, wakeups: WatchedWakeups
 ) -> None:

@@ -151,3 +151,12 @@ async def test_next_due_is_the_earliest_delayed_job_or_retry_of_the_queues(engin
     clock.advance(seconds=45)
     assert await engine.next_due(["default"]) == clock.now() + timedelta(seconds=15)
     assert await engine.next_due(["nothing here"]) is None
+
+
+async def test_next_due_after_a_past_claim_answers_a_job_due_since(engine: Engine, clock: TestClock) -> None:
+    # A lessee's claim found nothing; the job became due before it asked when to look again.
+    claimed_at = clock.now()
+    await engine.enqueue(T, NewJob(task_name="soon", delay_seconds=1))
+    clock.advance(seconds=2)
+    assert await engine.next_due(["default"]) is None
+    assert await engine.next_due(["default"], after=claimed_at) == claimed_at + timedelta(seconds=1)

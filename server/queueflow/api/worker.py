@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
-from litestar import Controller, post
+from litestar import Controller, Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
@@ -28,36 +30,65 @@ from queueflow.api.schemas import (
 from queueflow.api.services import Services
 from queueflow.core import types as domain
 from queueflow.engine import Engine
-from queueflow.runtime.wakeups import Wakeups
+from queueflow.runtime.wakeups import Wakeups, Watch
 from queueflow.settings import Settings
 
 WORKER_ERRORS = (400, 401, 403, 413, 503)
 
 
 async def lease_or_wait(
-    engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings
+    engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings, client: Departure | None = None
 ) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work, the next delayed job or retry
     of those queues becomes due, or `wait_seconds` pass.
 
     The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
-    patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long.
+    patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long. A server that is
+    shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never waits one out; a
+    poll whose `client` has gone claims nothing more, since no one would receive (and complete) the jobs.
     """
     if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
         return await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
     with wakeups.watching(request.queues) as watch:
+        if client is not None:
+            client.wakes(watch)
         while True:
+            claimed_at = engine.clock.now()
             jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
             remaining = deadline - time.monotonic()
-            if jobs or remaining <= 0:
+            if jobs or remaining <= 0 or wakeups.closing or (client is not None and client.gone):
                 return jobs
             wait = min(remaining, settings.safety_poll)
-            due = await engine.next_due(request.queues)
+            due = await engine.next_due(request.queues, after=claimed_at)
             if due is not None:
                 wait = min(wait, max((due - engine.clock.now()).total_seconds(), 0.0))
             await watch.wait(wait)
+            if wakeups.closing or (client is not None and client.gone):
+                return []
+
+
+class Departure:
+    """Watches a long-poll's connection: `gone` once its client disconnected, which also wakes its watch."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self._watch: Watch | None = None
+
+    def wakes(self, watch: Watch) -> None:
+        self._watch = watch
+        if self.gone:
+            watch.event.set()
+
+    async def watch(self, http: Request[Any, Any, Any]) -> None:
+        # The body has been read, so the next ASGI message is the disconnect (the server sends it at once when
+        # the client closes the connection).
+        while (await http.receive())["type"] != "http.disconnect":
+            pass
+        self.gone = True
+        if self._watch is not None:
+            self._watch.event.set()
 
 
 class WorkerController(Controller):
@@ -73,9 +104,20 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def lease_jobs(self, services: NamedDependency[Services], data: JSONBody[LeaseRequest]) -> LeasedJobs:
+    async def lease_jobs(
+        self, services: NamedDependency[Services], data: JSONBody[LeaseRequest], request: Request[Any, Any, Any]
+    ) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
-        jobs = await lease_or_wait(services.engine, services.wakeups, data, services.settings)
+        engine, wakeups, settings = services.engine, services.wakeups, services.settings
+        if data.wait_seconds > 0:
+            client = Departure()
+            watcher = asyncio.create_task(client.watch(request))
+            try:
+                jobs = await lease_or_wait(engine, wakeups, data, settings, client)
+            finally:
+                watcher.cancel()
+        else:
+            jobs = await lease_or_wait(engine, wakeups, data, settings)
         services.metrics.jobs_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
 

@@ -135,10 +135,11 @@ class Engine:
         validation.check(validation.lease_errors(queues, max_jobs, lease_seconds))
         return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds)
 
-    async def next_due(self, queues: Sequence[str]) -> datetime | None:
-        """When the next delayed job or retry of `queues` becomes claimable (None: nothing waits), so that an
-        idle lessee can sleep exactly until then."""
-        return await self.store.job_next_due(list(dict.fromkeys(queues)), self.clock.now())
+    async def next_due(self, queues: Sequence[str], *, after: datetime | None = None) -> datetime | None:
+        """When the next delayed job or retry of `queues` becomes claimable after `after` (default now; None:
+        nothing waits), so that an idle lessee can sleep exactly until then. A lessee passes the time of its
+        empty claim, so that a job that became due since is answered too (and it claims again at once)."""
+        return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now())
 
     async def heartbeat(self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0) -> Job:
         """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline."""

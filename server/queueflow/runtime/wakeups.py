@@ -3,6 +3,9 @@
 Whoever learns of new work calls `notify(queue)`: the in-memory store on insert, the PostgreSQL notifier for
 each `queueflow_work` notification. Long-poll leases and idle in-process workers `wait()` on the queues they
 drain. Any number of waiters share one hub, and so one LISTEN connection.
+
+`close()` marks the process as shutting down: every parked waiter is woken, and a long-poll that sees
+`closing` answers with what it has instead of parking again, so a SIGTERM never waits out a long-poll.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Watch:
 class Wakeups:
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self.closing = False
+        """True once `close()` was called: the process is shutting down."""
 
     def notify(self, queue: str) -> None:
         """Wake every waiter on `queue`."""
@@ -45,6 +50,11 @@ class Wakeups:
         for events in self._waiters.values():
             for event in events:
                 event.set()
+
+    def close(self) -> None:
+        """The process is shutting down: wake every waiter, and let long-polls see `closing`."""
+        self.closing = True
+        self.notify_all()
 
     @contextmanager
     def watching(self, queues: Iterable[str]) -> Iterator[Watch]:

@@ -1,0 +1,56 @@
+"""`python -m tests.chaos [--short] [--scenario NAME ...] [--doc docs/reliability.md]`: run the chaos scenarios,
+print the report, exit 1 if any invariant broke. `make chaos` runs the full profile of every scenario."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tests.chaos import probes, scenario
+from tests.chaos.report import table
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.chaos")
+    parser.add_argument("--short", action="store_true", help="the short profile (what `make test` runs)")
+    parser.add_argument("--scenario", action="append", choices=sorted(scenario.FAULTS), help="default: all")
+    parser.add_argument("--doc", type=Path, help="also write the report into this Markdown file")
+    parser.add_argument("--jobs", type=int, help="jobs per scenario (default: the profile's)")
+    args = parser.parse_args()
+    profile = scenario.SHORT if args.short else scenario.FULL
+    if args.jobs is not None:
+        profile = dataclasses.replace(profile, jobs=args.jobs)
+    began = time.monotonic()
+    outcomes = []
+    for name in args.scenario or [name for name in scenario.FAULTS if name != "mixed"]:
+        print(f"chaos: {name} …", flush=True)
+        outcomes.append(asyncio.run(scenario.run(name, profile)))
+    findings = asyncio.run(probes.run_all())
+    took = time.monotonic() - began
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    size = f"{'short' if args.short else 'full'} profile, {profile.jobs:,} jobs a scenario"
+    heading = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {machine} · {size}"
+    report = "\n".join([heading, "", table(outcomes), "", probes.describe(findings), "", f"took {took:.0f} s"])
+    print(report)
+    if args.doc is not None:
+        write_doc(args.doc, report)
+    ok = all(o.holds for o in outcomes) and all(f.holds for f in findings)
+    return 0 if ok else 1
+
+
+def write_doc(path: Path, report: str) -> None:
+    marker = "<!-- chaos report -->"
+    text = path.read_text() if path.exists() else marker + "\n"
+    head, _, _ = text.partition(marker)
+    path.write_text(head + marker + "\n" + report + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

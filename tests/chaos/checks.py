@@ -1,0 +1,151 @@
+"""The invariants, checked by comparing the ledger (what tasks ran, what the server acknowledged) with the
+database once a run has settled."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from tests.chaos.ledger import Ledger
+
+TERMINAL = ("completed", "dead_letter", "cancelled")
+SIGTERM_LIMIT = 2.0
+"""An API server must exit this soon after SIGTERM, parked long-polls or not."""
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    enqueued: int = 0
+    completed: int = 0
+    dead_lettered: int = 0
+    cancelled: int = 0
+    executions: int = 0
+    duplicate_executions: int = 0
+    duplicate_completions: int = 0
+    overwritten: int = 0
+    lost: int = 0
+    stuck: int = 0
+    workflows: int = 0
+    workflows_unfinished: int = 0
+    cron_fired: int = 0
+    cron_duplicates: int = 0
+    faults: int = 0
+    recovery: list[float] = field(default_factory=list)
+    throughput: float = 0.0
+    stranded: list[float] = field(default_factory=list)
+    sigterm_exits: dict[str, float] = field(default_factory=dict)
+    workers: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    logs: str = ""
+
+    @property
+    def holds(self) -> bool:
+        return not self.problems
+
+    def require(self, ok: bool, problem: str) -> None:
+        if not ok:
+            self.problems.append(problem)
+
+
+async def check(name: str, database_url: str, ledger: Ledger, *, started: float, settled: bool) -> Outcome:
+    out = Outcome(name)
+    connection = await asyncpg.connect(database_url)
+    try:
+        jobs = await connection.fetch(
+            "SELECT id, status, result->>'nonce' AS nonce, locked_until < now() AS expired, metadata"
+            " FROM queueflow.jobs"
+        )
+        workflows = await connection.fetch("SELECT id, status FROM queueflow.workflows")
+        cron = await connection.fetch(
+            "SELECT tenant_id, metadata->>'schedule' AS schedule, metadata->>'occurrence' AS occurrence, count(*) AS n"
+            " FROM queueflow.jobs WHERE metadata ? 'schedule' GROUP BY 1, 2, 3"
+        )
+    finally:
+        await connection.close()
+
+    by_id = {row["id"]: row for row in jobs}
+    out.enqueued = len(jobs)
+    out.completed = sum(row["status"] == "completed" for row in jobs)
+    out.dead_lettered = sum(row["status"] == "dead_letter" for row in jobs)
+    out.cancelled = sum(row["status"] == "cancelled" for row in jobs)
+
+    # Every job the driver was told exists is in the table; every row ended in a terminal state.
+    sent = {job_id for (job_id,) in ledger.rows("SELECT job_id FROM enqueued WHERE kind = 'job'")}
+    missing = sent - by_id.keys()
+    unfinished = [row for row in jobs if row["status"] not in TERMINAL]
+    out.stuck = sum(row["status"] == "running" and bool(row["expired"]) for row in unfinished)
+    out.lost = len(missing) + len(unfinished) - out.stuck
+    out.require(not missing, f"{len(missing)} enqueued jobs are not in the table")
+    out.require(not unfinished, f"{len(unfinished)} jobs never finished: {_sample(r['id'] for r in unfinished)}")
+    out.require(out.stuck == 0, f"{out.stuck} jobs left running past their lease")
+
+    # No job completed twice; the result of an acknowledged completion is never replaced; a completed job's
+    # result is one that some execution of it produced.
+    acked: dict[str, list[str]] = {}
+    for job_id, nonce in ledger.rows("SELECT job_id, nonce FROM outcomes WHERE kind = 'complete' AND acked = 1"):
+        acked.setdefault(str(job_id), []).append(str(nonce))
+    twice = [job_id for job_id, nonces in acked.items() if len(nonces) > 1]
+    out.duplicate_completions = len(twice)
+    out.require(not twice, f"{len(twice)} jobs acknowledged as completed twice: {_sample(twice)}")
+    produced: dict[str, set[str]] = {}
+    executions: dict[str, int] = {}
+    for job_id, nonce in ledger.rows("SELECT job_id, nonce FROM executions"):
+        produced.setdefault(str(job_id), set()).add(str(nonce))
+        executions[str(job_id)] = executions.get(str(job_id), 0) + 1
+    overwritten = [
+        job_id
+        for job_id, nonces in acked.items()
+        if job_id in by_id and (by_id[job_id]["status"] != "completed" or by_id[job_id]["nonce"] != nonces[-1])
+    ]
+    foreign = [
+        row["id"] for row in jobs if row["status"] == "completed" and row["nonce"] not in produced.get(row["id"], set())
+    ]
+    out.overwritten = len(overwritten) + len(foreign)
+    out.require(
+        not overwritten, f"{len(overwritten)} acknowledged completions were overwritten: {_sample(overwritten)}"
+    )
+    out.require(not foreign, f"{len(foreign)} completed jobs hold a result no execution produced: {_sample(foreign)}")
+
+    # Delivery is at least once: executions beyond one per acknowledged failure, plus the last, are duplicates.
+    failed = dict(ledger.rows("SELECT job_id, count(*) FROM outcomes WHERE kind = 'fail' AND acked = 1 GROUP BY 1"))
+    out.executions = sum(executions.values())
+    out.duplicate_executions = sum(max(0, n - int(failed.get(job_id, 0)) - 1) for job_id, n in executions.items())
+
+    out.workflows = len(workflows)
+    out.workflows_unfinished = sum(row["status"] == "running" for row in workflows)
+    out.require(out.workflows_unfinished == 0, f"{out.workflows_unfinished} workflows never finished")
+    out.cron_fired = sum(row["n"] for row in cron)
+    out.cron_duplicates = sum(row["n"] - 1 for row in cron if row["n"] > 1)
+    out.require(out.cron_duplicates == 0, f"{out.cron_duplicates} cron occurrences fired more than once")
+    out.require(settled, "the run did not settle in time")
+
+    # Recovery: from each fault to the first acknowledged outcome after it. Throughput: acknowledged outcomes
+    # over the time they took.
+    faults = [float(at) for (at,) in ledger.rows("SELECT at FROM faults ORDER BY at")]
+    out.faults = len(faults)
+    for at in faults:
+        (first,) = ledger.rows("SELECT min(at) FROM outcomes WHERE acked = 1 AND at > ?", at)[0]
+        if first is not None:
+            out.recovery.append(float(first) - at)
+    api_exit = out.sigterm_exits.get("api", 0.0)
+    out.require(api_exit <= SIGTERM_LIMIT, f"an API server took {api_exit:.1f} s to exit after SIGTERM")
+    (last,) = ledger.rows("SELECT max(at) FROM outcomes WHERE acked = 1")[0]
+    settled_count = ledger.rows("SELECT count(*) FROM outcomes WHERE acked = 1")[0][0]
+    if last is not None and float(last) > started:
+        out.throughput = int(str(settled_count)) / (float(last) - started)
+    return out
+
+
+def _sample(ids: object) -> str:
+    items = sorted(str(i) for i in ids)  # type: ignore[attr-defined]
+    return ", ".join(items[:5]) + (" …" if len(items) > 5 else "")
+
+
+def recovery_summary(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.2f} / {max(values):.2f}"

@@ -1,0 +1,105 @@
+"""The load a chaos run puts on QueueFlow, over HTTP as a user would: jobs in batches across queues, tenants and
+priorities; diamond workflows; per-minute schedules. Every request carries an idempotency key, so the driver
+retries it through server kills and database blips without enqueuing anything twice."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from tests.chaos.cluster import TENANT_KEYS
+from tests.chaos.tasks import TIMEOUT_SECONDS
+
+QUEUES = ("q0", "q1", "q2", "q3")
+CRON_QUEUE = "cron"
+TENANTS = tuple(TENANT_KEYS)
+BACKOFF = {"strategy": "exponential", "base_seconds": 0.1, "max_seconds": 1.0, "jitter": True}
+POLICY: dict[str, Any] = {"max_retries": 3, "backoff": BACKOFF, "timeout_seconds": TIMEOUT_SECONDS}
+RETRY_FOR = 120.0
+"""How long the driver keeps retrying one request while servers or the database are down."""
+
+
+class Api:
+    """Tenant calls spread over every API server, each retried (idempotently) on any server until it lands."""
+
+    def __init__(self, bases: Sequence[str]) -> None:
+        self.bases = list(bases)
+        self.http = httpx.AsyncClient(timeout=30)
+        self.turn = 0
+
+    async def call(self, method: str, path: str, tenant: str, *, key: str | None = None, **kw: Any) -> Any:
+        headers = {"Authorization": f"Bearer {TENANT_KEYS[tenant]}"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        deadline = time.monotonic() + RETRY_FOR
+        while True:
+            self.turn += 1
+            base = self.bases[self.turn % len(self.bases)]
+            try:
+                response = await self.http.request(method, base + path, headers=headers, **kw)
+            except httpx.TransportError:
+                response = None
+            if response is not None and response.status_code < 500:
+                response.raise_for_status()
+                return response.json() if response.content else None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{method} {path} kept failing for {RETRY_FOR} s")
+            await asyncio.sleep(0.1)  # back off before the next server; it may be restarting
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random) -> list[str]:
+    tenant = TENANTS[start // max(count, 1) % len(TENANTS)]
+    items = [
+        {
+            "task_name": "chaos",
+            "queue_name": rng.choice(QUEUES),
+            "priority": rng.randint(-5, 5),
+            "payload": {"i": start + i},
+            "idempotency_key": f"chaos-{start + i}",
+            **POLICY,
+        }
+        for i in range(count)
+    ]
+    body = await api.call("POST", "/v1/jobs/batch", tenant, json={"jobs": items})
+    return [job["id"] for job in body["jobs"]]
+
+
+async def create_workflow(api: Api, n: int) -> str:
+    """A diamond a → (b, c) → d, with each failure policy somewhere in it."""
+    step = {"task_name": "chaos", "queue_name": QUEUES[n % len(QUEUES)], **POLICY}
+    steps = [
+        {"name": "a", **step, "on_failure": "continue"},
+        {"name": "b", **step, "depends_on": ["a"], "on_failure": "skip"},
+        {"name": "c", **step, "depends_on": ["a"], "on_failure": "halt" if n % 2 else "continue"},
+        {"name": "d", **step, "depends_on": ["b", "c"]},
+    ]
+    body = {"name": f"diamond-{n}", "steps": steps}
+    workflow = await api.call("POST", "/v1/workflows", TENANTS[n % 2], key=f"wf-{n}", json=body)
+    return str(workflow["id"])
+
+
+async def create_schedules(api: Api, count: int) -> None:
+    for n in range(count):
+        body = {"name": f"minutely-{n}", "cron": "* * * * *", "task_name": "chaos", "queue_name": CRON_QUEUE}
+        try:
+            await api.call("POST", "/v1/schedules", TENANTS[n % 2], json=body)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != 409:  # 409: a retried create whose first attempt landed
+                raise
+
+
+async def delete_schedules(api: Api, count: int) -> None:
+    for n in range(count):
+        try:
+            await api.call("DELETE", f"/v1/schedules/minutely-{n}", TENANTS[n % 2])
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != 404:  # 404: a retried delete whose first attempt landed
+                raise

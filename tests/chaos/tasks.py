@@ -1,0 +1,85 @@
+"""The chaos suite's task code: one task, `chaos`, whose behaviour each delivery draws from the job id and the
+delivery number — succeed, raise, ask to retry, run past its timeout, or fail for good — and that records every
+execution and every acknowledged outcome in the ledger (`QUEUEFLOW_CHAOS_LEDGER`).
+
+The same `registry` runs in SDK worker processes (`python -m tests.chaos.sdk_worker`) and inside servers
+(`queueflow serve --tasks tests.chaos.tasks:registry`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from typing import Any
+
+from queueflow_client import TaskRegistry
+from queueflow_client.tasks import Delivery, Fatal, JobContext, Lease, Retry
+
+from tests.chaos.ledger import Ledger
+
+TIMEOUT_SECONDS = 2.0
+"""Every chaos job's `timeout_seconds`: a delivery that runs past it loses its lease."""
+
+
+def draw(job_id: str, delivery: int) -> float:
+    """A number in [0, 1) fixed by the job and its delivery, so a run can be replayed."""
+    digest = hashlib.blake2b(f"{job_id}:{delivery}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+class _RecordingLease:
+    """A `Lease` that writes each outcome the server answered into the ledger."""
+
+    def __init__(self, inner: Lease, ledger: Ledger, job_id: str) -> None:
+        self.inner = inner
+        self.ledger = ledger
+        self.job_id = job_id
+
+    async def heartbeat(self) -> bool:
+        return await self.inner.heartbeat()
+
+    async def complete(self, result: Any) -> bool:
+        held = await self.inner.complete(result)
+        nonce = result.get("nonce") if isinstance(result, dict) else None
+        self.ledger.outcome(self.job_id, "complete", nonce, held)
+        return held
+
+    async def fail(self, error: str, *, retryable: bool, retry_after_seconds: float | None) -> bool:
+        held = await self.inner.fail(error, retryable=retryable, retry_after_seconds=retry_after_seconds)
+        self.ledger.outcome(self.job_id, "fail", None, held)
+        return held
+
+
+class LedgerRegistry(TaskRegistry):
+    def __init__(self) -> None:
+        super().__init__()
+        self._ledger: Ledger | None = None
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            self._ledger = Ledger.from_env()
+        return self._ledger
+
+    async def execute(self, job: Delivery, lease: Lease, *, heartbeat_every: float) -> None:
+        await super().execute(job, _RecordingLease(lease, self.ledger, job.id), heartbeat_every=heartbeat_every)
+
+
+registry = LedgerRegistry()
+
+
+@registry.task("chaos")
+async def chaos(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    nonce = uuid.uuid4().hex
+    registry.ledger.executed(ctx.job_id, ctx.delivery_count, nonce)
+    roll = draw(ctx.job_id, ctx.delivery_count)
+    if roll < 0.07:
+        raise RuntimeError("chaos: this delivery raised")
+    if roll < 0.12:
+        raise Retry("chaos: asked to retry", after=0.1)
+    if roll < 0.14 and ctx.delivery_count == 1:
+        await asyncio.sleep(TIMEOUT_SECONDS + 1)  # past the lease: the janitor reclaims it as timed out
+    if roll < 0.15:
+        raise Fatal("chaos: failed for good")
+    return {"nonce": nonce}

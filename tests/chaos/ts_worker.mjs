@@ -1,0 +1,61 @@
+// node tests/chaos/ts_worker.mjs BASE_URL WORKER_KEY QUEUES CONCURRENCY LEASE_SECONDS JOURNAL
+//
+// A TypeScript SDK worker (sdks/typescript, built into dist/) running the chaos task, the same behaviours as
+// tests/chaos/tasks.py. Node 20 has no SQLite, so it appends its ledger rows to JOURNAL as JSON lines (one
+// appendFileSync each: a SIGKILL loses nothing written); the checks load them into the ledger. What the
+// server acknowledged is read off the worker's own fetch: the answer to each complete and fail call.
+import { appendFileSync } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { FatalError, RetryError, Worker } from "../../sdks/typescript/dist/index.js";
+
+const [baseUrl, workerKey, queues, concurrency, leaseSeconds, journal] = process.argv.slice(2);
+const TIMEOUT_MS = 2000;
+
+function record(table, row) {
+  appendFileSync(journal, JSON.stringify({ table, ...row, pid: process.pid, at: Date.now() / 1000 }) + "\n");
+}
+
+function draw(jobId, delivery) {
+  return createHash("sha256").update(`${jobId}:${delivery}`).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+const SETTLE = /\/v1\/worker\/jobs\/([^/]+)\/(complete|fail)$/;
+
+async function observed(input, init) {
+  const request = input instanceof Request ? input : new Request(input, init);
+  const match = SETTLE.exec(new URL(request.url).pathname);
+  const body = match ? JSON.parse(await request.clone().text()) : undefined;
+  const response = await fetch(request);
+  if (match) {
+    const nonce = match[2] === "complete" ? (body.result?.nonce ?? null) : null;
+    record("outcomes", { job_id: match[1], kind: match[2], nonce, acked: response.status === 200 ? 1 : 0 });
+  }
+  return response;
+}
+
+const worker = new Worker({
+  baseUrl,
+  workerKey,
+  queues: queues.split(","),
+  concurrency: Number(concurrency),
+  leaseSeconds: Number(leaseSeconds),
+  waitSeconds: 5,
+  fetch: observed,
+  onError: () => {},
+});
+
+worker.task("chaos", async (_payload, { job, signal }) => {
+  const nonce = randomUUID().replaceAll("-", "");
+  record("executions", { job_id: job.id, delivery: job.delivery_count, nonce });
+  const roll = draw(job.id, job.delivery_count);
+  if (roll < 0.07) throw new Error("chaos: this delivery raised");
+  if (roll < 0.12) throw new RetryError(0.1, "chaos: asked to retry");
+  if (roll < 0.14 && job.delivery_count === 1) await sleep(TIMEOUT_MS + 1000, undefined, { signal });
+  if (roll < 0.15) throw new FatalError("chaos: failed for good");
+  return { nonce };
+});
+worker.stopOnSignals();
+const running = worker.start();
+console.error("chaos ts worker: leasing from", queues);
+await running;

@@ -1,0 +1,112 @@
+"""A parked long-poll ends when no one needs it any more, on a real `queueflow serve` process.
+
+- SIGTERM: the server answers it at once with no jobs and exits within 2 s. A server that waited out every parked
+  lease (up to `wait_seconds`, 60 s) outlived an orchestrator's grace period (Kubernetes kills at 30 s).
+- Its client goes away (a worker stopping or crashing mid-poll): the poll claims nothing more. One that went on
+  waiting claimed the next job for no one, and that job waited out the lease and the janitor (the chaos probe
+  measured 6.4 s with a 5 s lease).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from tests.e2e.live import ROOT, free_port, live_server
+
+GRACE = 2.0
+MEMORY = ("--database-url", "memory://")
+PARKED = re.compile(r"^queueflow_lease_waiters(?:\{[^}]*\})? (\S+)$", re.MULTILINE)
+
+
+def parked(http: httpx.Client) -> float:
+    found = PARKED.search(http.get("/metrics").text)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.parametrize("mode", ["api", "all"])
+def test_sigterm_answers_parked_long_polls_and_exits_within_two_seconds(mode: str) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "queueflow.cli", "serve", "--mode", mode, "--port", str(port), *MEMORY],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    answers: list[httpx.Response | BaseException] = []
+    try:
+        with httpx.Client(base_url=base, timeout=5) as http:
+            # The server is another process that announces nothing we can wait on: poll its readiness and its
+            # parked-lease gauge with a deadline.
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if http.get("/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "server did not start"
+                assert process.poll() is None, "server exited"
+
+            def long_poll() -> None:
+                try:
+                    with httpx.Client(base_url=base, timeout=70) as client:
+                        body = {"queues": ["shutdown"], "wait_seconds": 60}
+                        answers.append(client.post("/v1/worker/lease", json=body))
+                except BaseException as exc:
+                    answers.append(exc)
+
+            poller = threading.Thread(target=long_poll)
+            poller.start()
+            deadline = time.monotonic() + 10
+            while parked(http) < 1:
+                assert time.monotonic() < deadline, "the long-poll never parked"
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        poller.join(timeout=GRACE + 1)
+        try:
+            process.wait(timeout=GRACE + 1)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {GRACE + 1} s after SIGTERM")
+        took = time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert took < GRACE, f"exit took {took:.1f} s"
+    (answer,) = answers
+    assert isinstance(answer, httpx.Response), answer
+    assert (answer.status_code, answer.json()) == (200, {"jobs": []})
+
+
+def wait_for_parked(http: httpx.Client, count: int) -> None:
+    """The server is another process that announces nothing: poll its parked-lease gauge, with a deadline."""
+    deadline = time.monotonic() + 10
+    while parked(http) != count:
+        assert time.monotonic() < deadline, f"never {count} parked long-polls"
+
+
+def test_a_long_poll_whose_client_left_claims_nothing() -> None:
+    with live_server(*MEMORY) as base, httpx.Client(base_url=base, timeout=10) as http:
+        body = b'{"queues": ["abandoned"], "wait_seconds": 60, "lease_seconds": 600}'
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as departing:
+            head = f"POST /v1/worker/lease HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            departing.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            wait_for_parked(http, 1)
+        wait_for_parked(http, 0)
+        job = http.post("/v1/jobs", json={"task_name": "t", "queue_name": "abandoned"}).json()
+        leased = http.post("/v1/worker/lease", json={"queues": ["abandoned"], "wait_seconds": 5}).json()
+        assert [j["id"] for j in leased["jobs"]] == [job["id"]]
