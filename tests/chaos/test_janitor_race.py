@@ -15,9 +15,10 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
+from queueflow.clocks import TestClock
 from queueflow.core.errors import LeaseLost
 from queueflow.core.types import Job, JobStatus, MaintenanceReport, NewJob
-from queueflow.ports import JobStore, TestClock
+from queueflow.ports import JobStore
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests.postgres.helpers import START, T, engine_on
