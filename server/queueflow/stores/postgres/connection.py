@@ -3,8 +3,9 @@ a QueueFlowError.
 
 asyncpg's own pool, not SQLAlchemy's: every statement here is raw SQL on the driver's connection, and SQLAlchemy's
 async pool ran each checkout and return through a greenlet (about half the store's CPU per statement, measured
-in bench/RESULTS.md). The pool never closes an idle connection and has no overflow, so a busy server opens no
-new PostgreSQL sessions once it is warm: more concurrent operations than connections wait their turn.
+in bench/RESULTS.md). The pool opens all its connections on first use, never closes an idle one and has no
+overflow, so a server opens no new PostgreSQL session after its first statement: more concurrent operations than
+connections wait their turn.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def create_pool(dsn: str, *, size: int, connect_timeout: float) -> asyncpg.Pool:
     from inside one, on first use (`Pooled._ready`)."""
     return asyncpg.create_pool(
         dsn,
-        min_size=1,
+        # Every connection is opened on first use and kept: a pool that grows under load opens sessions when it can
+        # least afford to (each open costs tens of milliseconds with its codec set-up: the tail of a wake-up).
+        min_size=size,
         max_size=size,
-        max_inactive_connection_lifetime=0,  # a warm pool keeps its sessions
+        max_inactive_connection_lifetime=0,
         timeout=connect_timeout,
         init=_decode_json_once,
         reset=_keep_session,
