@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -45,7 +44,7 @@ def create_app(
     """The HTTP API over `store`. `wakeups` is the hub the store (or its notifier) signals on insert; without
     one, long-polling leases fall back to polling every `settings.safety_poll` seconds. `lifespan` context
     managers run around the app's life (a server process starts its notifier and loops there)."""
-    engine = Engine(store, clock, rng=rng or random.SystemRandom(), settings=settings.engine_settings)
+    engine = Engine(store, clock, rng=rng, settings=settings.engine_settings)
     metrics = Metrics()
     hub = wakeups if wakeups is not None else Wakeups()
     keyring = Keyring(settings)

@@ -6,6 +6,7 @@ them; the engine still checks every rule, so an embedder who bypasses HTTP gets 
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -61,18 +62,28 @@ class Backoff(_Request):
     jitter: bool = True
 
     def to_domain(self) -> domain.BackoffPolicy:
-        return domain.BackoffPolicy(
-            domain.BackoffStrategy(self.strategy), self.base_seconds, self.max_seconds, self.jitter
-        )
+        return _policy(self.strategy, self.base_seconds, self.max_seconds, self.jitter)
 
     @classmethod
     def from_domain(cls, policy: domain.BackoffPolicy) -> Backoff:
-        return cls(
-            strategy=policy.strategy.value,
-            base_seconds=policy.base_seconds,
-            max_seconds=policy.max_seconds,
-            jitter=policy.jitter,
-        )
+        return _backoff(policy)
+
+
+# A batch of a thousand jobs nearly always shares one policy: build each distinct one once. Both values are only
+# read, never changed, so sharing them is safe.
+@functools.lru_cache(maxsize=256)
+def _policy(strategy: str, base_seconds: float, max_seconds: float, jitter: bool) -> domain.BackoffPolicy:
+    return domain.BackoffPolicy(domain.BackoffStrategy(strategy), base_seconds, max_seconds, jitter)
+
+
+@functools.lru_cache(maxsize=256)
+def _backoff(policy: domain.BackoffPolicy) -> Backoff:
+    return Backoff(
+        strategy=policy.strategy.value,
+        base_seconds=policy.base_seconds,
+        max_seconds=policy.max_seconds,
+        jitter=policy.jitter,
+    )
 
 
 class _Task(_Request):

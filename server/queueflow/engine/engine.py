@@ -50,7 +50,10 @@ class Engine:
     ) -> None:
         self.store = store
         self.clock = clock
-        self.rng: RandomSource = rng or random.SystemRandom()
+        # Ids need to be unique, not secret (every read is checked against its tenant; lease tokens come from
+        # PostgreSQL's gen_random_uuid), and jitter needs no more: a generator seeded from the OS, not a system
+        # call per id (SystemRandom was 4% of a batch enqueue's CPU).
+        self.rng: RandomSource = rng or random.Random()
         self.settings = settings or EngineSettings()
         self.workflows = Workflows(store, clock, self.rng)
         self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
