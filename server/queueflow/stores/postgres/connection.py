@@ -1,11 +1,11 @@
 """What every part of the PostgreSQL store shares: one asyncpg pool, and connections from it whose every error is
 a QueueFlowError.
 
-asyncpg's own pool, not SQLAlchemy's: every statement here is raw SQL on the driver's connection, and SQLAlchemy's
-async pool ran each checkout and return through a greenlet (about half the store's CPU per statement, measured
-in bench/RESULTS.md). The pool opens all its connections on first use, never closes an idle one and has no
-overflow, so a server opens no new PostgreSQL session after its first statement: more concurrent operations than
-connections wait their turn.
+asyncpg's own pool, not SQLAlchemy's: every statement here is raw SQL on the driver's connection, SQLAlchemy's
+async pool ran each checkout and return through a greenlet switch, and its overflow opened and closed sessions
+under load (the new sessions counted in bench/RESULTS.md). The pool opens all its connections on first use,
+never closes an idle one and has no overflow, so a server opens no new PostgreSQL session after its first
+statement: more concurrent operations than connections wait their turn.
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ class Pooled:
 
     async def _ready(self) -> asyncpg.Pool:
         """The pool, opened on first use (once, however many callers ask at the same time)."""
+        opened = self._opened
+        if opened is not None and opened.done() and not opened.cancelled() and opened.exception() is None:
+            return opened.result()  # every statement comes here: no shield, no await once the pool is open
         if self._opened is None:
             pool = create_pool(self._dsn, size=self._pool_size, connect_timeout=self._connect_timeout)
             self._opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
@@ -118,5 +121,5 @@ class Pooled:
             return
         if not opened.done():
             opened.cancel()
-        elif opened.exception() is None:
+        elif not opened.cancelled() and opened.exception() is None:
             await opened.result().close()

@@ -143,7 +143,7 @@ class PostgresJobs(Pooled):
             return [job_from_row(row) for row in await db.fetch(sql, *args)]
 
     async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
-        wanted = [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
+        wanted = _queue_names(queues)
         if not wanted:
             return []
         async with self._connection() as db:
@@ -154,7 +154,7 @@ class PostgresJobs(Pooled):
         return jobs
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
-        wanted = [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
+        wanted = _queue_names(queues)
         if not wanted:
             return None
         async with self._connection() as db:
@@ -239,6 +239,11 @@ class PostgresJobs(Pooled):
         return sorted(
             (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
         )
+
+
+def _queue_names(queues: Sequence[str]) -> list[str]:
+    """`queues` once each, in order, without names no row can hold (text PostgreSQL cannot store)."""
+    return [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
 
 
 def _held_items(items: Sequence[Completion | Failure]) -> dict[int, uuid.UUID]:
