@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from msgspec.structs import replace
 from queueflow.clocks import TestClock
 from queueflow.core.ids import new_id
 from queueflow.core.types import BackoffPolicy, Job, JobStatus

@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
+from msgspec.structs import replace
 from queueflow.core.advance import NewStepJob, record, settle
 from queueflow.core.cursor import Listed
 from queueflow.core.ids import new_id

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import JSON, Completion, Failure, Job, JobStatus

@@ -6,9 +6,8 @@ The lease methods (claim, heartbeat, complete, fail, lease_expired) are in test_
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
+from msgspec.structs import replace
 from queueflow.core.advance import Transition
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH

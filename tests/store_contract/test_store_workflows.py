@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+import msgspec
 import pytest
 from queueflow.core.advance import (
     ENQUEUE_FROM,
@@ -101,7 +102,7 @@ async def test_insert_of_a_value_postgresql_cannot_store_writes_nothing(store: S
         (replace(row, context={"deep": nested(MAX_DEPTH)}), jobs),
         (replace(row, name="nul\x00"), jobs),
         (replace(row, steps=[replace(row.steps[0], payload={"x": "nul\x00"}), row.steps[1]]), jobs),
-        (row, [jobs[0], replace(jobs[1], payload={"x": "nul\x00"})]),
+        (row, [jobs[0], msgspec.structs.replace(jobs[1], payload={"x": "nul\x00"})]),
         (replace(row, id=keyed.id), jobs),
         # A known key does not make an unstorable workflow acceptable.
         (replace(row, idempotency_key="k", context={"text": "nul\x00"}), jobs),
@@ -156,7 +157,7 @@ async def test_advance_hands_decide_the_stored_workflow_and_records_its_transiti
     assert statuses(after) == {"a": "completed", "b": "enqueued", "c": "enqueued", "d": "pending"}
     b = await store.job_get(named(after, "b").job_id or "")
     assert b is not None
-    assert b == replace(
+    assert b == msgspec.structs.replace(
         job(now=at(5), queue_name="qb", task_name="do-b", payload={CONTEXT_KEY: {"run": 1, "a": {"rows": 3}}}),
         id=b.id,
         workflow_id=row.id,
@@ -209,7 +210,7 @@ async def test_advance_cancels_the_unfinished_jobs_of_steps_it_cancels(store: St
     voided = {"status": JobStatus.CANCELLED, "lease_token": None, "locked_until": None, "completed_at": at(7)}
     for name in ("a", "b"):
         job_id = named(row, name).job_id or ""
-        assert jobs[job_id] == replace(jobs_before[job_id], **voided)
+        assert jobs[job_id] == msgspec.structs.replace(jobs_before[job_id], **voided)
     c_job = named(row, "c").job_id or ""
     assert jobs[c_job] == jobs_before[c_job]  # finished before the cancel: left as it is
     a_job = named(row, "a").job_id or ""

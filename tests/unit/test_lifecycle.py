@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from msgspec.structs import replace
 from queueflow.core.lifecycle import expiry_reason, holds_lease, lease_until, retry_at
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 

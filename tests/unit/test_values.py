@@ -84,3 +84,27 @@ def test_test_clock_moves_only_when_told() -> None:
         clock.advance(seconds=-1)
     with pytest.raises(ValueError, match="aware"):
         clock.set(datetime(2027, 1, 1))
+
+
+class _FixedBits(random.Random):
+    """A generator whose 80 random bits are chosen by the test."""
+
+    def __init__(self, bits: int) -> None:
+        super().__init__(0)
+        self.bits = bits
+
+    def getrandbits(self, k: int) -> int:
+        assert k == 80
+        return self.bits
+
+
+@pytest.mark.parametrize("bits", [0, 1, 2**80 - 1, 0x0123456789ABCDEF0123, 31 << 75])
+def test_ids_are_ulids_in_crockford_base32(bits: int) -> None:
+    moment = datetime(2026, 11, 30, 23, 59, 59, 999000, tzinfo=UTC)
+    text = new_id("job", moment, _FixedBits(bits)).removeprefix("job_")
+    value = 0
+    for char in text:  # decoded one digit at a time, as the ULID spec writes it
+        value = value * 32 + "0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(char)
+    assert len(text) == 26
+    assert value >> 80 == int(moment.timestamp() * 1000)
+    assert value & (2**80 - 1) == bits

@@ -7,13 +7,13 @@ from datetime import datetime
 from queueflow.core.backoff import RandomSource
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base32
+# Two digits (10 bits) per lookup: a batch enqueue makes an id per row, and digit-at-a-time divmod was 10% of it.
+_PAIRS = [high + low for high in _ALPHABET for low in _ALPHABET]
+_PAIR_SHIFTS = range(115, 4, -10)  # the 24 digits between the first and the last, two at a time
 
 
 def new_id(prefix: str, now: datetime, rng: RandomSource) -> str:
     """48 bits of milliseconds since the epoch, then 80 random bits, as 26 base32 characters."""
     value = (int(now.timestamp() * 1000) << 80) | rng.getrandbits(80)
-    chars = []
-    for _ in range(26):
-        value, digit = divmod(value, 32)
-        chars.append(_ALPHABET[digit])
-    return f"{prefix}_{''.join(reversed(chars))}"
+    pairs = [_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS]
+    return f"{prefix}_{_ALPHABET[value >> 125]}{''.join(pairs)}{_ALPHABET[value & 31]}"

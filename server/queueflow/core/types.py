@@ -1,11 +1,18 @@
-"""Domain types. Plain frozen dataclasses: the store records them, the API renders them."""
+"""Domain types, immutable: the store records them, the API renders them.
+
+Most are frozen dataclasses. The three made once per job on every hot path (a batch enqueue builds a `NewJob`
+and a `Job` per row, every claim a `Job` per row) are frozen msgspec Structs: constructed in C, a `Job` costs
+0.5 µs instead of a frozen dataclass's 5.8 µs (each field set through `object.__setattr__`). Change them with
+`msgspec.structs.replace`, not `dataclasses.replace`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
+
+import msgspec
 
 T = TypeVar("T")
 
@@ -36,8 +43,7 @@ class BackoffStrategy(StrEnum):
     FIXED = "fixed"
 
 
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
+class BackoffPolicy(msgspec.Struct, frozen=True):
     strategy: BackoffStrategy = BackoffStrategy.EXPONENTIAL
     base_seconds: float = 1.0
     max_seconds: float = 3600.0
@@ -61,25 +67,23 @@ class BackoffPolicy:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewJob:
+class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     """What a caller asks to enqueue. Validated by `core.validation.check_new_job`."""
 
     task_name: str
     queue_name: str = "default"
-    payload: dict[str, JSON] = field(default_factory=dict)
+    payload: dict[str, JSON] = msgspec.field(default_factory=dict)
     priority: int = 0
     run_at: datetime | None = None
     delay_seconds: float | None = None
     max_retries: int = 3
-    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    backoff: BackoffPolicy = msgspec.field(default_factory=BackoffPolicy)
     timeout_seconds: float | None = None
-    metadata: dict[str, JSON] = field(default_factory=dict)
+    metadata: dict[str, JSON] = msgspec.field(default_factory=dict)
     idempotency_key: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Job:
+class Job(msgspec.Struct, frozen=True, kw_only=True):
     """A job row. `lease_token` is the current owner's proof; it never leaves through a tenant route."""
 
     id: str

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
+
+from msgspec.structs import replace
 
 from queueflow.core.advance import StepOutcome, Transition, cancel_workflow, on_step_finished, record, settle
 from queueflow.core.backoff import RandomSource

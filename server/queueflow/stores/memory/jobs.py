@@ -6,8 +6,9 @@ import copy
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+
+from msgspec.structs import replace
 
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.jsonvalue import job_storage_errors

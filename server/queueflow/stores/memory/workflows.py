@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
+
+from msgspec.structs import replace
 
 from queueflow.core.advance import NewStepJob, Transition, record
 from queueflow.core.errors import FieldError, ValidationError
