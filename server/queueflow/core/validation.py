@@ -6,6 +6,7 @@ Every check collects all problems before it fails, so a caller learns every bad 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -115,10 +116,37 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
     if len(jobs) == 1:
         check(new_job_errors(jobs[0]))
         return
+    if _plainly_valid(jobs):
+        return
     errors: list[FieldError] = []
     for index, job in enumerate(jobs):
         errors += new_job_errors(job, ("jobs", index))
     check(errors)
+
+
+_SETTINGS = operator.attrgetter(
+    "task_name", "queue_name", "priority", "run_at", "delay_seconds", "max_retries", "backoff", "timeout_seconds"
+)
+
+
+def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
+    """Whether every job of a batch is valid, with each distinct combination of settings checked once.
+
+    A batch is usually many rows of one task with the same options: this is one full check, then only the
+    payload, metadata and key of each row (the per-row checks were a third of a batch enqueue's CPU). Any
+    doubt, such as a value that cannot be hashed, answers False, and the caller checks row by row."""
+    try:
+        shapes = {_SETTINGS(job): job for job in jobs}
+    except TypeError:
+        return False
+    if any(new_job_errors(job) for job in shapes.values()):
+        return False
+    return not any(
+        object_errors(job.payload, ())
+        or object_errors(job.metadata, ())
+        or (job.idempotency_key is not None and text_errors(job.idempotency_key, (), max_len=255))
+        for job in jobs
+    )
 
 
 def lease_errors(queues: Sequence[str], max_jobs: int, lease_seconds: float) -> list[FieldError]:
