@@ -23,7 +23,8 @@ class Clock(Protocol):
 class WorkSignal(Protocol):
     """Who is told that a queue received due work, so that waiting lessees wake (`runtime.wakeups.Wakeups`).
 
-    PostgreSQL tells through its NOTIFY trigger; a store without one (the in-memory store) calls this."""
+    PostgreSQL tells every process through its NOTIFY trigger; a store without one (the in-memory store) calls
+    this, and the PostgreSQL store calls it too for what its own process inserts (no trip through the database)."""
 
     def notify(self, queue: str) -> None:
         """Work arrived on `queue`."""

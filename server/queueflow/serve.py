@@ -109,7 +109,7 @@ def _open_store(url: str, wakeups: Wakeups, pool_size: int) -> Store:
         return InMemoryJobStore(wakeups=wakeups)
     from queueflow.stores.postgres import PostgresJobStore
 
-    return PostgresJobStore.from_url(url, pool_size=pool_size)
+    return PostgresJobStore.from_url(url, pool_size=pool_size, signal=wakeups)
 
 
 @asynccontextmanager

@@ -19,6 +19,7 @@ import asyncpg
 import msgspec
 
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
+from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.errors import is_disconnect, translate
 
 if TYPE_CHECKING:
@@ -74,10 +75,13 @@ class Pooled:
     """The base of `PostgresJobs`, `PostgresWorkflows` and `PostgresSchedules`: each part of the store runs its
     statements on `_connection()`, and `PostgresJobStore` is all three on one pool."""
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self, dsn: str, *, pool_size: int = 10, connect_timeout: float = 5.0, signal: WorkSignal | None = None
+    ) -> None:
         self._dsn = dsn
         self._pool_size = pool_size
         self._connect_timeout = connect_timeout
+        self._signal = signal
         self._opened: asyncio.Future[asyncpg.Pool] | None = None
 
     async def _ready(self) -> asyncpg.Pool:

@@ -75,6 +75,9 @@ class PostgresJobs(Pooled):
                     # A conflicting row was deleted (retention) between the two statements. Too rare for a
                     # retry loop: raising here rolls the insert back, and the caller may simply try again.
                     raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
+        if self._signal is not None:
+            for queue in {job.queue_name for job in inserted.values()}:
+                self._signal.notify(queue)
         results: list[tuple[Job, bool]] = []
         for job in jobs:
             if job.idempotency_key is None:

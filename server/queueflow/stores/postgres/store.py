@@ -12,6 +12,7 @@ store's field locations; whatever still goes wrong is translated by `errors`.
 
 from __future__ import annotations
 
+from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.schedules import PostgresSchedules
 from queueflow.stores.postgres.url import asyncpg_dsn
@@ -22,9 +23,20 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
     @classmethod
-    def from_url(cls, database_url: str, *, pool_size: int = 10, connect_timeout: float = 5.0) -> PostgresJobStore:
-        """A store on its own pool of at most `pool_size` connections; none is opened until the first call."""
-        return cls(asyncpg_dsn(database_url), pool_size=pool_size, connect_timeout=connect_timeout)
+    def from_url(
+        cls,
+        database_url: str,
+        *,
+        pool_size: int = 10,
+        connect_timeout: float = 5.0,
+        signal: WorkSignal | None = None,
+    ) -> PostgresJobStore:
+        """A store on its own pool of at most `pool_size` connections; none is opened until the first call.
+
+        Every process learns of new work through PostgreSQL's NOTIFY. With a `signal` (the server's wake-up
+        hub), the jobs this process inserts also wake its own waiters directly once committed, without the
+        notification's trip through PostgreSQL: the common case of one `serve --mode all`."""
+        return cls(asyncpg_dsn(database_url), pool_size=pool_size, connect_timeout=connect_timeout, signal=signal)
 
     async def aclose(self) -> None:
         """Close every pooled connection."""

@@ -1,0 +1,40 @@
+"""The PostgreSQL store wakes its own process's waiters on commit, besides PostgreSQL's NOTIFY to every process."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from queueflow.clocks import TestClock
+from queueflow.core.errors import ValidationError
+from queueflow.core.lifecycle import pending_job
+from queueflow.core.types import Job, NewJob
+from queueflow.stores.postgres import PostgresJobStore
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.queues: list[str] = []
+
+    def notify(self, queue: str) -> None:
+        self.queues.append(queue)
+
+
+def row(queue: str, key: str | None = None) -> Job:
+    job = NewJob(task_name="t", queue_name=queue, idempotency_key=key)
+    return pending_job("tenant", job, TestClock().now(), random.Random())
+
+
+async def test_inserted_queues_are_signalled_once_each_after_commit(postgres_url: str) -> None:
+    heard = Heard()
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1, signal=heard) as store:
+        await store.job_insert_many([row("a"), row("b"), row("a", key="k")])
+        assert sorted(heard.queues) == ["a", "b"]
+
+        heard.queues.clear()
+        await store.job_insert_many([row("c", key="k")])  # a known key: nothing new, nobody woken
+        assert heard.queues == []
+
+        with pytest.raises(ValidationError):
+            await store.job_insert_many([row("d"), row("e\x00")])  # refused: nothing committed, nobody woken
+        assert heard.queues == []
