@@ -22,7 +22,9 @@ HOW = """## How each figure is measured
   lease's answer. **Due later**: leases park on queues of their own, each queue gets a job due 0.3–0.8 s later (by
   `delay_seconds`, or a failure with `retry_after_seconds`); from the job's `scheduled_at` to the lease's answer.
 - **Lease latency with history**: one worker leases one job at a time from a pending backlog; the median round
-  trip with N finished rows (one INSERT … SELECT generate_series, then VACUUM) ÷ the same with none.
+  trip with N finished rows (one INSERT … SELECT generate_series, then VACUUM) ÷ the same with none. The two sides
+  are two databases with a server each, measured in alternating rounds, so that a change in the machine's load
+  falls on both.
 - **Peak RSS**: VmHWM of the server, reset (clear_refs) after seeding, read after each batched drain; the largest.
 - **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
   warm-up), the worst repetition.

@@ -59,7 +59,7 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
         server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
         try:
             if await step("start queueflow serve --mode all", _sync(server.start)):
-                await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs)
+                await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs, logs)
         finally:
             server.stop()
     if profile.peers:
@@ -92,6 +92,7 @@ async def _queueflow(
     raw_db: BenchDatabase,
     http_db: BenchDatabase,
     raw_runs: dict[str, list[RawRun]],
+    logs: Path,
 ) -> None:
     http_runs: dict[str, list[HttpRun]] = {"single": [], "batched": [], "enqueue": []}
     peaks: list[int] = []
@@ -145,12 +146,16 @@ async def _queueflow(
             figures.latency(results, f"{what} leased by a parked long-poll, after its due time", latencies, p99=50)
 
     async def lease_history() -> None:
-        empty, full = await history.measure(
+        await http_db.reset_jobs()
+        empty, full, sessions["lease with history (its second server)"] = await history.measure(
             server,
             http_db,
+            logs,
             samples=profile.lease_samples,
             finished_rows=profile.finished_rows,
             repetitions=profile.repetitions,
+            server_args=profile.server_args,
+            settle=profile.session_settle,
         )
         figures.history(results, profile.finished_rows, empty, full)
 
