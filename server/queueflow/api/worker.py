@@ -185,7 +185,9 @@ class WorkerController(Controller):
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
         )
-        for result in results:
-            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status:
-                services.metrics.job_settled(result.queue_name, result.status)
+        services.metrics.jobs_settled(
+            (result.queue_name, result.status)
+            for result in results
+            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status
+        )
         return AckResults([AckResult.from_domain(result) for result in results])
