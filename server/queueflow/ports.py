@@ -10,7 +10,7 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts, QueueMinute
+from queueflow.core.types import Completion, Cursor, Failure, HeldLease, Job, JobFilter, QueueCounts, QueueMinute
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -124,6 +124,14 @@ class JobStore(Protocol):
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
         """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
         capped at started_at + timeout_seconds. None when the lease is not held."""
+        ...
+
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        """`job_heartbeat` for each item on its own, in one operation: running (token matches, locked_until > now)
+        → locked_until = now + lease_seconds, capped at started_at + timeout_seconds. Per item, in input order,
+        the new locked_until, or None where the lease is not held (an item repeated in the batch answers alike)."""
         ...
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:

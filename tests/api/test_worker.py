@@ -209,6 +209,67 @@ async def test_an_empty_ack_is_ok_with_no_results(client: AsyncClient, body: dic
     assert response.json() == {"results": []}
 
 
+async def test_batched_heartbeat_extends_each_held_lease_on_its_own(client: AsyncClient, clock: TestClock) -> None:
+    await enqueue(client, priority=1)
+    await enqueue(client, timeout_seconds=20)
+    plain, capped = await lease(client, max_jobs=2, lease_seconds=10)
+    clock.advance(5)
+
+    response = await client.post(
+        "/v1/worker/heartbeat",
+        json={
+            "jobs": [
+                {"id": plain["id"], "lease_token": plain["lease_token"]},
+                {"id": capped["id"], "lease_token": capped["lease_token"]},
+                {"id": plain["id"], "lease_token": "stale"},
+                {"id": "job_missing", "lease_token": "x"},
+            ],
+            "lease_seconds": 60,
+        },
+        headers=WORKER,
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "results": [
+            {"id": plain["id"], "outcome": "ok", "locked_until": "2026-03-01T12:01:05Z"},
+            {"id": capped["id"], "outcome": "ok", "locked_until": "2026-03-01T12:00:20Z"},  # the timeout caps it
+            {"id": plain["id"], "outcome": "lease_lost", "locked_until": None},
+            {"id": "job_missing", "outcome": "lease_lost", "locked_until": None},
+        ]
+    }
+
+
+async def test_batched_heartbeat_keeps_a_lease_from_the_janitor_and_defaults_to_30_s(
+    client: AsyncClient, clock: TestClock
+) -> None:
+    await enqueue(client)
+    (job,) = await lease(client, lease_seconds=10)
+    clock.advance(9)
+    body = {"jobs": [{"id": job["id"], "lease_token": job["lease_token"]}]}
+    response = await client.post("/v1/worker/heartbeat", json=body, headers=WORKER)
+    assert response.json()["results"][0]["locked_until"] == "2026-03-01T12:00:39Z"
+    clock.advance(20)  # past the first lease's end, within the extended one
+    complete = {"lease_token": job["lease_token"]}
+    response = await client.post(f"/v1/worker/jobs/{job['id']}/complete", json=complete, headers=WORKER)
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"jobs": []},
+        {"jobs": [{"id": "job_x", "lease_token": "t"}] * 1001},
+        {"jobs": [{"id": "job_x", "lease_token": "t"}], "lease_seconds": 0},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "progress": 1}]},
+    ],
+)
+async def test_batched_heartbeat_rejects_a_bad_body(client: AsyncClient, body: dict[str, object]) -> None:
+    response = await client.post("/v1/worker/heartbeat", json=body, headers=WORKER)
+    assert_problem(response, 400, "validation_error")
+
+
 async def test_lease_requires_queues(client: AsyncClient) -> None:
     for body in ({}, {"queues": []}, {"queues": ["bad queue"]}, {"queues": ["default"], "wait_seconds": 61}):
         response = await client.post("/v1/worker/lease", json=body, headers=WORKER)

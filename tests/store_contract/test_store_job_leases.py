@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
-from queueflow.core.types import JSON, Completion, Failure, Job, JobStatus
+from queueflow.core.types import JSON, Completion, Failure, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
@@ -154,6 +154,36 @@ async def test_heartbeat_answers_none_unless_the_lease_is_held_and_changes_nothi
         former = await leased(store, job(queue_name=status.value))
         await end_delivery(store, former, status)
         assert await store.job_heartbeat(former.id, former.lease_token or "", at(1), LEASE) is None
+
+
+# --- job_heartbeat_many ------------------------------------------------------------------------------------
+
+
+async def test_heartbeat_many_extends_each_held_lease_on_its_own(store: Store) -> None:
+    a = await leased(store, job(queue_name="a"))
+    capped = await leased(store, job(queue_name="b", timeout_seconds=40))
+    gone = await leased(store, job(queue_name="c"))
+    await end_delivery(store, gone, COMPLETED)
+    items = [
+        HeldLease(a.id, a.lease_token or ""),
+        HeldLease(capped.id, capped.lease_token or ""),
+        HeldLease(gone.id, gone.lease_token or ""),
+        HeldLease(a.id, stranger_token()),
+        HeldLease(a.id, "not-a-token"),
+        HeldLease("job_missing", a.lease_token or ""),
+        HeldLease("job\x00", a.lease_token or ""),
+        HeldLease(a.id, a.lease_token or ""),  # repeated: answers as the first did
+    ]
+    assert await store.job_heartbeat_many(items, at(20), 60) == [at(80), at(40), None, None, None, None, None, at(80)]
+    assert await store.job_get(a.id) == replace(a, locked_until=at(80))
+    assert await store.job_get(capped.id) == replace(capped, locked_until=at(40))
+
+
+async def test_heartbeat_many_after_the_lease_ran_out_changes_nothing(store: Store) -> None:
+    held = await leased(store, job())
+    assert await store.job_heartbeat_many([HeldLease(held.id, held.lease_token or "")], at(LEASE), LEASE) == [None]
+    assert await store.job_heartbeat_many([], at(1), LEASE) == []
+    assert await store.job_get(held.id) == held
 
 
 # --- job_complete_many, job_fail_many ----------------------------------------------------------------------

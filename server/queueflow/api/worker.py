@@ -1,4 +1,4 @@
-"""Worker routes: lease (with long-polling), heartbeat, complete, fail and the batched ack."""
+"""Worker routes: lease (with long-polling), heartbeat, complete, fail, and the batched heartbeat and ack."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from queueflow.api.schemas import (
     CompleteRequest,
     FailRequest,
     Heartbeat,
+    HeartbeatBatch,
     HeartbeatRequest,
+    HeartbeatResult,
+    HeartbeatResults,
     Job,
     JobIdPath,
     LeasedJob,
@@ -136,6 +139,21 @@ class WorkerController(Controller):
         job = await services.engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
         assert job.locked_until is not None  # a held lease always has an end
         return Heartbeat(job.locked_until)
+
+    @post(
+        "/heartbeat",
+        operation_id="heartbeatJobs",
+        dto=StrictBody[HeartbeatBatch],
+        return_dto=None,
+        status_code=200,
+        responses=problem_responses(*WORKER_ERRORS),
+    )
+    async def heartbeat_jobs(
+        self, services: NamedDependency[Services], data: JSONBody[HeartbeatBatch]
+    ) -> HeartbeatResults:
+        """Extend many held leases at once; each item is extended or `lease_lost` on its own."""
+        results = await services.engine.heartbeat_many(data.to_domain(), lease_seconds=data.lease_seconds)
+        return HeartbeatResults([HeartbeatResult.from_domain(result) for result in results])
 
     @post(
         "/jobs/{job_id:str}/complete",

@@ -194,6 +194,14 @@ class Completion:
     result: JSON = None
 
 
+@dataclass(frozen=True, slots=True)
+class HeldLease:
+    """A worker's claim to hold a job: the job and the lease token its claim minted (a batched heartbeat's item)."""
+
+    job_id: str
+    lease_token: str
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailureRequest:
     """A worker's report that a delivery failed; the engine turns it into a `Failure`."""
@@ -227,6 +235,17 @@ class AckResult:
     status: JobStatus | None
     queue_name: str | None = None
     """The job's queue (None when the job does not exist), so callers can account per queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    id: str
+    locked_until: datetime | None
+    """The lease's new end; None when the token no longer held the job (`lease_lost`)."""
+
+    @property
+    def outcome(self) -> AckOutcome:
+        return AckOutcome.OK if self.locked_until is not None else AckOutcome.LEASE_LOST
 
 
 @dataclass(frozen=True, slots=True)

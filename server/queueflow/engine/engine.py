@@ -23,6 +23,8 @@ from queueflow.core.types import (
     Enqueued,
     Failure,
     FailureRequest,
+    HeartbeatResult,
+    HeldLease,
     Job,
     JobFilter,
     JobStatus,
@@ -151,6 +153,18 @@ class Engine:
         if job is None:
             raise await self._lease_lost(job_id)
         return job
+
+    async def heartbeat_many(
+        self, leases: Sequence[HeldLease], *, lease_seconds: float = 30.0
+    ) -> list[HeartbeatResult]:
+        """Extend many held leases at once, each on its own (as `heartbeat`); a lost one answers `locked_until`
+        None and never fails the others."""
+        errors = validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS)
+        if not 1 <= len(leases) <= validation.MAX_BATCH:
+            errors.append(FieldError(("jobs",), f"must hold 1–{validation.MAX_BATCH} jobs"))
+        validation.check(errors)
+        until = await self.store.job_heartbeat_many(leases, self.clock.now(), lease_seconds)
+        return [HeartbeatResult(item.job_id, locked_until) for item, locked_until in zip(leases, until, strict=True)]
 
     async def complete(self, job_id: str, lease_token: str, result: object = None) -> Job:
         (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())

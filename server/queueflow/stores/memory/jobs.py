@@ -21,6 +21,7 @@ from queueflow.core.types import (
     Completion,
     Cursor,
     Failure,
+    HeldLease,
     Job,
     JobFilter,
     JobStatus,
@@ -96,6 +97,12 @@ class MemoryJobs(Tables):
             return None
         job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
         return self._out(job)
+
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        beats = [await self.job_heartbeat(item.job_id, item.lease_token, now, lease_seconds) for item in leases]
+        return [job.locked_until if job is not None else None for job in beats]
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         if errors := completion_storage_errors(completions):

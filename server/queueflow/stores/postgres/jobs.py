@@ -19,6 +19,7 @@ from queueflow.core.types import (
     Completion,
     Cursor,
     Failure,
+    HeldLease,
     Job,
     JobFilter,
     QueueCounts,
@@ -35,6 +36,7 @@ from queueflow.stores.postgres.sql import (
     DELETE_FINISHED,
     FAIL,
     HEARTBEAT,
+    HEARTBEAT_MANY,
     INSERT,
     LEASE_EXPIRED,
     NEXT_DUE,
@@ -169,6 +171,27 @@ class PostgresJobs(Pooled):
             row = await db.fetchrow(HEARTBEAT, job_id, token, now, timedelta(seconds=lease_seconds))
         return job_from_row(row) if row is not None else None
 
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        sent = _held_items(leases)
+        if not sent:
+            return [None] * len(leases)
+        # Rows are sent in id order, so two batches over the same jobs (a heartbeat and an ack) lock them in
+        # the same order instead of deadlocking.
+        order = sorted(sent, key=lambda i: leases[i].job_id)
+        async with self._connection() as db:
+            rows = await db.fetch(
+                HEARTBEAT_MANY,
+                [leases[i].job_id for i in order],
+                [sent[i] for i in order],
+                now,
+                timedelta(seconds=lease_seconds),
+            )
+        until = {(row["id"], row["held_token"]): row["locked_until"] for row in rows}
+        # A repeated (id, token) item was sent once; it answers as its first occurrence did.
+        return [until.get((item.job_id, _token(item.lease_token))) for item in leases]
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
@@ -246,7 +269,7 @@ def _queue_names(queues: Sequence[str]) -> list[str]:
     return [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
 
 
-def _held_items(items: Sequence[Completion | Failure]) -> dict[int, uuid.UUID]:
+def _held_items(items: Sequence[Completion | Failure | HeldLease]) -> dict[int, uuid.UUID]:
     """The items that could hold a lease, by index, with their parsed tokens, in input order.
 
     A token that is not a canonical UUID can hold nothing. Of items repeating an (id, token) pair only the

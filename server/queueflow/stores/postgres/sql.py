@@ -76,6 +76,15 @@ UPDATE queueflow.jobs AS j
 RETURNING {J_COLUMNS}
 """
 
+# Only what a heartbeat answers comes back: a batched heartbeat needs no row.
+HEARTBEAT_MANY = f"""
+UPDATE queueflow.jobs AS j
+   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
+  FROM unnest($1::text[], $2::uuid[]) AS h(id, lease_token)
+ WHERE j.id = h.id AND {HOLDS_LEASE.format(token="h.lease_token", now="$3")}
+RETURNING j.id, h.lease_token AS held_token, j.locked_until
+"""
+
 COMPLETE = f"""
 UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
