@@ -10,7 +10,17 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, HeldLease, Job, JobFilter, QueueCounts, QueueMinute
+from queueflow.core.types import (
+    Completion,
+    Cursor,
+    Ended,
+    Failure,
+    HeldLease,
+    Job,
+    JobFilter,
+    QueueCounts,
+    QueueMinute,
+)
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -137,6 +147,11 @@ class JobStore(Protocol):
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared. Each item on its own: None where the lease is not held."""
+        ...
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        """`job_complete_many`, answering per item only the job's id, status, queue and workflow (None where the
+        lease is not held): the batched ack's hot path, which needs no more."""
         ...
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:

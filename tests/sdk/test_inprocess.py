@@ -100,7 +100,8 @@ async def test_claims_and_acks_in_batches(engine: Engine, wakeups: WatchedWakeup
     async with worker:
         await recorded.until(50)
     assert sum(claims) == 50
-    assert max(claims) == 20  # concurrency + prefetch in one claim
+    assert claims[0] == 20  # at first, concurrency + as many again, in one claim
+    assert len([claim for claim in claims if claim]) <= 3  # then more ahead, as the tasks prove short
     assert len(worker.loop.ack_batches) < 50
 
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
-from queueflow.core.types import JSON, Completion, Failure, HeldLease, Job, JobStatus
+from queueflow.core.types import JSON, Completion, Ended, Failure, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
@@ -264,3 +264,27 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     current = {row.id: row for row in await jobs_of(store)}
     assert [current[row.id] for row in first] == first
     assert current[expires[21].id] == expires[21]
+
+
+async def test_complete_brief_ends_each_held_lease_as_complete_many_does_and_answers_briefly(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    stale = await leased(store, job(queue_name="c"))
+    assert await store.job_complete_brief([], at(5)) == []
+    ended = await store.job_complete_brief(
+        [
+            Completion(a.id, a.lease_token or "", {"rows": [1]}),
+            Completion(b.id, b.lease_token or ""),
+            Completion(stale.id, stranger_token()),
+            Completion(stale.id, "not-a-token"),
+            Completion("job_missing", a.lease_token or ""),
+        ],
+        at(5),
+    )
+    assert ended == [Ended(a.id, COMPLETED, "a", None), Ended(b.id, COMPLETED, "b", None), None, None, None]
+    cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
+    assert await store.job_get_many([a.id, b.id, stale.id]) == {
+        a.id: replace(a, result={"rows": [1]}, **cleared),
+        b.id: replace(b, result=None, **cleared),
+        stale.id: stale,
+    }
+    assert await store.job_complete_brief([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only

@@ -2,9 +2,12 @@
 the server's in-process runner (jobs straight from its engine). Each supplies a `LeaseSource`; everything else is
 here, written once:
 
-- **slots and prefetch**: at most `concurrency` tasks run at once, and up to `prefetch` more jobs are leased
-  ahead and wait their turn, so a free slot never waits for a round trip. A lease asks for many jobs at once and
-  only once at least `lease_floor` places are free, so a busy worker sends few, large claims.
+- **slots and prefetch**: at most `concurrency` tasks run at once, and more jobs are leased ahead and wait their
+  turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in
+  two lease round trips (measured: tasks' durations and leases' round trips, averaged), at most 1000 — so short
+  tasks are claimed by the hundred and long ones hardly ahead at all (a job waiting here is one another worker
+  cannot take); `prefetch=n` fixes it at n. A lease asks for many jobs at once and only once half the places
+  are free, so a busy worker sends few, large claims.
 - **batched acks**: an outcome is queued when its task ends and its slot is freed at once; the queue is sent in
   one call when it reaches `ack_batch` or `ack_interval` after its first item, whichever comes first, one call
   at a time. A job whose outcome is still queued when the process dies is delivered again once its lease expires
@@ -35,7 +38,9 @@ __all__ = ["LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop"]
 log = logging.getLogger("queueflow_client.worker")
 
 MAX_BATCH = 1000
-"""The most items the server takes in one ack or heartbeat."""
+"""The most items the server takes in one lease, ack or heartbeat."""
+SMOOTHING = 0.2
+"""The weight of the newest sample in the running averages of task durations and lease round trips."""
 
 
 class LeasedDelivery(Delivery, Protocol):
@@ -79,10 +84,10 @@ class LeaseSource(Protocol):
 
 
 class _Running:
-    __slots__ = ("ctx", "dropped", "job", "token")
+    __slots__ = ("ctx", "dropped", "job", "started", "token")
 
-    def __init__(self, job: LeasedDelivery, token: str, ctx: JobContext) -> None:
-        self.job, self.token, self.ctx = job, token, ctx
+    def __init__(self, job: LeasedDelivery, token: str, ctx: JobContext, started: float) -> None:
+        self.job, self.token, self.ctx, self.started = job, token, ctx, started
         self.dropped = False
         """True when the outcome is not to be recorded (the lease was lost, or the drain ran out)."""
 
@@ -123,10 +128,8 @@ class WorkerLoop:
         self.source = source
         self.tasks = tasks
         self.concurrency = concurrency
-        self.prefetch = concurrency if prefetch is None else prefetch
-        self.capacity = self.concurrency + self.prefetch
-        # Half the places, so a busy worker claims in batches; never more than a lease may ask for.
-        self.lease_floor = max(1, min(self.capacity // 2, MAX_BATCH))
+        self.prefetch = prefetch
+        """None: adaptive (see the module docstring)."""
         self.heartbeat_every = heartbeat_every if heartbeat_every is not None else lease_seconds / 3
         self.ack_batch = max(1, min(ack_batch, MAX_BATCH))
         self.ack_interval = ack_interval
@@ -149,6 +152,29 @@ class WorkerLoop:
         self._last_ack = False
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._task_seconds: float | None = None
+        self._lease_seconds: float | None = None
+
+    @property
+    def ahead(self) -> int:
+        """How many jobs to hold beyond the running ones now."""
+        if self.prefetch is not None:
+            return self.prefetch
+        if self._task_seconds is None or self._lease_seconds is None:
+            return self.concurrency
+        burn = self.concurrency / max(self._task_seconds, 1e-6)  # jobs a second the slots get through
+        return min(MAX_BATCH, int(2 * burn * self._lease_seconds) + 1)
+
+    @property
+    def capacity(self) -> int:
+        """The most jobs to hold: running and waiting."""
+        return self.concurrency + self.ahead
+
+    def _room_for_lease(self) -> int:
+        """How many jobs to ask for now: 0 until half the places are free (so claims come in batches)."""
+        capacity = self.capacity
+        want = min(capacity - self.held, MAX_BATCH)
+        return want if want >= max(1, capacity // 2) or (want > 0 and not self.held) else 0
 
     @property
     def held(self) -> int:
@@ -202,18 +228,20 @@ class WorkerLoop:
         self._waiting.clear()
         for task, running in self._running.items():
             running.dropped = True
-            running.ctx.cancellation.set()
+            running.ctx.lose()
             task.cancel()
 
     # ---- leasing ---------------------------------------------------------------------------------------
 
     async def _lease_loop(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self._stopping:
-            want = self.capacity - self.held
-            if want < self.lease_floor:
+            want = self._room_for_lease()
+            if not want:
                 self._room.clear()
                 await self._room.wait()
                 continue
+            began = loop.time()
             try:
                 jobs = await self.source.lease(want)
             except Exception as exc:
@@ -223,6 +251,8 @@ class WorkerLoop:
                     async with asyncio.timeout(self.error_pause):
                         await _until(self._room, lambda: self._stopping)
                 continue
+            if len(jobs) == want:  # a full answer did not wait for work: it times the round trip
+                self._lease_seconds = _average(self._lease_seconds, min(loop.time() - began, 1.0))
             for job in jobs:
                 self._take(job)
 
@@ -246,7 +276,7 @@ class WorkerLoop:
             return
         ctx = JobContext(job, _LoopLease(self, job.id, token))
         work = asyncio.create_task(invoke(function, dict(job.payload), ctx))
-        self._running[work] = _Running(job, token, ctx)
+        self._running[work] = _Running(job, token, ctx, asyncio.get_running_loop().time())
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)
 
@@ -260,12 +290,14 @@ class WorkerLoop:
                 log.info("job %s: the lease was lost (cancelled or reclaimed); its result is dropped", job_id)
         else:
             self._record(_outcome(job_id, running.token, work))
+            seconds = asyncio.get_running_loop().time() - running.started
+            self._task_seconds = _average(self._task_seconds, seconds)
         while self._waiting and len(self._running) < self.concurrency:
             job = self._waiting.popleft()
             self._start(job, job.lease_token or "")
         if not self.held:
             self._idle.set()
-        if self.capacity - self.held >= self.lease_floor:
+        if not self._room.is_set() and self._room_for_lease():
             self._room.set()
 
     # ---- outcomes --------------------------------------------------------------------------------------
@@ -330,7 +362,7 @@ class WorkerLoop:
             return  # settled meanwhile
         for task, running in self._running.items():
             if running.job.id == job_id and running.token == token:
-                running.ctx.cancellation.set()
+                running.ctx.lose()
                 task.cancel()  # a sync task's thread cannot be stopped: it has `ctx.cancelled` to look at
                 return
         for job in self._waiting:
@@ -339,6 +371,10 @@ class WorkerLoop:
                 del self._leases[job_id]
                 log.info("job %s: the lease was lost while it waited for a slot", job_id)
                 return
+
+
+def _average(current: float | None, sample: float) -> float:
+    return sample if current is None else current + SMOOTHING * (sample - current)
 
 
 def _outcome(job_id: str, token: str, work: asyncio.Task[Any]) -> Outcome:

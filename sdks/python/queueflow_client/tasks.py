@@ -94,20 +94,35 @@ class JobContext:
         """When this delivery's `timeout_seconds` runs out (None: no timeout)."""
         self._lease = lease
         self._loop = asyncio.get_running_loop()
-        self.cancellation = threading.Event()
-        """Set when the lease is lost (cancelled or reclaimed): `ctx.cancellation.wait(timeout)` works in threads."""
+        self._lost = False
+        self._cancellation: threading.Event | None = None  # made on first use: most tasks never look
 
     @property
     def cancelled(self) -> bool:
         """True once the lease is lost: stop working, nothing this delivery does will be recorded."""
-        return self.cancellation.is_set()
+        return self._lost
+
+    @property
+    def cancellation(self) -> threading.Event:
+        """Set when the lease is lost (cancelled or reclaimed): `ctx.cancellation.wait(timeout)` works in threads."""
+        if self._cancellation is None:
+            self._cancellation = threading.Event()
+            if self._lost:
+                self._cancellation.set()
+        return self._cancellation
+
+    def lose(self) -> None:
+        """The lease is lost: `cancelled` becomes true and `cancellation` is set (for runners, not tasks)."""
+        self._lost = True
+        if self._cancellation is not None:
+            self._cancellation.set()
 
     async def heartbeat(self) -> bool:
         """Extend the lease now (the runner also does so on its own); False, and `cancelled`, if it was lost."""
         if self.cancelled:
             return False
         if not await self._lease.heartbeat():
-            self.cancellation.set()
+            self.lose()
         return not self.cancelled
 
     def heartbeat_blocking(self) -> bool:

@@ -53,12 +53,22 @@ class BackoffPolicy:
 
     @classmethod
     def from_json(cls, data: dict[str, JSON]) -> BackoffPolicy:
-        return cls(
-            strategy=BackoffStrategy(data["strategy"]),
-            base_seconds=float(data["base_seconds"]),
-            max_seconds=float(data["max_seconds"]),
-            jitter=bool(data["jitter"]),
-        )
+        # Every row read carries its policy, and nearly all rows carry one of a few: each is built once.
+        key = (data["strategy"], data["base_seconds"], data["max_seconds"], data["jitter"])
+        policy = _POLICIES.get(key)
+        if policy is None:
+            policy = cls(
+                strategy=BackoffStrategy(data["strategy"]),
+                base_seconds=float(data["base_seconds"]),
+                max_seconds=float(data["max_seconds"]),
+                jitter=bool(data["jitter"]),
+            )
+            if len(_POLICIES) < 1024:
+                _POLICIES[key] = policy
+        return policy
+
+
+_POLICIES: dict[tuple[JSON, ...], BackoffPolicy] = {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,6 +210,16 @@ class HeldLease:
 
     job_id: str
     lease_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """What a worker's batched completion needs back of a job it ended (the whole row costs more to read)."""
+
+    id: str
+    status: JobStatus
+    queue_name: str
+    workflow_id: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

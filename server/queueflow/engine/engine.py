@@ -20,6 +20,7 @@ from queueflow.core.types import (
     AckOutcome,
     AckResult,
     Completion,
+    Ended,
     Enqueued,
     Failure,
     FailureRequest,
@@ -215,14 +216,21 @@ class Engine:
             errors += _failure_errors(request, ("fail", index))
         validation.check(errors)
         now = self.clock.now()
-        current = await self.store.job_get_many([item.job_id for item in fail])
+        current = await self.store.job_get_many([item.job_id for item in fail]) if fail else {}
         decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
-        done = await self.store.job_complete_many(complete, now) if complete else []
+        done = await self.store.job_complete_brief(complete, now) if complete else []
         failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
-        outcomes = list(zip([item.job_id for item in complete], done, strict=True))
+        outcomes: list[tuple[str, Ended | Job | None]] = list(
+            zip([item.job_id for item in complete], done, strict=True)
+        )
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
-        await self.workflows.on_jobs_finished([job for _, job in outcomes])
-        lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
+        # Only a workflow's step jobs need their whole row (to advance the workflow): read just those.
+        steps = [ended.id for ended in done if ended is not None and ended.workflow_id is not None]
+        completed_steps = await self.store.job_get_many(steps) if steps else {}
+        finished = [completed_steps.get(job.id) if isinstance(job, Ended) else job for _, job in outcomes if job]
+        await self.workflows.on_jobs_finished(finished)
+        missing = [job_id for job_id, job in outcomes if job is None]
+        lost = await self.store.job_get_many(missing) if missing else {}
         return [
             AckResult(job_id, AckOutcome.OK, job.status, job.queue_name)
             if job is not None

@@ -20,6 +20,7 @@ from queueflow.core.types import (
     RETRIABLE,
     Completion,
     Cursor,
+    Ended,
     Failure,
     HeldLease,
     Job,
@@ -118,6 +119,10 @@ class MemoryJobs(Tables):
             )
             for item in completions
         ]
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        done = await self.job_complete_many(completions, now)
+        return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):

@@ -18,10 +18,12 @@ from queueflow.core.jsonvalue import (
 from queueflow.core.types import (
     Completion,
     Cursor,
+    Ended,
     Failure,
     HeldLease,
     Job,
     JobFilter,
+    JobStatus,
     QueueCounts,
     QueueMinute,
 )
@@ -33,6 +35,7 @@ from queueflow.stores.postgres.sql import (
     CLAIM,
     COLUMNS,
     COMPLETE,
+    COMPLETE_BRIEF,
     DELETE_FINISHED,
     FAIL,
     HEARTBEAT,
@@ -202,6 +205,27 @@ class PostgresJobs(Pooled):
             for index in sent
         ]
         return await self._finish(COMPLETE, completions, sent, results, now)
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        if errors := completion_storage_errors(completions):
+            raise ValidationError.of(errors)
+        several = len(completions) > 1
+        sent = _held_items(completions)
+        if not sent:
+            return [None] * len(completions)
+        order = sorted(sent, key=lambda i: completions[i].job_id)  # one lock order for every batch (see heartbeat)
+        results = [
+            json_text(completions[i].result, ("complete", i, "result") if several else ("result",)) for i in order
+        ]
+        async with self._connection() as db:
+            rows = await db.fetch(
+                COMPLETE_BRIEF, [completions[i].job_id for i in order], [sent[i] for i in order], results, now
+            )
+        done = {
+            (row["id"], row["held_token"]): Ended(row["id"], JobStatus.COMPLETED, row["queue_name"], row["workflow_id"])
+            for row in rows
+        }
+        return [done.get((completions[i].job_id, sent[i])) if i in sent else None for i in range(len(completions))]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):

@@ -93,6 +93,15 @@ UPDATE queueflow.jobs AS j
 RETURNING {J_COLUMNS}, c.lease_token AS held_token
 """
 
+# COMPLETE, answering only what a batched ack needs (decoding whole rows was a third of its cost, measured).
+COMPLETE_BRIEF = f"""
+UPDATE queueflow.jobs AS j
+   SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
+  FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
+ WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
+RETURNING j.id, c.lease_token AS held_token, j.queue_name, j.workflow_id
+"""
+
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
 # its queue, as an insert does, so a parked lease learns when it becomes due (identical notifications fold).
 FAIL = f"""
