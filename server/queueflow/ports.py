@@ -144,6 +144,14 @@ class JobStore(Protocol):
         the new locked_until, or None where the lease is not held (an item repeated in the batch answers alike)."""
         ...
 
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        """running (token matches, locked_until > now) → claimable again as if this claim never happened:
+        pending (retrying when retry_count > 0), delivery_count - 1, lease cleared, started_at cleared when no
+        delivery is left (else the released claim's stays: the earlier one's is not kept). For a claim whose
+        jobs never reached their worker. Each item on its own: None where the lease is not held. Announces the
+        queues (as an insert does), so parked lessees take the jobs now."""
+        ...
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared. Each item on its own: None where the lease is not held."""

@@ -119,6 +119,11 @@ class WorkerController(Controller):
                 jobs = await lease_or_wait(engine, wakeups, data, settings, client)
             finally:
                 watcher.cancel()
+            if jobs and client.gone:
+                # The client left while the claim ran: no one will receive these. Handed back uncounted, they
+                # go to the next lessee now instead of waiting out their lease.
+                await engine.hand_back(jobs)
+                jobs = []
         else:
             jobs = await lease_or_wait(engine, wakeups, data, settings)
         services.metrics.jobs_leased(jobs)

@@ -155,6 +155,15 @@ class Engine:
             raise await self._lease_lost(job_id)
         return job
 
+    async def hand_back(self, jobs: Sequence[Job]) -> int:
+        """Give back leased jobs their lessee never received (its client left before the answer went out): they
+        are claimable again at once, and the undelivered claim does not count as a delivery. Returns how many
+        were still held by those leases."""
+        leases = [HeldLease(job.id, job.lease_token) for job in jobs if job.lease_token is not None]
+        if not leases:
+            return 0
+        return sum(job is not None for job in await self.store.job_release_many(leases, self.clock.now()))
+
     async def heartbeat_many(
         self, leases: Sequence[HeldLease], *, lease_seconds: float = 30.0
     ) -> list[HeartbeatResult]:

@@ -120,6 +120,27 @@ class MemoryJobs(Tables):
             for item in completions
         ]
 
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        released: list[Job | None] = []
+        for item in leases:
+            job = self._jobs.get(item.job_id)
+            if job is None or not holds_lease(job, item.lease_token, now):
+                released.append(None)
+                continue
+            job = self._jobs[job.id] = replace(
+                job,
+                status=JobStatus.RETRYING if job.retry_count > 0 else JobStatus.PENDING,
+                delivery_count=job.delivery_count - 1,
+                lease_token=None,
+                locked_until=None,
+                started_at=job.started_at if job.delivery_count > 1 else None,
+            )
+            released.append(self._out(job))
+        if self._wakeups is not None:
+            for queue in {job.queue_name for job in released if job is not None}:
+                self._wakeups.notify(queue)
+        return released
+
     async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         done = await self.job_complete_many(completions, now)
         return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]

@@ -45,6 +45,7 @@ from queueflow.stores.postgres.sql import (
     NEXT_DUE,
     QUEUE_COUNTS,
     QUEUE_THROUGHPUT,
+    RELEASE,
     RETRY,
     SELECT_BY_KEYS,
 )
@@ -205,6 +206,16 @@ class PostgresJobs(Pooled):
             for index in sent
         ]
         return await self._finish(COMPLETE, completions, sent, results, now)
+
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        sent = _held_items(leases)
+        if not sent:
+            return [None] * len(leases)
+        order = sorted(sent, key=lambda i: leases[i].job_id)  # one lock order for every batch (see heartbeat)
+        async with self._connection() as db:
+            rows = await db.fetch(RELEASE, [leases[i].job_id for i in order], [sent[i] for i in order], now)
+        done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
+        return [done.get((leases[i].job_id, sent[i])) if i in sent else None for i in range(len(leases))]
 
     async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         if errors := completion_storage_errors(completions):
