@@ -257,9 +257,17 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     for status in (PENDING, RETRYING, COMPLETED, CANCELLED):
         await in_status(store, status)
     first = await store.job_lease_expired(at(20), 2, 60)
-    assert first == [replace(expires[5], locked_until=at(80)), replace(expires[10], locked_until=at(80))]
+    # Each is re-leased to the janitor: a new token (the worker's expired one never works again), 60 s more.
+    assert [row.lease_token for row in first] != [expires[5].lease_token, expires[10].lease_token]
+    assert all(row.lease_token is not None for row in first)
+    assert first == [
+        replace(expires[5], locked_until=at(80), lease_token=first[0].lease_token),
+        replace(expires[10], locked_until=at(80), lease_token=first[1].lease_token),
+    ]
     # Relocked rows are no longer expired, so a second sweep at the same moment takes the next one only.
-    assert await store.job_lease_expired(at(20), 10, 60) == [replace(expires[20], locked_until=at(80))]
+    (second,) = await store.job_lease_expired(at(20), 10, 60)
+    assert second == replace(expires[20], locked_until=at(80), lease_token=second.lease_token)
+    assert second.lease_token != expires[20].lease_token
     assert await store.job_lease_expired(at(20), 10, 60) == []
     current = {row.id: row for row in await jobs_of(store)}
     assert [current[row.id] for row in first] == first

@@ -287,8 +287,8 @@ class Engine:
             )
             for job in expired
         ]
-        # A worker that completes while the janitor decides still holds its token and wins: such rows
-        # come back None here and are left as the worker finished them.
+        # The re-lease gave each row a token of the janitor's own, so these failures apply: a worker whose lease
+        # expired gets 409 now, whether or not a janitor has come by (None here only if a cancel came first).
         reclaimed = (
             [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
         )

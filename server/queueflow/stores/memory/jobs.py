@@ -212,7 +212,9 @@ class MemoryJobs(Tables):
         expired.sort(key=lambda job: (job.locked_until or now, job.id))
         relocked = []
         for job in expired[:limit]:
-            job = self._jobs[job.id] = replace(job, locked_until=now + timedelta(seconds=relock_seconds))
+            job = self._jobs[job.id] = replace(
+                job, locked_until=now + timedelta(seconds=relock_seconds), lease_token=str(uuid.uuid4())
+            )
             relocked.append(self._out(job))
         return relocked
 

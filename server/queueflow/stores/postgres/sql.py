@@ -161,7 +161,7 @@ WITH expired AS (
      ORDER BY locked_until, id
      LIMIT $2
      FOR UPDATE SKIP LOCKED)
-UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval
+UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval, lease_token = gen_random_uuid()
   FROM expired WHERE j.id = expired.id
 RETURNING {J_COLUMNS}, expired.locked_until AS expired_at
 """
