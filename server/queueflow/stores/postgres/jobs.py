@@ -148,12 +148,20 @@ class PostgresJobs(Pooled):
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(sql, *args)]
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
         wanted = _queue_names(queues)
-        if not wanted:
+        tasks = None if task_names is None else [name for name in dict.fromkeys(task_names) if storable_text(name)]
+        if not wanted or tasks == []:
             return []
         async with self._connection() as db:
-            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
+            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds), tasks)
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))

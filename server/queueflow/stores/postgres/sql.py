@@ -35,7 +35,7 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # milliseconds instead of microseconds.) Candidates cut by the outer LIMIT stay locked only until this
 # statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
 # primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
-# ignores a NULL timeout).
+# ignores a NULL timeout). `$5`, the task names a worker can run (NULL: any), filters the index scan's rows.
 CLAIM = f"""
 UPDATE queueflow.jobs
    SET status = 'running',
@@ -48,6 +48,7 @@ UPDATE queueflow.jobs
          FROM unnest($1::text[]) AS queue(name),
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
+                          AND ($5::text[] IS NULL OR task_name = ANY($5::text[]))
                         ORDER BY priority DESC, scheduled_at, created_at, id
                         LIMIT $2
                         FOR UPDATE SKIP LOCKED) AS due
