@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncpg
 import pytest
 from queueflow.cli import main
+from queueflow.clocks import TestClock
+from queueflow.core.types import NewJob
+from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres import schema as pgschema
 
 from tests import pg
+from tests.postgres.helpers import START, T, engine_on
 
 TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
 
@@ -30,7 +34,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0002"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"
 
 
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,7 +48,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0002"
+        assert pg.blocking(version) == "0003"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -128,3 +132,29 @@ async def test_the_other_tables(postgres_url: str) -> None:
     } <= columns["schedules"]  # fmt: skip
     assert step_key == "PRIMARY KEY (workflow_id, name)"
     assert schedule_unique == "UNIQUE (tenant_id, name)"
+
+
+async def test_an_existing_database_upgrades_to_0003_with_its_jobs_intact() -> None:
+    async with pg.fresh_database() as url:
+        await pgschema.upgrade_async(url, "0002")
+        async with PostgresJobStore.from_url(url, pool_size=1) as store:
+            engine = engine_on(store, TestClock(START))
+            before = [
+                (await engine.enqueue(T, NewJob(task_name=f"t{i}", payload={"i": i}, idempotency_key=f"k{i}"))).job
+                for i in range(3)
+            ]
+            (leased,) = await engine.lease(["default"])
+            await engine.complete(leased.id, leased.lease_token or "", {"done": True})
+            kept = {job.id: job for job in [*before[1:], await engine.get_job(T, leased.id)]}
+        await pgschema.upgrade_async(url)
+        async with PostgresJobStore.from_url(url, pool_size=1) as store:
+            assert {job_id: await store.job_get(job_id) for job_id in kept} == kept
+            engine = engine_on(store, TestClock(START))
+            # The idempotency keys still hold, whichever way the repeat comes.
+            assert (await engine.enqueue(T, NewJob(task_name="again", idempotency_key="k1"))).job == kept[before[1].id]
+        async with pg.connect(url) as connection:
+            repeat = await connection.fetchval(
+                "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
+            )
+            assert repeat == before[2].id
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"
