@@ -29,6 +29,10 @@ class WorkSignal(Protocol):
         """Work arrived on `queue`."""
         ...
 
+    def finished(self, object_id: str) -> None:
+        """The job or workflow `object_id` finished (PostgreSQL tells through `queueflow_done`)."""
+        ...
+
 
 class WorkflowStore(Protocol):
     """Where workflows live: a workflows row, one workflow_steps row per step (keyed on (workflow_id, name)),
@@ -46,6 +50,12 @@ class WorkflowStore(Protocol):
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
         """The workflow with its steps in submitted order, if it exists (and belongs to `tenant_id`, if given)."""
+        ...
+
+    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+        """Ask that the workflow's finish (running → any other status) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
         ...
 
     async def workflow_list(
@@ -98,6 +108,12 @@ class JobStore(Protocol):
 
     async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
         """The job, if it exists (and, with a `tenant_id`, belongs to that tenant)."""
+        ...
+
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        """Ask that the job's finish (→ completed | dead_letter | cancelled) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
         ...
 
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:

@@ -150,8 +150,8 @@ def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
     )
 
 
-def get(job_id: str) -> Call[Job]:
-    return call(get_job, Job.from_json, job_id, replayable=True)
+def get(job_id: str, wait_seconds: float = 0.0) -> Call[Job]:
+    return call(get_job, Job.from_json, job_id, replayable=True, wait_seconds=wait_seconds or UNSET)
 
 
 def list_page(
@@ -274,8 +274,10 @@ def create_workflow(
     )
 
 
-def get_workflow(workflow_id: str) -> Call[Workflow]:
-    return call(get_workflow_operation, Workflow.from_json, workflow_id, replayable=True)
+def get_workflow(workflow_id: str, wait_seconds: float = 0.0) -> Call[Workflow]:
+    return call(
+        get_workflow_operation, Workflow.from_json, workflow_id, replayable=True, wait_seconds=wait_seconds or UNSET
+    )
 
 
 def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None) -> Call[Page[Workflow]]:

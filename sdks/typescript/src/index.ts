@@ -24,7 +24,9 @@ export {
   UnavailableError,
   ConnectionError,
   TimeoutError,
+  WaitTimeoutError,
 } from "./errors.js";
+export type { WaitOptions } from "./waiting.js";
 export type { Problem, FieldProblem, ProblemCode } from "./errors.js";
 export type * from "./types.js";
 export type { paths, components, operations } from "./generated/schema.js";

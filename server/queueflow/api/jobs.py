@@ -28,12 +28,22 @@ from queueflow.api.schemas import (
     Queue,
     QueueList,
 )
+from queueflow.api.services import Services
+from queueflow.api.waiting import job_when_finished
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.types import JobFilter, JobStatus
 from queueflow.core.validation import NAME_PATTERN
 from queueflow.engine import MAX_PAGE, Engine
 
 TENANT_ERRORS = (401, 403, 503)
+WaitSeconds = Annotated[
+    float,
+    QueryParameter(
+        ge=0,
+        le=60,
+        description="Wait up to this long for the object to finish, and answer as soon as it does (0: at once).",
+    ),
+]
 IdempotencyKeyHeader = Annotated[
     str | None,
     HeaderParameter(
@@ -128,9 +138,16 @@ class JobsController(Controller):
         return JobPage([Job.from_domain(job) for job in page.items], page.next_cursor)
 
     @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
-    async def get_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
-        """Get one job."""
-        return Job.from_domain(await engine.get_job(tenant, job_id))
+    async def get_job(
+        self,
+        services: NamedDependency[Services],
+        tenant: NamedDependency[str],
+        job_id: JobIdPath,
+        wait_seconds: WaitSeconds = 0,
+    ) -> Job:
+        """Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out)."""
+        engine, wakeups, settings = services.engine, services.wakeups, services.settings
+        return Job.from_domain(await job_when_finished(engine, wakeups, settings, tenant, job_id, wait_seconds))
 
     @post(
         "/{job_id:str}/cancel",

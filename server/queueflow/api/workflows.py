@@ -12,10 +12,12 @@ from litestar.params import JSONBody, QueryParameter
 from queueflow.api.allow import options_for
 from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
-from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader
+from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, WaitSeconds
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import CreateWorkflow, JobIdPath, Workflow, WorkflowPage, WorkflowStatusName
+from queueflow.api.services import Services
+from queueflow.api.waiting import workflow_when_finished
 from queueflow.core.workflow import StepStatus, WorkflowStatus
 from queueflow.engine import MAX_PAGE, Engine
 
@@ -69,10 +71,17 @@ class WorkflowsController(Controller):
 
     @get("/{workflow_id:str}", operation_id="getWorkflow", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_workflow(
-        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], workflow_id: WorkflowIdPath
+        self,
+        services: NamedDependency[Services],
+        tenant: NamedDependency[str],
+        workflow_id: WorkflowIdPath,
+        wait_seconds: WaitSeconds = 0,
     ) -> Workflow:
-        """Get one workflow with the status of each of its steps."""
-        return Workflow.from_domain(await engine.get_workflow(tenant, workflow_id))
+        """Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running."""
+        workflow = await workflow_when_finished(
+            services.engine, services.wakeups, services.settings, tenant, workflow_id, wait_seconds
+        )
+        return Workflow.from_domain(workflow)
 
     @post(
         "/{workflow_id:str}/cancel",

@@ -78,6 +78,13 @@ class Engine:
             raise NotFound(f"no job {job_id}")
         return job
 
+    async def watch_job(self, tenant_id: str, job_id: str) -> Job:
+        """The job, with its finish announced to every process from now on (`JobStore.job_watch`)."""
+        job = await self.store.job_watch(job_id, tenant_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
     async def list_jobs(
         self, tenant_id: str, where: JobFilter | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page[Job]:
@@ -282,6 +289,13 @@ class Engine:
 
     async def get_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
         return await self.workflows.get(tenant_id, workflow_id)
+
+    async def watch_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
+        """The workflow, with its finish announced to every process from now on (`WorkflowStore.workflow_watch`)."""
+        workflow = await self.store.workflow_watch(workflow_id, tenant_id)
+        if workflow is None:
+            raise NotFound(f"no workflow {workflow_id}")
+        return workflow
 
     async def list_workflows(
         self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None

@@ -117,7 +117,7 @@ export interface paths {
         };
         /**
          * GetJob
-         * @description Get one job.
+         * @description Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
          */
         get: operations["getJob"];
         put?: never;
@@ -373,7 +373,7 @@ export interface paths {
         };
         /**
          * GetWorkflow
-         * @description Get one workflow with the status of each of its steps.
+         * @description Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running.
          */
         get: operations["getWorkflow"];
         put?: never;
@@ -1090,7 +1090,10 @@ export interface operations {
     };
     getJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long for the object to finish, and answer as soon as it does (0: at once). */
+                wait_seconds?: number;
+            };
             header?: never;
             path: {
                 job_id: string;
@@ -2260,7 +2263,10 @@ export interface operations {
     };
     getWorkflow: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long for the object to finish, and answer as soon as it does (0: at once). */
+                wait_seconds?: number;
+            };
             header?: never;
             path: {
                 workflow_id: string;

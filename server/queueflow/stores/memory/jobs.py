@@ -47,6 +47,10 @@ class MemoryJobs(Tables):
             return None
         return self._out(job)
 
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        # Every finish is announced here (`_announce_finished`): nothing to record.
+        return await self.job_get(job_id, tenant_id)
+
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         return {job_id: self._out(self._jobs[job_id]) for job_id in job_ids if job_id in self._jobs}
 
@@ -144,6 +148,8 @@ class MemoryJobs(Tables):
         if job is None or not holds_lease(job, lease_token, now):
             return None
         job = self._jobs[job_id] = replace(job, lease_token=None, locked_until=None, **changes)
+        if job.status in FINISHED:
+            self._announce_finished([job_id])
         return self._out(job)
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -153,6 +159,7 @@ class MemoryJobs(Tables):
         job = self._jobs[job_id] = replace(
             job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
         )
+        self._announce_finished([job_id])
         return self._out(job)
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:

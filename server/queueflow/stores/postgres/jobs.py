@@ -36,6 +36,7 @@ from queueflow.stores.postgres.sql import (
     FAIL,
     HEARTBEAT,
     INSERT,
+    JOB_AWAIT,
     LEASE_EXPIRED,
     NEXT_DUE,
     QUEUE_COUNTS,
@@ -100,6 +101,15 @@ class PostgresJobs(Pooled):
                 tenant_id,
             )
         return job_from_row(row) if row is not None else None
+
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        if not (storable_text(job_id) and storable_text(tenant_id)):
+            return None
+        async with self._connection() as db:
+            # Two statements, not one: the read needs a snapshot taken after the mark (and after any finish the
+            # mark waited for), which a statement's own CTE would not see.
+            await db.execute(JOB_AWAIT, job_id, tenant_id)
+        return await self.job_get(job_id, tenant_id)
 
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         wanted = [job_id for job_id in job_ids if storable_text(job_id)]

@@ -24,6 +24,13 @@ ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NO
 RETURNING id
 """
 
+# A waiter's request: from now on this job's finish NOTIFYs `queueflow_done` (the jobs_notify_done trigger). A row
+# another statement is finishing is waited for, and then left alone: finished, it has nothing left to announce.
+JOB_AWAIT = """
+UPDATE queueflow.jobs SET awaited = true
+ WHERE id = $1 AND tenant_id = $2 AND NOT awaited AND status IN ('pending', 'running', 'retrying')
+"""
+
 SELECT_BY_KEYS = f"""
 SELECT {COLUMNS} FROM queueflow.jobs
  WHERE (tenant_id, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
@@ -182,6 +189,10 @@ INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempoten
 VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
+"""
+
+WORKFLOW_AWAIT = """
+UPDATE queueflow.workflows SET awaited = true WHERE id = $1 AND tenant_id = $2 AND NOT awaited AND status = 'running'
 """
 
 WORKFLOW_BY_KEY = f"""

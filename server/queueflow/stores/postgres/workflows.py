@@ -29,6 +29,7 @@ from queueflow.stores.postgres.sql import (
     STEPS_INSERT,
     STEPS_OF,
     STEPS_RECORD,
+    WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
     WORKFLOW_GET,
@@ -71,6 +72,14 @@ class PostgresWorkflows(Pooled):
         async with self._connection() as db:
             row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
             return (await _with_steps(db, [row]))[0] if row is not None else None
+
+    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+        if not (storable_text(workflow_id) and storable_text(tenant_id)):
+            return None
+        async with self._connection() as db:
+            # As `job_watch`: the read is a statement of its own, with a snapshot taken after the mark.
+            await db.execute(WORKFLOW_AWAIT, workflow_id, tenant_id)
+        return await self.workflow_get(workflow_id, tenant_id)
 
     async def workflow_list(
         self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None

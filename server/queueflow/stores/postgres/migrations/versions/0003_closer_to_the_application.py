@@ -1,5 +1,6 @@
 """Closer to the application: `queueflow.enqueue(...)`, a SQL function that enqueues in the caller's transaction,
-and the `queueflow_enqueuer` role that may run it and nothing else.
+and the `queueflow_enqueuer` role that may run it and nothing else; notifications when an awaited job or workflow
+finishes.
 
 The function checks what `core.validation.new_job_errors` checks (API.md, "Transactional enqueue from SQL"): a bad
 value raises SQLSTATE 22023 with every bad field in the message ("priority: must be between -1000 and 1000") and
@@ -13,6 +14,12 @@ qualified), so a caller's objects cannot stand in for ours. EXECUTE is revoked f
 roles granted `queueflow_enqueuer`, may call it. Roles belong to the cluster, not the database: the role is made
 only if missing (several databases of one cluster may hold the schema) and dropped on downgrade only when nothing
 else still refers to it.
+
+Waiting for an outcome (`GET /v1/jobs/{id}?wait_seconds=`): a waiter sets its job's or workflow's `awaited`, and a
+row trigger NOTIFYs `queueflow_done` with the id when that row finishes. Only awaited rows notify: the trigger's
+WHEN clause is checked on each status change, and the function runs (and a notification is queued) only for rows
+someone waits on, so the drain of jobs nobody waits for pays no notification. Whichever process records the
+finish, every process's notifier hears it.
 
 `concurrency_key` (API.md) is not a parameter yet: jobs have no such column until flow control adds it, and that
 revision will replace this function (a new parameter changes its signature: DROP, CREATE, GRANT again).
@@ -199,6 +206,29 @@ $fn$
 """
 
 UPGRADE = [
+    # Both new columns have a constant default: adding them rewrites no rows.
+    "ALTER TABLE queueflow.jobs ADD COLUMN awaited BOOLEAN NOT NULL DEFAULT false",
+    "ALTER TABLE queueflow.workflows ADD COLUMN awaited BOOLEAN NOT NULL DEFAULT false",
+    """
+    CREATE FUNCTION queueflow.notify_done() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('queueflow_done', NEW.id);
+        RETURN NULL;
+    END
+    $$
+    """,
+    """
+    CREATE TRIGGER jobs_notify_done AFTER UPDATE OF status ON queueflow.jobs FOR EACH ROW
+        WHEN (NEW.awaited AND NEW.status IN ('completed', 'dead_letter', 'cancelled')
+              AND OLD.status NOT IN ('completed', 'dead_letter', 'cancelled'))
+        EXECUTE FUNCTION queueflow.notify_done()
+    """,
+    """
+    CREATE TRIGGER workflows_notify_done AFTER UPDATE OF status ON queueflow.workflows FOR EACH ROW
+        WHEN (NEW.awaited AND NEW.status <> 'running' AND OLD.status = 'running')
+        EXECUTE FUNCTION queueflow.notify_done()
+    """,
+    "REVOKE ALL ON FUNCTION queueflow.notify_done() FROM PUBLIC",
     ENQUEUE,
     f"REVOKE ALL ON FUNCTION {SIGNATURE} FROM PUBLIC",
     # A trigger function cannot be called directly anyway; nobody but the owner needs it.
@@ -220,6 +250,11 @@ DOWNGRADE = [
     f"DROP FUNCTION {SIGNATURE}",
     "REVOKE USAGE ON SCHEMA queueflow FROM queueflow_enqueuer",
     "GRANT EXECUTE ON FUNCTION queueflow.notify_work() TO PUBLIC",
+    "DROP TRIGGER workflows_notify_done ON queueflow.workflows",
+    "DROP TRIGGER jobs_notify_done ON queueflow.jobs",
+    "DROP FUNCTION queueflow.notify_done()",
+    "ALTER TABLE queueflow.workflows DROP COLUMN awaited",
+    "ALTER TABLE queueflow.jobs DROP COLUMN awaited",
     """
     DO $do$
     BEGIN
