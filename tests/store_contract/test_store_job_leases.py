@@ -234,3 +234,19 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     current = {row.id: row for row in await jobs_of(store)}
     assert [current[row.id] for row in first] == first
     assert current[expires[21].id] == expires[21]
+
+
+async def test_job_claim_for_a_tenant_claims_only_that_tenants_due_jobs_in_claim_order(store: Store) -> None:
+    theirs = [job(tenant="tenant-b", priority=5, queue_name="q") for _ in range(3)]
+    ours_low = job(priority=1, queue_name="q")
+    ours_high = job(priority=2, queue_name="q", now=at(1))
+    ours_later = job(queue_name="q", run_at=at(60))
+    await inserted(store, *theirs, ours_low, ours_high, ours_later)
+    claimed = await store.job_claim(["q"], 10, at(2), LEASE, "tenant-a")
+    assert [row.id for row in claimed] == [ours_high.id, ours_low.id]
+    assert all(row.status is RUNNING and row.lease_token for row in claimed)
+    assert await store.job_claim(["q"], 10, at(2), LEASE, "tenant-a") == []
+    assert await store.job_claim(["q"], 10, at(2), LEASE, "tenant-c") == []
+    assert await store.job_claim(["q"], 10, at(2), LEASE, "tenant-\x00") == []
+    # The other tenant's jobs were left alone, for any other claimer.
+    assert sorted(row.id for row in await store.job_claim(["q"], 10, at(2), LEASE)) == sorted(row.id for row in theirs)

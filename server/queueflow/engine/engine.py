@@ -139,11 +139,22 @@ class Engine:
         return await self.store.queue_throughput(tenant_id, since)
 
     # ---- worker side --------------------------------------------------------------------------------
+    #
+    # `scope`: the tenant a worker key is scoped to (None: it drains every tenant). A scoped worker leases only its
+    # tenant's jobs, and another tenant's job is to it as if it did not exist: NotFound, or lease_lost with no
+    # status in an ack. It could never hold such a job's token, but a leaked token must not let it through either,
+    # so its calls read the job's tenant first (one more statement, for scoped keys only).
 
-    async def lease(self, queues: Sequence[str], *, max_jobs: int = 1, lease_seconds: float = 30.0) -> list[Job]:
+    async def lease(
+        self, queues: Sequence[str], *, max_jobs: int = 1, lease_seconds: float = 30.0, scope: str | None = None
+    ) -> list[Job]:
         """Claim up to `max_jobs` due jobs across `queues`, in claim order, each with a fresh lease token."""
         validation.check(validation.lease_errors(queues, max_jobs, lease_seconds))
-        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds)
+        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds, scope)
+
+    async def _check_scope(self, job_id: str, scope: str | None) -> None:
+        if scope is not None and await self.store.job_get(job_id, scope) is None:
+            raise NotFound(f"no job {job_id}")
 
     async def next_due(self, queues: Sequence[str], *, after: datetime | None = None) -> datetime | None:
         """When the next delayed job or retry of `queues` becomes claimable after `after` (default now; None:
@@ -151,15 +162,19 @@ class Engine:
         empty claim, so that a job that became due since is answered too (and it claims again at once)."""
         return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now())
 
-    async def heartbeat(self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0) -> Job:
+    async def heartbeat(
+        self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0, scope: str | None = None
+    ) -> Job:
         """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline."""
         validation.check(validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS))
+        await self._check_scope(job_id, scope)
         job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds)
         if job is None:
             raise await self._lease_lost(job_id)
         return job
 
-    async def complete(self, job_id: str, lease_token: str, result: object = None) -> Job:
+    async def complete(self, job_id: str, lease_token: str, result: object = None, *, scope: str | None = None) -> Job:
+        await self._check_scope(job_id, scope)
         (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
         if job is None:
             raise await self._lease_lost(job_id)
@@ -174,6 +189,7 @@ class Engine:
         *,
         retryable: bool = True,
         retry_after_seconds: float | None = None,
+        scope: str | None = None,
     ) -> Job:
         """Record a failed delivery: retrying with backoff while budget is left and `retryable`, else dead_letter."""
         request = FailureRequest(
@@ -185,7 +201,7 @@ class Engine:
         )
         validation.check(_failure_errors(request, ()))
         now = self.clock.now()
-        current = await self.store.job_get(job_id)
+        current = await self.store.job_get(job_id, scope)
         if current is None:
             raise NotFound(f"no job {job_id}")
         (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now)
@@ -194,7 +210,9 @@ class Engine:
         await self.workflows.on_jobs_finished([job])
         return job
 
-    async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
+    async def ack(
+        self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = (), *, scope: str | None = None
+    ) -> list[AckResult]:
         """Complete and fail many jobs; each item succeeds or is `lease_lost` on its own."""
         if len(complete) + len(fail) > validation.MAX_BATCH:
             raise ValidationError.of([FieldError((), f"an ack carries at most {validation.MAX_BATCH} items")])
@@ -207,6 +225,8 @@ class Engine:
         for index, request in enumerate(fail):
             errors += _failure_errors(request, ("fail", index))
         validation.check(errors)
+        if scope is not None:
+            return await self._scoped_ack(complete, fail, scope)
         now = self.clock.now()
         current = await self.store.job_get_many([item.job_id for item in fail])
         decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
@@ -222,6 +242,24 @@ class Engine:
             else AckResult(job_id, AckOutcome.LEASE_LOST, *_status_and_queue(lost.get(job_id)))
             for job_id, job in outcomes
         ]
+
+    async def _scoped_ack(
+        self, complete: Sequence[Completion], fail: Sequence[FailureRequest], scope: str
+    ) -> list[AckResult]:
+        """`ack` for a scoped key: items naming another tenant's job are lease_lost with no status, as for a job
+        that does not exist; the others are acked as usual, in the order given."""
+        named = [item.job_id for item in complete] + [item.job_id for item in fail]
+        jobs = await self.store.job_get_many(named)
+
+        def ours(job_id: str) -> bool:
+            return job_id in jobs and jobs[job_id].tenant_id == scope
+
+        acked = iter(
+            await self.ack(
+                [item for item in complete if ours(item.job_id)], [item for item in fail if ours(item.job_id)]
+            )
+        )
+        return [next(acked) if ours(job_id) else AckResult(job_id, AckOutcome.LEASE_LOST, None) for job_id in named]
 
     def _decide(self, job: Job, request: FailureRequest, now: datetime) -> Failure:
         # Decided from the row as read; the store applies it only if the token still holds the lease, and a

@@ -30,6 +30,7 @@ from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
     CANCEL,
     CLAIM,
+    CLAIM_FOR_TENANT,
     COLUMNS,
     COMPLETE,
     DELETE_FINISHED,
@@ -152,12 +153,17 @@ class PostgresJobs(Pooled):
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(sql, *args)]
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+    async def job_claim(
+        self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float, tenant_id: str | None = None
+    ) -> list[Job]:
         wanted = _queue_names(queues)
-        if not wanted:
+        if not wanted or (tenant_id is not None and not storable_text(tenant_id)):
             return []
         async with self._connection() as db:
-            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
+            if tenant_id is None:
+                rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
+            else:
+                rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, timedelta(seconds=lease_seconds), tenant_id)
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))

@@ -63,6 +63,11 @@ UPDATE queueflow.jobs
 RETURNING {COLUMNS}
 """
 
+# The claim of a tenant-scoped worker key: the same statement, reading past other tenants' due rows. Derived from
+# CLAIM, so the two never drift apart.
+CLAIM_FOR_TENANT = CLAIM.replace("AND scheduled_at <= $3\n", "AND scheduled_at <= $3 AND tenant_id = $5\n", 1)
+assert CLAIM_FOR_TENANT != CLAIM
+
 # The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due
 # after now (the claim index, ordered by priority first, cannot answer this without reading every row).
 NEXT_DUE = """
