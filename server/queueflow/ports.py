@@ -10,7 +10,18 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts, QueueMinute
+from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
+    Completion,
+    Cursor,
+    Failure,
+    Job,
+    JobFilter,
+    QueueCounts,
+    QueueMinute,
+    Unchanged,
+)
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -140,9 +151,17 @@ class JobStore(Protocol):
         job or retry becomes claimable. None when no such job waits. Reads only."""
         ...
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
         """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
-        capped at started_at + timeout_seconds. None when the lease is not held."""
+        capped at started_at + timeout_seconds, and progress = `progress` unless UNCHANGED. None (and nothing
+        written) when the lease is not held. A progress it cannot store is a `ValidationError`."""
         ...
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:

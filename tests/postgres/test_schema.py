@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import asyncpg
 import pytest
 from queueflow.cli import main
 from queueflow.clocks import TestClock
-from queueflow.core.types import NewJob
-from queueflow.stores.postgres import PostgresJobStore
+from queueflow.core.types import JobStatus, NewJob
+from queueflow.stores.postgres import PostgresJobStore, sql
 from queueflow.stores.postgres import schema as pgschema
+from queueflow.stores.postgres.rows import insert_columns
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on
+from tests.postgres.helpers import row as job_row
 
 TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
 
@@ -135,26 +139,28 @@ async def test_the_other_tables(postgres_url: str) -> None:
 
 
 async def test_an_existing_database_upgrades_to_0003_with_its_jobs_intact() -> None:
+    # Rows as a 0002 server wrote them: its insert statement (which names its columns), and a finished job.
+    rows = [job_row(task_name=f"t{i}", payload={"i": i}, idempotency_key=f"k{i}") for i in range(3)]
+    done = replace(rows[0], status=JobStatus.COMPLETED, result={"done": True}, completed_at=START)
     async with pg.fresh_database() as url:
         await pgschema.upgrade_async(url, "0002")
-        async with PostgresJobStore.from_url(url, pool_size=1) as store:
-            engine = engine_on(store, TestClock(START))
-            before = [
-                (await engine.enqueue(T, NewJob(task_name=f"t{i}", payload={"i": i}, idempotency_key=f"k{i}"))).job
-                for i in range(3)
-            ]
-            (leased,) = await engine.lease(["default"])
-            await engine.complete(leased.id, leased.lease_token or "", {"done": True})
-            kept = {job.id: job for job in [*before[1:], await engine.get_job(T, leased.id)]}
+        async with pg.connect(url) as connection:
+            await connection.fetch(sql.INSERT, *insert_columns(rows))
+            await connection.execute(
+                "UPDATE queueflow.jobs SET status = 'completed', result = '{\"done\": true}', completed_at = $2"
+                " WHERE id = $1",
+                done.id,
+                START,
+            )
         await pgschema.upgrade_async(url)
         async with PostgresJobStore.from_url(url, pool_size=1) as store:
-            assert {job_id: await store.job_get(job_id) for job_id in kept} == kept
+            assert [await store.job_get(job.id) for job in rows] == [done, *rows[1:]]
             engine = engine_on(store, TestClock(START))
             # The idempotency keys still hold, whichever way the repeat comes.
-            assert (await engine.enqueue(T, NewJob(task_name="again", idempotency_key="k1"))).job == kept[before[1].id]
+            assert (await engine.enqueue(T, NewJob(task_name="again", idempotency_key="k1"))).job == rows[1]
         async with pg.connect(url) as connection:
             repeat = await connection.fetchval(
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
-            assert repeat == before[2].id
+            assert repeat == rows[2].id
             assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"

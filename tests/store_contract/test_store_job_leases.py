@@ -250,3 +250,36 @@ async def test_job_claim_for_a_tenant_claims_only_that_tenants_due_jobs_in_claim
     assert await store.job_claim(["q"], 10, at(2), LEASE, "tenant-\x00") == []
     # The other tenant's jobs were left alone, for any other claimer.
     assert sorted(row.id for row in await store.job_claim(["q"], 10, at(2), LEASE)) == sorted(row.id for row in theirs)
+
+
+async def test_job_heartbeat_records_progress_only_while_the_lease_is_held(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    beat = await store.job_heartbeat(held.id, token, at(1), LEASE, {"done": 3, "text": "ü"})
+    assert beat is not None
+    assert beat.progress == {"done": 3, "text": "ü"}
+    kept = await store.job_heartbeat(held.id, token, at(2), LEASE)
+    assert kept is not None
+    assert kept.progress == {"done": 3, "text": "ü"}
+    assert kept.locked_until == at(2 + LEASE)
+    assert await store.job_heartbeat(held.id, stranger_token(), at(3), LEASE, "stranger") is None
+    assert await store.job_heartbeat(held.id, token, at(100), LEASE, "expired") is None
+    after = await store.job_get(held.id)
+    assert after is not None
+    assert after.progress == {"done": 3, "text": "ü"}
+    assert after.locked_until == at(2 + LEASE)
+
+
+async def test_job_heartbeat_may_clear_progress_and_rejects_what_it_cannot_store(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    await store.job_heartbeat(held.id, token, at(1), LEASE, [1, 2])
+    cleared = await store.job_heartbeat(held.id, token, at(1), LEASE, None)
+    assert cleared is not None
+    assert cleared.progress is None
+    for bad in ("nul \x00", nested(MAX_RESULT_DEPTH + 1), "x" * 65_536):
+        with pytest.raises(ValidationError):
+            await store.job_heartbeat(held.id, token, at(2), LEASE, bad)
+    unchanged = await store.job_get(held.id)
+    assert unchanged is not None
+    assert (unchanged.progress, unchanged.locked_until) == (None, at(1 + LEASE))

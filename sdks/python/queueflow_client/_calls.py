@@ -210,8 +210,9 @@ def lease(
     )
 
 
-def heartbeat(job_id: str, lease_token: str, lease_seconds: float) -> Call[datetime]:
-    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds)
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:
+    """A heartbeat; with `progress` (any JSON, null included), one that also records it."""
+    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds, progress=progress)
     return call(
         heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
     )

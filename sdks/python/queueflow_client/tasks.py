@@ -76,6 +76,10 @@ class Lease(Protocol):
     """The held lease of one delivery. Each call answers False when the lease no longer holds the job."""
 
     async def heartbeat(self) -> bool: ...
+    async def progress(self, value: Any) -> bool:
+        """A heartbeat that also records `value` as the job's progress."""
+        ...
+
     async def complete(self, result: Any) -> bool: ...
     async def fail(self, error: str, *, retryable: bool, retry_after_seconds: float | None) -> bool: ...
 
@@ -114,6 +118,20 @@ class JobContext:
     def heartbeat_blocking(self) -> bool:
         """`heartbeat()` for a sync task, from its thread."""
         return asyncio.run_coroutine_threadsafe(self.heartbeat(), self._loop).result()
+
+    async def progress(self, value: Any) -> bool:
+        """Report how far the task has come: `value` (any JSON, at most 64 KiB encoded) becomes the job's
+        `progress`, replacing the last one, and the lease is extended as by `heartbeat`. False, and `cancelled`,
+        if the lease was lost (then nothing is recorded). A value the server cannot store raises ValidationError."""
+        if self.cancelled:
+            return False
+        if not await self._lease.progress(value):
+            self.cancellation.set()
+        return not self.cancelled
+
+    def progress_blocking(self, value: Any) -> bool:
+        """`progress(value)` for a sync task, from its thread."""
+        return asyncio.run_coroutine_threadsafe(self.progress(value), self._loop).result()
 
 
 class TaskRegistry:

@@ -82,6 +82,8 @@ class Job:
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    progress: Any = None
+    """What the task last reported with `ctx.progress(...)` (None until it reports)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Job:
@@ -118,6 +120,7 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "timeout_seconds": data.get("timeout_seconds"),
         "next_retry_at": _time(data.get("next_retry_at")),
         "result": data.get("result"),
+        "progress": data.get("progress"),
         "error_message": data.get("error_message"),
         "workflow_id": data.get("workflow_id"),
         "workflow_step_id": data.get("workflow_step_id"),

@@ -187,6 +187,13 @@ class _RemoteLease:
             return False
         return True
 
+    async def progress(self, value: Any) -> bool:
+        try:
+            await self.transport(_calls.heartbeat(self.job.id, self.job.lease_token, self.lease_seconds, value))
+        except (LeaseLostError, NotFoundError):
+            return False
+        return True
+
     async def complete(self, result: Any) -> bool:
         return await self.acks.send(
             complete=AckComplete(id=self.job.id, lease_token=self.job.lease_token, result=result)

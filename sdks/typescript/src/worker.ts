@@ -44,6 +44,12 @@ export interface TaskContext {
   readonly job: LeasedJob;
   /** Fires when the job must stop: lease lost (e.g. cancelled), deadline passed, or worker shutdown. */
   readonly signal: AbortSignal;
+  /**
+   * Report how far the task has come: `value` (any JSON, at most 64 KiB encoded) becomes the job's `progress`,
+   * replacing the last one, and the lease is extended as by a heartbeat. Resolves false (and `signal` fires) if
+   * the lease was lost, when nothing is recorded; rejects with a `ValidationError` for a value it cannot store.
+   */
+  progress(value: unknown): Promise<boolean>;
 }
 
 export type TaskHandler<P = Record<string, unknown>> = (payload: P, ctx: TaskContext) => unknown;
@@ -225,7 +231,8 @@ export class Worker {
       outcome = { error: `no handler for task ${JSON.stringify(job.task_name)} on this worker`, retryable: false };
     } else {
       try {
-        const result = await handler(job.payload as never, { job, signal: held.controller.signal });
+        const progress = (value: unknown) => this.#progress(held, value);
+        const result = await handler(job.payload as never, { job, signal: held.controller.signal, progress });
         outcome = { result: result === undefined ? null : result };
       } catch (error) {
         outcome = failure(error);
@@ -287,6 +294,28 @@ export class Worker {
       }
     } finally {
       held.heartbeating = false;
+    }
+  }
+
+  async #progress(held: HeldJob, value: unknown): Promise<boolean> {
+    if (held.lost) return false;
+    try {
+      await this.#transport.call(
+        (signal) => this.#transport.api.POST("/v1/worker/jobs/{job_id}/heartbeat", {
+          params: { path: { job_id: held.job.id } },
+          body: { lease_token: held.job.lease_token, lease_seconds: this.#options.leaseSeconds, progress: value },
+          signal,
+        }),
+        { safe: true },
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLostError || error instanceof NotFoundError) {
+        held.lost = true;
+        held.abort(error);
+        return false;
+      }
+      throw error;
     }
   }
 

@@ -71,3 +71,30 @@ test("workflows.wait resolves once the workflow finishes", async () => {
     await running;
   }
 });
+
+test("ctx.progress records the task's progress, which the job shows while it runs and after", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let reported!: () => void;
+  const seen = new Promise<void>((resolve) => (reported = resolve));
+  const w = worker("progress").task("count", async (_payload, ctx) => {
+    assert.equal(await ctx.progress({ done: 1, of: 2 }), true);
+    reported();
+    await gate;
+    assert.equal(await ctx.progress({ done: 2, of: 2 }), true);
+    return "counted";
+  });
+  const running = w.start();
+  try {
+    const job = await client.jobs.enqueue({ task_name: "count", queue_name: "progress" });
+    await seen;
+    assert.deepEqual((await client.jobs.get(job.id)).progress, { done: 1, of: 2 });
+    release();
+    const finished = await client.jobs.wait(job.id, { timeoutMs: 20_000 });
+    assert.equal(finished.result, "counted");
+    assert.deepEqual(finished.progress, { done: 2, of: 2 });
+  } finally {
+    await w.stop();
+    await running;
+  }
+});

@@ -154,6 +154,8 @@ class Job(Struct, kw_only=True):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    progress: Any
+    """What the task last reported with a heartbeat (null until it reports); kept after the job finishes."""
 
     @classmethod
     def from_domain(cls, job: domain.Job) -> Job:
@@ -197,6 +199,7 @@ def _job_fields(job: domain.Job) -> dict[str, Any]:
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,
+        "progress": job.progress,
     }
 
 
@@ -358,6 +361,8 @@ class LeasedJobs(Struct):
 class HeartbeatRequest(_Request):
     lease_token: LeaseToken
     lease_seconds: LeaseSeconds = 30.0
+    progress: Any | UnsetType = msgspec.field(default=UNSET)
+    """Any JSON value (at most 64 KiB encoded): replaces the job's progress. Absent: the progress stays as it is."""
 
 
 class Heartbeat(Struct):

@@ -9,6 +9,7 @@ from typing import Any
 from litestar import Controller, Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
+from msgspec import UNSET
 
 from queueflow.api.auth import WORKER, worker_scope
 from queueflow.api.body import StrictBody
@@ -148,7 +149,11 @@ class WorkerController(Controller):
     ) -> Heartbeat:
         """Extend a held lease (never past the delivery's timeout)."""
         job = await services.engine.heartbeat(
-            job_id, data.lease_token, lease_seconds=data.lease_seconds, scope=worker_scope(request)
+            job_id,
+            data.lease_token,
+            lease_seconds=data.lease_seconds,
+            scope=worker_scope(request),
+            progress=domain.UNCHANGED if data.progress is UNSET else data.progress,
         )
         assert job.locked_until is not None  # a held lease always has an end
         return Heartbeat(job.locked_until)

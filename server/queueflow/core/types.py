@@ -107,6 +107,8 @@ class Job:
     workflow_step_id: str | None = None
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    progress: JSON = None
+    """What the task last reported with a heartbeat (None until it reports); it stays after the job finishes."""
 
     @property
     def deadline(self) -> datetime | None:
@@ -213,6 +215,17 @@ class Failure:
     lease_token: str
     error: str
     retry_at: datetime | None
+
+
+class Unchanged:
+    """The type of `UNCHANGED`."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
+"""A heartbeat that reports no progress (None would be a progress of JSON null)."""
 
 
 class AckOutcome(StrEnum):

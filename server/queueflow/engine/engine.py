@@ -13,10 +13,12 @@ from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
-from queueflow.core.jsonvalue import result_errors
+from queueflow.core.jsonvalue import progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
 from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
     AckOutcome,
     AckResult,
     Completion,
@@ -31,6 +33,7 @@ from queueflow.core.types import (
     Page,
     QueueMinute,
     QueueStats,
+    Unchanged,
 )
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
 from queueflow.engine.schedules import Schedules
@@ -163,12 +166,22 @@ class Engine:
         return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now())
 
     async def heartbeat(
-        self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0, scope: str | None = None
+        self,
+        job_id: str,
+        lease_token: str,
+        *,
+        lease_seconds: float = 30.0,
+        scope: str | None = None,
+        progress: JSON | Unchanged = UNCHANGED,
     ) -> Job:
-        """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline."""
-        validation.check(validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS))
+        """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline, recording
+        `progress` (which replaces the previous one) if given. A lost lease records nothing."""
+        errors = validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS)
+        if not isinstance(progress, Unchanged):
+            errors += progress_errors(progress, ("progress",))
+        validation.check(errors)
         await self._check_scope(job_id, scope)
-        job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds)
+        job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds, progress)
         if job is None:
             raise await self._lease_lost(job_id)
         return job

@@ -70,6 +70,13 @@ class EngineLease:
             return False
         return True
 
+    async def progress(self, value: Any) -> bool:
+        try:
+            await self.engine.heartbeat(self.job.id, self.token, lease_seconds=self.lease_seconds, progress=value)
+        except (LeaseLost, NotFound):
+            return False
+        return True
+
     async def complete(self, result: Any) -> bool:
         try:
             await self.engine.complete(self.job.id, self.token, result)

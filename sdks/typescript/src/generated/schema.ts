@@ -570,6 +570,7 @@ export interface components {
             /** @default 30 */
             lease_seconds?: number;
             lease_token: string;
+            progress?: unknown;
         };
         /** Job */
         Job: {
@@ -591,6 +592,7 @@ export interface components {
                 [key: string]: unknown;
             };
             priority: number;
+            progress: unknown;
             queue_name: string;
             result: unknown;
             retry_count: number;
@@ -647,6 +649,7 @@ export interface components {
                 [key: string]: unknown;
             };
             priority: number;
+            progress: unknown;
             queue_name: string;
             result: unknown;
             retry_count: number;

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from queueflow.core.errors import ValidationError
-from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors
+from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors, progress_errors
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
     CANCELLABLE,
@@ -18,6 +18,7 @@ from queueflow.core.types import (
     FINISHED,
     JSON,
     RETRIABLE,
+    UNCHANGED,
     Completion,
     Cursor,
     Failure,
@@ -26,6 +27,7 @@ from queueflow.core.types import (
     JobStatus,
     QueueCounts,
     QueueMinute,
+    Unchanged,
 )
 from queueflow.stores.memory.state import Tables
 
@@ -99,11 +101,25 @@ class MemoryJobs(Tables):
             default=None,
         )
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
+        if not isinstance(progress, Unchanged) and (errors := progress_errors(progress, ("progress",))):
+            raise ValidationError.of(errors)
         job = self._jobs.get(job_id)
         if job is None or not holds_lease(job, lease_token, now):
             return None
-        job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        if isinstance(progress, Unchanged):
+            job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        else:
+            job = self._jobs[job_id] = replace(
+                job, locked_until=lease_until(job, now, lease_seconds), progress=copy.deepcopy(progress)
+            )
         return self._out(job)
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:

@@ -95,4 +95,5 @@ class Tables:
             payload=copy.deepcopy(job.payload),
             metadata=copy.deepcopy(job.metadata),
             result=copy.deepcopy(job.result),
+            progress=copy.deepcopy(job.progress),
         )

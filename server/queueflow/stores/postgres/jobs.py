@@ -12,10 +12,13 @@ from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
     job_storage_errors,
+    progress_errors,
     storable_text,
     storage_errors,
 )
 from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
     Completion,
     Cursor,
     Failure,
@@ -23,6 +26,7 @@ from queueflow.core.types import (
     JobFilter,
     QueueCounts,
     QueueMinute,
+    Unchanged,
 )
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
@@ -36,6 +40,7 @@ from queueflow.stores.postgres.sql import (
     DELETE_FINISHED,
     FAIL,
     HEARTBEAT,
+    HEARTBEAT_WITH_PROGRESS,
     INSERT,
     JOB_AWAIT,
     LEASE_EXPIRED,
@@ -177,12 +182,28 @@ class PostgresJobs(Pooled):
             due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
         return due
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
+        reported = None
+        if not isinstance(progress, Unchanged):
+            if errors := progress_errors(progress, ("progress",)):
+                raise ValidationError.of(errors)
+            reported = None if progress is None else json_text(progress, ("progress",))
         token = _token(lease_token)
         if token is None or not storable_text(job_id):
             return None
+        lease = timedelta(seconds=lease_seconds)
         async with self._connection() as db:
-            row = await db.fetchrow(HEARTBEAT, job_id, token, now, timedelta(seconds=lease_seconds))
+            if isinstance(progress, Unchanged):
+                row = await db.fetchrow(HEARTBEAT, job_id, token, now, lease)
+            else:
+                row = await db.fetchrow(HEARTBEAT_WITH_PROGRESS, job_id, token, now, lease, reported)
         return job_from_row(row) if row is not None else None
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:

@@ -64,4 +64,5 @@ def job_from_row(row: asyncpg.Record) -> Job:
         workflow_step_id=row["workflow_step_id"],
         started_at=row["started_at"],
         completed_at=row["completed_at"],
+        progress=row["progress"],
     )

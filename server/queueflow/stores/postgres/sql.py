@@ -6,7 +6,8 @@
 COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
-    " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at"
+    " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
+    " progress"
 )
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 """COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
@@ -84,6 +85,15 @@ HOLDS_LEASE = "j.status = 'running' AND j.lease_token = {token} AND j.locked_unt
 HEARTBEAT = f"""
 UPDATE queueflow.jobs AS j
    SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
+ WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2", now="$3")}
+RETURNING {J_COLUMNS}
+"""
+
+# A heartbeat that reports progress: the same, and the progress replaced ($5 is NULL for a JSON null).
+HEARTBEAT_WITH_PROGRESS = f"""
+UPDATE queueflow.jobs AS j
+   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds)),
+       progress = $5::jsonb
  WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2", now="$3")}
 RETURNING {J_COLUMNS}
 """

@@ -35,6 +35,7 @@ class Job:
         next_retry_at (datetime.datetime | None):
         payload (JobPayload):
         priority (int):
+        progress (Any):
         queue_name (str):
         result (Any):
         retry_count (int):
@@ -61,6 +62,7 @@ class Job:
     next_retry_at: datetime.datetime | None
     payload: JobPayload
     priority: int
+    progress: Any
     queue_name: str
     result: Any
     retry_count: int
@@ -115,6 +117,8 @@ class Job:
 
         priority = self.priority
 
+        progress = self.progress
+
         queue_name = self.queue_name
 
         result = self.result
@@ -161,6 +165,7 @@ class Job:
                 "next_retry_at": next_retry_at,
                 "payload": payload,
                 "priority": priority,
+                "progress": progress,
                 "queue_name": queue_name,
                 "result": result,
                 "retry_count": retry_count,
@@ -259,6 +264,8 @@ class Job:
 
         priority = d.pop("priority")
 
+        progress = d.pop("progress")
+
         queue_name = d.pop("queue_name")
 
         result = d.pop("result")
@@ -323,6 +330,7 @@ class Job:
             next_retry_at=next_retry_at,
             payload=payload,
             priority=priority,
+            progress=progress,
             queue_name=queue_name,
             result=result,
             retry_count=retry_count,

@@ -37,6 +37,7 @@ class LeasedJob:
         next_retry_at (datetime.datetime | None):
         payload (LeasedJobPayload):
         priority (int):
+        progress (Any):
         queue_name (str):
         result (Any):
         retry_count (int):
@@ -65,6 +66,7 @@ class LeasedJob:
     next_retry_at: datetime.datetime | None
     payload: LeasedJobPayload
     priority: int
+    progress: Any
     queue_name: str
     result: Any
     retry_count: int
@@ -127,6 +129,8 @@ class LeasedJob:
 
         priority = self.priority
 
+        progress = self.progress
+
         queue_name = self.queue_name
 
         result = self.result
@@ -175,6 +179,7 @@ class LeasedJob:
                 "next_retry_at": next_retry_at,
                 "payload": payload,
                 "priority": priority,
+                "progress": progress,
                 "queue_name": queue_name,
                 "result": result,
                 "retry_count": retry_count,
@@ -290,6 +295,8 @@ class LeasedJob:
 
         priority = d.pop("priority")
 
+        progress = d.pop("progress")
+
         queue_name = d.pop("queue_name")
 
         result = d.pop("result")
@@ -356,6 +363,7 @@ class LeasedJob:
             next_retry_at=next_retry_at,
             payload=payload,
             priority=priority,
+            progress=progress,
             queue_name=queue_name,
             result=result,
             retry_count=retry_count,

@@ -1,6 +1,6 @@
 """Closer to the application: `queueflow.enqueue(...)`, a SQL function that enqueues in the caller's transaction,
 and the `queueflow_enqueuer` role that may run it and nothing else; notifications when an awaited job or workflow
-finishes.
+finishes; a job's `progress`.
 
 The function checks what `core.validation.new_job_errors` checks (API.md, "Transactional enqueue from SQL"): a bad
 value raises SQLSTATE 22023 with every bad field in the message ("priority: must be between -1000 and 1000") and
@@ -206,6 +206,8 @@ $fn$
 """
 
 UPGRADE = [
+    # What a task last reported with a heartbeat (API.md, "Progress"); NULL until it reports.
+    "ALTER TABLE queueflow.jobs ADD COLUMN progress JSONB",
     # Both new columns have a constant default: adding them rewrites no rows.
     "ALTER TABLE queueflow.jobs ADD COLUMN awaited BOOLEAN NOT NULL DEFAULT false",
     "ALTER TABLE queueflow.workflows ADD COLUMN awaited BOOLEAN NOT NULL DEFAULT false",
@@ -255,6 +257,7 @@ DOWNGRADE = [
     "DROP FUNCTION queueflow.notify_done()",
     "ALTER TABLE queueflow.workflows DROP COLUMN awaited",
     "ALTER TABLE queueflow.jobs DROP COLUMN awaited",
+    "ALTER TABLE queueflow.jobs DROP COLUMN progress",
     """
     DO $do$
     BEGIN
