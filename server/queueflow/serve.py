@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -31,6 +32,7 @@ from queueflow.ports import Store
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
+from queueflow.runtime.telemetry import tracer_provider_from_env
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings, SettingsError
 
@@ -163,7 +165,16 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
         async with _runtime(settings, url, store, wakeups, tasks):
             yield
 
-    app = create_app(settings, store=store, clock=SystemClock(), wakeups=wakeups, lifespan=[lifespan])
+    # OTEL_* are OpenTelemetry's own variables, read where its SDK would read them (see runtime.telemetry).
+    tracer_provider = tracer_provider_from_env(os.environ)
+    app = create_app(
+        settings,
+        store=store,
+        clock=SystemClock(),
+        wakeups=wakeups,
+        lifespan=[lifespan],
+        tracer_provider=tracer_provider,
+    )
     print(walkthrough(settings), flush=True)
     config: dict[str, Any] = {
         "host": settings.host,
@@ -173,7 +184,11 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
         "loop": "uvloop",
         "http": "httptools",
     }
-    _closing_server(uvicorn.Config(app, **config), wakeups).run()
+    try:
+        _closing_server(uvicorn.Config(app, **config), wakeups).run()
+    finally:
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # flushes the spans still batched
 
 
 def _closing_server(config: uvicorn.Config, wakeups: Wakeups) -> uvicorn.Server:

@@ -283,3 +283,13 @@ async def test_job_heartbeat_may_clear_progress_and_rejects_what_it_cannot_store
     unchanged = await store.job_get(held.id)
     assert unchanged is not None
     assert (unchanged.progress, unchanged.locked_until) == (None, at(1 + LEASE))
+
+
+async def test_a_jobs_trace_context_is_stored_and_claimed_with_it(store: Store) -> None:
+    context = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "a=b"}
+    traced = replace(job(), trace_context=context)
+    stored, _ = await inserted(store, traced, job())
+    assert stored.trace_context == context
+    claimed = {row.id: row for row in await store.job_claim(["default"], 10, START, LEASE)}
+    assert claimed[traced.id].trace_context == context
+    assert [row.trace_context for row_id, row in claimed.items() if row_id != traced.id] == [None]

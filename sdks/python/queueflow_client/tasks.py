@@ -31,6 +31,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
+try:  # the optional `otel` extra: opentelemetry-api
+    from opentelemetry import propagate as otel_propagate
+    from opentelemetry import trace as otel_trace
+except ImportError:  # pragma: no cover - exercised where the extra is not installed
+    otel_propagate = None  # type: ignore[assignment]
+    otel_trace = None  # type: ignore[assignment]
+
 __all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "TaskRegistry"]
 
 log = logging.getLogger("queueflow_client.worker")
@@ -135,10 +142,16 @@ class JobContext:
 
 
 class TaskRegistry:
-    """Task functions by name; a runner executes deliveries against it."""
+    """Task functions by name; a runner executes deliveries against it.
 
-    def __init__(self) -> None:
+    With `opentelemetry-api` installed (`pip install 'queueflow-client[otel]'`), each delivery runs in a span
+    `queueflow.task <task_name>` whose parent is the trace context the job was enqueued with (so it joins the
+    enqueuing request's trace), on `tracer_provider` (default: the global one); an exception the task raises is
+    recorded on it. Without it, nothing is traced."""
+
+    def __init__(self, *, tracer_provider: Any = None) -> None:
         self._tasks: dict[str, TaskFunction] = {}
+        self._tracer_provider = tracer_provider
 
     def task(self, name: str) -> Callable[[TaskFunction], TaskFunction]:
         """Register the decorated function as the task `name`."""
@@ -172,7 +185,10 @@ class TaskRegistry:
             await _settle(job, lease.fail(message, retryable=False, retry_after_seconds=None))
             return
         ctx = JobContext(job, lease)
-        work = asyncio.create_task(_invoke(function, dict(job.payload), ctx), name=f"queueflow-task-{job.id}")
+        work = asyncio.create_task(
+            _traced(self._tracer_provider, job, _invoke(function, dict(job.payload), ctx)),
+            name=f"queueflow-task-{job.id}",
+        )
         watch = asyncio.create_task(_heartbeat_until_lost(ctx, heartbeat_every))
         try:
             await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -189,6 +205,36 @@ class TaskRegistry:
             log.info("job %s: the lease was lost (cancelled or reclaimed); its result is dropped", job.id)
             return
         await _settle(job, _outcome(work, lease))
+
+
+async def _traced(tracer_provider: Any, job: Delivery, work: Awaitable[Any]) -> Any:
+    """`work` inside the delivery's span, when OpenTelemetry is installed; as it is otherwise. The span is current
+    in the task's own asyncio task (and, through `to_thread`'s copied context, in a sync task's thread)."""
+    if otel_trace is None:
+        return await work
+    carrier = _carrier(getattr(job, "trace_context", None))
+    parent = otel_propagate.extract(carrier) if carrier else None
+    tracer = otel_trace.get_tracer("queueflow_client", tracer_provider=tracer_provider)
+    attributes: dict[str, str | int] = {
+        "queueflow.job_id": job.id,
+        "queueflow.task_name": job.task_name,
+        "queueflow.queue": job.queue_name,
+        "queueflow.delivery_count": job.delivery_count,
+    }
+    with tracer.start_as_current_span(
+        f"queueflow.task {job.task_name}", context=parent, kind=otel_trace.SpanKind.CONSUMER, attributes=attributes
+    ):
+        return await work
+
+
+def _carrier(context: Any) -> Mapping[str, str]:
+    """A job's trace context as headers: the SDK's `TraceContext`, or the server's own job's dict."""
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return context
+    headers: Mapping[str, str] = context.headers()
+    return headers
 
 
 async def _invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import msgspec
@@ -29,6 +30,7 @@ from queueflow.api.schemas import (
     QueueList,
 )
 from queueflow.api.services import Services
+from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import job_when_finished
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.types import JobFilter, JobStatus
@@ -81,9 +83,14 @@ class JobsController(Controller):
         tenant: NamedDependency[str],
         data: JSONBody[EnqueueJob],
         idempotency_key: IdempotencyKeyHeader = None,
+        traceparent: TraceparentHeader = None,
+        tracestate: TracestateHeader = None,
     ) -> Response[Job]:
         """Enqueue a job."""
-        enqueued = await engine.enqueue(tenant, data.to_domain(idempotency_key))
+        new = data.to_domain(idempotency_key)
+        if (traced := request_trace_context(traceparent, tracestate)) is not None:
+            new = replace(new, trace_context=traced)
+        enqueued = await engine.enqueue(tenant, new)
         if enqueued.created:
             metrics.jobs_enqueued([enqueued.job])
         return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
@@ -102,9 +109,14 @@ class JobsController(Controller):
         metrics: NamedDependency[Metrics],
         tenant: NamedDependency[str],
         data: JSONBody[EnqueueBatch],
+        traceparent: TraceparentHeader = None,
+        tracestate: TracestateHeader = None,
     ) -> JobBatch:
         """Enqueue up to 1000 jobs atomically (all or none)."""
-        results = await engine.enqueue_many(tenant, [item.to_domain(item.idempotency_key) for item in data.jobs])
+        jobs = [item.to_domain(item.idempotency_key) for item in data.jobs]
+        if (traced := request_trace_context(traceparent, tracestate)) is not None:
+            jobs = [replace(job, trace_context=traced) for job in jobs]
+        results = await engine.enqueue_many(tenant, jobs)
         metrics.jobs_enqueued(result.job for result in results if result.created)
         return JobBatch([Job.from_domain(result.job) for result in results])
 

@@ -127,6 +127,13 @@ class EnqueueBatch(_Request):
     jobs: Annotated[list[BatchItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
 
 
+class TraceContext(Struct, kw_only=True):
+    """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
+
+    traceparent: str
+    tracestate: str | None
+
+
 class Job(Struct, kw_only=True):
     """A job as a tenant sees it (never its lease token)."""
 
@@ -156,6 +163,8 @@ class Job(Struct, kw_only=True):
     completed_at: datetime | None
     progress: Any
     """What the task last reported with a heartbeat (null until it reports); kept after the job finishes."""
+    trace_context: TraceContext | None
+    """W3C trace context of its enqueue (a workflow's, for a step's job), for its worker's task span."""
 
     @classmethod
     def from_domain(cls, job: domain.Job) -> Job:
@@ -200,7 +209,14 @@ def _job_fields(job: domain.Job) -> dict[str, Any]:
         "started_at": job.started_at,
         "completed_at": job.completed_at,
         "progress": job.progress,
+        "trace_context": _trace_context(job.trace_context),
     }
+
+
+def _trace_context(context: dict[str, str] | None) -> TraceContext | None:
+    if context is None:
+        return None
+    return TraceContext(traceparent=context["traceparent"], tracestate=context.get("tracestate"))
 
 
 class JobBatch(Struct):

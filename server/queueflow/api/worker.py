@@ -29,6 +29,7 @@ from queueflow.api.schemas import (
     LeaseRequest,
 )
 from queueflow.api.services import Services
+from queueflow.api.tracing import link_leased
 from queueflow.core import types as domain
 from queueflow.engine import Engine
 from queueflow.runtime.wakeups import Wakeups, Watch
@@ -130,6 +131,7 @@ class WorkerController(Controller):
         else:
             jobs = await lease_or_wait(engine, wakeups, data, settings, scope=scope)
         services.metrics.jobs_leased(jobs)
+        link_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
 
     @post(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from litestar import Controller, Response, get, post
@@ -17,6 +18,7 @@ from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import CreateWorkflow, JobIdPath, Workflow, WorkflowPage, WorkflowStatusName
 from queueflow.api.services import Services
+from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import workflow_when_finished
 from queueflow.core.workflow import StepStatus, WorkflowStatus
 from queueflow.engine import MAX_PAGE, Engine
@@ -48,9 +50,14 @@ class WorkflowsController(Controller):
         tenant: NamedDependency[str],
         data: JSONBody[CreateWorkflow],
         idempotency_key: IdempotencyKeyHeader = None,
+        traceparent: TraceparentHeader = None,
+        tracestate: TracestateHeader = None,
     ) -> Response[Workflow]:
         """Create a workflow from a DAG of steps and enqueue its root steps."""
-        workflow, created = await engine.create_workflow(tenant, data.to_domain(idempotency_key))
+        new = data.to_domain(idempotency_key)
+        if (traced := request_trace_context(traceparent, tracestate)) is not None:
+            new = replace(new, trace_context=traced)
+        workflow, created = await engine.create_workflow(tenant, new)
         if created:
             metrics.jobs_enqueued(step for step in workflow.steps if step.status is StepStatus.ENQUEUED)
         return Response(Workflow.from_domain(workflow), status_code=201 if created else 200)

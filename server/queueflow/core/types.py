@@ -76,6 +76,8 @@ class NewJob:
     timeout_seconds: float | None = None
     metadata: dict[str, JSON] = field(default_factory=dict)
     idempotency_key: str | None = None
+    trace_context: dict[str, str] | None = None
+    """W3C `traceparent` (and `tracestate`) of the request that enqueued it (`core.tracecontext`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +111,8 @@ class Job:
     completed_at: datetime | None = None
     progress: JSON = None
     """What the task last reported with a heartbeat (None until it reports); it stays after the job finishes."""
+    trace_context: dict[str, str] | None = None
+    """W3C trace context of its enqueue (a workflow's, for a step's job): its worker's task span joins that trace."""
 
     @property
     def deadline(self) -> datetime | None:

@@ -604,6 +604,7 @@ export interface components {
             task_name: string;
             tenant_id: string;
             timeout_seconds: number | null;
+            trace_context: components["schemas"]["TraceContext"] | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -661,6 +662,7 @@ export interface components {
             task_name: string;
             tenant_id: string;
             timeout_seconds: number | null;
+            trace_context: components["schemas"]["TraceContext"] | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -742,6 +744,11 @@ export interface components {
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
             next_cursor: string | null;
+        };
+        /** TraceContext */
+        TraceContext: {
+            traceparent: string;
+            tracestate: string | null;
         };
         /** UpdateSchedule */
         UpdateSchedule: {
@@ -947,6 +954,10 @@ export interface operations {
             header?: {
                 /** @description Scoped to the tenant: a repeat answers 200 with the original object, unchanged. */
                 "Idempotency-Key"?: string | null;
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -1025,7 +1036,12 @@ export interface operations {
     enqueueJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2189,6 +2205,10 @@ export interface operations {
             header?: {
                 /** @description Scoped to the tenant: a repeat answers 200 with the original object, unchanged. */
                 "Idempotency-Key"?: string | null;
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
             };
             path?: never;
             cookie?: never;

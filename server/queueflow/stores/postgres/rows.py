@@ -33,7 +33,9 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.created_at for job in jobs],
         [job.workflow_id for job in jobs],
         [job.workflow_step_id for job in jobs],
-    ]
+        [None if job.trace_context is None else json_text(job.trace_context, loc(i, "trace_context"))
+         for i, job in enumerate(jobs)],
+    ]  # fmt: skip
 
 
 def job_from_row(row: asyncpg.Record) -> Job:
@@ -65,4 +67,5 @@ def job_from_row(row: asyncpg.Record) -> Job:
         started_at=row["started_at"],
         completed_at=row["completed_at"],
         progress=row["progress"],
+        trace_context=row["trace_context"],
     )

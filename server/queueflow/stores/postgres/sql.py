@@ -7,7 +7,7 @@ COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
     " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
-    " progress"
+    " progress, trace_context"
 )
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 """COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
@@ -17,10 +17,10 @@ J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 INSERT = """
 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
                             max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
-                            workflow_step_id)
+                            workflow_step_id, trace_context)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
                      $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
-                     $14::text[], $15::text[])
+                     $14::text[], $15::text[], $16::jsonb[])
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id
 """
@@ -193,15 +193,16 @@ SELECT queue_name AS name,
 
 # ---- workflows ----------------------------------------------------------------------------------------
 
-WORKFLOW_COLUMNS = "id, tenant_id, name, status, context, idempotency_key, created_at, completed_at"
+WORKFLOW_COLUMNS = "id, tenant_id, name, status, context, idempotency_key, created_at, completed_at, trace_context"
 STEP_COLUMNS = (
     "workflow_id, name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,"
     " max_retries, config, timeout_seconds"
 )
 
 WORKFLOW_INSERT = """
-INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7)
+INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
+                                 trace_context)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 """

@@ -53,6 +53,7 @@ class PostgresWorkflows(Pooled):
                 json_text(workflow.context, ("context",)),
                 workflow.idempotency_key,
                 workflow.created_at,
+                None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
             )
             if inserted is None:
                 # The key's first create won (a concurrent one's insert waited for it to commit): return that.
@@ -185,6 +186,7 @@ async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
             created_at=row["created_at"],
             completed_at=row["completed_at"],
             idempotency_key=row["idempotency_key"],
+            trace_context=row["trace_context"],
         )
         for row in rows
     ]

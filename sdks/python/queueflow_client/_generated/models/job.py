@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.backoff import Backoff
     from ..models.job_metadata import JobMetadata
     from ..models.job_payload import JobPayload
+    from ..models.trace_context import TraceContext
 
 
 T = TypeVar("T", bound="Job")
@@ -45,6 +46,7 @@ class Job:
         task_name (str):
         tenant_id (str):
         timeout_seconds (float | None):
+        trace_context (None | TraceContext):
         workflow_id (None | str):
         workflow_step_id (None | str):
     """
@@ -72,11 +74,14 @@ class Job:
     task_name: str
     tenant_id: str
     timeout_seconds: float | None
+    trace_context: None | TraceContext
     workflow_id: None | str
     workflow_step_id: None | str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.trace_context import TraceContext
+
         backoff = self.backoff.to_dict()
 
         completed_at: None | str
@@ -142,6 +147,12 @@ class Job:
         timeout_seconds: float | None
         timeout_seconds = self.timeout_seconds
 
+        trace_context: dict[str, Any] | None
+        if isinstance(self.trace_context, TraceContext):
+            trace_context = self.trace_context.to_dict()
+        else:
+            trace_context = self.trace_context
+
         workflow_id: None | str
         workflow_id = self.workflow_id
 
@@ -175,6 +186,7 @@ class Job:
                 "task_name": task_name,
                 "tenant_id": tenant_id,
                 "timeout_seconds": timeout_seconds,
+                "trace_context": trace_context,
                 "workflow_id": workflow_id,
                 "workflow_step_id": workflow_step_id,
             }
@@ -187,6 +199,7 @@ class Job:
         from ..models.backoff import Backoff
         from ..models.job_metadata import JobMetadata
         from ..models.job_payload import JobPayload
+        from ..models.trace_context import TraceContext
 
         d = dict(src_dict)
         backoff = Backoff.from_dict(d.pop("backoff"))
@@ -302,6 +315,21 @@ class Job:
 
         timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds"))
 
+        def _parse_trace_context(data: object) -> None | TraceContext:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                trace_context_type_0 = TraceContext.from_dict(data)
+
+                return trace_context_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TraceContext, data)
+
+        trace_context = _parse_trace_context(d.pop("trace_context"))
+
         def _parse_workflow_id(data: object) -> None | str:
             if data is None:
                 return data
@@ -340,6 +368,7 @@ class Job:
             task_name=task_name,
             tenant_id=tenant_id,
             timeout_seconds=timeout_seconds,
+            trace_context=trace_context,
             workflow_id=workflow_id,
             workflow_step_id=workflow_step_id,
         )

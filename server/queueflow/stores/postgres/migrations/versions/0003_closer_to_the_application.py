@@ -1,6 +1,6 @@
 """Closer to the application: `queueflow.enqueue(...)`, a SQL function that enqueues in the caller's transaction,
 and the `queueflow_enqueuer` role that may run it and nothing else; notifications when an awaited job or workflow
-finishes; a job's `progress`.
+finishes; a job's `progress`; the W3C trace context of a job's (or workflow's) enqueue.
 
 The function checks what `core.validation.new_job_errors` checks (API.md, "Transactional enqueue from SQL"): a bad
 value raises SQLSTATE 22023 with every bad field in the message ("priority: must be between -1000 and 1000") and
@@ -208,6 +208,9 @@ $fn$
 UPGRADE = [
     # What a task last reported with a heartbeat (API.md, "Progress"); NULL until it reports.
     "ALTER TABLE queueflow.jobs ADD COLUMN progress JSONB",
+    # W3C traceparent/tracestate of the enqueue (API.md, "Trace context"); a workflow's for its steps' jobs.
+    "ALTER TABLE queueflow.jobs ADD COLUMN trace_context JSONB",
+    "ALTER TABLE queueflow.workflows ADD COLUMN trace_context JSONB",
     # Both new columns have a constant default: adding them rewrites no rows.
     "ALTER TABLE queueflow.jobs ADD COLUMN awaited BOOLEAN NOT NULL DEFAULT false",
     "ALTER TABLE queueflow.workflows ADD COLUMN awaited BOOLEAN NOT NULL DEFAULT false",
@@ -258,6 +261,8 @@ DOWNGRADE = [
     "ALTER TABLE queueflow.workflows DROP COLUMN awaited",
     "ALTER TABLE queueflow.jobs DROP COLUMN awaited",
     "ALTER TABLE queueflow.jobs DROP COLUMN progress",
+    "ALTER TABLE queueflow.jobs DROP COLUMN trace_context",
+    "ALTER TABLE queueflow.workflows DROP COLUMN trace_context",
     """
     DO $do$
     BEGIN
