@@ -232,7 +232,7 @@ export class Worker {
     } else {
       try {
         const progress = (value: unknown) => this.#progress(held, value);
-        const result = await handler(job.payload as never, { job, signal: held.controller.signal, progress });
+        const result = await traced(job, () => handler(job.payload as never, { job, signal: held.controller.signal, progress }));
         outcome = { result: result === undefined ? null : result };
       } catch (error) {
         outcome = failure(error);
@@ -374,4 +374,78 @@ class HeldJob {
     clearInterval(this.heartbeats);
     clearTimeout(this.deadline);
   }
+}
+
+// ---- OpenTelemetry, when installed ------------------------------------------------------------------------
+//
+// `@opentelemetry/api` is an optional peer dependency: loaded once, by name at run time, so that this package
+// neither needs it nor exposes its types. What is used of it is declared here.
+
+interface OtelSpan {
+  recordException(exception: unknown): void;
+  setStatus(status: { code: number; message?: string }): void;
+  end(): void;
+}
+interface OtelApi {
+  trace: {
+    getTracer(name: string, version?: string): {
+      startActiveSpan<T>(name: string, options: object, context: unknown, run: (span: OtelSpan) => T): T;
+    };
+    setSpanContext(context: unknown, spanContext: object): unknown;
+  };
+  context: { active(): unknown };
+  SpanKind: { CONSUMER: number };
+  SpanStatusCode: { ERROR: number };
+}
+
+const OTEL_MODULE = "@opentelemetry/api";
+let otel: Promise<OtelApi | null> | undefined;
+
+function loadOtel(): Promise<OtelApi | null> {
+  otel ??= import(OTEL_MODULE).then(
+    (module: OtelApi) => module,
+    () => null,
+  );
+  return otel;
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/;
+
+/**
+ * Run a task in a span `queueflow.task <name>` whose parent is the job's trace context (that of the request that
+ * enqueued it), when `@opentelemetry/api` is installed; a thrown error is recorded on the span.
+ */
+async function traced<T>(job: LeasedJob, run: () => T | Promise<T>): Promise<T> {
+  const api = await loadOtel();
+  if (!api) return run();
+  let parent = api.context.active();
+  const match = job.trace_context ? TRACEPARENT.exec(job.trace_context.traceparent) : null;
+  if (match) {
+    parent = api.trace.setSpanContext(parent, {
+      traceId: match[2],
+      spanId: match[3],
+      traceFlags: Number.parseInt(match[4] ?? "0", 16),
+      isRemote: true,
+    });
+  }
+  const options = {
+    kind: api.SpanKind.CONSUMER,
+    attributes: {
+      "queueflow.job_id": job.id,
+      "queueflow.task_name": job.task_name,
+      "queueflow.queue": job.queue_name,
+      "queueflow.delivery_count": job.delivery_count,
+    },
+  };
+  return api.trace.getTracer("@queueflow/client").startActiveSpan(`queueflow.task ${job.task_name}`, options, parent, async (span) => {
+    try {
+      return await run();
+    } catch (error) {
+      span.recordException(error);
+      span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
 }
