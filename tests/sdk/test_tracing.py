@@ -4,6 +4,7 @@ the lease request's span links to it, and the Worker runs the task in a child sp
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,6 +18,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from queueflow.api import create_app
 from queueflow.clocks import TestClock
+from queueflow.core.types import NewJob
+from queueflow.engine import Engine
+from queueflow.runtime.inprocess import InProcessWorker
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry, Worker
 
@@ -133,3 +137,23 @@ async def test_a_failing_task_records_its_error_on_its_span(
     (task,) = named(list(exporter.get_finished_spans()), "queueflow.task boom")
     assert task.status.status_code is StatusCode.ERROR
     assert [event.name for event in task.events] == ["exception"]
+
+
+async def test_the_in_process_runner_traces_a_task_under_its_jobs_context(
+    engine: Engine, wakeups: WatchedWakeups, spans: Spans
+) -> None:
+    provider, exporter = spans
+    tasks, done = TaskRegistry(tracer_provider=provider), asyncio.Event()
+
+    @tasks.task("local")
+    async def local(payload: dict[str, Any], ctx: JobContext) -> None:
+        done.set()
+
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    async with InProcessWorker(engine, wakeups, tasks, queues=["default"], poll=60):
+        await engine.enqueue("default", NewJob(task_name="local", trace_context={"traceparent": parent}))
+        await asyncio.wait_for(done.wait(), 5)
+    (task,) = named(list(exporter.get_finished_spans()), "queueflow.task local")
+    assert task.context is not None
+    assert task.parent is not None
+    assert (f"{task.context.trace_id:032x}", f"{task.parent.span_id:016x}") == (parent[3:35], parent[36:52])
