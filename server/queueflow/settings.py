@@ -55,6 +55,11 @@ class Settings:
     """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
     request) or `off`."""
 
+    def __post_init__(self) -> None:
+        # A sequence of bare keys (what worker_keys was before keys could be scoped) still means what it meant.
+        if not isinstance(self.worker_keys, Mapping):
+            object.__setattr__(self, "worker_keys", dict.fromkeys(self.worker_keys))
+
     @property
     def development_mode(self) -> bool:
         """No key configured at all: auth is off and every request is tenant `default`."""

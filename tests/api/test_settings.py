@@ -83,3 +83,7 @@ def test_worker_keys_may_be_scoped_to_a_tenant() -> None:
 def test_a_malformed_worker_key_list_is_refused(raw: str) -> None:
     with pytest.raises(SettingsError, match="QUEUEFLOW_WORKER_KEYS"):
         Settings.load({"QUEUEFLOW_WORKER_KEYS": raw})
+
+
+def test_a_sequence_of_bare_worker_keys_still_drains_every_tenant() -> None:
+    assert Settings(worker_keys=("w1", "w2")).worker_keys == {"w1": None, "w2": None}  # type: ignore[arg-type]
