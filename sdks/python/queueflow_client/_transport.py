@@ -28,6 +28,11 @@ import httpx
 from queueflow_client._generated.client import AuthenticatedClient
 from queueflow_client.errors import APIConnectionError, APITimeoutError, error_from_response
 
+try:  # the optional `otel` extra: opentelemetry-api
+    from opentelemetry import propagate as otel_propagate
+except ImportError:  # pragma: no cover - exercised where the extra is not installed
+    otel_propagate = None  # type: ignore[assignment]
+
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 30.0
@@ -87,6 +92,23 @@ def _headers(api_key: str | None) -> dict[str, str]:
 def _configure(http: httpx.Client | httpx.AsyncClient, base_url: str, api_key: str | None) -> None:
     http.base_url = httpx.URL(base_url)
     http.headers.update(_headers(api_key))
+    if otel_propagate is not None:
+        # An enqueue made inside a span carries it (W3C traceparent), so the job's task joins the caller's trace.
+        hooks = http.event_hooks
+        hooks["request"] = [
+            *hooks.get("request", []),
+            _inject_trace_context if isinstance(http, httpx.Client) else _ainject,
+        ]
+        http.event_hooks = hooks
+
+
+def _inject_trace_context(request: httpx.Request) -> None:
+    if otel_propagate is not None:
+        otel_propagate.inject(request.headers)
+
+
+async def _ainject(request: httpx.Request) -> None:
+    _inject_trace_context(request)
 
 
 def _decide(call: Call[Any], attempt: int, policy: RetryPolicy, exc: httpx.TransportError | None) -> bool:

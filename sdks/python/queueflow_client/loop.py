@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from queueflow_client.tasks import Delivery, Fatal, JobContext, Retry, TaskRegistry, invoke
+from queueflow_client.tasks import Delivery, Fatal, JobContext, Retry, TaskRegistry
 
 __all__ = ["LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop"]
 
@@ -82,6 +82,10 @@ class LeaseSource(Protocol):
         """Extend the leases, (job id, token) pairs (at most `MAX_BATCH`); per item, whether it still held."""
         ...
 
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        """Extend one lease now and record `value` as its job's progress; whether it still held."""
+        ...
+
 
 class _Running:
     __slots__ = ("ctx", "dropped", "job", "started", "token")
@@ -93,7 +97,7 @@ class _Running:
 
 
 class _LoopLease:
-    """What `ctx.heartbeat()` calls: one heartbeat of this job's lease, now."""
+    """What `ctx.heartbeat()` and `ctx.progress()` call: one heartbeat of this job's lease, now."""
 
     __slots__ = ("job_id", "loop", "token")
 
@@ -103,6 +107,9 @@ class _LoopLease:
     async def heartbeat(self) -> bool:
         (held,) = await self.loop.source.heartbeat([(self.job_id, self.token)])
         return held
+
+    async def progress(self, value: Any) -> bool:
+        return await self.loop.source.progress(self.job_id, self.token, value)
 
 
 class WorkerLoop:
@@ -275,7 +282,7 @@ class WorkerLoop:
             self._record(Outcome(job.id, token, error=message, retryable=False))
             return
         ctx = JobContext(job, _LoopLease(self, job.id, token))
-        work = asyncio.create_task(invoke(function, dict(job.payload), ctx))
+        work = asyncio.create_task(self.tasks.invoke(function, job, ctx))
         self._running[work] = _Running(job, token, ctx, asyncio.get_running_loop().time())
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)

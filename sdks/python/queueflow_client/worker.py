@@ -19,6 +19,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -26,6 +27,7 @@ from queueflow_client import _calls
 from queueflow_client._generated.models import AckComplete, AckFail
 from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, AsyncTransport, RetryPolicy
+from queueflow_client.errors import LeaseLostError, NotFoundError
 from queueflow_client.loop import Outcome, WorkerLoop
 from queueflow_client.tasks import TaskRegistry
 from queueflow_client.types import LeasedJob
@@ -152,6 +154,9 @@ class _Unopened:
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         raise RuntimeError("the worker is not started")
 
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        raise RuntimeError("the worker is not started")
+
 
 class _HttpSource:
     """The worker routes as a `LeaseSource`."""
@@ -222,3 +227,10 @@ class _HttpSource:
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         results = await self._transport(_calls.heartbeat_many(leases, self._worker.lease_seconds))
         return [result.outcome == "ok" for result in results]
+
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        try:
+            await self._transport(_calls.heartbeat(job_id, token, self._worker.lease_seconds, value))
+        except (LeaseLostError, NotFoundError):
+            return False
+        return True

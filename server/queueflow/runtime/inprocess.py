@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
@@ -117,6 +117,12 @@ class EngineSource:
         held = [HeldLease(job_id, token) for job_id, token in leases]
         results = await self.engine.heartbeat_many(held, lease_seconds=self.lease_seconds)
         return [result.locked_until is not None for result in results]
+
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        (result,) = await self.engine.heartbeat_many(
+            [HeldLease(job_id, token, value)], lease_seconds=self.lease_seconds
+        )
+        return result.locked_until is not None
 
 
 class InProcessWorker(BackgroundService):

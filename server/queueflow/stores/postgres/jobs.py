@@ -11,11 +11,15 @@ from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
+    held_progress_errors,
     job_storage_errors,
+    progress_errors,
     storable_text,
     storage_errors,
 )
 from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
     Completion,
     Cursor,
     Ended,
@@ -26,6 +30,7 @@ from queueflow.core.types import (
     JobStatus,
     QueueCounts,
     QueueMinute,
+    Unchanged,
 )
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
@@ -33,6 +38,7 @@ from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
     CANCEL,
     CLAIM,
+    CLAIM_FOR_TENANT,
     COLUMNS,
     COMPLETE,
     COMPLETE_BRIEF,
@@ -40,7 +46,9 @@ from queueflow.stores.postgres.sql import (
     FAIL,
     HEARTBEAT,
     HEARTBEAT_MANY,
+    HEARTBEAT_WITH_PROGRESS,
     INSERT,
+    JOB_AWAIT,
     LEASE_EXPIRED,
     NEXT_DUE,
     QUEUE_COUNTS,
@@ -112,6 +120,15 @@ class PostgresJobs(Pooled):
             )
         return job_from_row(row) if row is not None else None
 
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        if not (storable_text(job_id) and storable_text(tenant_id)):
+            return None
+        async with self._connection() as db:
+            # Two statements, not one: the read needs a snapshot taken after the mark (and after any finish the
+            # mark waited for), which a statement's own CTE would not see.
+            await db.execute(JOB_AWAIT, job_id, tenant_id)
+        return await self.job_get(job_id, tenant_id)
+
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         wanted = [job_id for job_id in job_ids if storable_text(job_id)]
         if not wanted:
@@ -160,13 +177,18 @@ class PostgresJobs(Pooled):
         now: datetime,
         lease_seconds: float,
         task_names: Sequence[str] | None = None,
+        tenant_id: str | None = None,
     ) -> list[Job]:
         wanted = _queue_names(queues)
         tasks = None if task_names is None else [name for name in dict.fromkeys(task_names) if storable_text(name)]
-        if not wanted or tasks == []:
+        if not wanted or tasks == [] or (tenant_id is not None and not storable_text(tenant_id)):
             return []
+        lease = timedelta(seconds=lease_seconds)
         async with self._connection() as db:
-            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds), tasks)
+            if tenant_id is None:
+                rows = await db.fetch(CLAIM, wanted, limit, now, lease, tasks)
+            else:
+                rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, lease, tasks, tenant_id)
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
@@ -180,23 +202,49 @@ class PostgresJobs(Pooled):
             due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
         return due
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
+        reported = None
+        if not isinstance(progress, Unchanged):
+            if errors := progress_errors(progress, ("progress",)):
+                raise ValidationError.of(errors)
+            reported = None if progress is None else json_text(progress, ("progress",))
         token = _token(lease_token)
         if token is None or not storable_text(job_id):
             return None
+        lease = timedelta(seconds=lease_seconds)
         async with self._connection() as db:
-            row = await db.fetchrow(HEARTBEAT, job_id, token, now, timedelta(seconds=lease_seconds))
+            if isinstance(progress, Unchanged):
+                row = await db.fetchrow(HEARTBEAT, job_id, token, now, lease)
+            else:
+                row = await db.fetchrow(HEARTBEAT_WITH_PROGRESS, job_id, token, now, lease, reported)
         return job_from_row(row) if row is not None else None
 
     async def job_heartbeat_many(
         self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
     ) -> list[datetime | None]:
+        if errors := held_progress_errors(leases):
+            raise ValidationError.of(errors)
         sent = _held_items(leases)
         if not sent:
             return [None] * len(leases)
         # Rows are sent in id order, so two batches over the same jobs (a heartbeat and an ack) lock them in
         # the same order instead of deadlocking.
         order = sorted(sent, key=lambda i: leases[i].job_id)
+        several = len(leases) > 1
+        reported = [not isinstance(leases[i].progress, Unchanged) for i in order]
+        progress = [
+            None
+            if isinstance(leases[i].progress, Unchanged) or leases[i].progress is None
+            else json_text(leases[i].progress, ("jobs", i, "progress") if several else ("progress",))
+            for i in order
+        ]
         async with self._connection() as db:
             rows = await db.fetch(
                 HEARTBEAT_MANY,
@@ -204,6 +252,8 @@ class PostgresJobs(Pooled):
                 [sent[i] for i in order],
                 now,
                 timedelta(seconds=lease_seconds),
+                reported,
+                progress,
             )
         until = {(row["id"], row["held_token"]): row["locked_until"] for row in rows}
         # A repeated (id, token) item was sent once; it answers as its first occurrence did.

@@ -6,7 +6,8 @@
 COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
-    " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at"
+    " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
+    " progress, trace_context"
 )
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 """COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
@@ -16,12 +17,19 @@ J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 INSERT = """
 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
                             max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
-                            workflow_step_id)
+                            workflow_step_id, trace_context)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
                      $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
-                     $14::text[], $15::text[])
+                     $14::text[], $15::text[], $16::jsonb[])
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id
+"""
+
+# A waiter's request: from now on this job's finish NOTIFYs `queueflow_done` (the jobs_notify_done trigger). A row
+# another statement is finishing is waited for, and then left alone: finished, it has nothing left to announce.
+JOB_AWAIT = """
+UPDATE queueflow.jobs SET awaited = true
+ WHERE id = $1 AND tenant_id = $2 AND NOT awaited AND status IN ('pending', 'running', 'retrying')
 """
 
 SELECT_BY_KEYS = f"""
@@ -57,6 +65,11 @@ UPDATE queueflow.jobs
 RETURNING {COLUMNS}
 """
 
+# The claim of a tenant-scoped worker key: the same statement, reading past other tenants' due rows. Derived from
+# CLAIM, so the two never drift apart.
+CLAIM_FOR_TENANT = CLAIM.replace("AND scheduled_at <= $3\n", "AND scheduled_at <= $3 AND tenant_id = $6\n", 1)
+assert CLAIM_FOR_TENANT != CLAIM
+
 # The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due
 # after now (the claim index, ordered by priority first, cannot answer this without reading every row).
 NEXT_DUE = """
@@ -77,13 +90,24 @@ UPDATE queueflow.jobs AS j
 RETURNING {J_COLUMNS}
 """
 
-# Only what a heartbeat answers comes back: a batched heartbeat needs no row.
+# Only what a heartbeat answers comes back: a batched heartbeat needs no row. Progress is written only for items
+# that report it (`reported`; a reported JSON null is SQL NULL, as in HEARTBEAT_WITH_PROGRESS).
 HEARTBEAT_MANY = f"""
 UPDATE queueflow.jobs AS j
-   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
-  FROM unnest($1::text[], $2::uuid[]) AS h(id, lease_token)
+   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds)),
+       progress = CASE WHEN h.reported THEN h.progress ELSE j.progress END
+  FROM unnest($1::text[], $2::uuid[], $5::bool[], $6::jsonb[]) AS h(id, lease_token, reported, progress)
  WHERE j.id = h.id AND {HOLDS_LEASE.format(token="h.lease_token", now="$3")}
 RETURNING j.id, h.lease_token::text AS held_token, j.locked_until
+"""
+
+# A heartbeat that reports progress: the same, and the progress replaced ($5 is NULL for a JSON null).
+HEARTBEAT_WITH_PROGRESS = f"""
+UPDATE queueflow.jobs AS j
+   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds)),
+       progress = $5::jsonb
+ WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2", now="$3")}
+RETURNING {J_COLUMNS}
 """
 
 COMPLETE = f"""
@@ -206,17 +230,22 @@ SELECT queue_name AS name,
 
 # ---- workflows ----------------------------------------------------------------------------------------
 
-WORKFLOW_COLUMNS = "id, tenant_id, name, status, context, idempotency_key, created_at, completed_at"
+WORKFLOW_COLUMNS = "id, tenant_id, name, status, context, idempotency_key, created_at, completed_at, trace_context"
 STEP_COLUMNS = (
     "workflow_id, name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,"
     " max_retries, config, timeout_seconds"
 )
 
 WORKFLOW_INSERT = """
-INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7)
+INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
+                                 trace_context)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
+"""
+
+WORKFLOW_AWAIT = """
+UPDATE queueflow.workflows SET awaited = true WHERE id = $1 AND tenant_id = $2 AND NOT awaited AND status = 'running'
 """
 
 WORKFLOW_BY_KEY = f"""
