@@ -24,6 +24,7 @@ NO_NUL = r"^[^\x00]*$"
 QueueName = Annotated[str, Meta(pattern=validation.NAME_PATTERN.pattern, min_length=1, max_length=100)]
 QUEUE_NAME_SCHEMA = {"type": "string", "pattern": validation.NAME_PATTERN.pattern, "minLength": 1, "maxLength": 100}
 TaskName = Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)]
+TASK_NAME_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": NO_NUL}
 LeaseToken = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
 IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
 ErrorText = Annotated[str, Meta(max_length=65_536, pattern=NO_NUL)]
@@ -368,7 +369,17 @@ class LeaseRequest(_Request):
     lease_seconds: LeaseSeconds = 30.0
     wait_seconds: Annotated[float, Meta(ge=0, le=60)] = 0.0
     worker_id: Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)] | None = None
-    task_names: Annotated[list[TaskName], Meta(min_length=1, max_length=validation.MAX_BATCH)] | None = None
+    task_names: (
+        Annotated[
+            list[TaskName],
+            Meta(
+                min_length=1,
+                max_length=validation.MAX_BATCH,
+                extra_json_schema={"extra": {"items": TASK_NAME_SCHEMA}},  # as for queues: Litestar drops them
+            ),
+        ]
+        | None
+    ) = None
     """Lease only jobs of these tasks (the ones this worker can run); absent: any."""
 
 
