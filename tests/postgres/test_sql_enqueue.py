@@ -245,6 +245,7 @@ async def test_the_enqueuer_role_may_enqueue_and_nothing_else(
         refused += [
             f"INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name) VALUES ('job_x', '{T}', 'q', 't')",
             "SELECT queueflow.notify_work()",
+            "SELECT queueflow.notify_done()",
             "CREATE TABLE queueflow.mine (x int)",
             "CREATE FUNCTION queueflow.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'",
             "SELECT * FROM alembic_version",
