@@ -267,7 +267,9 @@ async def test_batched_heartbeat_keeps_a_lease_from_the_janitor_and_defaults_to_
         {"jobs": []},
         {"jobs": [{"id": "job_x", "lease_token": "t"}] * 1001},
         {"jobs": [{"id": "job_x", "lease_token": "t"}], "lease_seconds": 0},
-        {"jobs": [{"id": "job_x", "lease_token": "t", "progress": 1}]},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "progress": "nul\u0000"}]},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "progress": "x" * 65_536}]},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "unknown": 1}]},
     ],
 )
 async def test_batched_heartbeat_rejects_a_bad_body(client: AsyncClient, body: dict[str, object]) -> None:
