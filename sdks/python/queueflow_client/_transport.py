@@ -95,10 +95,18 @@ def _decide(call: Call[Any], attempt: int, policy: RetryPolicy, exc: httpx.Trans
     return exc is None or isinstance(exc, _NOT_SENT) or call.replayable
 
 
-def _failure(exc: httpx.TransportError) -> APIConnectionError:
+def _failure(exc: httpx.TransportError, retries: int) -> APIConnectionError:
+    """The error for a request that got no answer, naming where it went (`exc.request` is always set when
+    httpx raises from a send) and what the last try ran into."""
+    try:
+        where = f"{exc.request.method} {exc.request.url}"
+    except RuntimeError:
+        where = "the server"
+    tried = f" (tried {retries + 1} times)" if retries else ""
+    reason = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return APITimeoutError(f"the server did not answer in time: {exc!r}")
-    return APIConnectionError(f"could not reach the server: {exc!r}")
+        return APITimeoutError(f"no answer from {where} within the client's timeout{tried}: {reason}")
+    return APIConnectionError(f"cannot reach QueueFlow at {where}{tried}: {reason}")
 
 
 def _result(call: Call[T], response: Response[Any]) -> T:
@@ -132,7 +140,7 @@ class SyncTransport:
                 response = call.send(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
-                    raise _failure(exc) from exc
+                    raise _failure(exc, attempt) from exc
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
                     return _result(call, response)
@@ -168,7 +176,7 @@ class AsyncTransport:
                 response = await call.asend(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
-                    raise _failure(exc) from exc
+                    raise _failure(exc, attempt) from exc
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
                     return _result(call, response)
