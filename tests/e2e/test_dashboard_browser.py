@@ -268,3 +268,10 @@ def test_every_page_and_the_api_docs_work_offline(page: Any, server: str, api: h
     expect(page.get_by_text("Enqueue a job").first).to_be_visible(timeout=20_000)
     assert all(url.startswith("https://cdn.redoc.ly/redoc/logo-mini.svg") for url in outside), outside
     shot(page, "api-docs", full_page=False)
+
+    outside.clear()
+    page.goto("/schema/swagger")  # Swagger UI, to try calls out: it asks for nothing outside at all
+    expect(page.get_by_role("button", name="Authorize")).to_be_visible(timeout=20_000)
+    expect(page.locator(".opblock-summary-path", has_text="/v1/jobs").first).to_be_visible()
+    assert outside == []
+    shot(page, "api-docs-swagger", full_page=False)

@@ -1,0 +1,55 @@
+"""The API docs' pages, on the browser assets vendored beside htmx (`static/VENDORED.md`): Redoc at `/schema` (and
+`/schema/redoc`) to read, Swagger UI at `/schema/swagger` to try calls out with a key. Neither page loads anything
+from another host: no CDN, no Google Fonts, no remote favicon, no Swagger validator badge."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from litestar import Request
+from litestar.openapi.plugins import OpenAPIRenderPlugin, RedocRenderPlugin
+from litestar.serialization import encode_json
+
+STATIC = "/ui/static"
+FAVICON = f"<link rel='icon' type='image/svg+xml' href='{STATIC}/favicon.svg'>"
+
+
+def render_plugins() -> list[OpenAPIRenderPlugin]:
+    """Redoc first: it is what `/schema` shows."""
+    redoc = RedocRenderPlugin(js_url=f"{STATIC}/redoc.standalone.js", google_fonts=False, favicon=FAVICON)
+    return [redoc, OfflineSwagger()]
+
+
+class OfflineSwagger(OpenAPIRenderPlugin):
+    """Swagger UI's bundle alone (its standalone preset adds only a top bar that loads specs by URL)."""
+
+    def __init__(self) -> None:
+        super().__init__(path="/swagger", favicon=FAVICON)
+
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        options = {
+            "dom_id": "#swagger-ui",
+            "deepLinking": True,
+            "layout": "BaseLayout",
+            "validatorUrl": None,  # else the page would ask validator.swagger.io about the spec
+            "persistAuthorization": True,  # the key given to "Authorize" survives a reload
+            "tryItOutEnabled": True,
+        }
+        head = (
+            f"<!DOCTYPE html><html><head><title>{html.escape(openapi_schema['info']['title'])}</title>{self.favicon}"
+            "<meta charset='utf-8'/><meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<link href='{STATIC}/swagger-ui.css' rel='stylesheet'>{self.style}</head>"
+            f"<body><div id='swagger-ui'></div><script src='{STATIC}/swagger-ui-bundle.js'></script>"
+        )
+        return b"".join(
+            [
+                head.encode(),
+                b"<script>const options = ",
+                encode_json(options),
+                b"; options.spec = ",
+                self.render_json(request, openapi_schema),
+                b"; options.presets = [SwaggerUIBundle.presets.apis]; window.ui = SwaggerUIBundle(options);",
+                b"</script></body></html>",
+            ]
+        )
