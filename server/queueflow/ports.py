@@ -160,7 +160,7 @@ class JobStore(Protocol):
         ...
 
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
+        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (`GET /v1/queues`): due
         (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
         part of the first two."""
         ...

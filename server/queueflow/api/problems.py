@@ -82,7 +82,7 @@ HTTP_CODES: dict[int, ProblemCode] = {
     413: "payload_too_large",
     503: "unavailable",
 }
-"""Status of a framework-raised HTTP error → code; statuses not listed are 4xx/5xx that API.md never names."""
+"""Status of a framework-raised HTTP error → code; statuses not listed are 4xx/5xx the spec never names."""
 
 DESCRIPTIONS: dict[int, str] = {
     400: "validation_error: the request is malformed or a value is out of range (see `errors`)",
