@@ -40,6 +40,7 @@ async def test_swagger_ui_is_set_up_to_try_calls_out_and_ask_nobody_else(browser
     assert "/ui/static/swagger-ui.css" in html
     assert '"validatorUrl":null' in html  # Swagger UI's default sends the spec to validator.swagger.io
     assert '"tryItOutEnabled":true' in html
+    assert "persistAuthorization" not in html  # a key given to "Authorize" is not kept in localStorage
     assert '"openapi":"3.1.0"' in html  # the spec is inline: nothing to fetch, not even from this server
 
 

@@ -33,7 +33,7 @@ class OfflineSwagger(OpenAPIRenderPlugin):
             "deepLinking": True,
             "layout": "BaseLayout",
             "validatorUrl": None,  # else the page would ask validator.swagger.io about the spec
-            "persistAuthorization": True,  # the key given to "Authorize" survives a reload
+            # No persistAuthorization: a key given to "Authorize" stays in the page, never in localStorage.
             "tryItOutEnabled": True,
         }
         head = (
