@@ -43,12 +43,13 @@ lint: $(INSTALLED)
 ci: test lint
 
 # The benchmark (bench/): every figure beside its baseline measured in the same run; writes bench/RESULTS.md.
+# Its worker drains build the TypeScript SDK (sdks/typescript/dist) when it is missing.
 # Its peers (PgQueuer, Procrastinate) get a virtualenv of their own, bench/.peers-venv, made on first use.
-bench: $(INSTALLED) pgbench
+bench: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile full
 
 # The same harness at tiny sizes, once: proves every scenario runs (the test suite runs it too).
-bench-smoke: $(INSTALLED) pgbench
+bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile smoke
 
 # pgbench measures the raw SQL ceiling; Debian ships it in postgresql-client.

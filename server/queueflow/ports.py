@@ -10,7 +10,17 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts, QueueMinute
+from queueflow.core.types import (
+    Completion,
+    Cursor,
+    Ended,
+    Failure,
+    HeldLease,
+    Job,
+    JobFilter,
+    QueueCounts,
+    QueueMinute,
+)
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -127,9 +137,30 @@ class JobStore(Protocol):
         capped at started_at + timeout_seconds. None when the lease is not held."""
         ...
 
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        """`job_heartbeat` for each item on its own, in one operation: running (token matches, locked_until > now)
+        → locked_until = now + lease_seconds, capped at started_at + timeout_seconds. Per item, in input order,
+        the new locked_until, or None where the lease is not held (an item repeated in the batch answers alike)."""
+        ...
+
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        """running (token matches, locked_until > now) → claimable again as if this claim never happened:
+        pending (retrying when retry_count > 0), delivery_count - 1, lease cleared, started_at cleared when no
+        delivery is left (else the released claim's stays: the earlier one's is not kept). For a claim whose
+        jobs never reached their worker. Each item on its own: None where the lease is not held. Announces the
+        queues (as an insert does), so parked lessees take the jobs now."""
+        ...
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared. Each item on its own: None where the lease is not held."""
+        ...
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        """`job_complete_many`, answering per item only the job's id, status, queue and workflow (None where the
+        lease is not held): the batched ack's hot path, which needs no more."""
         ...
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
@@ -150,8 +181,10 @@ class JobStore(Protocol):
         ...
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
-        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds,
-        token unchanged, so no other janitor takes them while this one decides. Returns them as re-leased."""
+        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds and a
+        new lease token, so that no other janitor takes them while this one decides, and the worker whose lease
+        expired can no longer finish them (409, as API.md says of an expired lease; with its old token it could,
+        for as long as the janitor held the row). Returns them as re-leased to the janitor."""
         ...
 
     async def job_delete_finished(self, before: datetime, limit: int) -> int:

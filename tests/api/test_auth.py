@@ -26,6 +26,7 @@ WORKER_ROUTES = [
     ("POST", "/v1/worker/jobs/job_x/complete"),
     ("POST", "/v1/worker/jobs/job_x/fail"),
     ("POST", "/v1/worker/ack"),
+    ("POST", "/v1/worker/heartbeat"),
 ]
 
 

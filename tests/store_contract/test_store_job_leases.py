@@ -14,7 +14,7 @@ import pytest
 from msgspec.structs import replace
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
-from queueflow.core.types import JSON, Completion, Failure, Job, JobStatus
+from queueflow.core.types import JSON, Completion, Ended, Failure, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
@@ -156,6 +156,36 @@ async def test_heartbeat_answers_none_unless_the_lease_is_held_and_changes_nothi
         assert await store.job_heartbeat(former.id, former.lease_token or "", at(1), LEASE) is None
 
 
+# --- job_heartbeat_many ------------------------------------------------------------------------------------
+
+
+async def test_heartbeat_many_extends_each_held_lease_on_its_own(store: Store) -> None:
+    a = await leased(store, job(queue_name="a"))
+    capped = await leased(store, job(queue_name="b", timeout_seconds=40))
+    gone = await leased(store, job(queue_name="c"))
+    await end_delivery(store, gone, COMPLETED)
+    items = [
+        HeldLease(a.id, a.lease_token or ""),
+        HeldLease(capped.id, capped.lease_token or ""),
+        HeldLease(gone.id, gone.lease_token or ""),
+        HeldLease(a.id, stranger_token()),
+        HeldLease(a.id, "not-a-token"),
+        HeldLease("job_missing", a.lease_token or ""),
+        HeldLease("job\x00", a.lease_token or ""),
+        HeldLease(a.id, a.lease_token or ""),  # repeated: answers as the first did
+    ]
+    assert await store.job_heartbeat_many(items, at(20), 60) == [at(80), at(40), None, None, None, None, None, at(80)]
+    assert await store.job_get(a.id) == replace(a, locked_until=at(80))
+    assert await store.job_get(capped.id) == replace(capped, locked_until=at(40))
+
+
+async def test_heartbeat_many_after_the_lease_ran_out_changes_nothing(store: Store) -> None:
+    held = await leased(store, job())
+    assert await store.job_heartbeat_many([HeldLease(held.id, held.lease_token or "")], at(LEASE), LEASE) == [None]
+    assert await store.job_heartbeat_many([], at(1), LEASE) == []
+    assert await store.job_get(held.id) == held
+
+
 # --- job_complete_many, job_fail_many ----------------------------------------------------------------------
 
 
@@ -227,10 +257,81 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     for status in (PENDING, RETRYING, COMPLETED, CANCELLED):
         await in_status(store, status)
     first = await store.job_lease_expired(at(20), 2, 60)
-    assert first == [replace(expires[5], locked_until=at(80)), replace(expires[10], locked_until=at(80))]
+    # Each is re-leased to the janitor: a new token (the worker's expired one never works again), 60 s more.
+    assert [row.lease_token for row in first] != [expires[5].lease_token, expires[10].lease_token]
+    assert all(row.lease_token is not None for row in first)
+    assert first == [
+        replace(expires[5], locked_until=at(80), lease_token=first[0].lease_token),
+        replace(expires[10], locked_until=at(80), lease_token=first[1].lease_token),
+    ]
     # Relocked rows are no longer expired, so a second sweep at the same moment takes the next one only.
-    assert await store.job_lease_expired(at(20), 10, 60) == [replace(expires[20], locked_until=at(80))]
+    (second,) = await store.job_lease_expired(at(20), 10, 60)
+    assert second == replace(expires[20], locked_until=at(80), lease_token=second.lease_token)
+    assert second.lease_token != expires[20].lease_token
     assert await store.job_lease_expired(at(20), 10, 60) == []
     current = {row.id: row for row in await jobs_of(store)}
     assert [current[row.id] for row in first] == first
     assert current[expires[21].id] == expires[21]
+
+
+async def test_complete_brief_ends_each_held_lease_as_complete_many_does_and_answers_briefly(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    stale = await leased(store, job(queue_name="c"))
+    assert await store.job_complete_brief([], at(5)) == []
+    ended = await store.job_complete_brief(
+        [
+            Completion(a.id, a.lease_token or "", {"rows": [1]}),
+            Completion(b.id, b.lease_token or ""),
+            Completion(stale.id, stranger_token()),
+            Completion(stale.id, "not-a-token"),
+            Completion("job_missing", a.lease_token or ""),
+        ],
+        at(5),
+    )
+    assert ended == [Ended(a.id, COMPLETED, "a", None), Ended(b.id, COMPLETED, "b", None), None, None, None]
+    cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
+    assert await store.job_get_many([a.id, b.id, stale.id]) == {
+        a.id: replace(a, result={"rows": [1]}, **cleared),
+        b.id: replace(b, result=None, **cleared),
+        stale.id: stale,
+    }
+    assert await store.job_complete_brief([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only
+
+
+# --- job_release_many --------------------------------------------------------------------------------------
+
+
+async def test_release_many_makes_held_jobs_claimable_again_as_if_never_claimed(store: Store) -> None:
+    row = job(queue_name="a")
+    first = await leased(store, row)
+    (again,) = await store.job_release_many([HeldLease(first.id, first.lease_token or "")], at(2))
+    assert again == row  # pending, no delivery, no lease, never started
+    assert await store.job_get(row.id) == row
+    (claimed,) = await store.job_claim(["a"], 1, at(3), LEASE)
+    assert (claimed.id, claimed.delivery_count) == (row.id, 1)
+
+
+async def test_release_many_of_a_retry_keeps_it_retrying_with_its_earlier_delivery(store: Store) -> None:
+    first = await leased(store, job())
+    (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(10))], at(5))
+    assert retrying is not None
+    (second,) = await store.job_claim(["default"], 1, at(10), LEASE)
+    (released,) = await store.job_release_many([HeldLease(second.id, second.lease_token or "")], at(11))
+    # Retrying, one delivery; started_at is the released claim's (the earlier one's is not kept anywhere).
+    assert released == replace(retrying, started_at=at(10))
+    assert released is not None
+    assert (released.status, released.delivery_count) == (RETRYING, 1)
+
+
+async def test_release_many_answers_none_unless_the_lease_is_held_and_changes_nothing(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    items = [
+        HeldLease(held.id, stranger_token()),
+        HeldLease(held.id, "not-a-token"),
+        HeldLease("job_missing", token),
+    ]
+    assert await store.job_release_many(items, at(1)) == [None, None, None]
+    assert await store.job_release_many([HeldLease(held.id, token)], at(LEASE)) == [None]  # expired
+    assert await store.job_get(held.id) == held
+    assert await store.job_release_many([], at(1)) == []

@@ -24,7 +24,14 @@ from queueflow_client._generated.api.schedules import delete_schedule as delete_
 from queueflow_client._generated.api.schedules import get_schedule as get_schedule_operation
 from queueflow_client._generated.api.schedules import list_schedules as list_schedules_operation
 from queueflow_client._generated.api.schedules import update_schedule as update_schedule_operation
-from queueflow_client._generated.api.worker import ack_jobs, complete_job, fail_job, heartbeat_job, lease_jobs
+from queueflow_client._generated.api.worker import (
+    ack_jobs,
+    complete_job,
+    fail_job,
+    heartbeat_job,
+    heartbeat_jobs,
+    lease_jobs,
+)
 from queueflow_client._generated.api.workflows import cancel_workflow as cancel_workflow_operation
 from queueflow_client._generated.api.workflows import create_workflow as create_workflow_operation
 from queueflow_client._generated.api.workflows import get_workflow as get_workflow_operation
@@ -46,6 +53,8 @@ from queueflow_client._generated.models import (
     EnqueueJobMetadata,
     EnqueueJobPayload,
     FailRequest,
+    HeartbeatBatch,
+    HeartbeatItem,
     HeartbeatRequest,
     LeaseRequest,
     ListWorkflowsStatusType1,
@@ -63,6 +72,7 @@ from queueflow_client.errors import ArgumentError
 from queueflow_client.types import (
     AckResult,
     Backoff,
+    HeartbeatResult,
     Job,
     JobStatus,
     LeasedJob,
@@ -221,6 +231,19 @@ def heartbeat(job_id: str, lease_token: str, lease_seconds: float) -> Call[datet
     body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds)
     return call(
         heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
+    )
+
+
+def heartbeat_many(leases: Sequence[tuple[str, str]], lease_seconds: float) -> Call[list[HeartbeatResult]]:
+    """Extend every held lease of `leases` ((job id, lease token) pairs) at once; each answers on its own."""
+    body = HeartbeatBatch(
+        jobs=[HeartbeatItem(id=job_id, lease_token=token) for job_id, token in leases], lease_seconds=lease_seconds
+    )
+    return call(
+        heartbeat_jobs,
+        lambda data: [HeartbeatResult.from_json(item) for item in data["results"]],
+        replayable=True,
+        body=body,
     )
 
 

@@ -179,6 +179,20 @@ class AckResult:
         return cls(data["id"], data["outcome"], data.get("status"))
 
 
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    """One item of a batched heartbeat: `ok` with the lease's new end, or `lease_lost` (`locked_until` None)."""
+
+    id: str
+    outcome: Literal["ok", "lease_lost"]
+    locked_until: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HeartbeatResult:
+        until = data.get("locked_until")
+        return cls(data["id"], data["outcome"], datetime.fromisoformat(until) if until is not None else None)
+
+
 # ---- workflows -------------------------------------------------------------------------------------
 
 

@@ -364,6 +364,33 @@ class Heartbeat(Struct):
     locked_until: datetime
 
 
+class HeartbeatItem(_Request):
+    id: JobId
+    lease_token: LeaseToken
+
+
+class HeartbeatBatch(_Request):
+    jobs: Annotated[list[HeartbeatItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
+    lease_seconds: LeaseSeconds = 30.0
+
+    def to_domain(self) -> list[domain.HeldLease]:
+        return [domain.HeldLease(item.id, item.lease_token) for item in self.jobs]
+
+
+class HeartbeatResult(Struct):
+    id: str
+    outcome: Literal["ok", "lease_lost"]
+    locked_until: datetime | None
+
+    @classmethod
+    def from_domain(cls, result: domain.HeartbeatResult) -> HeartbeatResult:
+        return cls(result.id, result.outcome.value, result.locked_until)
+
+
+class HeartbeatResults(Struct):
+    results: list[HeartbeatResult]
+
+
 class CompleteRequest(_Request):
     lease_token: LeaseToken
     result: Any = None

@@ -1,4 +1,4 @@
-"""Worker routes: lease (with long-polling), heartbeat, complete, fail and the batched ack."""
+"""Worker routes: lease (with long-polling), heartbeat, complete, fail, and the batched heartbeat and ack."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from queueflow.api.schemas import (
     CompleteRequest,
     FailRequest,
     Heartbeat,
+    HeartbeatBatch,
     HeartbeatRequest,
+    HeartbeatResult,
+    HeartbeatResults,
     Job,
     JobIdPath,
     LeasedJob,
@@ -116,6 +119,11 @@ class WorkerController(Controller):
                 jobs = await lease_or_wait(engine, wakeups, data, settings, client)
             finally:
                 watcher.cancel()
+            if jobs and client.gone:
+                # The client left while the claim ran: no one will receive these. Handed back uncounted, they
+                # go to the next lessee now instead of waiting out their lease.
+                await engine.hand_back(jobs)
+                jobs = []
         else:
             jobs = await lease_or_wait(engine, wakeups, data, settings)
         services.metrics.jobs_leased(jobs)
@@ -136,6 +144,21 @@ class WorkerController(Controller):
         job = await services.engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
         assert job.locked_until is not None  # a held lease always has an end
         return Heartbeat(job.locked_until)
+
+    @post(
+        "/heartbeat",
+        operation_id="heartbeatJobs",
+        dto=StrictBody[HeartbeatBatch],
+        return_dto=None,
+        status_code=200,
+        responses=problem_responses(*WORKER_ERRORS),
+    )
+    async def heartbeat_jobs(
+        self, services: NamedDependency[Services], data: JSONBody[HeartbeatBatch]
+    ) -> HeartbeatResults:
+        """Extend many held leases at once; each item is extended or `lease_lost` on its own."""
+        results = await services.engine.heartbeat_many(data.to_domain(), lease_seconds=data.lease_seconds)
+        return HeartbeatResults([HeartbeatResult.from_domain(result) for result in results])
 
     @post(
         "/jobs/{job_id:str}/complete",
@@ -185,7 +208,9 @@ class WorkerController(Controller):
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
         )
-        for result in results:
-            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status:
-                services.metrics.job_settled(result.queue_name, result.status)
+        services.metrics.jobs_settled(
+            (result.queue_name, result.status)
+            for result in results
+            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status
+        )
         return AckResults([AckResult.from_domain(result) for result in results])

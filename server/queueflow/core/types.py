@@ -59,12 +59,22 @@ class BackoffPolicy(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_json(cls, data: dict[str, JSON]) -> BackoffPolicy:
-        return cls(
-            strategy=BackoffStrategy(data["strategy"]),
-            base_seconds=float(data["base_seconds"]),
-            max_seconds=float(data["max_seconds"]),
-            jitter=bool(data["jitter"]),
-        )
+        # Every row read carries its policy, and nearly all rows carry one of a few: each is built once.
+        key = (data["strategy"], data["base_seconds"], data["max_seconds"], data["jitter"])
+        policy = _POLICIES.get(key)
+        if policy is None:
+            policy = cls(
+                strategy=BackoffStrategy(data["strategy"]),
+                base_seconds=float(data["base_seconds"]),
+                max_seconds=float(data["max_seconds"]),
+                jitter=bool(data["jitter"]),
+            )
+            if len(_POLICIES) < 1024:
+                _POLICIES[key] = policy
+        return policy
+
+
+_POLICIES: dict[tuple[JSON, ...], BackoffPolicy] = {}
 
 
 class NewJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -198,6 +208,24 @@ class Completion:
     result: JSON = None
 
 
+@dataclass(frozen=True, slots=True)
+class HeldLease:
+    """A worker's claim to hold a job: the job and the lease token its claim minted (a batched heartbeat's item)."""
+
+    job_id: str
+    lease_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """What a worker's batched completion needs back of a job it ended (the whole row costs more to read)."""
+
+    id: str
+    status: JobStatus
+    queue_name: str
+    workflow_id: str | None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailureRequest:
     """A worker's report that a delivery failed; the engine turns it into a `Failure`."""
@@ -231,6 +259,17 @@ class AckResult:
     status: JobStatus | None
     queue_name: str | None = None
     """The job's queue (None when the job does not exist), so callers can account per queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    id: str
+    locked_until: datetime | None
+    """The lease's new end; None when the token no longer held the job (`lease_lost`)."""
+
+    @property
+    def outcome(self) -> AckOutcome:
+        return AckOutcome.OK if self.locked_until is not None else AckOutcome.LEASE_LOST
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,12 @@ from queueflow.core.types import (
     AckOutcome,
     AckResult,
     Completion,
+    Ended,
     Enqueued,
     Failure,
     FailureRequest,
+    HeartbeatResult,
+    HeldLease,
     Job,
     JobFilter,
     JobStatus,
@@ -152,6 +155,27 @@ class Engine:
             raise await self._lease_lost(job_id)
         return job
 
+    async def hand_back(self, jobs: Sequence[Job]) -> int:
+        """Give back leased jobs their lessee never received (its client left before the answer went out): they
+        are claimable again at once, and the undelivered claim does not count as a delivery. Returns how many
+        were still held by those leases."""
+        leases = [HeldLease(job.id, job.lease_token) for job in jobs if job.lease_token is not None]
+        if not leases:
+            return 0
+        return sum(job is not None for job in await self.store.job_release_many(leases, self.clock.now()))
+
+    async def heartbeat_many(
+        self, leases: Sequence[HeldLease], *, lease_seconds: float = 30.0
+    ) -> list[HeartbeatResult]:
+        """Extend many held leases at once, each on its own (as `heartbeat`); a lost one answers `locked_until`
+        None and never fails the others."""
+        errors = validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS)
+        if not 1 <= len(leases) <= validation.MAX_BATCH:
+            errors.append(FieldError(("jobs",), f"must hold 1–{validation.MAX_BATCH} jobs"))
+        validation.check(errors)
+        until = await self.store.job_heartbeat_many(leases, self.clock.now(), lease_seconds)
+        return [HeartbeatResult(item.job_id, locked_until) for item, locked_until in zip(leases, until, strict=True)]
+
     async def complete(self, job_id: str, lease_token: str, result: object = None) -> Job:
         (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
         if job is None:
@@ -201,14 +225,21 @@ class Engine:
             errors += _failure_errors(request, ("fail", index))
         validation.check(errors)
         now = self.clock.now()
-        current = await self.store.job_get_many([item.job_id for item in fail])
+        current = await self.store.job_get_many([item.job_id for item in fail]) if fail else {}
         decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
-        done = await self.store.job_complete_many(complete, now) if complete else []
+        done = await self.store.job_complete_brief(complete, now) if complete else []
         failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
-        outcomes = list(zip([item.job_id for item in complete], done, strict=True))
+        outcomes: list[tuple[str, Ended | Job | None]] = list(
+            zip([item.job_id for item in complete], done, strict=True)
+        )
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
-        await self.workflows.on_jobs_finished([job for _, job in outcomes])
-        lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
+        # Only a workflow's step jobs need their whole row (to advance the workflow): read just those.
+        steps = [ended.id for ended in done if ended is not None and ended.workflow_id is not None]
+        completed_steps = await self.store.job_get_many(steps) if steps else {}
+        finished = [completed_steps.get(job.id) if isinstance(job, Ended) else job for _, job in outcomes if job]
+        await self.workflows.on_jobs_finished(finished)
+        missing = [job_id for job_id, job in outcomes if job is None]
+        lost = await self.store.job_get_many(missing) if missing else {}
         return [
             AckResult(job_id, AckOutcome.OK, job.status, job.queue_name)
             if job is not None
@@ -256,8 +287,8 @@ class Engine:
             )
             for job in expired
         ]
-        # A worker that completes while the janitor decides still holds its token and wins: such rows
-        # come back None here and are left as the worker finished them.
+        # The re-lease gave each row a token of the janitor's own, so these failures apply: a worker whose lease
+        # expired gets 409 now, whether or not a janitor has come by (None here only if a cancel came first).
         reclaimed = (
             [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
         )

@@ -260,6 +260,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * HeartbeatJobs
+         * @description Extend many held leases at once; each item is extended or `lease_lost` on its own.
+         */
+        post: operations["heartbeatJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/worker/jobs/{job_id}/complete": {
         parameters: {
             query?: never;
@@ -565,11 +585,33 @@ export interface components {
             /** Format: date-time */
             locked_until: string;
         };
+        /** HeartbeatBatch */
+        HeartbeatBatch: {
+            jobs: components["schemas"]["HeartbeatItem"][];
+            /** @default 30 */
+            lease_seconds?: number;
+        };
+        /** HeartbeatItem */
+        HeartbeatItem: {
+            id: string;
+            lease_token: string;
+        };
         /** HeartbeatRequest */
         HeartbeatRequest: {
             /** @default 30 */
             lease_seconds?: number;
             lease_token: string;
+        };
+        /** HeartbeatResult */
+        HeartbeatResult: {
+            id: string;
+            locked_until: string | null;
+            /** @enum {string} */
+            outcome: "ok" | "lease_lost";
+        };
+        /** HeartbeatResults */
+        HeartbeatResults: {
+            results: components["schemas"]["HeartbeatResult"][];
         };
         /** Job */
         Job: {
@@ -1732,6 +1774,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AckResults"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    heartbeatJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatBatch"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeartbeatResults"];
                 };
             };
             /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */

@@ -21,7 +21,9 @@ from queueflow.core.types import (
     RETRIABLE,
     Completion,
     Cursor,
+    Ended,
     Failure,
+    HeldLease,
     Job,
     JobFilter,
     JobStatus,
@@ -98,6 +100,12 @@ class MemoryJobs(Tables):
         job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
         return self._out(job)
 
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        beats = [await self.job_heartbeat(item.job_id, item.lease_token, now, lease_seconds) for item in leases]
+        return [job.locked_until if job is not None else None for job in beats]
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
@@ -112,6 +120,31 @@ class MemoryJobs(Tables):
             )
             for item in completions
         ]
+
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        released: list[Job | None] = []
+        for item in leases:
+            job = self._jobs.get(item.job_id)
+            if job is None or not holds_lease(job, item.lease_token, now):
+                released.append(None)
+                continue
+            job = self._jobs[job.id] = replace(
+                job,
+                status=JobStatus.RETRYING if job.retry_count > 0 else JobStatus.PENDING,
+                delivery_count=job.delivery_count - 1,
+                lease_token=None,
+                locked_until=None,
+                started_at=job.started_at if job.delivery_count > 1 else None,
+            )
+            released.append(self._out(job))
+        if self._wakeups is not None:
+            for queue in {job.queue_name for job in released if job is not None}:
+                self._wakeups.notify(queue)
+        return released
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        done = await self.job_complete_many(completions, now)
+        return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):
@@ -179,7 +212,9 @@ class MemoryJobs(Tables):
         expired.sort(key=lambda job: (job.locked_until or now, job.id))
         relocked = []
         for job in expired[:limit]:
-            job = self._jobs[job.id] = replace(job, locked_until=now + timedelta(seconds=relock_seconds))
+            job = self._jobs[job.id] = replace(
+                job, locked_until=now + timedelta(seconds=relock_seconds), lease_token=str(uuid.uuid4())
+            )
             relocked.append(self._out(job))
         return relocked
 

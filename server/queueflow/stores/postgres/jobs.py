@@ -18,9 +18,12 @@ from queueflow.core.jsonvalue import (
 from queueflow.core.types import (
     Completion,
     Cursor,
+    Ended,
     Failure,
+    HeldLease,
     Job,
     JobFilter,
+    JobStatus,
     QueueCounts,
     QueueMinute,
 )
@@ -32,14 +35,17 @@ from queueflow.stores.postgres.sql import (
     CLAIM,
     COLUMNS,
     COMPLETE,
+    COMPLETE_BRIEF,
     DELETE_FINISHED,
     FAIL,
     HEARTBEAT,
+    HEARTBEAT_MANY,
     INSERT,
     LEASE_EXPIRED,
     NEXT_DUE,
     QUEUE_COUNTS,
     QUEUE_THROUGHPUT,
+    RELEASE,
     RETRY,
     SELECT_BY_KEYS,
 )
@@ -172,6 +178,27 @@ class PostgresJobs(Pooled):
             row = await db.fetchrow(HEARTBEAT, job_id, token, now, timedelta(seconds=lease_seconds))
         return job_from_row(row) if row is not None else None
 
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        sent = _held_items(leases)
+        if not sent:
+            return [None] * len(leases)
+        # Rows are sent in id order, so two batches over the same jobs (a heartbeat and an ack) lock them in
+        # the same order instead of deadlocking.
+        order = sorted(sent, key=lambda i: leases[i].job_id)
+        async with self._connection() as db:
+            rows = await db.fetch(
+                HEARTBEAT_MANY,
+                [leases[i].job_id for i in order],
+                [sent[i] for i in order],
+                now,
+                timedelta(seconds=lease_seconds),
+            )
+        until = {(row["id"], row["held_token"]): row["locked_until"] for row in rows}
+        # A repeated (id, token) item was sent once; it answers as its first occurrence did.
+        return [until.get((item.job_id, _token(item.lease_token))) for item in leases]
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
@@ -182,6 +209,37 @@ class PostgresJobs(Pooled):
             for index in sent
         ]
         return await self._finish(COMPLETE, completions, sent, results, now)
+
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        sent = _held_items(leases)
+        if not sent:
+            return [None] * len(leases)
+        order = sorted(sent, key=lambda i: leases[i].job_id)  # one lock order for every batch (see heartbeat)
+        async with self._connection() as db:
+            rows = await db.fetch(RELEASE, [leases[i].job_id for i in order], [sent[i] for i in order], now)
+        done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
+        return [done.get((leases[i].job_id, sent[i])) if i in sent else None for i in range(len(leases))]
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        if errors := completion_storage_errors(completions):
+            raise ValidationError.of(errors)
+        several = len(completions) > 1
+        sent = _held_items(completions)
+        if not sent:
+            return [None] * len(completions)
+        order = sorted(sent, key=lambda i: completions[i].job_id)  # one lock order for every batch (see heartbeat)
+        results = [
+            json_text(completions[i].result, ("complete", i, "result") if several else ("result",)) for i in order
+        ]
+        async with self._connection() as db:
+            rows = await db.fetch(
+                COMPLETE_BRIEF, [completions[i].job_id for i in order], [sent[i] for i in order], results, now
+            )
+        done = {
+            (row["id"], row["held_token"]): Ended(row["id"], JobStatus.COMPLETED, row["queue_name"], row["workflow_id"])
+            for row in rows
+        }
+        return [done.get((completions[i].job_id, sent[i])) if i in sent else None for i in range(len(completions))]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):
@@ -249,7 +307,7 @@ def _queue_names(queues: Sequence[str]) -> list[str]:
     return [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
 
 
-def _held_items(items: Sequence[Completion | Failure]) -> dict[int, uuid.UUID]:
+def _held_items(items: Sequence[Completion | Failure | HeldLease]) -> dict[int, uuid.UUID]:
     """The items that could hold a lease, by index, with their parsed tokens, in input order.
 
     A token that is not a canonical UUID can hold nothing. Of items repeating an (id, token) pair only the

@@ -76,12 +76,46 @@ UPDATE queueflow.jobs AS j
 RETURNING {J_COLUMNS}
 """
 
+# Only what a heartbeat answers comes back: a batched heartbeat needs no row.
+HEARTBEAT_MANY = f"""
+UPDATE queueflow.jobs AS j
+   SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
+  FROM unnest($1::text[], $2::uuid[]) AS h(id, lease_token)
+ WHERE j.id = h.id AND {HOLDS_LEASE.format(token="h.lease_token", now="$3")}
+RETURNING j.id, h.lease_token AS held_token, j.locked_until
+"""
+
 COMPLETE = f"""
 UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
 RETURNING {J_COLUMNS}, c.lease_token AS held_token
+"""
+
+# A claim handed back: the row as the claim found it, but for started_at when an earlier delivery is left (the
+# released claim's stays; the earlier one's is not kept). An UPDATE does not fire the insert trigger, so the
+# queue is announced here.
+RELEASE = f"""
+WITH released AS (
+    UPDATE queueflow.jobs AS j
+       SET status = CASE WHEN j.retry_count > 0 THEN 'retrying' ELSE 'pending' END,
+           delivery_count = j.delivery_count - 1,
+           started_at = CASE WHEN j.delivery_count > 1 THEN j.started_at END,
+           lease_token = NULL, locked_until = NULL
+      FROM unnest($1::text[], $2::uuid[]) AS r(id, lease_token)
+     WHERE j.id = r.id AND {HOLDS_LEASE.format(token="r.lease_token", now="$3")}
+    RETURNING {J_COLUMNS}, r.lease_token AS held_token)
+SELECT released.*, pg_notify('queueflow_work', queue_name) FROM released
+"""
+
+# COMPLETE, answering only what a batched ack needs (decoding whole rows was a third of its cost, measured).
+COMPLETE_BRIEF = f"""
+UPDATE queueflow.jobs AS j
+   SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
+  FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
+ WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
+RETURNING j.id, c.lease_token AS held_token, j.queue_name, j.workflow_id
 """
 
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
@@ -127,7 +161,7 @@ WITH expired AS (
      ORDER BY locked_until, id
      LIMIT $2
      FOR UPDATE SKIP LOCKED)
-UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval
+UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval, lease_token = gen_random_uuid()
   FROM expired WHERE j.id = expired.id
 RETURNING {J_COLUMNS}, expired.locked_until AS expired_at
 """

@@ -28,7 +28,12 @@ from .field_problem import FieldProblem
 from .health import Health
 from .health_status import HealthStatus
 from .heartbeat import Heartbeat
+from .heartbeat_batch import HeartbeatBatch
+from .heartbeat_item import HeartbeatItem
 from .heartbeat_request import HeartbeatRequest
+from .heartbeat_result import HeartbeatResult
+from .heartbeat_result_outcome import HeartbeatResultOutcome
+from .heartbeat_results import HeartbeatResults
 from .job import Job
 from .job_batch import JobBatch
 from .job_metadata import JobMetadata
@@ -96,7 +101,12 @@ __all__ = (
     "Health",
     "HealthStatus",
     "Heartbeat",
+    "HeartbeatBatch",
+    "HeartbeatItem",
     "HeartbeatRequest",
+    "HeartbeatResult",
+    "HeartbeatResultOutcome",
+    "HeartbeatResults",
     "Job",
     "JobBatch",
     "JobMetadata",
