@@ -66,3 +66,13 @@ def test_every_static_file_is_vendored_or_our_own_and_documented() -> None:
     for asset in ASSETS:
         assert f"`{asset.package}`" in listing, asset.package
         assert asset.name in listing, asset.name
+
+
+@pytest.mark.parametrize("path", ["/schema", "/schema/swagger", "/schema/openapi.json"])
+async def test_the_docs_let_the_browser_fetch_from_this_server_only(browser: Browser, path: str) -> None:
+    policy = (await browser.get(path)).headers["content-security-policy"]
+    directives = dict(directive.strip().split(" ", 1) for directive in policy.split(";"))
+    assert directives["default-src"] == "'self'"
+    assert directives["connect-src"] == "'self'"  # Swagger UI's "try it out" calls this server, nothing else
+    assert directives["img-src"] == "'self' data:"  # Redoc's footer logo on Redocly's CDN is refused
+    assert not re.search(r"https?:|\*", policy), policy

@@ -19,7 +19,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
 from queueflow.dashboard import dead_letters, flows, jobs, signin
-from queueflow.dashboard.apidocs import render_plugins
+from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
 from queueflow.dashboard.web import EXCEPTION_HANDLERS, UI, Dashboard, Keys
@@ -77,6 +77,7 @@ class DashboardPlugin(InitPluginProtocol):
         if (docs := app_config.openapi_config) is not None:
             # Set after the config's own __post_init__ (a rebuilt config would warn about deprecated fields).
             docs.render_plugins = render_plugins()
+            docs.openapi_router = docs_router(docs.path or "/schema")
             docs.default_plugin = docs.render_plugins[0]
         app_config.template_config = TemplateConfig(instance=JinjaTemplateEngine.from_environment(environment()))
         # The API keeps Litestar's plain Request; only the dashboard's router uses HTMXRequest.
