@@ -66,6 +66,8 @@ async def test_every_json_argument_is_checked_and_named(client: AsyncQueueFlow) 
         await client.workflows.create("etl", [Step(name="a", task_name="a", payload={"ids": {1}})])
     with pytest.raises(ArgumentError, match=r"^payload\['at'\] is a datetime\.datetime"):
         await client.schedules.create("nightly", cron="@daily", task_name="t", payload={"at": when})
+    with pytest.raises(ArgumentError, match=r"^metadata\['day'\] is a datetime\.datetime"):
+        await client.jobs.list_page(metadata={"day": when})
 
 
 async def test_a_valid_payload_goes_through_unchanged(client: AsyncQueueFlow) -> None:

@@ -189,7 +189,9 @@ def list_page(
         status=ListJobsStatusType1(status) if status is not None else UNSET,
         task_name=task_name if task_name is not None else UNSET,
         workflow_id=workflow_id if workflow_id is not None else UNSET,
-        metadata=json.dumps(dict(metadata), separators=(",", ":")) if metadata is not None else UNSET,
+        metadata=json.dumps(json_object(metadata, "metadata"), separators=(",", ":"))
+        if metadata is not None
+        else UNSET,
         limit=limit,
         cursor=cursor if cursor is not None else UNSET,
     )

@@ -8,8 +8,13 @@ import { ArgumentError } from "./errors.js";
 
 /** The body as JSON, or an `ArgumentError` for the first value JSON cannot carry faithfully. */
 export function serializeBody(body: unknown): string {
-  checkJson(body);
-  return JSON.stringify(body);
+  return toJson(body, "");
+}
+
+/** `value` (found at `path`, e.g. `metadata`) as JSON, or an `ArgumentError` naming what JSON cannot carry. */
+export function toJson(value: unknown, path: string): string {
+  checkJson(value, path);
+  return JSON.stringify(value);
 }
 
 const HINTS: Record<string, string> = {
@@ -18,8 +23,8 @@ const HINTS: Record<string, string> = {
   bigint: "a number or a string, e.g. value.toString()",
 };
 
-function checkJson(body: unknown): void {
-  const pending: [unknown, string][] = [[body, ""]];
+function checkJson(body: unknown, root: string): void {
+  const pending: [unknown, string][] = [[body, root]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, path] = next;
     const json = hasToJSON(value) ? value.toJSON() : value; // a Date becomes its ISO string, as JSON.stringify does

@@ -45,6 +45,13 @@ test("every body is checked: a batch item is named by its index", async () => {
   assert.equal(sent.length, 0);
 });
 
+test("a jobs.list metadata filter is checked the same way", async () => {
+  const { client, sent } = recording();
+  const listing = client.jobs.list({ metadata: { ids: new Set([1]) } });
+  await assert.rejects(listing, (error: unknown) => error instanceof ArgumentError && /^metadata\.ids is a Set/.test(error.message));
+  assert.equal(sent.length, 0);
+});
+
 test("what JSON.stringify carries faithfully is sent as it would be: a Date as its ISO string", async () => {
   const { client, sent } = recording();
   await client.jobs.enqueueMany([{ task_name: "a", payload: { at: new Date(Date.UTC(2026, 0, 1)), n: null, skip: undefined } }]);
