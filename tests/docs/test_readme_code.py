@@ -6,7 +6,9 @@
 - README.md's Python programs run, here, as written (they use the engine in-process; the SDK README's programs
   run against a live server in `tests/e2e/test_sdk_readme.py`);
 - every TypeScript block type-checks with the SDK's compiler settings (`tsc --noEmit`, strict) against the SDK's
-  source, and every JavaScript block parses (`node --check`; the package test runs the quick start).
+  source, and every JavaScript block parses (`node --check`; the package test runs the quick start, and
+  `sdks/typescript/test/readme.test.ts` runs the TypeScript programs against a live server);
+- every shell block parses (`bash -n`), and every block names its language.
 """
 
 from __future__ import annotations
@@ -42,13 +44,18 @@ class Block:
         return f"{self.readme.relative_to(ROOT)}:{self.line}"
 
 
+def every_block(readme: Path) -> list[Block]:
+    text = readme.read_text()
+    return [
+        Block(
+            readme, text.count("\n", 0, match.start(2)) + 1, match.group(2), match.group(3), match.group(1) is not None
+        )
+        for match in BLOCK.finditer(text)
+    ]
+
+
 def blocks(language: str) -> list[Block]:
-    found = []
-    for readme in READMES:
-        text = readme.read_text()
-        for match in BLOCK.finditer(text):
-            line = text.count("\n", 0, match.start(2)) + 1
-            found.append(Block(readme, line, match.group(2), match.group(3), match.group(1) is not None))
+    found = [block for readme in READMES for block in every_block(readme)]
     assert found, "no code blocks found: has the fence syntax changed?"
     return [block for block in found if block.language == language]
 
@@ -121,3 +128,16 @@ def test_the_javascript_blocks_parse() -> None:
             path.write_text(block.code)
             done = subprocess.run([node, "--check", path], capture_output=True, text=True, check=False)
             assert done.returncode == 0, f"{block.name}:\n{done.stderr}"
+
+
+def test_the_shell_blocks_parse() -> None:
+    shell = blocks("sh") + blocks("bash")
+    assert shell
+    for block in shell:
+        done = subprocess.run(["bash", "-n"], input=block.code, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{block.name}:\n{done.stderr}"
+
+
+def test_every_block_names_its_language() -> None:
+    languages = {block.language for readme in READMES for block in every_block(readme)}
+    assert languages <= {"python", "ts", "js", "sh", "bash", "text"}, languages
