@@ -95,13 +95,12 @@ def _decide(call: Call[Any], attempt: int, policy: RetryPolicy, exc: httpx.Trans
     return exc is None or isinstance(exc, _NOT_SENT) or call.replayable
 
 
-def _failure(exc: httpx.TransportError, retries: int) -> APIConnectionError:
-    """The error for a request that got no answer, naming where it went (`exc.request` is always set when
-    httpx raises from a send) and what the last try ran into."""
+def _failure(exc: httpx.TransportError, retries: int, base_url: httpx.URL) -> APIConnectionError:
+    """The error for a request that got no answer, naming where it went and what the last try ran into."""
     try:
         where = f"{exc.request.method} {exc.request.url}"
-    except RuntimeError:
-        where = "the server"
+    except RuntimeError:  # httpx sets the request on every error raised from a send; a transport of a test may not
+        where = str(base_url)
     tried = f" (tried {retries + 1} times)" if retries else ""
     reason = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
@@ -140,7 +139,7 @@ class SyncTransport:
                 response = call.send(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
-                    raise _failure(exc, attempt) from exc
+                    raise _failure(exc, attempt, self.http.base_url) from exc
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
                     return _result(call, response)
@@ -176,7 +175,7 @@ class AsyncTransport:
                 response = await call.asend(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
-                    raise _failure(exc, attempt) from exc
+                    raise _failure(exc, attempt, self.http.base_url) from exc
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
                     return _result(call, response)
