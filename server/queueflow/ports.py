@@ -120,10 +120,18 @@ class JobStore(Protocol):
         strictly after `after`."""
         ...
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
-        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` in
-        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token,
-        delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at its timeout.
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (and, when
+        `task_names` is given, of those tasks only) in claim order (priority desc, scheduled_at, created_at).
+        Each gets a fresh lease_token, delivery_count + 1, started_at = now and locked_until = now +
+        lease_seconds, capped at its timeout.
         Concurrent claimers never claim the same row."""
         ...
 

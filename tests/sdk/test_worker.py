@@ -158,8 +158,7 @@ async def test_retry_and_fatal_choose_what_happens(
     job = await client.jobs.get(fatal.id)
     assert (job.status, job.error_message, job.retry_count) == ("dead_letter", "bad address", 0)
     job = await client.jobs.get(unknown.id)
-    assert job.status == "dead_letter"
-    assert "no task named 'nobody_knows'" in (job.error_message or "")
+    assert (job.status, job.delivery_count) == ("pending", 0)  # leased only by a worker that has the task
 
 
 async def test_stop_finishes_held_jobs_and_leases_no_more(

@@ -335,3 +335,12 @@ async def test_release_many_answers_none_unless_the_lease_is_held_and_changes_no
     assert await store.job_release_many([HeldLease(held.id, token)], at(LEASE)) == [None]  # expired
     assert await store.job_get(held.id) == held
     assert await store.job_release_many([], at(1)) == []
+
+
+async def test_claim_with_task_names_takes_only_those_tasks(store: Store) -> None:
+    mine, theirs = await inserted(store, job(task_name="mine"), job(task_name="theirs", priority=5))
+    assert await store.job_claim(["default"], 10, at(1), LEASE, ["nobody", "\x00"]) == []
+    (claimed,) = await store.job_claim(["default"], 10, at(1), LEASE, ["mine", "mine"])
+    assert claimed.id == mine.id
+    (other,) = await store.job_claim(["default"], 10, at(1), LEASE, None)
+    assert other.id == theirs.id

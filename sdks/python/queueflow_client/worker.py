@@ -172,6 +172,7 @@ class _HttpSource:
             lease_seconds=worker.lease_seconds,
             wait_seconds=worker.wait_seconds,
             worker_id=worker.worker_id,
+            task_names=worker.tasks.names or None,  # only the tasks it can run
         )
         poll = self._poll = asyncio.ensure_future(self._transport(call))
         try:

@@ -274,7 +274,9 @@ export class Worker {
 
   async #lease(maxJobs: number): Promise<LeasedJob[]> {
     const { waitSeconds, leaseSeconds, workerId, queues } = this.#options;
-    const body = { queues, max_jobs: maxJobs, lease_seconds: leaseSeconds, wait_seconds: waitSeconds, worker_id: workerId };
+    // Only the tasks this worker has handlers for: another worker's jobs are left to it.
+    const task_names = [...this.#handlers.keys()];
+    const body = { queues, max_jobs: maxJobs, lease_seconds: leaseSeconds, wait_seconds: waitSeconds, worker_id: workerId, task_names };
     const answer = await this.#transport.call(
       (signal) => this.#transport.api.POST("/v1/worker/lease", { body, signal }),
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.

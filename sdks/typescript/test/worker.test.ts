@@ -71,7 +71,7 @@ test("never more than `concurrency` jobs run at once, and all of them finish", a
     most = Math.max(most, running);
     await new Promise((resolve) => setTimeout(resolve, 50));
     running -= 1;
-    assert.ok(w.activeJobs <= 3);
+    assert.ok(w.runningJobs <= 3);
   });
   const jobs = await client.jobs.enqueueMany(Array.from({ length: 10 }, () => ({ task_name: "slow", queue_name: "w-concurrency" })));
   w.start();
@@ -146,18 +146,19 @@ test("FatalError dead-letters at once, whatever retries are left", async () => {
   }
 });
 
-test("a job with no handler on this worker is dead-lettered", async () => {
+test("a worker leases only the tasks it has handlers for: another's job is left pending", async () => {
   const w = worker("w-unknown").task("known", () => null);
   w.start();
   try {
-    const job = await client.jobs.enqueue({ task_name: "unknown", queue_name: "w-unknown" });
-    const dead = await settled(job.id, "dead_letter");
-    assert.match(dead.error_message ?? "", /no handler for task "unknown"/);
+    const unknown = await client.jobs.enqueue({ task_name: "unknown", queue_name: "w-unknown" });
+    const known = await client.jobs.enqueue({ task_name: "known", queue_name: "w-unknown" });
+    await settled(known.id, "completed");
+    const left = await client.jobs.get(unknown.id);
+    assert.deepEqual([left.status, left.delivery_count], ["pending", 0]);
   } finally {
     await w.stop();
   }
 });
-
 test("cancelling a running job aborts the handler's signal with a LeaseLostError", async () => {
   const started = deferred<string>();
   const aborted = deferred<unknown>();

@@ -51,7 +51,12 @@ async def lease_or_wait(
     poll whose `client` has gone claims nothing more, since no one would receive (and complete) the jobs.
     """
     if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
-        return await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+        return await engine.lease(
+            request.queues,
+            max_jobs=request.max_jobs,
+            lease_seconds=request.lease_seconds,
+            task_names=request.task_names,
+        )
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
     with wakeups.watching(request.queues) as watch:
@@ -59,7 +64,12 @@ async def lease_or_wait(
             client.wakes(watch)
         while True:
             claimed_at = engine.clock.now()
-            jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+            jobs = await engine.lease(
+                request.queues,
+                max_jobs=request.max_jobs,
+                lease_seconds=request.lease_seconds,
+                task_names=request.task_names,
+            )
             remaining = deadline - time.monotonic()
             if jobs or remaining <= 0 or wakeups.closing or (client is not None and client.gone):
                 return jobs

@@ -136,10 +136,20 @@ class Engine:
 
     # ---- worker side --------------------------------------------------------------------------------
 
-    async def lease(self, queues: Sequence[str], *, max_jobs: int = 1, lease_seconds: float = 30.0) -> list[Job]:
-        """Claim up to `max_jobs` due jobs across `queues`, in claim order, each with a fresh lease token."""
-        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds))
-        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds)
+    async def lease(
+        self,
+        queues: Sequence[str],
+        *,
+        max_jobs: int = 1,
+        lease_seconds: float = 30.0,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """Claim up to `max_jobs` due jobs across `queues` (of `task_names` only, if given: the tasks the lessee
+        can run), in claim order, each with a fresh lease token."""
+        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds, task_names))
+        return await self.store.job_claim(
+            list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds, task_names
+        )
 
     async def next_due(self, queues: Sequence[str], *, after: datetime | None = None) -> datetime | None:
         """When the next delayed job or retry of `queues` becomes claimable after `after` (default now; None:

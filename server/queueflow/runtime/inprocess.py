@@ -55,9 +55,18 @@ class EngineSource:
     """The engine as the worker loop's `LeaseSource`."""
 
     def __init__(
-        self, engine: Engine, wakeups: Wakeups, queues: Sequence[str], *, lease_seconds: float, poll: float
+        self,
+        engine: Engine,
+        wakeups: Wakeups,
+        queues: Sequence[str],
+        *,
+        lease_seconds: float,
+        poll: float,
+        task_names: Sequence[str] | None = None,
     ) -> None:
         self.engine = engine
+        self.task_names = list(task_names) if task_names else None
+        """Only jobs of these tasks are claimed (the registry's); None: any."""
         self.wakeups = wakeups
         self.queues = list(queues)
         self.lease_seconds = lease_seconds
@@ -70,7 +79,9 @@ class EngineSource:
             self._watch = watch
             while not self._interrupted:
                 try:
-                    jobs = await self.engine.lease(self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds)
+                    jobs = await self.engine.lease(
+                        self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
+                    )
                 except StoreUnavailable as exc:
                     log.warning("cannot claim, the store is unavailable: %s", exc)
                     jobs = []
@@ -128,7 +139,9 @@ class InProcessWorker(BackgroundService):
         super().__init__()
         from queueflow_client.loop import WorkerLoop
 
-        self.source = EngineSource(engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll)
+        self.source = EngineSource(
+            engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
+        )
         """`poll`: the longest an idle wait lasts, so a lost wake-up (or a retry coming due) costs at most that."""
         self.loop: WorkerLoop = WorkerLoop(
             self.source,

@@ -663,6 +663,7 @@ export interface components {
             /** @default 1 */
             max_jobs?: number;
             queues: string[];
+            task_names?: string[] | null;
             /** @default 0 */
             wait_seconds?: number;
             worker_id?: string | null;

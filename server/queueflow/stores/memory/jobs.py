@@ -60,12 +60,23 @@ class MemoryJobs(Tables):
         rows.sort(key=lambda job: (job.created_at, job.id), reverse=True)
         return [self._out(job) for job in rows[:limit]]
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
         wanted = set(queues)
+        tasks = None if task_names is None else set(task_names)
         due = [
             job
             for job in self._jobs.values()
-            if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at <= now
+            if job.queue_name in wanted
+            and job.status in CLAIMABLE
+            and job.scheduled_at <= now
+            and (tasks is None or job.task_name in tasks)
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         claimed = []

@@ -35,7 +35,7 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # milliseconds instead of microseconds.) Candidates cut by the outer LIMIT stay locked only until this
 # statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
 # primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
-# ignores a NULL timeout).
+# ignores a NULL timeout). `$5`, the task names a worker can run (NULL: any), filters the index scan's rows.
 CLAIM = f"""
 UPDATE queueflow.jobs
    SET status = 'running',
@@ -48,6 +48,7 @@ UPDATE queueflow.jobs
          FROM unnest($1::text[]) AS queue(name),
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
+                          AND ($5::text[] IS NULL OR task_name = ANY($5::text[]))
                         ORDER BY priority DESC, scheduled_at, created_at, id
                         LIMIT $2
                         FOR UPDATE SKIP LOCKED) AS due
@@ -82,7 +83,7 @@ UPDATE queueflow.jobs AS j
    SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
   FROM unnest($1::text[], $2::uuid[]) AS h(id, lease_token)
  WHERE j.id = h.id AND {HOLDS_LEASE.format(token="h.lease_token", now="$3")}
-RETURNING j.id, h.lease_token AS held_token, j.locked_until
+RETURNING j.id, h.lease_token::text AS held_token, j.locked_until
 """
 
 COMPLETE = f"""
@@ -90,7 +91,7 @@ UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
-RETURNING {J_COLUMNS}, c.lease_token AS held_token
+RETURNING {J_COLUMNS}, c.lease_token::text AS held_token
 """
 
 # A claim handed back: the row as the claim found it, but for started_at when an earlier delivery is left (the
@@ -105,7 +106,7 @@ WITH released AS (
            lease_token = NULL, locked_until = NULL
       FROM unnest($1::text[], $2::uuid[]) AS r(id, lease_token)
      WHERE j.id = r.id AND {HOLDS_LEASE.format(token="r.lease_token", now="$3")}
-    RETURNING {J_COLUMNS}, r.lease_token AS held_token)
+    RETURNING {J_COLUMNS}, r.lease_token::text AS held_token)
 SELECT released.*, pg_notify('queueflow_work', queue_name) FROM released
 """
 
@@ -115,7 +116,7 @@ UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
-RETURNING j.id, c.lease_token AS held_token, j.queue_name, j.workflow_id
+RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id
 """
 
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
@@ -131,7 +132,7 @@ WITH failed AS (
            error_message = f.error, lease_token = NULL, locked_until = NULL
       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[]) AS f(id, lease_token, error, retry_at)
      WHERE j.id = f.id AND {HOLDS_LEASE.format(token="f.lease_token", now="$5")}
-    RETURNING {J_COLUMNS}, f.lease_token AS held_token)
+    RETURNING {J_COLUMNS}, f.lease_token::text AS held_token)
 SELECT failed.*, CASE WHEN status = 'retrying' THEN pg_notify('queueflow_work', queue_name) END FROM failed
 """
 
