@@ -21,16 +21,16 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
-from typing import Any, TextIO
+from typing import Any, TextIO, get_args
 
 import httpx
 
 from queueflow_client.client import QueueFlow
 from queueflow_client.errors import ArgumentError, QueueFlowError
-from queueflow_client.types import Job, Queue, Schedule, Workflow
+from queueflow_client.types import Job, JobStatus, Queue, Schedule, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-STATUSES = ["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
+STATUSES = list(get_args(JobStatus))
 JOB_COLUMNS = ["id", "queue_name", "task_name", "status", "delivery_count", "scheduled_at", "error_message"]
 
 
