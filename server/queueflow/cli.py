@@ -65,16 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         return migrate(args.database_url or os.environ.get("QUEUEFLOW_DATABASE_URL"))
     flags = {key: value for key, value in vars(args).items() if key != "command"}
-    from queueflow.serve import load_tasks, serve
+    from queueflow.serve import listen, load_tasks, serve
 
     try:
         settings = Settings.load(os.environ, **flags)
         settings.check_bind()
         tasks = load_tasks(settings)
+        sock = listen(settings) if settings.mode != "worker" else None
     except SettingsError as exc:
         print(f"queueflow serve: {exc}", file=sys.stderr)
         return 2
-    serve(settings, tasks)
+    serve(settings, tasks, sock)
     return 0
 
 

@@ -221,7 +221,7 @@ class JobStore(Protocol):
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
         """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds and a
         new lease token, so that no other janitor takes them while this one decides, and the worker whose lease
-        expired can no longer finish them (409, as API.md says of an expired lease; with its old token it could,
+        expired can no longer finish them (409 lease_lost, as for any expired lease; with its old token it could,
         for as long as the janitor held the row). Returns them as re-leased to the janitor."""
         ...
 
@@ -231,7 +231,7 @@ class JobStore(Protocol):
         ...
 
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
+        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (`GET /v1/queues`): due
         (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
         part of the first two."""
         ...

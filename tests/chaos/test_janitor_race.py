@@ -6,7 +6,7 @@ janitor goes on, at the same instant, or after it finished. Repeated 210 times o
 one side wins, never both, never neither: the completion (200, the job completed with the worker's result, nothing
 reclaimed) or the janitor (the completion gets 409 `lease_lost`, the job is retrying and keeps no result).
 
-Which side wins is not left to chance: a completion that arrives once the lease has expired gets 409, as API.md
+Which side wins is not left to chance: a completion that arrives once the lease has expired gets 409, as the spec
 says, in every order. (The janitor's re-lease once kept the worker's token, and so revived its expired lease: a
 completion that came while the janitor decided won.) The control rounds complete just before the lease expires,
 the janitor sweeping at that same instant: the completion wins, and the janitor finds nothing.

@@ -66,7 +66,9 @@ from queueflow_client._generated.models import Backoff as BackoffModel
 from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
 from queueflow_client._generated.models.list_jobs_status_type_1 import ListJobsStatusType1
 from queueflow_client._generated.types import UNSET
+from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call
+from queueflow_client.errors import ArgumentError
 from queueflow_client.types import (
     AckResult,
     Backoff,
@@ -116,23 +118,28 @@ def _backoff(value: Backoff | Mapping[str, Any] | None) -> Any:
     )
 
 
-def _reject_unknown(options: Mapping[str, Any], known: Collection[str], what: str) -> None:
+def _reject_unknown(options: Mapping[str, Any], known: Collection[str], what: str, where: str = "") -> None:
     unknown = set(options) - set(known)
     if unknown:
-        raise TypeError(f"unknown {what} option(s): {', '.join(sorted(unknown))}")
+        raise ArgumentError(f"unknown {what} option(s){where}: {', '.join(sorted(unknown))}")
 
 
-def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any) -> dict[str, Any]:
-    _reject_unknown(options, JobOptions.__annotations__, "job")
+def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any, where: str = "") -> dict[str, Any]:
+    """`where` prefixes the names in errors (`jobs[3].` for an item of a batch)."""
+    if not isinstance(options, Mapping):
+        raise ArgumentError(f"{where.rstrip('.')} must be a dict of enqueue's arguments, not {options!r:.80}")
+    _reject_unknown(options, JobOptions.__annotations__, "job", f" in {where.rstrip('.')}" if where else "")
+    if not isinstance(options.get("task_name"), str):
+        raise ArgumentError(f"{where}task_name must be a string, not {options.get('task_name')!r:.80}")
     # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.
     fields: dict[str, Any] = {"task_name": options["task_name"]}
     for name in ("queue_name", "priority", "run_at", "delay_seconds", "max_retries", "timeout_seconds"):
         if options.get(name) is not None:
             fields[name] = options[name]
     if options.get("payload") is not None:
-        fields["payload"] = payload_type.from_dict(dict(options["payload"]))
+        fields["payload"] = payload_type.from_dict(json_object(options["payload"], f"{where}payload"))
     if options.get("metadata") is not None:
-        fields["metadata"] = metadata_type.from_dict(dict(options["metadata"]))
+        fields["metadata"] = metadata_type.from_dict(json_object(options["metadata"], f"{where}metadata"))
     fields["backoff"] = _backoff(options.get("backoff"))
     return fields
 
@@ -149,8 +156,8 @@ def enqueue(options: Mapping[str, Any]) -> Call[Job]:
 
 def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
     items = []
-    for options in jobs:
-        fields = _job_fields(options, BatchItemPayload, BatchItemMetadata)
+    for index, options in enumerate(jobs):
+        fields = _job_fields(options, BatchItemPayload, BatchItemMetadata, f"jobs[{index}].")
         items.append(BatchItem(**fields, idempotency_key=options.get("idempotency_key") or new_idempotency_key()))
     return call(
         enqueue_jobs,
@@ -182,7 +189,9 @@ def list_page(
         status=ListJobsStatusType1(status) if status is not None else UNSET,
         task_name=task_name if task_name is not None else UNSET,
         workflow_id=workflow_id if workflow_id is not None else UNSET,
-        metadata=json.dumps(dict(metadata), separators=(",", ":")) if metadata is not None else UNSET,
+        metadata=json.dumps(json_object(metadata, "metadata"), separators=(",", ":"))
+        if metadata is not None
+        else UNSET,
         limit=limit,
         cursor=cursor if cursor is not None else UNSET,
     )
@@ -280,8 +289,10 @@ def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
     data = step.to_json() if isinstance(step, Step) else {k: v for k, v in step.items() if v is not None}
     _reject_unknown(data, STEP_OPTIONS, "workflow step")
     if missing := {"name", "task_name"} - set(data):
-        raise TypeError(f"a workflow step needs {' and '.join(sorted(missing))}")
+        raise ArgumentError(f"a workflow step needs {' and '.join(sorted(missing))}")
     backoff = data.pop("backoff", None)
+    if data.get("payload") is not None:
+        data["payload"] = json_object(data["payload"], f"the payload of step {data['name']!r}")
     # from_dict leaves every key the step lacks UNSET, so the server's defaults apply to it.
     new = NewWorkflowStep.from_dict(data)
     new.backoff = _backoff(backoff)
@@ -294,7 +305,7 @@ def create_workflow(
     body = CreateWorkflow(
         name=name,
         steps=[_new_step(step) for step in steps],
-        context=CreateWorkflowContext.from_dict(dict(context)) if context is not None else UNSET,
+        context=CreateWorkflowContext.from_dict(json_object(context, "context")) if context is not None else UNSET,
     )
     return call(
         create_workflow_operation,
@@ -337,7 +348,7 @@ def _schedule_fields(given: Mapping[str, Any], payload_type: Any) -> dict[str, A
         if value is None:
             body[key] = UNSET
         elif key == "payload":
-            body[key] = payload_type.from_dict(dict(value))
+            body[key] = payload_type.from_dict(json_object(value, "payload"))
         else:
             body[key] = value
     return body

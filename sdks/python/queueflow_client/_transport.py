@@ -118,10 +118,17 @@ def _decide(call: Call[Any], attempt: int, policy: RetryPolicy, exc: httpx.Trans
     return exc is None or isinstance(exc, _NOT_SENT) or call.replayable
 
 
-def _failure(exc: httpx.TransportError) -> APIConnectionError:
+def _failure(exc: httpx.TransportError, retries: int, base_url: httpx.URL) -> APIConnectionError:
+    """The error for a request that got no answer, naming where it went and what the last try ran into."""
+    try:
+        where = f"{exc.request.method} {exc.request.url}"
+    except RuntimeError:  # httpx sets the request on every error raised from a send; a transport of a test may not
+        where = str(base_url)
+    tried = f" (tried {retries + 1} times)" if retries else ""
+    reason = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return APITimeoutError(f"the server did not answer in time: {exc!r}")
-    return APIConnectionError(f"could not reach the server: {exc!r}")
+        return APITimeoutError(f"no answer from {where} within the client's timeout{tried}: {reason}")
+    return APIConnectionError(f"cannot reach QueueFlow at {where}{tried}: {reason}")
 
 
 def _result(call: Call[T], response: httpx.Response) -> T:
@@ -155,7 +162,7 @@ class SyncTransport:
                 response = call.send(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
-                    raise _failure(exc) from exc
+                    raise _failure(exc, attempt, self.http.base_url) from exc
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
                     return _result(call, response)
@@ -191,7 +198,7 @@ class AsyncTransport:
                 response = await call.asend(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
-                    raise _failure(exc) from exc
+                    raise _failure(exc, attempt, self.http.base_url) from exc
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
                     return _result(call, response)

@@ -36,7 +36,7 @@ def _required_time(value: Any) -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """How long a failed job waits before its next delivery (see API.md, "Backoff")."""
+    """How long a failed job waits before its next delivery (the `Backoff` schema of spec/openapi.json)."""
 
     strategy: Literal["exponential", "linear", "fixed"] = "exponential"
     base_seconds: float = 1.0
@@ -153,7 +153,7 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
-    """One queue's counts (disjoint by state; see API.md, "Queue counts")."""
+    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json)."""
 
     name: str
     pending: int

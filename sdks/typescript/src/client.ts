@@ -2,6 +2,7 @@
 
 import { randomUUID } from "node:crypto";
 
+import { toJson } from "./json.js";
 import { paginate } from "./pagination.js";
 import { Schedules } from "./schedules.js";
 import { type RequestOptions, Transport } from "./transport.js";
@@ -108,9 +109,9 @@ export class Jobs {
   }
 
   /** One page of jobs, newest first. */
-  list(params: ListJobsParams = {}, options: RequestOptions = {}): Promise<Page<Job>> {
+  async list(params: ListJobsParams = {}, options: RequestOptions = {}): Promise<Page<Job>> {
     const { metadata, ...rest } = params;
-    const query = metadata === undefined ? rest : { ...rest, metadata: JSON.stringify(metadata) };
+    const query = metadata === undefined ? rest : { ...rest, metadata: toJson(metadata, "metadata") };
     return this.#transport.call(
       (signal) => this.#transport.api.GET("/v1/jobs", { params: { query }, signal }),
       { ...options, safe: true },

@@ -13,6 +13,7 @@ export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
 export type { RequestOptions } from "./transport.js";
 export {
   QueueFlowError,
+  ArgumentError,
   APIError,
   ValidationError,
   AuthenticationError,

@@ -1,4 +1,4 @@
-"""The wire shapes of API.md: msgspec Structs, separate from the domain types they are converted to and from.
+"""The wire shapes of the API (spec/openapi.json): msgspec Structs, apart from the domain types they convert to.
 
 The `Meta` constraints mirror the rules in `core.validation` (from the same constants) so the spec documents
 them; the engine still checks every rule, so an embedder who bypasses HTTP gets the same answers.

@@ -1,4 +1,4 @@
-"""Input rules of API.md, checked in one place for the HTTP layer, the engine and embedders alike.
+"""Input rules of the API (spec/openapi.json), checked in one place for the HTTP layer, the engine and embedders alike.
 
 Every check collects all problems before it fails, so a caller learns every bad field at once.
 """

@@ -276,7 +276,7 @@ class Engine:
         if len(complete) + len(fail) > validation.MAX_BATCH:
             raise ValidationError.of([FieldError((), f"an ack carries at most {validation.MAX_BATCH} items")])
         if not complete and not fail:
-            return []  # a worker with nothing to report may still ack (API.md: 200, no results)
+            return []  # a worker with nothing to report may still ack (POST /v1/worker/ack: 200, no results)
         # Everything is checked before anything is written, so a bad item never leaves half an ack behind.
         errors: list[FieldError] = []
         for index, item in enumerate(complete):
