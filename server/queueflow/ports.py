@@ -120,16 +120,26 @@ class JobStore(Protocol):
         strictly after `after`."""
         ...
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
-        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` in
-        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token,
-        delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at its timeout.
-        Concurrent claimers never claim the same row."""
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (of
+        `task_names` only, when given) in claim order (priority desc, scheduled_at, created_at). Each gets a
+        fresh lease_token, delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at
+        its timeout. Concurrent claimers never claim the same row."""
         ...
 
-    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
-        """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues`: when the next delayed
-        job or retry becomes claimable. None when no such job waits. Reads only."""
+    async def job_next_due(
+        self, queues: Sequence[str], now: datetime, task_names: Sequence[str] | None = None
+    ) -> datetime | None:
+        """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues` (of `task_names` only,
+        when given): when the next delayed job or retry becomes claimable. None when no such job waits. Reads
+        only."""
         ...
 
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:

@@ -205,7 +205,13 @@ def queues() -> Call[list[Queue]]:
 
 
 def lease(
-    queues: Sequence[str], *, max_jobs: int, lease_seconds: float, wait_seconds: float, worker_id: str | None
+    queues: Sequence[str],
+    *,
+    max_jobs: int,
+    lease_seconds: float,
+    wait_seconds: float,
+    worker_id: str | None,
+    task_names: Sequence[str] | None = None,
 ) -> Call[list[LeasedJob]]:
     body = LeaseRequest(
         queues=list(queues),
@@ -213,6 +219,7 @@ def lease(
         lease_seconds=lease_seconds,
         wait_seconds=wait_seconds,
         worker_id=worker_id if worker_id is not None else UNSET,
+        task_names=list(task_names) if task_names is not None else UNSET,
     )
     # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
     return call(

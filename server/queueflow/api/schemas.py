@@ -349,6 +349,18 @@ class LeaseRequest(_Request):
     lease_seconds: LeaseSeconds = 30.0
     wait_seconds: Annotated[float, Meta(ge=0, le=60)] = 0.0
     worker_id: Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)] | None = None
+    task_names: (
+        Annotated[
+            list[TaskName],
+            Meta(
+                min_length=1,
+                max_length=validation.MAX_BATCH,
+                description="Lease only jobs of these tasks: a worker asks for the tasks it can run, so workers"
+                " with different task sets can share a queue.",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class LeasedJobs(Struct):

@@ -50,8 +50,11 @@ async def lease_or_wait(
     shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never waits one out; a
     poll whose `client` has gone claims nothing more, since no one would receive (and complete) the jobs.
     """
+    tasks = request.task_names
     if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
-        return await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+        return await engine.lease(
+            request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds, task_names=tasks
+        )
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
     with wakeups.watching(request.queues) as watch:
@@ -59,12 +62,14 @@ async def lease_or_wait(
             client.wakes(watch)
         while True:
             claimed_at = engine.clock.now()
-            jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+            jobs = await engine.lease(
+                request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds, task_names=tasks
+            )
             remaining = deadline - time.monotonic()
             if jobs or remaining <= 0 or wakeups.closing or (client is not None and client.gone):
                 return jobs
             wait = min(remaining, settings.safety_poll)
-            due = await engine.next_due(request.queues, after=claimed_at)
+            due = await engine.next_due(request.queues, after=claimed_at, task_names=tasks)
             if due is not None:
                 wait = min(wait, max((due - engine.clock.now()).total_seconds(), 0.0))
             await watch.wait(wait)

@@ -136,16 +136,29 @@ class Engine:
 
     # ---- worker side --------------------------------------------------------------------------------
 
-    async def lease(self, queues: Sequence[str], *, max_jobs: int = 1, lease_seconds: float = 30.0) -> list[Job]:
-        """Claim up to `max_jobs` due jobs across `queues`, in claim order, each with a fresh lease token."""
-        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds))
-        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds)
+    async def lease(
+        self,
+        queues: Sequence[str],
+        *,
+        max_jobs: int = 1,
+        lease_seconds: float = 30.0,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """Claim up to `max_jobs` due jobs across `queues`, in claim order, each with a fresh lease token; with
+        `task_names`, only jobs of those tasks (a worker asks only for what it can run)."""
+        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds, task_names))
+        tasks = list(dict.fromkeys(task_names)) if task_names is not None else None
+        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds, tasks)
 
-    async def next_due(self, queues: Sequence[str], *, after: datetime | None = None) -> datetime | None:
-        """When the next delayed job or retry of `queues` becomes claimable after `after` (default now; None:
-        nothing waits), so that an idle lessee can sleep exactly until then. A lessee passes the time of its
-        empty claim, so that a job that became due since is answered too (and it claims again at once)."""
-        return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now())
+    async def next_due(
+        self, queues: Sequence[str], *, after: datetime | None = None, task_names: Sequence[str] | None = None
+    ) -> datetime | None:
+        """When the next delayed job or retry of `queues` (of `task_names`, if given) becomes claimable after
+        `after` (default now; None: nothing waits), so that an idle lessee can sleep exactly until then. A lessee
+        passes the time of its empty claim, so that a job that became due since is answered too (and it claims
+        again at once)."""
+        tasks = list(dict.fromkeys(task_names)) if task_names is not None else None
+        return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now(), tasks)
 
     async def heartbeat(self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0) -> Job:
         """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline."""

@@ -7,7 +7,10 @@ Wakeups hub, which the notifier (or the in-memory store) signals when work arriv
 reference page's "idle in-process workers". The server depends on the SDK only here, and only when tasks are
 given (they are a `queueflow_client.TaskRegistry` anyway). Stopping stops claiming, then lets held jobs finish
 for up to `drain_seconds`; what is still running then is cancelled, and its lease expires and is reclaimed by
-the janitor like a crashed worker's.
+the janitor like a crashed worker's. It claims only the tasks the registry has (`task_names`), so it shares its
+queues with SDK workers running other tasks. Its lines are the loop's (a startup line, failures with their
+tracebacks at WARNING), but for the per-job lines: DEBUG here, since the server logs at INFO and a busy runner
+would write a line per job.
 """
 
 from __future__ import annotations
@@ -55,11 +58,19 @@ class EngineSource:
     """The engine as the worker loop's `LeaseSource`."""
 
     def __init__(
-        self, engine: Engine, wakeups: Wakeups, queues: Sequence[str], *, lease_seconds: float, poll: float
+        self,
+        engine: Engine,
+        wakeups: Wakeups,
+        queues: Sequence[str],
+        *,
+        lease_seconds: float,
+        poll: float,
+        task_names: Sequence[str] | None = None,
     ) -> None:
         self.engine = engine
         self.wakeups = wakeups
         self.queues = list(queues)
+        self.task_names = list(task_names) if task_names else None
         self.lease_seconds = lease_seconds
         self.poll = poll
         self._interrupted = False
@@ -70,7 +81,9 @@ class EngineSource:
             self._watch = watch
             while not self._interrupted:
                 try:
-                    jobs = await self.engine.lease(self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds)
+                    jobs = await self.engine.lease(
+                        self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
+                    )
                 except StoreUnavailable as exc:
                     log.warning("cannot claim, the store is unavailable: %s", exc)
                     jobs = []
@@ -128,7 +141,9 @@ class InProcessWorker(BackgroundService):
         super().__init__()
         from queueflow_client.loop import WorkerLoop
 
-        self.source = EngineSource(engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll)
+        self.source = EngineSource(
+            engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
+        )
         """`poll`: the longest an idle wait lasts, so a lost wake-up (or a retry coming due) costs at most that."""
         self.loop: WorkerLoop = WorkerLoop(
             self.source,
@@ -139,6 +154,8 @@ class InProcessWorker(BackgroundService):
             drain_seconds=drain_seconds,
             ack_interval=ack_interval,
             name="in-process worker",
+            queues=queues,
+            job_log_level=logging.DEBUG,
         )
 
     @property

@@ -663,6 +663,8 @@ export interface components {
             /** @default 1 */
             max_jobs?: number;
             queues: string[];
+            /** @description Lease only jobs of these tasks: a worker asks for the tasks it can run, so workers with different task sets can share a queue. */
+            task_names?: string[] | null;
             /** @default 0 */
             wait_seconds?: number;
             worker_id?: string | null;

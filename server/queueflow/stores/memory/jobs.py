@@ -60,12 +60,23 @@ class MemoryJobs(Tables):
         rows.sort(key=lambda job: (job.created_at, job.id), reverse=True)
         return [self._out(job) for job in rows[:limit]]
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
         wanted = set(queues)
+        tasks = set(task_names) if task_names is not None else None
         due = [
             job
             for job in self._jobs.values()
-            if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at <= now
+            if job.queue_name in wanted
+            and job.status in CLAIMABLE
+            and job.scheduled_at <= now
+            and (tasks is None or job.task_name in tasks)
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         claimed = []
@@ -82,13 +93,19 @@ class MemoryJobs(Tables):
             claimed.append(self._out(running))
         return claimed
 
-    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+    async def job_next_due(
+        self, queues: Sequence[str], now: datetime, task_names: Sequence[str] | None = None
+    ) -> datetime | None:
         wanted = set(queues)
+        tasks = set(task_names) if task_names is not None else None
         return min(
             (
                 job.scheduled_at
                 for job in self._jobs.values()
-                if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
+                if job.queue_name in wanted
+                and job.status in CLAIMABLE
+                and job.scheduled_at > now
+                and (tasks is None or job.task_name in tasks)
             ),
             default=None,
         )

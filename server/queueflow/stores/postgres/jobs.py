@@ -33,6 +33,7 @@ from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
     CANCEL,
     CLAIM,
+    CLAIM_TASKS,
     COLUMNS,
     COMPLETE,
     COMPLETE_BRIEF,
@@ -43,6 +44,7 @@ from queueflow.stores.postgres.sql import (
     INSERT,
     LEASE_EXPIRED,
     NEXT_DUE,
+    NEXT_DUE_TASKS,
     QUEUE_COUNTS,
     QUEUE_THROUGHPUT,
     RELEASE,
@@ -151,23 +153,46 @@ class PostgresJobs(Pooled):
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(sql, *args)]
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+    ) -> list[Job]:
         wanted = _queue_names(queues)
         if not wanted:
             return []
+        lease = timedelta(seconds=lease_seconds)
         async with self._connection() as db:
-            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
+            if task_names is None:
+                rows = await db.fetch(CLAIM, wanted, limit, now, lease)
+            else:
+                tasks = [name for name in task_names if storable_text(name)]
+                if not tasks:
+                    return []
+                rows = await db.fetch(CLAIM_TASKS, wanted, limit, now, lease, tasks)
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         return jobs
 
-    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+    async def job_next_due(
+        self, queues: Sequence[str], now: datetime, task_names: Sequence[str] | None = None
+    ) -> datetime | None:
         wanted = _queue_names(queues)
         if not wanted:
             return None
+        due: datetime | None
         async with self._connection() as db:
-            due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
+            if task_names is None:
+                due = await db.fetchval(NEXT_DUE, wanted, now)
+            else:
+                tasks = [name for name in task_names if storable_text(name)]
+                if not tasks:
+                    return None
+                due = await db.fetchval(NEXT_DUE_TASKS, wanted, now, tasks)
         return due
 
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:

@@ -36,7 +36,7 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
 # primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
 # ignores a NULL timeout).
-CLAIM = f"""
+CLAIM_TEMPLATE = """
 UPDATE queueflow.jobs
    SET status = 'running',
        lease_token = gen_random_uuid(),
@@ -47,25 +47,36 @@ UPDATE queueflow.jobs
        SELECT due.id
          FROM unnest($1::text[]) AS queue(name),
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
-                        WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
+                        WHERE queue_name = queue.name AND status IN ('pending', 'retrying')
+                          AND scheduled_at <= $3{tasks}
                         ORDER BY priority DESC, scheduled_at, created_at, id
                         LIMIT $2
                         FOR UPDATE SKIP LOCKED) AS due
         ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id
         LIMIT $2))
-RETURNING {COLUMNS}
+RETURNING {columns}
 """
+
+# A lease of some tasks only (`task_names`): the same walk in claim order, passing over other tasks' rows
+# (they are filtered before they are locked, so another worker may claim them meanwhile).
+TASKS_FILTER = " AND task_name = ANY($5::text[])"
+CLAIM = CLAIM_TEMPLATE.format(columns=COLUMNS, tasks="")
+CLAIM_TASKS = CLAIM_TEMPLATE.format(columns=COLUMNS, tasks=TASKS_FILTER)
 
 # The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due
 # after now (the claim index, ordered by priority first, cannot answer this without reading every row).
-NEXT_DUE = """
+NEXT_DUE_TEMPLATE = """
 SELECT min(due.scheduled_at)
   FROM unnest($1::text[]) AS queue(name),
        LATERAL (SELECT scheduled_at FROM queueflow.jobs
-                 WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at > $2
+                 WHERE queue_name = queue.name AND status IN ('pending', 'retrying')
+                   AND scheduled_at > $2{tasks}
                  ORDER BY scheduled_at
                  LIMIT 1) AS due
 """
+
+NEXT_DUE = NEXT_DUE_TEMPLATE.format(tasks="")
+NEXT_DUE_TASKS = NEXT_DUE_TEMPLATE.format(tasks=TASKS_FILTER.replace("$5", "$3"))
 
 HOLDS_LEASE = "j.status = 'running' AND j.lease_token = {token} AND j.locked_until > {now}"
 
