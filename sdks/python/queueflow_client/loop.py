@@ -244,7 +244,7 @@ class WorkerLoop:
         await _settled(lease_task)
         if self.held:
             grace = f" (up to {self.drain_seconds:g} s)" if self.drain_seconds is not None else ""
-            log.warning("%s: finishing %d jobs%s%s", self.name, self.held, grace, hint)
+            log.info("%s: finishing %d jobs%s%s", self.name, self.held, grace, hint)
             self._idle.clear()
             if self.held:
                 try:

@@ -7,7 +7,7 @@ export { paginate } from "./pagination.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
 export type { CreateWorkflowOptions } from "./workflows.js";
 export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
-export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
+export type { WorkerOptions, WorkerLogger, TaskContext, TaskHandler } from "./worker.js";
 export type { RequestOptions } from "./transport.js";
 export {
   QueueFlowError,
