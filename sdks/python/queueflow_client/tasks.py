@@ -15,6 +15,8 @@ with backoff while its budget lasts, then dead-letters. Raise `Retry(after=secon
 when a heartbeat finds the lease lost (the job was cancelled, or its lease expired and it was reclaimed) the
 task is told: an async task is cancelled, a sync one sees `ctx.cancelled` become true. Whatever such a task
 returns afterwards is dropped; the lease token it holds can no longer complete the job.
+
+In a test, `tasks.run_local("send_email", {...})` runs a task once without a server (`queueflow_client.local`).
 """
 
 from __future__ import annotations
@@ -164,6 +166,19 @@ class TaskRegistry:
     def function(self, name: str) -> TaskFunction | None:
         """The function registered as `name`, if any."""
         return self._tasks.get(name)
+
+    def run_local(self, name: str, payload: Mapping[str, Any] | None = None, **job: Any) -> Any:
+        """Run the task `name` once, in-process and without a server, as a worker would (for tests): its result
+        is returned, what it raises is raised. See `queueflow_client.local`."""
+        from queueflow_client.local import run_local
+
+        return run_local(self, name, payload, **job)
+
+    async def run_local_async(self, name: str, payload: Mapping[str, Any] | None = None, **job: Any) -> Any:
+        """`run_local` from inside an event loop (an async test)."""
+        from queueflow_client.local import run_local_async
+
+        return await run_local_async(self, name, payload, **job)
 
 
 async def invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:

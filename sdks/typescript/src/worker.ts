@@ -222,6 +222,52 @@ export class Worker {
     return this;
   }
 
+  /**
+   * Run the handler of `taskName` once on `payload`, in-process and without a server, as the worker would (for
+   * tests): the payload goes through JSON first, `ctx.job` is a running job made of `job`'s fields over
+   * defaults, and `ctx.signal` never aborts. Resolves with the result as the job would store it (through JSON);
+   * what the handler throws (`RetryError`, `FatalError`, any error) rejects.
+   */
+  async runLocal(taskName: string, payload: Record<string, unknown> = {}, job: Partial<LeasedJob> = {}): Promise<unknown> {
+    const handler = this.#handlers.get(taskName);
+    if (!handler) {
+      throw new TypeError(`no handler for task ${JSON.stringify(taskName)} (it has: ${[...this.#handlers.keys()].sort().join(", ")})`);
+    }
+    const sent = JSON.parse(JSON.stringify(payload)) as Record<string, unknown>;
+    const now = new Date().toISOString();
+    const leased: LeasedJob = {
+      id: "job_local",
+      tenant_id: "local",
+      queue_name: this.#options.queues[0] ?? "default",
+      task_name: taskName,
+      payload: sent,
+      status: "running",
+      priority: 0,
+      scheduled_at: now,
+      locked_until: null,
+      delivery_count: 1,
+      retry_count: 0,
+      max_retries: 3,
+      backoff: { strategy: "exponential", base_seconds: 1, max_seconds: 3600, jitter: true },
+      timeout_seconds: null,
+      next_retry_at: null,
+      result: null,
+      error_message: null,
+      workflow_id: null,
+      workflow_step_id: null,
+      metadata: {},
+      idempotency_key: null,
+      created_at: now,
+      started_at: now,
+      completed_at: null,
+      lease_token: "local",
+      deadline: null,
+      ...job,
+    };
+    const result = await handler(sent as never, { job: leased, signal: new AbortController().signal });
+    return JSON.parse(JSON.stringify(result === undefined ? null : result)) as unknown;
+  }
+
   /** How many jobs this worker holds right now: running, or leased ahead and waiting for a slot. */
   get activeJobs(): number {
     return this.#held.size + this.#waiting.length;

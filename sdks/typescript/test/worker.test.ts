@@ -440,6 +440,31 @@ test("stopOnSignals: the first signal says what it finishes, a second quits at o
   }
 });
 
+test("runLocal runs a handler once without a server, as the worker would", async () => {
+  const w = new Worker({ baseUrl: "http://127.0.0.1:9", queues: ["mail"] })
+    .task<{ to: string; at: Date }>("send_email", (payload, ctx) => ({
+      to: payload.to,
+      at: payload.at, // a Date in the payload arrives as its JSON text, as from the server
+      delivery: ctx.job.delivery_count,
+      queue: ctx.job.queue_name,
+      aborted: ctx.signal.aborted,
+    }))
+    .task("flaky", (_payload, ctx) => {
+      if (ctx.job.delivery_count < 3) throw new RetryError(5, "not yet");
+      throw new FatalError("gave up");
+    });
+  assert.deepEqual(await w.runLocal("send_email", { to: "ada@example.com", at: new Date(0) }), {
+    to: "ada@example.com",
+    at: "1970-01-01T00:00:00.000Z",
+    delivery: 1,
+    queue: "mail",
+    aborted: false,
+  });
+  await assert.rejects(w.runLocal("flaky", {}, { delivery_count: 2 }), (error) => error instanceof RetryError && error.afterSeconds === 5);
+  await assert.rejects(w.runLocal("flaky", {}, { delivery_count: 3 }), FatalError);
+  await assert.rejects(w.runLocal("nope"), /no handler for task "nope" \(it has: flaky, send_email\)/);
+});
+
 /** A fetch that counts the requests per path (ids folded), for tests about how many calls the worker makes. */
 function countingFetch(): { fetch: typeof globalThis.fetch; calls: Map<string, number> } {
   const calls = new Map<string, number>();
