@@ -1,10 +1,11 @@
 """Running a task without a server, for tests: `tasks.run_local("send_email", {...})`.
 
 The task runs as a worker would run it (an `async def` on an event loop, a plain `def` in a thread), on the
-payload as a worker would receive it (through JSON, so a `datetime` or a tuple fails or changes here as it would
-there), with a `JobContext` for a job that exists nowhere: `ctx.heartbeat()` answers True, and `ctx.cancelled`
-stays False until the test calls `ctx.lose()`. Its return value is returned (it must be JSON, as a worker
-requires); what it raises — `Retry`, `Fatal`, any exception — is raised, for the test to assert on.
+payload as a worker would receive it: through JSON, so a `datetime` or a tuple fails or changes here as it would
+there, and a dataclass, Struct or model payload is encoded as a `Task` handle would send it. Its `JobContext` is
+for a job that exists nowhere: `ctx.heartbeat()` answers True, and `ctx.cancelled` stays False until the test
+calls `ctx.lose()`. Its return value is returned (it must be JSON, as a worker requires); what it raises —
+`Retry`, `Fatal`, any exception — is raised, for the test to assert on.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from queueflow_client.handles import encode
 from queueflow_client.tasks import JobContext, invoke
 
 if TYPE_CHECKING:
@@ -43,9 +45,7 @@ class _NoLease:
         return True
 
 
-async def run_local_async(
-    tasks: TaskRegistry, task_name: str, payload: Mapping[str, Any] | None = None, **job: Any
-) -> Any:
+async def run_local_async(tasks: TaskRegistry, task_name: str, payload: Any = None, **job: Any) -> Any:
     """Run the task `task_name` of `tasks` once on `payload`; `job` sets the fake job's other fields
     (`delivery_count=3`, `id=…`, `queue_name=…`, `workflow_id=…`, `deadline=…`)."""
     function = tasks.function(task_name)
@@ -53,9 +53,11 @@ async def run_local_async(
         known = ", ".join(tasks.names) or "none"
         raise KeyError(f"no task named {task_name!r} is registered (it has: {known})")
     try:
-        sent = json.loads(json.dumps(dict(payload or {}), allow_nan=False))
+        sent = json.loads(json.dumps(encode(payload) if payload is not None else {}, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"the payload cannot be sent as JSON: {exc}") from exc
+    if not isinstance(sent, dict):
+        raise TypeError(f"the payload must be a JSON object, not {type(sent).__name__}")
     delivery = LocalJob(task_name, sent, **job)
     result = await invoke(function, dict(sent), JobContext(delivery, _NoLease()))
     try:
@@ -65,6 +67,6 @@ async def run_local_async(
     return result
 
 
-def run_local(tasks: TaskRegistry, task_name: str, payload: Mapping[str, Any] | None = None, **job: Any) -> Any:
+def run_local(tasks: TaskRegistry, task_name: str, payload: Any = None, **job: Any) -> Any:
     """`run_local_async` from code that is not in an event loop (a plain test function)."""
     return asyncio.run(run_local_async(tasks, task_name, payload, **job))

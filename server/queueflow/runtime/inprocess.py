@@ -49,7 +49,7 @@ def load_runner(spec: str) -> TaskRunner:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     runner = getattr(importlib.import_module(module_name), attribute)
-    if not callable(getattr(runner, "function", None)):
+    if not callable(getattr(runner, "function", None)) or not isinstance(getattr(runner, "names", None), list):
         raise ValueError(f"{spec} is not a task registry (queueflow_client.TaskRegistry)")
     return runner  # type: ignore[no-any-return]
 
