@@ -31,6 +31,7 @@ import { performance } from "node:perf_hooks";
 
 import { AuthenticationError, LeaseLostError, PermissionDeniedError, QueueFlowError } from "./errors.js";
 import type { components } from "./generated/schema.js";
+import type { TaskDefinition } from "./tasks.js";
 import { Transport, sleep } from "./transport.js";
 import type { LeasedJob } from "./types.js";
 
@@ -216,9 +217,17 @@ export class Worker {
     };
   }
 
-  /** Register the handler for `taskName`; its return value (JSON) becomes the job's `result`. */
-  task<P = Record<string, unknown>>(taskName: string, handler: TaskHandler<P>): this {
-    this.#handlers.set(taskName, handler as TaskHandler<never>);
+  /**
+   * Register the handler for a task, by name or by its `defineTask` definition (then the payload and the result
+   * are the definition's types); its return value (JSON) becomes the job's `result`.
+   */
+  task<P extends object, R>(
+    task: TaskDefinition<P, R>,
+    handler: (payload: NoInfer<P>, ctx: TaskContext) => NoInfer<R> | Promise<NoInfer<R>>,
+  ): this;
+  task<P = Record<string, unknown>>(taskName: string, handler: TaskHandler<P>): this;
+  task(task: string | TaskDefinition<object, unknown>, handler: TaskHandler<never>): this {
+    this.#handlers.set(typeof task === "string" ? task : task.name, handler);
     return this;
   }
 
