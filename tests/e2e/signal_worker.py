@@ -1,5 +1,5 @@
-"""`python -m tests.e2e.signal_worker URL`: a Python SDK worker as a script runs it, logging not configured, for
-test_worker_signals. Its outcomes wait to be sent (a minute, or a thousand of them), so only the shutdown can
+"""`python -m tests.e2e.signal_worker URL [KEY]`: a Python SDK worker as a script runs it, logging not configured,
+for test_worker_signals. Its outcomes wait to be sent (a minute, or a thousand of them), so only the shutdown can
 have sent them."""
 
 from __future__ import annotations
@@ -30,4 +30,5 @@ def block(payload: dict[str, Any], ctx: JobContext) -> None:
 
 
 if __name__ == "__main__":
-    Worker(sys.argv[1], None, tasks, concurrency=4, wait_seconds=1, ack_interval=60, ack_batch=1000).run()
+    url, *key = sys.argv[1:]
+    Worker(url, key[0] if key else None, tasks, concurrency=4, wait_seconds=1, ack_interval=60, ack_batch=1000).run()

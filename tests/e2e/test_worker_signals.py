@@ -91,3 +91,22 @@ def test_ctrl_c_finishes_then_quits_and_records_what_finished(database_url: str)
         assert failed.status == "dead_letter"
         assert (failed.error_message or "").startswith("ValueError: boom\n\nTraceback (most recent call last):")
         assert client.jobs.get(block.id).status == "running"  # abandoned to its lease's expiry
+
+
+def test_a_refused_key_ends_the_worker_process_with_one_line_and_status_1(database_url: str) -> None:
+    keys = ("--api-keys", "tenant-key=tenant-a", "--worker-keys", "worker-key")
+    with live_server("--database-url", database_url, "--mode", "api", *keys) as base:
+        worker = subprocess.run(
+            [sys.executable, "-m", "tests.e2e.signal_worker", base, "tenant-key"],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert worker.returncode == 1, worker.stderr
+    errors = [line for line in worker.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, worker.stderr
+    assert f"the server at {base} refused the worker key (403 forbidden" in errors[0]
+    assert "Traceback" not in worker.stderr
