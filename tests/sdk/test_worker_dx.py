@@ -95,7 +95,7 @@ async def test_startup_line_and_one_line_per_job_with_the_failures_traceback(
     assert (info, warning) == (logging.INFO, logging.WARNING)
     assert completed.startswith(f"ok job {good.id} (delivery 1): completed in ")
     assert failure.startswith(f"boom job {bad.id} (delivery 1): failed after ")
-    assert failure.endswith("(retried while its retries last): ValueError: boom on delivery 1")
+    assert failure.endswith("(dead-lettered: no retries left): ValueError: boom on delivery 1")
     (record,) = [r for r in caplog.records if r.name == JOBS and r.levelno == logging.WARNING]
     assert record.exc_info is not None
     assert isinstance(record.exc_info[1], ValueError)
@@ -104,6 +104,8 @@ async def test_startup_line_and_one_line_per_job_with_the_failures_traceback(
     message = failed.error_message or ""
     assert message.startswith("ValueError: boom on delivery 1\n\nTraceback (most recent call last):\n")
     assert 'raise ValueError(f"boom on delivery {ctx.delivery_count}")' in message
+    # The traceback begins in the task: the worker's own frames (loop, asyncio, thread pool) are cut.
+    assert message.split("\n")[3].endswith(", in boom"), message
     assert message.endswith("ValueError: boom on delivery 1")
 
 

@@ -34,10 +34,13 @@ here, written once:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
 import json
 import logging
+import os
+import sys
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -432,7 +435,7 @@ class WorkerLoop:
                 summary,
             )
             return
-        then = "dead-lettered" if not outcome.retryable else "retried while its retries last"
+        then = _then(job, outcome)
         job_log.warning(
             "%s job %s (delivery %d): failed after %.3f s (%s): %s",
             job.task_name,
@@ -523,10 +526,37 @@ def _average(current: float | None, sample: float) -> float:
     return sample if current is None else current + SMOOTHING * (sample - current)
 
 
+def _then(job: LeasedDelivery, outcome: Outcome) -> str:
+    """What the server does with a failed delivery, as far as the job tells (a leased job knows its retries)."""
+    if not outcome.retryable:
+        return "dead-lettered"
+    retries, done = getattr(job, "max_retries", None), getattr(job, "retry_count", None)
+    if not isinstance(retries, int) or not isinstance(done, int):
+        return "retried if it has retries left"
+    return "dead-lettered: no retries left" if done >= retries else f"retry {done + 1} of {retries} follows"
+
+
+_MACHINERY = tuple(
+    os.path.dirname(module.__file__ or "") + os.sep
+    for module in (asyncio, concurrent.futures, sys.modules[__package__])
+)
+
+
+def _trimmed(exc: BaseException) -> BaseException:
+    """`exc` with the runner's own frames (the worker loop, asyncio, the thread pool) cut from the start of its
+    traceback, so that it begins in the task."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(_MACHINERY):
+        tb = tb.tb_next
+    return exc.with_traceback(tb)
+
+
 def _outcome(job_id: str, token: str, work: asyncio.Task[Any]) -> Outcome:
     if work.cancelled():
         return Outcome(job_id, token, error="the task was cancelled")
     exc = work.exception()
+    if exc is not None and not isinstance(exc, Retry):
+        exc = _trimmed(exc)
     if exc is None:
         result = work.result()
         if result is not None:

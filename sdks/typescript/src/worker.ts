@@ -505,7 +505,11 @@ export class Worker {
       if (logJobs) logger.info(`${jobLine(job)}: no handler, dead-lettered`);
       return;
     }
-    const then = outcome.retryable ? "retried while its retries last" : "dead-lettered";
+    const then = !outcome.retryable
+      ? "dead-lettered"
+      : job.retry_count >= job.max_retries
+        ? "dead-lettered: no retries left"
+        : `retry ${job.retry_count + 1} of ${job.max_retries} follows`;
     logger.warn(`${jobLine(job)}: failed after ${seconds(ms)} (${then}): ${outcome.error}`);
   }
 

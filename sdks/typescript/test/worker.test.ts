@@ -244,7 +244,7 @@ test("it logs a startup line, a warning with the stack for each failure, and wit
   assert.equal(info.at(-1), "worker w-1: stopped");
   const [failure, ...others] = logger.of("warn");
   assert.deepEqual(others, []);
-  assert.match(failure ?? "", new RegExp(`^boom job ${boom.id} \\(delivery 1\\): failed after \\d+\\.\\d{3} s \\(retried while its retries last\\): RangeError: boom\n\nRangeError: boom\n {4}at `));
+  assert.match(failure ?? "", new RegExp(`^boom job ${boom.id} \\(delivery 1\\): failed after \\d+\\.\\d{3} s \\(dead-lettered: no retries left\\): RangeError: boom\n\nRangeError: boom\n {4}at `));
 });
 
 test("without logJobs, a completed job writes no line", async () => {
