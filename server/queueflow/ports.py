@@ -11,6 +11,8 @@ from typing import Protocol
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
     Completion,
     Cursor,
     Ended,
@@ -20,6 +22,7 @@ from queueflow.core.types import (
     JobFilter,
     QueueCounts,
     QueueMinute,
+    Unchanged,
 )
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
@@ -40,6 +43,10 @@ class WorkSignal(Protocol):
         """Work arrived on `queue`."""
         ...
 
+    def finished(self, object_id: str) -> None:
+        """The job or workflow `object_id` finished (PostgreSQL tells through `queueflow_done`)."""
+        ...
+
 
 class WorkflowStore(Protocol):
     """Where workflows live: a workflows row, one workflow_steps row per step (keyed on (workflow_id, name)),
@@ -57,6 +64,12 @@ class WorkflowStore(Protocol):
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
         """The workflow with its steps in submitted order, if it exists (and belongs to `tenant_id`, if given)."""
+        ...
+
+    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+        """Ask that the workflow's finish (running → any other status) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
         ...
 
     async def workflow_list(
@@ -111,6 +124,12 @@ class JobStore(Protocol):
         """The job, if it exists (and, with a `tenant_id`, belongs to that tenant)."""
         ...
 
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        """Ask that the job's finish (→ completed | dead_letter | cancelled) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
+        ...
+
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs that exist among `job_ids`, by id (any tenant)."""
         ...
@@ -127,32 +146,41 @@ class JobStore(Protocol):
         now: datetime,
         lease_seconds: float,
         task_names: Sequence[str] | None = None,
+        tenant_id: str | None = None,
     ) -> list[Job]:
-        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (of
-        `task_names` only, when given) in claim order (priority desc, scheduled_at, created_at). Each gets a
-        fresh lease_token, delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at
-        its timeout. Concurrent claimers never claim the same row."""
+        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (and, when
+        `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key) in
+        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token, delivery_count + 1,
+        started_at = now and locked_until = now + lease_seconds, capped at its timeout.
+        Concurrent claimers never claim the same row."""
         ...
 
-    async def job_next_due(
-        self, queues: Sequence[str], now: datetime, task_names: Sequence[str] | None = None
-    ) -> datetime | None:
-        """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues` (of `task_names` only,
-        when given): when the next delayed job or retry becomes claimable. None when no such job waits. Reads
-        only."""
+    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+        """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues`: when the next delayed
+        job or retry becomes claimable. None when no such job waits. Reads only."""
         ...
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
         """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
-        capped at started_at + timeout_seconds. None when the lease is not held."""
+        capped at started_at + timeout_seconds, and progress = `progress` unless UNCHANGED. None (and nothing
+        written) when the lease is not held. A progress it cannot store is a `ValidationError`."""
         ...
 
     async def job_heartbeat_many(
         self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
     ) -> list[datetime | None]:
         """`job_heartbeat` for each item on its own, in one operation: running (token matches, locked_until > now)
-        → locked_until = now + lease_seconds, capped at started_at + timeout_seconds. Per item, in input order,
-        the new locked_until, or None where the lease is not held (an item repeated in the batch answers alike)."""
+        → locked_until = now + lease_seconds, capped at started_at + timeout_seconds, and progress = the item's
+        `progress` unless UNCHANGED. Per item, in input order, the new locked_until, or None (and nothing written)
+        where the lease is not held (an item repeated in the batch answers alike). A progress it cannot store is
+        a `ValidationError`, and then nothing is written."""
         ...
 
     async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
@@ -191,8 +219,10 @@ class JobStore(Protocol):
         ...
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
-        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds,
-        token unchanged, so no other janitor takes them while this one decides. Returns them as re-leased."""
+        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds and a
+        new lease token, so that no other janitor takes them while this one decides, and the worker whose lease
+        expired can no longer finish them (409, as API.md says of an expired lease; with its old token it could,
+        for as long as the janitor held the row). Returns them as re-leased to the janitor."""
         ...
 
     async def job_delete_finished(self, before: datetime, limit: int) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -31,6 +32,7 @@ from queueflow.ports import Store
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
+from queueflow.runtime.telemetry import tracer_provider_from_env
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings, SettingsError
 
@@ -70,12 +72,24 @@ def serve(settings: Settings, tasks: TaskRunner | None = None) -> None:
         signal.signal(signum, _exit)
     if settings.development_mode:
         log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
-    with database(settings) as url:
-        if settings.mode == "worker":
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                runner.run(_run_worker(settings, url, tasks))
-        else:
-            _run_http(settings, url, tasks)
+    # OTEL_* are OpenTelemetry's own variables, read where its SDK would read them (see runtime.telemetry). The
+    # provider is also the process's global one, so in-process tasks' spans (`--tasks`) are exported too.
+    tracer_provider = tracer_provider_from_env(os.environ)
+    if tracer_provider is not None:
+        from opentelemetry import trace
+
+        trace.set_tracer_provider(tracer_provider)
+        log.info("OpenTelemetry: exporting spans as the OTEL_* variables say")
+    try:
+        with database(settings) as url:
+            if settings.mode == "worker":
+                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                    runner.run(_run_worker(settings, url, tasks))
+            else:
+                _run_http(settings, url, tasks, tracer_provider)
+    finally:
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # flushes the spans still batched
 
 
 def _exit(signum: int, frame: object) -> None:
@@ -149,7 +163,7 @@ async def _runtime(
         yield
 
 
-def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
+def _run_http(settings: Settings, url: str, tasks: TaskRunner | None, tracer_provider: Any = None) -> None:
     import uvicorn
     from litestar import Litestar
 
@@ -163,7 +177,14 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
         async with _runtime(settings, url, store, wakeups, tasks):
             yield
 
-    app = create_app(settings, store=store, clock=SystemClock(), wakeups=wakeups, lifespan=[lifespan])
+    app = create_app(
+        settings,
+        store=store,
+        clock=SystemClock(),
+        wakeups=wakeups,
+        lifespan=[lifespan],
+        tracer_provider=tracer_provider,
+    )
     print(walkthrough(settings), flush=True)
     config: dict[str, Any] = {
         "host": settings.host,

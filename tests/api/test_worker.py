@@ -410,3 +410,16 @@ async def test_jobs_claimed_for_a_client_that_left_during_the_claim_are_handed_b
     assert (back.status, back.delivery_count, back.lease_token) == ("pending", 0, None)
     (again,) = await engine.lease(["mail"])
     assert (again.id, again.delivery_count) == (job.id, 1)
+
+
+async def test_a_lease_with_task_names_takes_only_those_tasks(client: AsyncClient) -> None:
+    mine = await enqueue(client, task_name="mine")
+    theirs = await enqueue(client, task_name="theirs", priority=9)
+    jobs = await lease(client, max_jobs=10, task_names=["mine", "other"])
+    assert [job["id"] for job in jobs] == [mine["id"]]
+    assert [job["id"] for job in await lease(client, max_jobs=10)] == [theirs["id"]]
+    for bad in ([], [""], ["x" * 201]):
+        response = await client.post(
+            "/v1/worker/lease", json={"queues": ["default"], "task_names": bad}, headers=WORKER
+        )
+        assert_problem(response, 400, "validation_error")

@@ -7,7 +7,7 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.sql import CLAIM, CLAIM_TASKS
+from queueflow.stores.postgres.sql import CLAIM
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on
@@ -15,24 +15,18 @@ from tests.postgres.helpers import START, T, engine_on
 HISTORY = 100_000
 
 
-async def plan(connection: asyncpg.Connection, plan_cache_mode: str, *, tasks: bool = False) -> str:
+async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     # A prepared claim may be planned once and reused (a generic plan): that plan must use the index too.
     await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-    if tasks:  # a worker's claim: of its tasks only
-        await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval, text[]) AS {CLAIM_TASKS}")
-        execute = f"EXECUTE claim('{{default}}', 10, '{START.isoformat()}', '30 s', '{{t,other}}')"
-    else:
-        await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval) AS {CLAIM}")
-        execute = f"EXECUTE claim('{{default}}', 10, '{START.isoformat()}', '30 s')"
-    rows = await connection.fetch(f"EXPLAIN {execute}")
+    await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval, text[]) AS {CLAIM}")
+    rows = await connection.fetch(f"EXPLAIN EXECUTE claim('{{default}}', 10, '{START.isoformat()}', '30 s', NULL)")
     return "\n".join(row[0] for row in rows)
 
 
-@pytest.mark.parametrize("tasks", [False, True], ids=["any-task", "task-names"])
 @pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
 @pytest.mark.parametrize("history", ["completed", "pending"])
 async def test_the_claim_uses_the_partial_claim_index(
-    postgres_url: str, postgres_store: PostgresJobStore, plan_cache_mode: str, history: str, tasks: bool
+    postgres_url: str, postgres_store: PostgresJobStore, plan_cache_mode: str, history: str
 ) -> None:
     """With 100,000 finished rows, or 100,000 due ones (a backlog)."""
     await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")] * 50)
@@ -52,6 +46,6 @@ async def test_the_claim_uses_the_partial_claim_index(
             history,
         )
         await connection.execute("ANALYZE queueflow.jobs")
-        explained = await plan(connection, plan_cache_mode, tasks=tasks)
+        explained = await plan(connection, plan_cache_mode)
     assert "idx_jobs_claim" in explained, explained
     assert "Seq Scan" not in explained, explained

@@ -129,3 +129,33 @@ async def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(
 
     assert len({job_id for job_id, _ in results}) == 1
     assert sum(created for _, created in results) == 1
+
+
+async def test_scoped_and_unscoped_claimers_together_claim_every_row_once_and_scoped_ones_only_theirs(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    ours = set(await enqueue(postgres_store, clock, 600))
+    engine = engine_on(postgres_store, clock, seed=5)
+    theirs = {result.job.id for result in await engine.enqueue_many("tenant-b", [NewJob(task_name="t")] * 600)}
+    start_line = asyncio.Barrier(6)
+
+    async def claimer(store: PostgresJobStore, scope: str | None) -> list[Job]:
+        claiming = engine_on(store, clock)
+        await start_line.wait()
+        claimed: list[Job] = []
+        while batch := await claiming.lease(["default"], max_jobs=10, scope=scope):
+            claimed += batch
+        return claimed
+
+    scopes = [T, T, T, "tenant-b", None, None]
+    async with stores(postgres_url, len(scopes)) as claimers:
+        results = await asyncio.gather(*(claimer(store, scope) for store, scope in zip(claimers, scopes, strict=True)))
+
+    every = [job.id for claimed in results for job in claimed]
+    assert len(every) == len(set(every)) == 1200
+    assert set(every) == ours | theirs
+    for scope, claimed in zip(scopes, results, strict=True):
+        if scope is not None:
+            assert {job.tenant_id for job in claimed} <= {scope}
+    assert sum(1 for scope, claimed in zip(scopes, results, strict=True) if scope == T and claimed) > 1

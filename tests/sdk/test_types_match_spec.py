@@ -30,6 +30,7 @@ RESPONSE_TYPES: dict[str, type] = {
     "Job": public.Job,
     "LeasedJob": public.LeasedJob,
     "Backoff": public.Backoff,
+    "TraceContext": public.TraceContext,
     "Queue": public.Queue,
     "AckResult": public.AckResult,
     "HeartbeatResult": public.HeartbeatResult,

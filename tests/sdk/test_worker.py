@@ -147,6 +147,7 @@ async def test_retry_and_fatal_choose_what_happens(
 
     retried = await client.jobs.enqueue("later")
     fatal = await client.jobs.enqueue("never", max_retries=5)
+    unknown = await client.jobs.enqueue("nobody_knows")
     worker = make_worker(tasks, concurrency=3)
     await worker.start()
     await responses.until("/lease", 1)  # both leased at once; stopping runs them and records the outcomes
@@ -158,6 +159,8 @@ async def test_retry_and_fatal_choose_what_happens(
     job = await client.jobs.get(fatal.id)
     assert (job.status, job.retry_count) == ("dead_letter", 0)
     assert (job.error_message or "").startswith("bad address\n\nTraceback")
+    job = await client.jobs.get(unknown.id)
+    assert (job.status, job.delivery_count) == ("pending", 0)  # leased only by a worker that has the task
 
 
 async def test_stop_finishes_held_jobs_and_leases_no_more(

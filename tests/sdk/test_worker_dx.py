@@ -16,6 +16,7 @@ import pytest
 from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry, Worker
 from queueflow_client.errors import AuthenticationError, PermissionDeniedError
 from queueflow_client.loop import MAX_ERROR_CHARS, Outcome, WorkerLoop, error_text
+from queueflow_client.tasks import invoke
 
 from tests.sdk.conftest import BASE, Responses
 from tests.sdk.test_worker import Gate, MakeWorker
@@ -221,6 +222,19 @@ async def test_a_job_of_an_unknown_task_is_logged_once_per_task_name(caplog: pyt
     assert source.recorded[0].error == "no task named 'resize' is registered in this worker (it knows: known)"
 
 
+class Untraced(TaskRegistry):
+    """A registry whose deliveries run outside any trace span (whose name would format the task name)."""
+
+    @classmethod
+    def of(cls, tasks: TaskRegistry) -> Untraced:
+        untraced = cls()
+        untraced._tasks = tasks._tasks
+        return untraced
+
+    async def invoke(self, function: Any, job: Any, ctx: JobContext) -> Any:
+        return await invoke(function, dict(job.payload), ctx)
+
+
 class Watched(str):
     """A task name that counts how often it is turned into text."""
 
@@ -241,7 +255,7 @@ async def test_per_job_lines_are_not_formatted_unless_info_is_on(caplog: pytest.
 
     Watched.formatted = 0
     source = Scripted([Job("j1", Watched("ok"))])
-    loop = WorkerLoop(source, tasks, name="w")
+    loop = WorkerLoop(source, Untraced.of(tasks), name="w")
     caplog.set_level(level, logger=JOBS)
     await loop.start()
     async with asyncio.timeout(5):

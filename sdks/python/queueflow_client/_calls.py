@@ -160,8 +160,8 @@ def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
     )
 
 
-def get(job_id: str) -> Call[Job]:
-    return call(get_job, Job.from_json, job_id, replayable=True)
+def get(job_id: str, wait_seconds: float = 0.0) -> Call[Job]:
+    return call(get_job, Job.from_json, job_id, replayable=True, wait_seconds=wait_seconds or UNSET)
 
 
 def list_page(
@@ -227,8 +227,9 @@ def lease(
     )
 
 
-def heartbeat(job_id: str, lease_token: str, lease_seconds: float) -> Call[datetime]:
-    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds)
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:
+    """A heartbeat; with `progress` (any JSON, null included), one that also records it."""
+    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds, progress=progress)
     return call(
         heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
     )
@@ -304,8 +305,10 @@ def create_workflow(
     )
 
 
-def get_workflow(workflow_id: str) -> Call[Workflow]:
-    return call(get_workflow_operation, Workflow.from_json, workflow_id, replayable=True)
+def get_workflow(workflow_id: str, wait_seconds: float = 0.0) -> Call[Workflow]:
+    return call(
+        get_workflow_operation, Workflow.from_json, workflow_id, replayable=True, wait_seconds=wait_seconds or UNSET
+    )
 
 
 def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None) -> Call[Page[Workflow]]:

@@ -44,6 +44,9 @@ class _NoLease:
     async def heartbeat(self) -> bool:
         return True
 
+    async def progress(self, value: Any) -> bool:
+        return True
+
 
 async def run_local_async(tasks: TaskRegistry, task_name: str, payload: Any = None, **job: Any) -> Any:
     """Run the task `task_name` of `tasks` once on `payload`; `job` sets the fake job's other fields

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from queueflow_client.tasks import Delivery, Fatal, JobContext, Retry, TaskRegistry, invoke
+from queueflow_client.tasks import Delivery, Fatal, JobContext, Retry, TaskRegistry
 
 __all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop"]
 
@@ -102,6 +102,10 @@ class LeaseSource(Protocol):
         """Extend the leases, (job id, token) pairs (at most `MAX_BATCH`); per item, whether it still held."""
         ...
 
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        """Extend one lease now and record `value` as its job's progress; whether it still held."""
+        ...
+
 
 class _Running:
     __slots__ = ("ctx", "dropped", "job", "started", "token")
@@ -113,7 +117,7 @@ class _Running:
 
 
 class _LoopLease:
-    """What `ctx.heartbeat()` calls: one heartbeat of this job's lease, now."""
+    """What `ctx.heartbeat()` and `ctx.progress()` call: one heartbeat of this job's lease, now."""
 
     __slots__ = ("job_id", "loop", "token")
 
@@ -123,6 +127,9 @@ class _LoopLease:
     async def heartbeat(self) -> bool:
         (held,) = await self.loop.source.heartbeat([(self.job_id, self.token)])
         return held
+
+    async def progress(self, value: Any) -> bool:
+        return await self.loop.source.progress(self.job_id, self.token, value)
 
 
 class WorkerLoop:
@@ -351,7 +358,7 @@ class WorkerLoop:
             self._unknown(job, token)
             return
         ctx = JobContext(job, _LoopLease(self, job.id, token))
-        work = asyncio.create_task(invoke(function, dict(job.payload), ctx))
+        work = asyncio.create_task(self.tasks.invoke(function, job, ctx))
         self._running[work] = _Running(job, token, ctx, asyncio.get_running_loop().time())
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)

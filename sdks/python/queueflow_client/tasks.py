@@ -25,13 +25,20 @@ import asyncio
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from queueflow_client.handles import Task
     from queueflow_client.loop import Outcome
+
+try:  # the optional `otel` extra: opentelemetry-api
+    from opentelemetry import propagate as otel_propagate
+    from opentelemetry import trace as otel_trace
+except ImportError:  # pragma: no cover - exercised where the extra is not installed
+    otel_propagate = None  # type: ignore[assignment]
+    otel_trace = None  # type: ignore[assignment]
 
 __all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "TaskRegistry"]
 
@@ -81,6 +88,10 @@ class Lease(Protocol):
 
     async def heartbeat(self) -> bool:
         """Extend the lease now; False when it no longer holds the job."""
+        ...
+
+    async def progress(self, value: Any) -> bool:
+        """A heartbeat that also records `value` as the job's progress; False when it no longer holds the job."""
         ...
 
 
@@ -134,12 +145,32 @@ class JobContext:
         """`heartbeat()` for a sync task, from its thread."""
         return asyncio.run_coroutine_threadsafe(self.heartbeat(), self._loop).result()
 
+    async def progress(self, value: Any) -> bool:
+        """Report how far the task has come: `value` (any JSON, at most 64 KiB encoded) becomes the job's
+        `progress`, replacing the last one, and the lease is extended as by `heartbeat`. False, and `cancelled`,
+        if the lease was lost (then nothing is recorded). A value the server cannot store raises ValidationError."""
+        if self.cancelled:
+            return False
+        if not await self._lease.progress(value):
+            self.lose()
+        return not self.cancelled
+
+    def progress_blocking(self, value: Any) -> bool:
+        """`progress(value)` for a sync task, from its thread."""
+        return asyncio.run_coroutine_threadsafe(self.progress(value), self._loop).result()
+
 
 class TaskRegistry:
-    """Task functions by name; a runner executes deliveries against it."""
+    """Task functions by name; a runner executes deliveries against it.
 
-    def __init__(self) -> None:
+    With `opentelemetry-api` installed (`pip install 'queueflow-client[otel]'`), each delivery runs in a span
+    `queueflow.task <task_name>` whose parent is the trace context the job was enqueued with (so it joins the
+    enqueuing request's trace), on `tracer_provider` (default: the global one); an exception the task raises is
+    recorded on it. Without it, nothing is traced."""
+
+    def __init__(self, *, tracer_provider: Any = None) -> None:
         self._tasks: dict[str, TaskFunction] = {}
+        self._tracer_provider = tracer_provider
 
     def task(self, name: str) -> Callable[[Callable[[P, JobContext], R]], Task[P, R]]:
         """Register the decorated function as the task `name`; it becomes a `Task` handle, still callable as the
@@ -187,6 +218,41 @@ class TaskRegistry:
         from queueflow_client.local import run_local_async
 
         return await run_local_async(self, name, payload, **job)
+
+    async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
+        """Run one delivery's function on its payload, inside the delivery's span when OpenTelemetry is
+        installed (see the class docstring)."""
+        return await _traced(self._tracer_provider, job, invoke(function, dict(job.payload), ctx))
+
+
+async def _traced(tracer_provider: Any, job: Delivery, work: Awaitable[Any]) -> Any:
+    """`work` inside the delivery's span, when OpenTelemetry is installed; as it is otherwise. The span is current
+    in the task's own asyncio task (and, through `to_thread`'s copied context, in a sync task's thread)."""
+    if otel_trace is None:
+        return await work
+    carrier = _carrier(getattr(job, "trace_context", None))
+    parent = otel_propagate.extract(carrier) if carrier else None
+    tracer = otel_trace.get_tracer("queueflow_client", tracer_provider=tracer_provider)
+    attributes: dict[str, str | int] = {
+        "queueflow.job_id": job.id,
+        "queueflow.task_name": job.task_name,
+        "queueflow.queue": job.queue_name,
+        "queueflow.delivery_count": job.delivery_count,
+    }
+    with tracer.start_as_current_span(
+        f"queueflow.task {job.task_name}", context=parent, kind=otel_trace.SpanKind.CONSUMER, attributes=attributes
+    ):
+        return await work
+
+
+def _carrier(context: Any) -> Mapping[str, str]:
+    """A job's trace context as headers: the SDK's `TraceContext`, or the server's own job's dict."""
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return context
+    headers: Mapping[str, str] = context.headers()
+    return headers
 
 
 async def invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:

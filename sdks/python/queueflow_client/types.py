@@ -56,6 +56,18 @@ class Backoff:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class TraceContext:
+    """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
+
+    traceparent: str
+    tracestate: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        """As HTTP headers (an OpenTelemetry propagator's carrier)."""
+        return {"traceparent": self.traceparent, **({"tracestate": self.tracestate} if self.tracestate else {})}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
     id: str
@@ -82,6 +94,10 @@ class Job:
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    progress: Any = None
+    """What the task last reported with `ctx.progress(...)` (None until it reports)."""
+    trace_context: TraceContext | None = None
+    """W3C trace context of the job's enqueue: the Worker's task span continues that trace."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Job:
@@ -98,6 +114,10 @@ class LeasedJob(Job):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeasedJob:
         return cls(**_job_fields(data), lease_token=data["lease_token"], deadline=_time(data.get("deadline")))
+
+
+def _trace_context(data: Mapping[str, Any] | None) -> TraceContext | None:
+    return None if data is None else TraceContext(data["traceparent"], data.get("tracestate"))
 
 
 def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,6 +138,8 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "timeout_seconds": data.get("timeout_seconds"),
         "next_retry_at": _time(data.get("next_retry_at")),
         "result": data.get("result"),
+        "progress": data.get("progress"),
+        "trace_context": _trace_context(data.get("trace_context")),
         "error_message": data.get("error_message"),
         "workflow_id": data.get("workflow_id"),
         "workflow_step_id": data.get("workflow_step_id"),

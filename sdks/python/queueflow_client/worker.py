@@ -35,6 +35,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -42,7 +43,7 @@ from queueflow_client import _calls
 from queueflow_client._generated.models import AckComplete, AckFail
 from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, AsyncTransport, RetryPolicy
-from queueflow_client.errors import AuthenticationError, PermissionDeniedError
+from queueflow_client.errors import AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError
 from queueflow_client.loop import Outcome, WorkerLoop
 from queueflow_client.tasks import TaskRegistry
 from queueflow_client.types import LeasedJob
@@ -226,6 +227,9 @@ class _Unopened:
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         raise RuntimeError("the worker is not started")
 
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        raise RuntimeError("the worker is not started")
+
 
 class _HttpSource:
     """The worker routes as a `LeaseSource`."""
@@ -247,7 +251,7 @@ class _HttpSource:
             lease_seconds=worker.lease_seconds,
             wait_seconds=worker.wait_seconds,
             worker_id=worker.worker_id,
-            task_names=self._task_names,
+            task_names=self._task_names,  # only the tasks it can run
         )
         poll = self._poll = asyncio.ensure_future(self._transport(call))
         try:
@@ -297,6 +301,13 @@ class _HttpSource:
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         results = await self._transport(_calls.heartbeat_many(leases, self._worker.lease_seconds))
         return [result.outcome == "ok" for result in results]
+
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        try:
+            await self._transport(_calls.heartbeat(job_id, token, self._worker.lease_seconds, value))
+        except (LeaseLostError, NotFoundError):
+            return False
+        return True
 
 
 def _default_logging() -> None:

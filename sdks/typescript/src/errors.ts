@@ -12,8 +12,9 @@
  * │   ├── InvalidStateError       409 invalid_state
  * │   ├── PayloadTooLargeError    413 payload_too_large
  * │   └── UnavailableError        503 unavailable (retried for safe calls)
- * └── ConnectionError             no answer at all (retried for safe calls)
- *     └── TimeoutError            no answer within `timeoutMs`
+ * ├── ConnectionError             no answer at all (retried for safe calls)
+ * │   └── TimeoutError            no answer within `timeoutMs`
+ * └── WaitTimeoutError            `jobs.wait`/`jobs.run`/`workflows.wait`: not finished within `timeoutMs`
  * ```
  *
  * A problem whose code this version does not know becomes a plain `APIError`, so catching by class
@@ -85,6 +86,11 @@ export class ConnectionError extends QueueFlowError {
 
 export class TimeoutError extends ConnectionError {
   override name = "TimeoutError";
+}
+
+/** `jobs.wait` / `jobs.run` / `workflows.wait`: the object had not finished when `timeoutMs` ran out. */
+export class WaitTimeoutError extends QueueFlowError {
+  override name = "WaitTimeoutError";
 }
 
 const BY_CODE: Record<string, typeof APIError> = {

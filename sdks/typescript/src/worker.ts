@@ -29,7 +29,7 @@
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 
-import { AuthenticationError, LeaseLostError, PermissionDeniedError, QueueFlowError } from "./errors.js";
+import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError, QueueFlowError } from "./errors.js";
 import type { components } from "./generated/schema.js";
 import type { TaskDefinition } from "./tasks.js";
 import { Transport, sleep } from "./transport.js";
@@ -83,6 +83,12 @@ export interface TaskContext {
   readonly job: LeasedJob;
   /** Fires when the job must stop: lease lost (e.g. cancelled), deadline passed, or worker shutdown. */
   readonly signal: AbortSignal;
+  /**
+   * Report how far the task has come: `value` (any JSON, at most 64 KiB encoded) becomes the job's `progress`,
+   * replacing the last one, and the lease is extended as by a heartbeat. Resolves false (and `signal` fires) if
+   * the lease was lost, when nothing is recorded; rejects with a `ValidationError` for a value it cannot store.
+   */
+  progress(value: unknown): Promise<boolean>;
 }
 
 export type TaskHandler<P = Record<string, unknown>> = (payload: P, ctx: TaskContext) => unknown;
@@ -430,7 +436,7 @@ export class Worker {
       lease_seconds: leaseSeconds,
       wait_seconds: waitSeconds,
       worker_id: workerId,
-      task_names: [...this.#handlers.keys()],
+      task_names: [...this.#handlers.keys()], // only the tasks it has handlers for: others are left to their workers
     };
     const call = (this.#leaseCall = new AbortController());
     try {
@@ -532,7 +538,8 @@ export class Worker {
     const handler = this.#handlers.get(job.task_name);
     if (!handler) return this.#unknown(job);
     try {
-      const result = await handler(job.payload as never, { job, signal: held.controller.signal });
+      const progress = (value: unknown) => this.#progress(held, value);
+      const result = await traced(job, () => handler(job.payload as never, { job, signal: held.controller.signal, progress }));
       return { result: result === undefined ? null : result };
     } catch (error) {
       return failure(error);
@@ -650,6 +657,28 @@ export class Worker {
     }
   }
 
+  async #progress(held: HeldJob, value: unknown): Promise<boolean> {
+    if (held.lost) return false;
+    try {
+      await this.#transport.call(
+        (signal) => this.#transport.api.POST("/v1/worker/jobs/{job_id}/heartbeat", {
+          params: { path: { job_id: held.job.id } },
+          body: { lease_token: held.job.lease_token, lease_seconds: this.#options.leaseSeconds, progress: value },
+          signal,
+        }),
+        { safe: true },
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLostError || error instanceof NotFoundError) {
+        held.lost = true;
+        held.abort(error);
+        return false;
+      }
+      throw error;
+    }
+  }
+
   /** Run every held job; past the grace period, abort the rest and give them back to the queue. */
   async #drain(): Promise<void> {
     if (this.activeJobs > 0) {
@@ -758,4 +787,78 @@ class HeldJob {
   abort(reason: unknown): void {
     if (!this.controller.signal.aborted) this.controller.abort(reason);
   }
+}
+
+// ---- OpenTelemetry, when installed ------------------------------------------------------------------------
+//
+// `@opentelemetry/api` is an optional peer dependency: loaded once, by name at run time, so that this package
+// neither needs it nor exposes its types. What is used of it is declared here.
+
+interface OtelSpan {
+  recordException(exception: unknown): void;
+  setStatus(status: { code: number; message?: string }): void;
+  end(): void;
+}
+interface OtelApi {
+  trace: {
+    getTracer(name: string, version?: string): {
+      startActiveSpan<T>(name: string, options: object, context: unknown, run: (span: OtelSpan) => T): T;
+    };
+    setSpanContext(context: unknown, spanContext: object): unknown;
+  };
+  context: { active(): unknown };
+  SpanKind: { CONSUMER: number };
+  SpanStatusCode: { ERROR: number };
+}
+
+const OTEL_MODULE = "@opentelemetry/api";
+let otel: Promise<OtelApi | null> | undefined;
+
+function loadOtel(): Promise<OtelApi | null> {
+  otel ??= import(OTEL_MODULE).then(
+    (module: OtelApi) => module,
+    () => null,
+  );
+  return otel;
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/;
+
+/**
+ * Run a task in a span `queueflow.task <name>` whose parent is the job's trace context (that of the request that
+ * enqueued it), when `@opentelemetry/api` is installed; a thrown error is recorded on the span.
+ */
+async function traced<T>(job: LeasedJob, run: () => T | Promise<T>): Promise<T> {
+  const api = await loadOtel();
+  if (!api) return run();
+  let parent = api.context.active();
+  const match = job.trace_context ? TRACEPARENT.exec(job.trace_context.traceparent) : null;
+  if (match) {
+    parent = api.trace.setSpanContext(parent, {
+      traceId: match[2],
+      spanId: match[3],
+      traceFlags: Number.parseInt(match[4] ?? "0", 16),
+      isRemote: true,
+    });
+  }
+  const options = {
+    kind: api.SpanKind.CONSUMER,
+    attributes: {
+      "queueflow.job_id": job.id,
+      "queueflow.task_name": job.task_name,
+      "queueflow.queue": job.queue_name,
+      "queueflow.delivery_count": job.delivery_count,
+    },
+  };
+  return api.trace.getTracer("@queueflow/client").startActiveSpan(`queueflow.task ${job.task_name}`, options, parent, async (span) => {
+    try {
+      return await run();
+    } catch (error) {
+      span.recordException(error);
+      span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
 }

@@ -93,7 +93,7 @@ test("never more than `concurrency` jobs run at once, and all of them finish", a
     most = Math.max(most, running);
     await new Promise((resolve) => setTimeout(resolve, 50));
     running -= 1;
-    assert.ok(w.activeJobs <= 3);
+    assert.ok(w.runningJobs <= 3);
   });
   const jobs = await client.jobs.enqueueMany(Array.from({ length: 10 }, () => ({ task_name: "slow", queue_name: "w-concurrency" })));
   w.start();
@@ -292,7 +292,6 @@ test("the defaults are the Python SDK's", () => {
     ackIntervalMs: 10,
   });
 });
-
 test("cancelling a running job aborts the handler's signal with a LeaseLostError", async () => {
   const started = deferred<string>();
   const aborted = deferred<unknown>();

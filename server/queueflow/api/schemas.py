@@ -127,6 +127,13 @@ class EnqueueBatch(_Request):
     jobs: Annotated[list[BatchItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
 
 
+class TraceContext(Struct, kw_only=True):
+    """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
+
+    traceparent: str
+    tracestate: str | None
+
+
 class Job(Struct, kw_only=True):
     """A job as a tenant sees it (never its lease token)."""
 
@@ -154,6 +161,10 @@ class Job(Struct, kw_only=True):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    progress: Any
+    """What the task last reported with a heartbeat (null until it reports); kept after the job finishes."""
+    trace_context: TraceContext | None
+    """W3C trace context of its enqueue (a workflow's, for a step's job), for its worker's task span."""
 
     @classmethod
     def from_domain(cls, job: domain.Job) -> Job:
@@ -197,7 +208,15 @@ def _job_fields(job: domain.Job) -> dict[str, Any]:
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,
+        "progress": job.progress,
+        "trace_context": _trace_context(job.trace_context),
     }
+
+
+def _trace_context(context: dict[str, str] | None) -> TraceContext | None:
+    if context is None:
+        return None
+    return TraceContext(traceparent=context["traceparent"], tracestate=context.get("tracestate"))
 
 
 class JobBatch(Struct):
@@ -349,18 +368,8 @@ class LeaseRequest(_Request):
     lease_seconds: LeaseSeconds = 30.0
     wait_seconds: Annotated[float, Meta(ge=0, le=60)] = 0.0
     worker_id: Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)] | None = None
-    task_names: (
-        Annotated[
-            list[TaskName],
-            Meta(
-                min_length=1,
-                max_length=validation.MAX_BATCH,
-                description="Lease only jobs of these tasks: a worker asks for the tasks it can run, so workers"
-                " with different task sets can share a queue.",
-            ),
-        ]
-        | None
-    ) = None
+    task_names: Annotated[list[TaskName], Meta(min_length=1, max_length=validation.MAX_BATCH)] | None = None
+    """Lease only jobs of these tasks (the ones this worker can run); absent: any."""
 
 
 class LeasedJobs(Struct):
@@ -370,6 +379,8 @@ class LeasedJobs(Struct):
 class HeartbeatRequest(_Request):
     lease_token: LeaseToken
     lease_seconds: LeaseSeconds = 30.0
+    progress: Any | UnsetType = msgspec.field(default=UNSET)
+    """Any JSON value (at most 64 KiB encoded): replaces the job's progress. Absent: the progress stays as it is."""
 
 
 class Heartbeat(Struct):
@@ -379,6 +390,8 @@ class Heartbeat(Struct):
 class HeartbeatItem(_Request):
     id: JobId
     lease_token: LeaseToken
+    progress: Any | UnsetType = msgspec.field(default=UNSET)
+    """Any JSON value (at most 64 KiB encoded): replaces the job's progress. Absent: the progress stays as it is."""
 
 
 class HeartbeatBatch(_Request):
@@ -386,7 +399,10 @@ class HeartbeatBatch(_Request):
     lease_seconds: LeaseSeconds = 30.0
 
     def to_domain(self) -> list[domain.HeldLease]:
-        return [domain.HeldLease(item.id, item.lease_token) for item in self.jobs]
+        return [
+            domain.HeldLease(item.id, item.lease_token, domain.UNCHANGED if item.progress is UNSET else item.progress)
+            for item in self.jobs
+        ]
 
 
 class HeartbeatResult(Struct):

@@ -91,6 +91,8 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     timeout_seconds: float | None = None
     metadata: dict[str, JSON] = msgspec.field(default_factory=dict)
     idempotency_key: str | None = None
+    trace_context: dict[str, str] | None = None
+    """W3C `traceparent` (and `tracestate`) of the request that enqueued it (`core.tracecontext`)."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,6 +123,10 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     workflow_step_id: str | None = None
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    progress: JSON = None
+    """What the task last reported with a heartbeat (None until it reports); it stays after the job finishes."""
+    trace_context: dict[str, str] | None = None
+    """W3C trace context of its enqueue (a workflow's, for a step's job): its worker's task span joins that trace."""
 
     @property
     def deadline(self) -> datetime | None:
@@ -208,12 +214,25 @@ class Completion:
     result: JSON = None
 
 
+class Unchanged:
+    """The type of `UNCHANGED`."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
+"""A heartbeat that reports no progress (None would be a progress of JSON null)."""
+
+
 @dataclass(frozen=True, slots=True)
 class HeldLease:
-    """A worker's claim to hold a job: the job and the lease token its claim minted (a batched heartbeat's item)."""
+    """A worker's claim to hold a job: the job and the lease token its claim minted (a batched heartbeat's item),
+    and the progress it reports, if any."""
 
     job_id: str
     lease_token: str
+    progress: JSON | Unchanged = UNCHANGED
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,15 +153,15 @@ def lease_errors(
     queues: Sequence[str], max_jobs: int, lease_seconds: float, task_names: Sequence[str] | None = None
 ) -> list[FieldError]:
     errors: list[FieldError] = []
+    if task_names is not None:
+        if not 1 <= len(task_names) <= MAX_BATCH:
+            errors.append(FieldError(("task_names",), f"must name 1–{MAX_BATCH} tasks"))
+        for index, name in enumerate(task_names):
+            errors += text_errors(name, ("task_names", index), max_len=200)
     if not 1 <= len(queues) <= MAX_LEASE_QUEUES:
         errors.append(FieldError(("queues",), f"must name 1–{MAX_LEASE_QUEUES} queues"))
     for index, queue in enumerate(queues):
         errors += name_errors(queue, ("queues", index))
-    if task_names is not None:
-        if not 1 <= len(task_names) <= MAX_BATCH:
-            errors.append(FieldError(("task_names",), f"must name 1–{MAX_BATCH} tasks"))
-        for index, task_name in enumerate(task_names):
-            errors += text_errors(task_name, ("task_names", index), max_len=200)
     errors += int_errors(max_jobs, ("max_jobs",), 1, MAX_BATCH)
     errors += number_errors(lease_seconds, ("lease_seconds",), 1, MAX_LEASE_SECONDS)
     return errors

@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
@@ -68,6 +68,8 @@ class EngineSource:
         task_names: Sequence[str] | None = None,
     ) -> None:
         self.engine = engine
+        self.task_names = list(task_names) if task_names else None
+        """Only jobs of these tasks are claimed (the registry's); None: any."""
         self.wakeups = wakeups
         self.queues = list(queues)
         self.task_names = list(task_names) if task_names else None
@@ -119,6 +121,12 @@ class EngineSource:
         held = [HeldLease(job_id, token) for job_id, token in leases]
         results = await self.engine.heartbeat_many(held, lease_seconds=self.lease_seconds)
         return [result.locked_until is not None for result in results]
+
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        (result,) = await self.engine.heartbeat_many(
+            [HeldLease(job_id, token, value)], lease_seconds=self.lease_seconds
+        )
+        return result.locked_until is not None
 
 
 class InProcessWorker(BackgroundService):

@@ -117,7 +117,7 @@ export interface paths {
         };
         /**
          * GetJob
-         * @description Get one job.
+         * @description Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
          */
         get: operations["getJob"];
         put?: never;
@@ -271,7 +271,8 @@ export interface paths {
         put?: never;
         /**
          * HeartbeatJobs
-         * @description Extend many held leases at once; each item is extended or `lease_lost` on its own.
+         * @description Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+         *     `lease_lost` on its own.
          */
         post: operations["heartbeatJobs"];
         delete?: never;
@@ -393,7 +394,7 @@ export interface paths {
         };
         /**
          * GetWorkflow
-         * @description Get one workflow with the status of each of its steps.
+         * @description Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running.
          */
         get: operations["getWorkflow"];
         put?: never;
@@ -595,12 +596,14 @@ export interface components {
         HeartbeatItem: {
             id: string;
             lease_token: string;
+            progress?: unknown;
         };
         /** HeartbeatRequest */
         HeartbeatRequest: {
             /** @default 30 */
             lease_seconds?: number;
             lease_token: string;
+            progress?: unknown;
         };
         /** HeartbeatResult */
         HeartbeatResult: {
@@ -633,6 +636,7 @@ export interface components {
                 [key: string]: unknown;
             };
             priority: number;
+            progress: unknown;
             queue_name: string;
             result: unknown;
             retry_count: number;
@@ -644,6 +648,7 @@ export interface components {
             task_name: string;
             tenant_id: string;
             timeout_seconds: number | null;
+            trace_context: components["schemas"]["TraceContext"] | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -663,7 +668,6 @@ export interface components {
             /** @default 1 */
             max_jobs?: number;
             queues: string[];
-            /** @description Lease only jobs of these tasks: a worker asks for the tasks it can run, so workers with different task sets can share a queue. */
             task_names?: string[] | null;
             /** @default 0 */
             wait_seconds?: number;
@@ -691,6 +695,7 @@ export interface components {
                 [key: string]: unknown;
             };
             priority: number;
+            progress: unknown;
             queue_name: string;
             result: unknown;
             retry_count: number;
@@ -702,6 +707,7 @@ export interface components {
             task_name: string;
             tenant_id: string;
             timeout_seconds: number | null;
+            trace_context: components["schemas"]["TraceContext"] | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -783,6 +789,11 @@ export interface components {
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
             next_cursor: string | null;
+        };
+        /** TraceContext */
+        TraceContext: {
+            traceparent: string;
+            tracestate: string | null;
         };
         /** UpdateSchedule */
         UpdateSchedule: {
@@ -988,6 +999,10 @@ export interface operations {
             header?: {
                 /** @description Scoped to the tenant: a repeat answers 200 with the original object, unchanged. */
                 "Idempotency-Key"?: string | null;
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -1066,7 +1081,12 @@ export interface operations {
     enqueueJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1134,7 +1154,10 @@ export interface operations {
     };
     getJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long for the object to finish, and answer as soon as it does (0: at once). */
+                wait_seconds?: number;
+            };
             header?: never;
             path: {
                 job_id: string;
@@ -2296,6 +2319,10 @@ export interface operations {
             header?: {
                 /** @description Scoped to the tenant: a repeat answers 200 with the original object, unchanged. */
                 "Idempotency-Key"?: string | null;
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -2373,7 +2400,10 @@ export interface operations {
     };
     getWorkflow: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long for the object to finish, and answer as soon as it does (0: at once). */
+                wait_seconds?: number;
+            };
             header?: never;
             path: {
                 workflow_id: string;

@@ -11,7 +11,13 @@ from datetime import UTC, datetime, timedelta
 from msgspec.structs import replace
 
 from queueflow.core.errors import ValidationError
-from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors
+from queueflow.core.jsonvalue import (
+    completion_storage_errors,
+    contains,
+    failure_storage_errors,
+    held_progress_errors,
+    progress_errors,
+)
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
     CANCELLABLE,
@@ -19,6 +25,7 @@ from queueflow.core.types import (
     FINISHED,
     JSON,
     RETRIABLE,
+    UNCHANGED,
     Completion,
     Cursor,
     Ended,
@@ -29,6 +36,7 @@ from queueflow.core.types import (
     JobStatus,
     QueueCounts,
     QueueMinute,
+    Unchanged,
 )
 from queueflow.stores.memory.state import Tables
 
@@ -50,6 +58,10 @@ class MemoryJobs(Tables):
             return None
         return self._out(job)
 
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        # Every finish is announced here (`_announce_finished`): nothing to record.
+        return await self.job_get(job_id, tenant_id)
+
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         return {job_id: self._out(self._jobs[job_id]) for job_id in job_ids if job_id in self._jobs}
 
@@ -67,9 +79,10 @@ class MemoryJobs(Tables):
         now: datetime,
         lease_seconds: float,
         task_names: Sequence[str] | None = None,
+        tenant_id: str | None = None,
     ) -> list[Job]:
         wanted = set(queues)
-        tasks = set(task_names) if task_names is not None else None
+        tasks = None if task_names is None else set(task_names)
         due = [
             job
             for job in self._jobs.values()
@@ -77,6 +90,7 @@ class MemoryJobs(Tables):
             and job.status in CLAIMABLE
             and job.scheduled_at <= now
             and (tasks is None or job.task_name in tasks)
+            and (tenant_id is None or job.tenant_id == tenant_id)
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         claimed = []
@@ -93,34 +107,47 @@ class MemoryJobs(Tables):
             claimed.append(self._out(running))
         return claimed
 
-    async def job_next_due(
-        self, queues: Sequence[str], now: datetime, task_names: Sequence[str] | None = None
-    ) -> datetime | None:
+    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = set(queues)
-        tasks = set(task_names) if task_names is not None else None
         return min(
             (
                 job.scheduled_at
                 for job in self._jobs.values()
-                if job.queue_name in wanted
-                and job.status in CLAIMABLE
-                and job.scheduled_at > now
-                and (tasks is None or job.task_name in tasks)
+                if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
             ),
             default=None,
         )
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
+        if not isinstance(progress, Unchanged) and (errors := progress_errors(progress, ("progress",))):
+            raise ValidationError.of(errors)
         job = self._jobs.get(job_id)
         if job is None or not holds_lease(job, lease_token, now):
             return None
-        job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        if isinstance(progress, Unchanged):
+            job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        else:
+            job = self._jobs[job_id] = replace(
+                job, locked_until=lease_until(job, now, lease_seconds), progress=copy.deepcopy(progress)
+            )
         return self._out(job)
 
     async def job_heartbeat_many(
         self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
     ) -> list[datetime | None]:
-        beats = [await self.job_heartbeat(item.job_id, item.lease_token, now, lease_seconds) for item in leases]
+        if errors := held_progress_errors(leases):
+            raise ValidationError.of(errors)  # before anything is written
+        beats = [
+            await self.job_heartbeat(item.job_id, item.lease_token, now, lease_seconds, item.progress)
+            for item in leases
+        ]
         return [job.locked_until if job is not None else None for job in beats]
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
@@ -195,6 +222,8 @@ class MemoryJobs(Tables):
         if job is None or not holds_lease(job, lease_token, now):
             return None
         job = self._jobs[job_id] = replace(job, lease_token=None, locked_until=None, **changes)
+        if job.status in FINISHED:
+            self._announce_finished([job_id])
         return self._out(job)
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -204,6 +233,7 @@ class MemoryJobs(Tables):
         job = self._jobs[job_id] = replace(
             job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
         )
+        self._announce_finished([job_id])
         return self._out(job)
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -229,7 +259,9 @@ class MemoryJobs(Tables):
         expired.sort(key=lambda job: (job.locked_until or now, job.id))
         relocked = []
         for job in expired[:limit]:
-            job = self._jobs[job.id] = replace(job, locked_until=now + timedelta(seconds=relock_seconds))
+            job = self._jobs[job.id] = replace(
+                job, locked_until=now + timedelta(seconds=relock_seconds), lease_token=str(uuid.uuid4())
+            )
             relocked.append(self._out(job))
         return relocked
 

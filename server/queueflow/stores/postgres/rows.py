@@ -34,7 +34,9 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.created_at for job in jobs],
         [job.workflow_id for job in jobs],
         [job.workflow_step_id for job in jobs],
-    ]
+        [None if job.trace_context is None else json_text(job.trace_context, loc(i, "trace_context"))
+         for i, job in enumerate(jobs)],
+    ]  # fmt: skip
 
 
 # Every claimed, completed or read job is built from a row: its status and backoff policy are looked up, not
@@ -78,4 +80,6 @@ def job_from_row(row: asyncpg.Record) -> Job:
         workflow_step_id=row["workflow_step_id"],
         started_at=row["started_at"],
         completed_at=row["completed_at"],
+        progress=row["progress"],
+        trace_context=row["trace_context"],
     )

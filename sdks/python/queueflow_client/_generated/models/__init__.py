@@ -62,6 +62,7 @@ from .queue_list import QueueList
 from .schedule import Schedule
 from .schedule_page import SchedulePage
 from .schedule_payload import SchedulePayload
+from .trace_context import TraceContext
 from .update_schedule import UpdateSchedule
 from .update_schedule_payload import UpdateSchedulePayload
 from .workflow import Workflow
@@ -135,6 +136,7 @@ __all__ = (
     "Schedule",
     "SchedulePage",
     "SchedulePayload",
+    "TraceContext",
     "UpdateSchedule",
     "UpdateSchedulePayload",
     "Workflow",

@@ -5,6 +5,8 @@ from typing import Any, Self, TypeVar
 
 from attrs import define as _attrs_define
 
+from ..types import UNSET, Unset
+
 T = TypeVar("T", bound="HeartbeatItem")
 
 
@@ -14,15 +16,19 @@ class HeartbeatItem:
     Attributes:
         id (str):
         lease_token (str):
+        progress (Any | Unset):
     """
 
     id: str
     lease_token: str
+    progress: Any | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         id = self.id
 
         lease_token = self.lease_token
+
+        progress = self.progress
 
         field_dict: dict[str, Any] = {}
 
@@ -32,6 +38,8 @@ class HeartbeatItem:
                 "lease_token": lease_token,
             }
         )
+        if progress is not UNSET:
+            field_dict["progress"] = progress
 
         return field_dict
 
@@ -42,9 +50,12 @@ class HeartbeatItem:
 
         lease_token = d.pop("lease_token")
 
+        progress = d.pop("progress", UNSET)
+
         heartbeat_item = cls(
             id=id,
             lease_token=lease_token,
+            progress=progress,
         )
 
         return heartbeat_item

@@ -17,8 +17,7 @@ class LeaseRequest:
         queues (list[str]):
         lease_seconds (float | Unset):  Default: 30.0.
         max_jobs (int | Unset):  Default: 1.
-        task_names (list[str] | None | Unset): Lease only jobs of these tasks: a worker asks for the tasks it can run,
-            so workers with different task sets can share a queue.
+        task_names (list[str] | None | Unset):
         wait_seconds (float | Unset):  Default: 0.0.
         worker_id (None | str | Unset):
     """

@@ -87,7 +87,8 @@ def sync_detailed(
 ) -> Response[HeartbeatResults | Problem]:
     """HeartbeatJobs
 
-     Extend many held leases at once; each item is extended or `lease_lost` on its own.
+     Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+    `lease_lost` on its own.
 
     Args:
         body (HeartbeatBatch):
@@ -118,7 +119,8 @@ def sync(
 ) -> HeartbeatResults | Problem | None:
     """HeartbeatJobs
 
-     Extend many held leases at once; each item is extended or `lease_lost` on its own.
+     Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+    `lease_lost` on its own.
 
     Args:
         body (HeartbeatBatch):
@@ -144,7 +146,8 @@ async def asyncio_detailed(
 ) -> Response[HeartbeatResults | Problem]:
     """HeartbeatJobs
 
-     Extend many held leases at once; each item is extended or `lease_lost` on its own.
+     Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+    `lease_lost` on its own.
 
     Args:
         body (HeartbeatBatch):
@@ -173,7 +176,8 @@ async def asyncio(
 ) -> HeartbeatResults | Problem | None:
     """HeartbeatJobs
 
-     Extend many held leases at once; each item is extended or `lease_lost` on its own.
+     Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+    `lease_lost` on its own.
 
     Args:
         body (HeartbeatBatch):
