@@ -240,7 +240,7 @@ export class Worker {
   /**
    * Run the handler of `taskName` once on `payload`, in-process and without a server, as the worker would (for
    * tests): the payload goes through JSON first, `ctx.job` is a running job made of `job`'s fields over
-   * defaults, and `ctx.signal` never aborts. Resolves with the result as the job would store it (through JSON);
+   * defaults, `ctx.signal` never aborts and `ctx.progress` answers true. Resolves with the result as the job would store it (through JSON);
    * what the handler throws (`RetryError`, `FatalError`, any error) rejects.
    */
   async runLocal(taskName: string, payload: Record<string, unknown> = {}, job: Partial<LeasedJob> = {}): Promise<unknown> {
@@ -277,9 +277,12 @@ export class Worker {
       completed_at: null,
       lease_token: "local",
       deadline: null,
+      progress: null,
+      trace_context: null,
       ...job,
     };
-    const result = await handler(sent as never, { job: leased, signal: new AbortController().signal });
+    const progress = () => Promise.resolve(true); // reported to no one: the job exists nowhere
+    const result = await handler(sent as never, { job: leased, signal: new AbortController().signal, progress });
     return JSON.parse(JSON.stringify(result === undefined ? null : result)) as unknown;
   }
 
