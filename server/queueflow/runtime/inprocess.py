@@ -72,7 +72,6 @@ class EngineSource:
         """Only jobs of these tasks are claimed (the registry's); None: any."""
         self.wakeups = wakeups
         self.queues = list(queues)
-        self.task_names = list(task_names) if task_names else None
         self.lease_seconds = lease_seconds
         self.poll = poll
         self._interrupted = False
