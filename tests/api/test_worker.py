@@ -39,6 +39,19 @@ async def test_lease_returns_leased_jobs_in_claim_order_across_tenants(client: A
     assert jobs[1]["deadline"] is None
 
 
+async def test_lease_of_task_names_leaves_other_tasks_for_other_workers(client: AsyncClient) -> None:
+    resize = await enqueue(client, task_name="resize")
+    mail = await enqueue(client, task_name="send_email")
+    assert [job["id"] for job in await lease(client, max_jobs=10, task_names=["send_email"])] == [mail["id"]]
+    assert await lease(client, max_jobs=10, task_names=["send_email"], wait_seconds=0.01) == []
+    assert [job["id"] for job in await lease(client, max_jobs=10)] == [resize["id"]]
+    for bad in ([], ["x" * 201], ["nul\u0000"], "resize"):
+        response = await client.post(
+            "/v1/worker/lease", json={"queues": ["default"], "task_names": bad}, headers=WORKER
+        )
+        assert_problem(response, 400, "validation_error")
+
+
 async def test_lease_with_nothing_claimable_answers_an_empty_list(client: AsyncClient) -> None:
     await enqueue(client, delay_seconds=60)
     assert await lease(client) == []

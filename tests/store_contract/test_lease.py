@@ -34,6 +34,20 @@ async def test_lease_spans_several_queues_and_honours_max_jobs(engine: Engine, c
     assert await engine.lease(["a", "b"]) == []
 
 
+async def test_lease_of_task_names_takes_only_those_tasks(engine: Engine, clock: TestClock) -> None:
+    for name in ["resize", "send", "resize", "send"]:
+        await engine.enqueue(T, NewJob(task_name=name))
+        clock.advance(seconds=1)
+    leased = await engine.lease(["default"], max_jobs=10, task_names=["send", "send"])
+    assert [job.task_name for job in leased] == ["send", "send"]
+    with pytest.raises(ValidationError) as raised:
+        await engine.lease(["default"], task_names=[])
+    assert [error.loc for error in raised.value.errors] == [("task_names",)]
+    with pytest.raises(ValidationError) as raised:
+        await engine.lease(["default"], task_names=["ok", "x" * 201])
+    assert [error.loc for error in raised.value.errors] == [("task_names", 1)]
+
+
 async def test_lease_drains_every_tenant(engine: Engine) -> None:
     await engine.enqueue("a", NewJob(task_name="t"))
     await engine.enqueue("b", NewJob(task_name="t"))

@@ -111,6 +111,21 @@ async def test_claim_order_is_priority_then_scheduled_at_then_created_at_across_
     assert [row.id for row in rest] == [third.id, fourth.id, fifth.id]
 
 
+async def test_claim_of_some_tasks_passes_over_the_others_in_claim_order(store: Store) -> None:
+    urgent_other = job(task_name="resize", priority=9)
+    mine, later_mine = job(task_name="send", now=at(1)), job(task_name="send", now=at(2))
+    theirs = job(task_name="report", now=at(0))
+    await inserted(store, urgent_other, theirs, later_mine, mine)
+    claimed = await store.job_claim(["default"], 10, at(5), LEASE, ["send", "nobody", "nul\x00"])
+    assert [row.id for row in claimed] == [mine.id, later_mine.id]
+    assert await store.job_claim(["default"], 10, at(5), LEASE, ["send"]) == []
+    assert await store.job_claim(["default"], 10, at(5), LEASE, ["nul\x00"]) == []
+    assert [row.id for row in await store.job_claim(["default"], 1, at(5), LEASE, ["report", "resize"])] == [
+        urgent_other.id
+    ]
+    assert (await store.job_get(theirs.id)).status == PENDING  # type: ignore[union-attr]
+
+
 async def test_claim_caps_the_lease_at_the_jobs_timeout(store: Store) -> None:
     await inserted(store, job(timeout_seconds=2.5), job(timeout_seconds=600))
     claimed = await store.job_claim(["default"], 2, START, LEASE)

@@ -17,25 +17,38 @@ here, written once:
   cancelled, a sync one sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
 - **graceful drain**: `stop()` stops leasing (a parked lease is interrupted through its source, which must not
   lose what it claims), runs every job already held, records the outcomes and returns. With `drain_seconds`,
-  tasks still running after that long are cancelled and their jobs left to their leases' expiry.
+  tasks still running after that long are cancelled and their jobs left to their leases' expiry; `quit()` does
+  that at once (a second Ctrl-C), and the outcomes already queued are still recorded.
+- **logs a person can read** (logger `queueflow_client.worker`): a startup line (name, queues, tasks,
+  concurrency), and per job one line on `queueflow_client.worker.jobs` (task, job id, delivery, outcome,
+  duration): at `job_log_level` (INFO) when it completed or asked to retry, at WARNING with the traceback when it
+  failed. The traceback is stored with the failure too (`error_message`: the one-line summary first, at most
+  `MAX_ERROR_CHARS`). The line's arguments are formatted only when the level is enabled.
+- **fatal errors**: an exception of a `fatal` class from the source (a rejected key: 401, 403) stops leasing at
+  once and is handed to `on_fatal`, instead of being retried every `error_pause` forever.
+- **unknown tasks**: a source leases only the tasks the registry has (`task_names`); a job of another task that
+  arrives anyway is dead-lettered with a message naming the tasks this worker knows, and the first of each task
+  name is logged at WARNING.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import inspect
 import logging
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from queueflow_client.tasks import Delivery, Fatal, JobContext, Retry, TaskRegistry
+from queueflow_client.outcomes import MAX_ERROR_CHARS, Outcome, error_text, fate, outcome_of
+from queueflow_client.tasks import Delivery, JobContext, Retry, TaskRegistry
 
-__all__ = ["LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop"]
+__all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop", "error_text"]
 
 log = logging.getLogger("queueflow_client.worker")
+job_log = logging.getLogger("queueflow_client.worker.jobs")
+"""One line per job; a busy worker's INFO lines are many, so they have a logger of their own to silence."""
 
 MAX_BATCH = 1000
 """The most items the server takes in one lease, ack or heartbeat."""
@@ -48,18 +61,6 @@ class LeasedDelivery(Delivery, Protocol):
 
     @property
     def lease_token(self) -> str | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How one delivery ended, to record: completed with `result` when `error` is None, else failed."""
-
-    job_id: str
-    lease_token: str
-    result: Any = None
-    error: str | None = None
-    retryable: bool = True
-    retry_after_seconds: float | None = None
 
 
 class LeaseSource(Protocol):
@@ -127,6 +128,10 @@ class WorkerLoop:
         drain_seconds: float | None = None,
         error_pause: float = 1.0,
         name: str = "worker",
+        queues: Sequence[str] = (),
+        fatal: tuple[type[Exception], ...] = (),
+        on_fatal: Callable[[Exception], None] | None = None,
+        job_log_level: int = logging.INFO,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -143,6 +148,16 @@ class WorkerLoop:
         self.drain_seconds = drain_seconds
         self.error_pause = error_pause
         self.name = name
+        self.queues = list(queues)
+        """For the startup line only: the source decides what it leases."""
+        self.fatal = fatal
+        self.on_fatal = on_fatal
+        self.job_log_level = job_log_level
+        self.failure: Exception | None = None
+        """The fatal error that stopped the loop, if one did."""
+        self.stranded_threads = 0
+        """Sync tasks abandoned while still running in their threads (by `quit()` or the drain's end)."""
+        self._unknown_tasks: set[str] = set()
         self.peak_held = 0
         """The most jobs held at once so far, waiting ones included (for tests and metrics)."""
         self.peak_running = 0
@@ -195,14 +210,22 @@ class WorkerLoop:
     async def start(self) -> None:
         if self._tasks:
             return
+        log.info(
+            "%s: started; queues: %s; tasks: %s; concurrency %d",
+            self.name,
+            ", ".join(self.queues) or "-",
+            ", ".join(self.tasks.names) or "none",
+            self.concurrency,
+        )
         self._tasks = [
             asyncio.create_task(self._lease_loop(), name=f"queueflow-{self.name}-lease"),
             asyncio.create_task(self._ack_loop(), name=f"queueflow-{self.name}-acks"),
             asyncio.create_task(self._heartbeat_loop(), name=f"queueflow-{self.name}-heartbeats"),
         ]
 
-    async def stop(self) -> None:
-        """Stop leasing, run every job held, record the outcomes (see the module docstring), then return."""
+    async def stop(self, *, hint: str = "") -> None:
+        """Stop leasing, run every job held, record the outcomes (see the module docstring), then return.
+        `hint` ends the "finishing N jobs" line (e.g. how to quit sooner)."""
         if not self._tasks:
             return
         lease_task, ack_task, heartbeat_task = self._tasks
@@ -211,14 +234,15 @@ class WorkerLoop:
         self.source.interrupt()
         await _settled(lease_task)
         if self.held:
-            log.info("%s: finishing %d held jobs", self.name, self.held)
+            grace = f" (up to {self.drain_seconds:g} s)" if self.drain_seconds is not None else ""
+            log.info("%s: finishing %d jobs%s%s", self.name, self.held, grace, hint)
             self._idle.clear()
             if self.held:
                 try:
                     async with asyncio.timeout(self.drain_seconds):
                         await self._idle.wait()
                 except TimeoutError:
-                    self._abandon()
+                    self._abandon(f"outlived the {self.drain_seconds:g} s drain")
         self._last_ack = True
         self._ack_due.set()
         self._ack_full.set()
@@ -227,16 +251,38 @@ class WorkerLoop:
         await _settled(heartbeat_task)
         self._tasks = []
 
-    def _abandon(self) -> None:
-        late = len(self._running) + len(self._waiting)
-        log.warning("%s: %d jobs outlived the %.0f s drain; their leases expire", self.name, late, self.drain_seconds)
+    def quit(self) -> None:
+        """Stop now (a second Ctrl-C): held jobs are abandoned to their leases' expiry, as when the drain runs
+        out; a `stop()` under way then records the outcomes already queued and returns."""
+        self._stopping = True
+        self._room.set()
+        self.source.interrupt()
+        if self.held:
+            self._abandon("abandoned by a quit")
+        self._idle.set()
+
+    def _abandon(self, why: str) -> None:
+        late = [r for r in self._running.values() if not r.dropped]
+        if not late and not self._waiting:
+            return
+        log.warning(
+            "%s: %d jobs %s; their leases expire and they are delivered again",
+            self.name,
+            len(late) + len(self._waiting),
+            why,
+        )
         for job in self._waiting:
             self._leases.pop(job.id, None)
         self._waiting.clear()
         for task, running in self._running.items():
+            if running.dropped:
+                continue
             running.dropped = True
             running.ctx.lose()
             task.cancel()
+            function = self.tasks.function(running.job.task_name)
+            if not inspect.iscoroutinefunction(function):
+                self.stranded_threads += 1  # a thread cannot be stopped: it runs on, its result unrecorded
 
     # ---- leasing ---------------------------------------------------------------------------------------
 
@@ -252,6 +298,8 @@ class WorkerLoop:
             try:
                 jobs = await self.source.lease(want)
             except Exception as exc:
+                if self._fatal(exc):
+                    return
                 log.warning("%s: lease failed (retrying in %.0f s): %s", self.name, self.error_pause, exc)
                 self._room.clear()
                 with contextlib.suppress(TimeoutError):
@@ -262,6 +310,19 @@ class WorkerLoop:
                 self._lease_seconds = _average(self._lease_seconds, min(loop.time() - began, 1.0))
             for job in jobs:
                 self._take(job)
+
+    def _fatal(self, exc: Exception) -> bool:
+        """True when `exc` is one of the `fatal` errors: leasing stops and `on_fatal` hears of it (once)."""
+        if not isinstance(exc, self.fatal):
+            return False
+        self._stopping = True
+        if self.failure is None:
+            self.failure = exc
+            if self.on_fatal is not None:
+                self.on_fatal(exc)
+            else:
+                log.error("%s: stopping: %s", self.name, exc)
+        return True
 
     def _take(self, job: LeasedDelivery) -> None:
         token = job.lease_token or ""
@@ -275,11 +336,7 @@ class WorkerLoop:
     def _start(self, job: LeasedDelivery, token: str) -> None:
         function = self.tasks.function(job.task_name)
         if function is None:
-            known = ", ".join(self.tasks.names) or "none"
-            log.error("%s: job %s is a %r, which this worker does not run (it knows: %s)", self.name, job.id,
-                      job.task_name, known)  # fmt: skip
-            message = f"no task named {job.task_name!r} is registered in this worker (it knows: {known})"
-            self._record(Outcome(job.id, token, error=message, retryable=False))
+            self._unknown(job, token)
             return
         ctx = JobContext(job, _LoopLease(self, job.id, token))
         work = asyncio.create_task(self.tasks.invoke(function, job, ctx))
@@ -287,18 +344,62 @@ class WorkerLoop:
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)
 
+    def _unknown(self, job: LeasedDelivery, token: str) -> None:
+        known = ", ".join(self.tasks.names) or "none"
+        message = f"no task named {job.task_name!r} is registered in this worker (it knows: {known})"
+        if job.task_name not in self._unknown_tasks:
+            self._unknown_tasks.add(job.task_name)
+            log.warning(
+                "%s: leased job %s of task %r, which this worker does not have (it knows: %s): dead-lettering it"
+                " (replay it from the dead-letter queue once a worker runs the task); further %r jobs are logged"
+                " per job only",
+                self.name,
+                job.id,
+                job.task_name,
+                known,
+                job.task_name,
+            )
+        job_log.log(
+            self.job_log_level,
+            "%s job %s (delivery %d): unknown task, dead-lettered",
+            job.task_name,
+            job.id,
+            job.delivery_count,
+        )
+        self._record(Outcome(job.id, token, error=message, retryable=False))
+
     def _finished(self, work: asyncio.Task[Any]) -> None:
         running = self._running.pop(work)
-        job_id = running.job.id
+        job = running.job
+        job_id = job.id
+        seconds = asyncio.get_running_loop().time() - running.started
         if running.dropped or running.ctx.cancelled:
             if self._leases.get(job_id) == running.token:
                 del self._leases[job_id]
             if running.ctx.cancelled and not running.dropped:
-                log.info("job %s: the lease was lost (cancelled or reclaimed); its result is dropped", job_id)
+                job_log.warning(
+                    "%s job %s (delivery %d): the lease was lost (cancelled or reclaimed) after %.3f s;"
+                    " its result is dropped",
+                    job.task_name,
+                    job_id,
+                    job.delivery_count,
+                    seconds,
+                )
         else:
-            self._record(_outcome(job_id, running.token, work))
-            seconds = asyncio.get_running_loop().time() - running.started
+            outcome = outcome_of(job_id, running.token, work)
+            self._record(outcome)
             self._task_seconds = _average(self._task_seconds, seconds)
+            if outcome.error is None:
+                job_log.log(
+                    self.job_log_level,
+                    "%s job %s (delivery %d): completed in %.3f s",
+                    job.task_name,
+                    job_id,
+                    job.delivery_count,
+                    seconds,
+                )
+            else:
+                self._failed(job, outcome, seconds, work)
         while self._waiting and len(self._running) < self.concurrency:
             job = self._waiting.popleft()
             self._start(job, job.lease_token or "")
@@ -306,6 +407,33 @@ class WorkerLoop:
             self._idle.set()
         if not self._room.is_set() and self._room_for_lease():
             self._room.set()
+
+    def _failed(self, job: LeasedDelivery, outcome: Outcome, seconds: float, work: asyncio.Task[Any]) -> None:
+        exc = None if work.cancelled() else work.exception()
+        summary = outcome.error.partition("\n")[0] if outcome.error else ""
+        if isinstance(exc, Retry):
+            job_log.log(
+                self.job_log_level,
+                "%s job %s (delivery %d): asked to retry%s after %.3f s: %s",
+                job.task_name,
+                job.id,
+                job.delivery_count,
+                f" in {exc.after:g} s" if exc.after is not None else "",
+                seconds,
+                summary,
+            )
+            return
+        then = fate(job, outcome)
+        job_log.warning(
+            "%s job %s (delivery %d): failed after %.3f s (%s): %s",
+            job.task_name,
+            job.id,
+            job.delivery_count,
+            seconds,
+            then,
+            summary,
+            exc_info=exc,
+        )
 
     # ---- outcomes --------------------------------------------------------------------------------------
 
@@ -334,9 +462,10 @@ class WorkerLoop:
         self.ack_batches.append(len(batch))
         try:
             held: Sequence[bool | None] = await self.source.ack(batch)
-        except Exception:
+        except Exception as exc:
             # Left to the leases' expiry: the janitor reclaims the jobs and they are delivered again.
-            log.exception("%s: could not record %d outcomes", self.name, len(batch))
+            if not self._fatal(exc):
+                log.exception("%s: could not record %d outcomes", self.name, len(batch))
             held = [None] * len(batch)
         for outcome, ok in zip(batch, held, strict=True):
             if self._leases.get(outcome.job_id) == outcome.lease_token:
@@ -358,7 +487,8 @@ class WorkerLoop:
                 try:
                     alive = await self.source.heartbeat(chunk)
                 except Exception as exc:  # unreachable for now: try again next time; the leases may still hold
-                    log.warning("%s: heartbeat failed: %s", self.name, exc)
+                    if not self._fatal(exc):
+                        log.warning("%s: heartbeat failed: %s", self.name, exc)
                     continue
                 for (job_id, token), ok in zip(chunk, alive, strict=True):
                     if not ok:
@@ -382,25 +512,6 @@ class WorkerLoop:
 
 def _average(current: float | None, sample: float) -> float:
     return sample if current is None else current + SMOOTHING * (sample - current)
-
-
-def _outcome(job_id: str, token: str, work: asyncio.Task[Any]) -> Outcome:
-    if work.cancelled():
-        return Outcome(job_id, token, error="the task was cancelled")
-    exc = work.exception()
-    if exc is None:
-        result = work.result()
-        if result is not None:
-            try:
-                json.dumps(result, allow_nan=False)
-            except (TypeError, ValueError) as problem:
-                return Outcome(job_id, token, error=f"the task's result is not JSON: {problem}", retryable=False)
-        return Outcome(job_id, token, result=result)
-    if isinstance(exc, Retry):
-        return Outcome(job_id, token, error=str(exc), retry_after_seconds=exc.after)
-    if isinstance(exc, Fatal):
-        return Outcome(job_id, token, error=str(exc) or "fatal", retryable=False)
-    return Outcome(job_id, token, error=f"{type(exc).__name__}: {exc}")
 
 
 async def _until(event: asyncio.Event, condition: Any) -> None:

@@ -15,6 +15,8 @@ with backoff while its budget lasts, then dead-letters. Raise `Retry(after=secon
 when a heartbeat finds the lease lost (the job was cancelled, or its lease expired and it was reclaimed) the
 task is told: an async task is cancelled, a sync one sees `ctx.cancelled` become true. Whatever such a task
 returns afterwards is dropped; the lease token it holds can no longer complete the job.
+
+In a test, `tasks.run_local("send_email", {...})` runs a task once without a server (`queueflow_client.local`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from queueflow_client.handles import Task
     from queueflow_client.loop import Outcome
 
 try:  # the optional `otel` extra: opentelemetry-api
@@ -43,6 +46,8 @@ log = logging.getLogger("queueflow_client.worker")
 
 TaskFunction = Callable[[dict[str, Any], "JobContext"], Any]
 """`(payload, ctx) -> result`, async or not."""
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 class Retry(Exception):
@@ -167,19 +172,24 @@ class TaskRegistry:
         self._tasks: dict[str, TaskFunction] = {}
         self._tracer_provider = tracer_provider
 
-    def task(self, name: str) -> Callable[[TaskFunction], TaskFunction]:
-        """Register the decorated function as the task `name`."""
+    def task(self, name: str) -> Callable[[Callable[[P, JobContext], R]], Task[P, R]]:
+        """Register the decorated function as the task `name`; it becomes a `Task` handle, still callable as the
+        function, that also enqueues jobs with the function's payload type (`queueflow_client.handles`)."""
+        from queueflow_client.handles import Task
 
-        def register(function: TaskFunction) -> TaskFunction:
+        def register(function: Callable[[P, JobContext], R]) -> Task[P, R]:
             self.register(name, function)
-            return function
+            return Task(name, function)
 
         return register
 
-    def register(self, name: str, function: TaskFunction) -> None:
+    def register(self, name: str, function: Callable[[Any, JobContext], Any]) -> None:
+        """Register `function` as the task `name` (a dataclass, Struct or model payload is converted for it)."""
+        from queueflow_client.handles import runnable
+
         if name in self._tasks:
             raise ValueError(f"task {name!r} is already registered")
-        self._tasks[name] = function
+        self._tasks[name] = runnable(function)
 
     @property
     def names(self) -> list[str]:
@@ -195,6 +205,19 @@ class TaskRegistry:
     def function(self, name: str) -> TaskFunction | None:
         """The function registered as `name`, if any."""
         return self._tasks.get(name)
+
+    def run_local(self, name: str, payload: Any = None, **job: Any) -> Any:
+        """Run the task `name` once, in-process and without a server, as a worker would (for tests): its result
+        is returned, what it raises is raised. See `queueflow_client.local`."""
+        from queueflow_client.local import run_local
+
+        return run_local(self, name, payload, **job)
+
+    async def run_local_async(self, name: str, payload: Any = None, **job: Any) -> Any:
+        """`run_local` from inside an event loop (an async test)."""
+        from queueflow_client.local import run_local_async
+
+        return await run_local_async(self, name, payload, **job)
 
     async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
         """Run one delivery's function on its payload, inside the delivery's span when OpenTelemetry is

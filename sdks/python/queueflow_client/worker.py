@@ -2,9 +2,23 @@
 
     Worker("http://127.0.0.1:8000", "wkey1", tasks, queues=["default"], concurrency=8).run()
 
-It is a `queueflow_client.loop.WorkerLoop` (slots, prefetch, batched acks and heartbeats, graceful drain) whose
-jobs come from the long-poll lease route over one keep-alive connection pool. On SIGTERM or SIGINT (`run()`),
-or `await stop()`, it stops leasing, finishes every job it holds, records their outcomes and returns.
+It is a `queueflow_client.loop.WorkerLoop` (slots, prefetch, batched acks and heartbeats, graceful drain, logs)
+whose jobs come from the long-poll lease route over one keep-alive connection pool. It leases only the tasks its
+registry has (`task_names`), so workers with different tasks can share a queue.
+
+Stopping: on SIGTERM or SIGINT (`run()`), or `await stop()`, it stops leasing, finishes every job it holds (for
+up to `shutdown_grace_seconds`; then they are abandoned to their leases' expiry), records their outcomes and
+returns. A second SIGINT or SIGTERM quits at once: running tasks are abandoned the same way, and the outcomes
+already finished are still recorded. A sync task's thread cannot be stopped, so when one still runs then, `run()`
+ends the process with `os._exit(130)` once those outcomes are recorded (Python would otherwise wait for it).
+
+A key the server refuses (401, 403) is not retried: the worker stops, logs one error, and `arun()` raises it
+(`run()` exits with status 1 instead of a traceback).
+
+Logging (logger `queueflow_client.worker`, per job `queueflow_client.worker.jobs`, see `WorkerLoop`): when the
+root logger has no handler, `run()` adds one of its own to `queueflow_client.worker` (stderr, INFO, as uvicorn
+does), and leaves the per-job lines at WARNING: the startup line and every failure with its traceback print, a
+line per completed job does not. Configure logging (`logging.basicConfig(level=logging.INFO)`) to see every job.
 
 A lease long-polls until work arrives; `stop()` closes a parked one's connection, and the server then claims
 nothing for it (and hands back, uncounted, jobs it claimed for it after all). A job whose outcome was still
@@ -15,8 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
+import sys
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +43,7 @@ from queueflow_client import _calls
 from queueflow_client._generated.models import AckComplete, AckFail
 from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, AsyncTransport, RetryPolicy
-from queueflow_client.errors import LeaseLostError, NotFoundError
+from queueflow_client.errors import AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError
 from queueflow_client.loop import Outcome, WorkerLoop
 from queueflow_client.tasks import TaskRegistry
 from queueflow_client.types import LeasedJob
@@ -52,13 +68,17 @@ class Worker:
         heartbeat_every: float | None = None,
         ack_batch: int = 100,
         ack_interval: float = 0.01,
+        shutdown_grace_seconds: float | None = 30.0,
         worker_id: str | None = None,
         timeout: float = 30.0,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        """`concurrency` tasks run at once and up to `prefetch` (default: `concurrency`) more jobs are leased
-        ahead; outcomes go out in batches of up to `ack_batch`, at most `ack_interval` seconds after the first."""
+        """`concurrency` tasks run at once and up to `prefetch` (default: adaptive) more jobs are leased ahead;
+        outcomes go out in batches of up to `ack_batch`, at most `ack_interval` seconds after the first. A lease
+        long-polls up to `wait_seconds`. Stopping lets held jobs finish for `shutdown_grace_seconds` (None: no
+        limit). The defaults are the TypeScript SDK's too (`concurrency: 10`, `waitSeconds: 20`,
+        `shutdownGraceMs: 30000`, …)."""
         self.tasks = tasks
         self.queues = list(queues)
         self.concurrency = concurrency
@@ -73,6 +93,8 @@ class Worker:
         self._retry = RetryPolicy(max_retries=max_retries)
         self._transport: AsyncTransport | None = None
         self._source: _HttpSource | None = None
+        self._failure: Exception | None = None
+        self._signals = 0
         self.loop = WorkerLoop(
             _Unopened(),
             tasks,
@@ -82,7 +104,11 @@ class Worker:
             heartbeat_every=heartbeat_every,
             ack_batch=ack_batch,
             ack_interval=ack_interval,
+            drain_seconds=shutdown_grace_seconds,
             name=f"worker {self.worker_id}",
+            queues=self.queues,
+            fatal=(AuthenticationError, PermissionDeniedError),
+            on_fatal=self._refused,
         )
         self._stopping = asyncio.Event()
 
@@ -97,27 +123,74 @@ class Worker:
         return self.loop.peak_running
 
     def run(self) -> None:
-        """Run until SIGTERM or SIGINT, then drain and return."""
-        asyncio.run(self.arun(handle_signals=True))
+        """Run until SIGTERM or SIGINT, then drain and return (see the module docstring: a second signal, a
+        refused key, logging when none is configured)."""
+        _default_logging()
+        try:
+            asyncio.run(self._main())
+        except (AuthenticationError, PermissionDeniedError):
+            raise SystemExit(1) from None  # the loop has logged why
+        except KeyboardInterrupt:  # a Ctrl-C before the signal handlers were in place, or after they left
+            raise SystemExit(130) from None
+
+    async def _main(self) -> None:
+        await self.arun(handle_signals=True)
+        if self.loop.stranded_threads:
+            # asyncio.run would join the abandoned tasks' threads (and so would the interpreter at exit).
+            log.warning(
+                "worker %s: quitting with %d tasks still running in threads", self.worker_id, self.loop.stranded_threads
+            )
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
 
     async def arun(self, *, handle_signals: bool = False) -> None:
-        """Run until `stop()` (or, with `handle_signals`, SIGTERM/SIGINT), then drain."""
-        await self.start()
+        """Run until `stop()` (or, with `handle_signals`, SIGTERM/SIGINT: a second one quits at once), then
+        drain. Raises the server's refusal of the key (401, 403) once stopped."""
         loop = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
         for signum in signals:
-            loop.add_signal_handler(signum, self._stopping.set)
+            loop.add_signal_handler(signum, self._signalled, signum)
         try:
+            await self.start()
             await self._stopping.wait()
+            hint = " (Ctrl-C again to quit)" if handle_signals else ""
+            await self.stop(hint=hint)
         finally:
             for signum in signals:
                 loop.remove_signal_handler(signum)
             await self.stop()
+        if self._failure is not None:
+            raise self._failure
+
+    def _signalled(self, signum: int) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            log.info("worker %s: %s: stopping", self.worker_id, signal.Signals(signum).name)
+            self._stopping.set()
+        else:
+            log.warning("worker %s: %s again: quitting now", self.worker_id, signal.Signals(signum).name)
+            self.loop.quit()
+
+    def _refused(self, error: Exception) -> None:
+        """The server refused the key (401, 403): retrying cannot help, so the worker stops."""
+        self._failure = error
+        log.error(
+            "worker %s: the server at %s refused the worker key (%s); stopping. A worker needs one of the server's"
+            " worker keys (QUEUEFLOW_WORKER_KEYS), not a tenant API key.",
+            self.worker_id,
+            self._base_url,
+            error,
+        )
+        self._stopping.set()
 
     async def start(self) -> None:
         """Start leasing in the background."""
         if self._transport is not None:
             return
+        if not self.tasks.names:
+            raise ValueError("register a task (@tasks.task(name)) before starting a worker: it leases only its tasks")
         self._transport = AsyncTransport(
             self._base_url, self._key, timeout=30.0, retry=self._retry, http_client=self._http_client
         )
@@ -126,15 +199,15 @@ class Worker:
         self._source = _HttpSource(self._transport, self)
         self.loop.source = self._source
         await self.loop.start()
-        log.info("worker %s: leasing from %s, %d at a time", self.worker_id, ", ".join(self.queues), self.concurrency)
 
-    async def stop(self) -> None:
-        """Stop leasing, finish every held job and record its outcome, then close the connection."""
+    async def stop(self, *, hint: str = "") -> None:
+        """Stop leasing, finish every held job (up to `shutdown_grace_seconds`) and record its outcome, then close
+        the connection."""
         self._stopping.set()
         transport, self._transport = self._transport, None
         if transport is None:
             return
-        await self.loop.stop()
+        await self.loop.stop(hint=hint)
         await transport.aclose()
         log.info("worker %s: stopped", self.worker_id)
 
@@ -166,6 +239,7 @@ class _HttpSource:
         self._worker = worker
         self._poll: asyncio.Future[list[LeasedJob]] | None = None
         self._interrupted = False
+        self._task_names = worker.tasks.names
 
     async def lease(self, max_jobs: int) -> list[LeasedJob]:
         if self._interrupted:
@@ -177,7 +251,7 @@ class _HttpSource:
             lease_seconds=worker.lease_seconds,
             wait_seconds=worker.wait_seconds,
             worker_id=worker.worker_id,
-            task_names=worker.tasks.names or None,  # only the tasks it can run
+            task_names=self._task_names,  # only the tasks it can run
         )
         poll = self._poll = asyncio.ensure_future(self._transport(call))
         try:
@@ -234,3 +308,20 @@ class _HttpSource:
         except (LeaseLostError, NotFoundError):
             return False
         return True
+
+
+def _default_logging() -> None:
+    """With no logging configured, a handler of the worker's own (as uvicorn does): its startup line, stopping
+    and failures print; the per-job lines stay at WARNING (a busy worker would print thousands a second)."""
+    if logging.getLogger().handlers:
+        return
+    worker_log = logging.getLogger("queueflow_client.worker")
+    if worker_log.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    worker_log.addHandler(handler)
+    worker_log.setLevel(logging.INFO)
+    jobs_log = logging.getLogger("queueflow_client.worker.jobs")
+    if jobs_log.level == logging.NOTSET:
+        jobs_log.setLevel(logging.WARNING)

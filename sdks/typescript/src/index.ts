@@ -9,7 +9,9 @@ export type { Queryable, TransactionalJob } from "./transactional.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
 export type { CreateWorkflowOptions } from "./workflows.js";
 export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
-export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
+export type { WorkerOptions, WorkerLogger, TaskContext, TaskHandler } from "./worker.js";
+export { defineTask, TaskDefinition } from "./tasks.js";
+export type { TypedJob, JobFields } from "./tasks.js";
 export type { RequestOptions } from "./transport.js";
 export {
   QueueFlowError,

@@ -11,14 +11,28 @@
  *
  * Each running job has an `AbortSignal` that fires when the lease is lost (the job was cancelled, or the
  * lease expired), when its deadline passes, or when the worker stops past its grace period. A handler's
- * return value completes the job; a thrown error fails it.
+ * return value completes the job; a thrown error fails it, and its stack is stored in the job's `error_message`
+ * (the one-line summary first, at most 64 KiB).
+ *
+ * It leases only the tasks it has handlers for (`task_names`), so workers with different tasks can share a
+ * queue; a job of another task that arrives anyway is dead-lettered and its task named once in a warning.
+ *
+ * It says what it does through `logger` (default `console`): a startup line (worker id, queues, tasks,
+ * concurrency), every failure with its stack (warn), stopping; and with `logJobs`, one line per job (task, job
+ * id, delivery, outcome, duration). A key the server refuses (401, 403) is not retried: the worker stops, logs
+ * one error, and the promise of `start()` rejects with it.
+ *
+ * The defaults are the Python SDK's: concurrency 10, a 20 s long-poll, a 30 s lease and grace period, acks in
+ * batches of 100 or after 10 ms.
  */
 
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 
-import { LeaseLostError, NotFoundError, QueueFlowError } from "./errors.js";
+import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError, QueueFlowError } from "./errors.js";
 import type { components } from "./generated/schema.js";
+import { type Outcome, SHUT_DOWN, failure, jobLine, seconds, summary } from "./outcomes.js";
+import type { TaskDefinition } from "./tasks.js";
 import { Transport, sleep } from "./transport.js";
 import type { LeasedJob } from "./types.js";
 
@@ -29,7 +43,7 @@ export interface WorkerOptions {
   workerKey?: string | undefined;
   /** The queues to drain, e.g. `["default"]`. */
   queues: string[];
-  /** The most handlers running at once (default 1). */
+  /** The most handlers running at once (default 10). */
   concurrency?: number | undefined;
   /** How many jobs to lease ahead of free slots; default: adaptive (see above), at most 1000. */
   prefetch?: number | undefined;
@@ -41,7 +55,7 @@ export interface WorkerOptions {
   leaseSeconds?: number | undefined;
   /** Seconds between heartbeats (default a third of `leaseSeconds`). */
   heartbeatSeconds?: number | undefined;
-  /** How long one lease call long-polls when nothing is claimable (0–60, default 5); `stop()` may wait this long. */
+  /** How long one lease call long-polls when nothing is claimable (0–60, default 20); `stop()` ends it at once. */
   waitSeconds?: number | undefined;
   /** How long `stop()` lets held jobs finish before aborting their signals (default 30 000 ms). */
   shutdownGraceMs?: number | undefined;
@@ -52,6 +66,17 @@ export interface WorkerOptions {
   fetch?: typeof globalThis.fetch | undefined;
   /** Told about failures the worker survives (a lease call that failed, a lost heartbeat); default `console.error`. */
   onError?: ((error: unknown, job?: LeasedJob) => void) | undefined;
+  /** Where the worker's lines go: startup, stopping, failures with their stack (default `console`). */
+  logger?: WorkerLogger | undefined;
+  /** Also log one line per job that completes or asks to retry (default false: a busy worker runs thousands a second). */
+  logJobs?: boolean | undefined;
+}
+
+/** What the worker writes its lines to; `console` is one. */
+export interface WorkerLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
 }
 
 export interface TaskContext {
@@ -69,21 +94,7 @@ export interface TaskContext {
 
 export type TaskHandler<P = Record<string, unknown>> = (payload: P, ctx: TaskContext) => unknown;
 
-/** Throw from a handler to retry the job after `afterSeconds` instead of its backoff. */
-export class RetryError extends Error {
-  override name = "RetryError";
-  constructor(
-    readonly afterSeconds: number,
-    message = `retry in ${afterSeconds} s`,
-  ) {
-    super(message);
-  }
-}
-
-/** Throw from a handler to dead-letter the job at once, whatever retries it has left. */
-export class FatalError extends Error {
-  override name = "FatalError";
-}
+export { FatalError, RetryError } from "./outcomes.js";
 
 /** The reason a held job's signal aborts when the worker stops before the job finishes. */
 export class ShutdownError extends QueueFlowError {
@@ -97,7 +108,6 @@ export class DeadlineError extends QueueFlowError {
 
 type Schemas = components["schemas"];
 
-const MAX_ERROR_CHARS = 65_536;
 /** The most items the server takes in one lease, ack or heartbeat. */
 const MAX_BATCH = 1000;
 /** The weight of the newest sample in the running averages of task durations and lease round trips. */
@@ -110,6 +120,16 @@ interface Recorded {
 }
 
 export class Worker {
+  /** The default of each setting: the same as the Python SDK's `Worker` (its names in snake_case, in seconds). */
+  static readonly defaults = Object.freeze({
+    concurrency: 10,
+    waitSeconds: 20,
+    leaseSeconds: 30,
+    shutdownGraceMs: 30_000,
+    ackBatch: 100,
+    ackIntervalMs: 10,
+  });
+
   readonly #transport: Transport;
   readonly #handlers = new Map<string, TaskHandler<never>>();
   /** Running jobs, by id. */
@@ -123,6 +143,16 @@ export class Worker {
   #ackTimer: ReturnType<typeof setTimeout> | undefined;
   #heartbeats: ReturnType<typeof setInterval> | undefined;
   #heartbeating = false;
+  /** Task names already warned about: a job of a task this worker has no handler for. */
+  readonly #unknownTasks = new Set<string>();
+  /** Why the worker stopped on its own: the server refused the key. */
+  #failure: unknown;
+  /** Ends the drain's grace period now (a second signal). */
+  #quit: (() => void) | undefined;
+  #quitting = false;
+  #stopHint = "";
+  /** Aborts a lease call in flight when the worker stops. */
+  #leaseCall: AbortController | undefined;
   readonly #options: Required<
     Pick<WorkerOptions, "concurrency" | "leaseSeconds" | "waitSeconds" | "shutdownGraceMs" | "ackBatch" | "ackIntervalMs">
   > & {
@@ -131,6 +161,8 @@ export class Worker {
     workerId: string;
     queues: string[];
     onError: (error: unknown, job?: LeasedJob) => void;
+    logger: WorkerLogger;
+    logJobs: boolean;
   };
   #stopping = new AbortController();
   #running: Promise<void> | undefined;
@@ -145,13 +177,14 @@ export class Worker {
 
   constructor(options: WorkerOptions) {
     if (options.queues.length === 0) throw new TypeError("queues must name at least one queue");
-    const concurrency = options.concurrency ?? 1;
+    const defaults = Worker.defaults;
+    const concurrency = options.concurrency ?? defaults.concurrency;
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new TypeError("concurrency must be a positive integer");
     if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 0)) {
       throw new TypeError("prefetch must be a whole number, at least 0");
     }
-    const leaseSeconds = options.leaseSeconds ?? 30;
-    const waitSeconds = options.waitSeconds ?? 5;
+    const leaseSeconds = options.leaseSeconds ?? defaults.leaseSeconds;
+    const waitSeconds = options.waitSeconds ?? defaults.waitSeconds;
     this.#transport = new Transport({
       baseUrl: options.baseUrl,
       token: options.workerKey,
@@ -164,20 +197,79 @@ export class Worker {
       prefetch: options.prefetch,
       leaseSeconds,
       waitSeconds,
-      shutdownGraceMs: options.shutdownGraceMs ?? 30_000,
-      ackBatch: Math.max(1, Math.min(options.ackBatch ?? 100, MAX_BATCH)),
-      ackIntervalMs: options.ackIntervalMs ?? 10,
+      shutdownGraceMs: options.shutdownGraceMs ?? defaults.shutdownGraceMs,
+      ackBatch: Math.max(1, Math.min(options.ackBatch ?? defaults.ackBatch, MAX_BATCH)),
+      ackIntervalMs: options.ackIntervalMs ?? defaults.ackIntervalMs,
       heartbeatMs: (options.heartbeatSeconds ?? leaseSeconds / 3) * 1000,
       workerId: options.workerId ?? `${hostname()}:${process.pid}`,
       queues: [...options.queues],
       onError: options.onError ?? ((error, job) => console.error(`queueflow worker${job ? ` (job ${job.id})` : ""}:`, error)),
+      logger: options.logger ?? console,
+      logJobs: options.logJobs ?? false,
     };
   }
 
-  /** Register the handler for `taskName`; its return value (JSON) becomes the job's `result`. */
-  task<P = Record<string, unknown>>(taskName: string, handler: TaskHandler<P>): this {
-    this.#handlers.set(taskName, handler as TaskHandler<never>);
+  /**
+   * Register the handler for a task, by name or by its `defineTask` definition (then the payload and the result
+   * are the definition's types); its return value (JSON) becomes the job's `result`.
+   */
+  task<P extends object, R>(
+    task: TaskDefinition<P, R>,
+    handler: (payload: NoInfer<P>, ctx: TaskContext) => NoInfer<R> | Promise<NoInfer<R>>,
+  ): this;
+  task<P = Record<string, unknown>>(taskName: string, handler: TaskHandler<P>): this;
+  task(task: string | TaskDefinition<object, unknown>, handler: TaskHandler<never>): this {
+    this.#handlers.set(typeof task === "string" ? task : task.name, handler);
     return this;
+  }
+
+  /**
+   * Run the handler of `taskName` once on `payload`, in-process and without a server, as the worker would (for
+   * tests): the payload goes through JSON first, `ctx.job` is a running job made of `job`'s fields over
+   * defaults, `ctx.signal` never aborts and `ctx.progress` answers true. Resolves with the result as the job would store it (through JSON);
+   * what the handler throws (`RetryError`, `FatalError`, any error) rejects.
+   */
+  async runLocal(taskName: string, payload: Record<string, unknown> = {}, job: Partial<LeasedJob> = {}): Promise<unknown> {
+    const handler = this.#handlers.get(taskName);
+    if (!handler) {
+      throw new TypeError(`no handler for task ${JSON.stringify(taskName)} (it has: ${[...this.#handlers.keys()].sort().join(", ")})`);
+    }
+    const sent = JSON.parse(JSON.stringify(payload)) as Record<string, unknown>;
+    const now = new Date().toISOString();
+    const leased: LeasedJob = {
+      id: "job_local",
+      tenant_id: "local",
+      queue_name: this.#options.queues[0] ?? "default",
+      task_name: taskName,
+      payload: sent,
+      status: "running",
+      priority: 0,
+      scheduled_at: now,
+      locked_until: null,
+      delivery_count: 1,
+      retry_count: 0,
+      max_retries: 3,
+      backoff: { strategy: "exponential", base_seconds: 1, max_seconds: 3600, jitter: true },
+      timeout_seconds: null,
+      next_retry_at: null,
+      result: null,
+      error_message: null,
+      workflow_id: null,
+      workflow_step_id: null,
+      metadata: {},
+      idempotency_key: null,
+      created_at: now,
+      started_at: now,
+      completed_at: null,
+      lease_token: "local",
+      deadline: null,
+      progress: null,
+      trace_context: null,
+      ...job,
+    };
+    const progress = () => Promise.resolve(true); // reported to no one: the job exists nowhere
+    const result = await handler(sent as never, { job: leased, signal: new AbortController().signal, progress });
+    return JSON.parse(JSON.stringify(result === undefined ? null : result)) as unknown;
   }
 
   /** How many jobs this worker holds right now: running, or leased ahead and waiting for a slot. */
@@ -198,8 +290,17 @@ export class Worker {
     if (this.#running) throw new Error("the worker is already running");
     if (this.#handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
     this.#stopping = new AbortController();
+    this.#failure = undefined;
+    this.#quitting = false;
+    this.#stopHint = "";
+    const { workerId, queues, concurrency, logger } = this.#options;
+    logger.info(
+      `worker ${workerId}: started; queues: ${queues.join(", ")}; tasks: ${[...this.#handlers.keys()].sort().join(", ")}; concurrency ${concurrency}`,
+    );
     this.#heartbeats = setInterval(() => void this.#heartbeat(), this.#options.heartbeatMs);
-    this.#running = this.#loop();
+    this.#running = this.#loop().then(() => {
+      if (this.#failure !== undefined) throw this.#failure;
+    });
     return this.#running;
   }
 
@@ -210,19 +311,57 @@ export class Worker {
    */
   async stop(): Promise<void> {
     if (!this.#running) return;
-    this.#stopping.abort(new ShutdownError("the worker is stopping"));
-    this.#wakeLoop();
-    await this.#running;
-    this.#running = undefined;
+    this.#halt();
+    try {
+      await this.#running;
+    } catch (error) {
+      if (error !== this.#failure) throw error; // a refused key rejects start()'s promise, not stop()'s
+    } finally {
+      this.#running = undefined;
+    }
   }
 
-  /** Stop gracefully on SIGTERM/SIGINT; returns a function that removes the handlers again. */
+  /** Stop leasing (a lease call in flight is ended: the server hands back what it claimed for it). */
+  #halt(): void {
+    if (!this.#stopping.signal.aborted) this.#stopping.abort(new ShutdownError("the worker is stopping"));
+    this.#leaseCall?.abort(new ShutdownError("the worker is stopping"));
+    this.#wakeLoop();
+  }
+
+  /** Stop now: what still runs is aborted and handed back, as when the grace period ends. */
+  quit(): void {
+    this.#quitting = true;
+    this.#halt();
+    const quit = this.#quit;
+    this.#quit = undefined;
+    quit?.();
+  }
+
+  /**
+   * Stop gracefully on SIGTERM/SIGINT (saying how many jobs it finishes), and quit at once on a second one;
+   * returns a function that removes the handlers again.
+   */
   stopOnSignals(signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT"]): () => void {
-    const onSignal = () => void this.stop();
-    for (const signal of signals) process.once(signal, onSignal);
-    return () => {
+    let received = 0;
+    const dispose = () => {
       for (const signal of signals) process.removeListener(signal, onSignal);
     };
+    const onSignal = (signal: NodeJS.Signals) => {
+      received += 1;
+      if (received === 1) {
+        this.#stopHint = " (Ctrl-C again to quit)";
+        this.#options.logger.info(`worker ${this.#options.workerId}: ${signal}: stopping`);
+        // Once stopped, a signal does what it would without the worker again.
+        this.stop()
+          .catch(() => undefined) // a failure is start()'s to report
+          .finally(dispose);
+      } else {
+        this.#options.logger.warn(`worker ${this.#options.workerId}: ${signal} again: quitting now`);
+        this.quit();
+      }
+    };
+    for (const signal of signals) process.on(signal, onSignal);
+    return dispose;
   }
 
   /** How many jobs to hold beyond the running ones now. */
@@ -261,12 +400,12 @@ export class Worker {
       let jobs: LeasedJob[];
       const began = performance.now();
       try {
-        // Not aborted by stop(): the server may already have claimed jobs for this call, and a dropped answer
-        // would strand them until their lease expires. Stopping waits out the long-poll (`waitSeconds`) instead.
+        // Aborted by stop(): a long-poll whose client left claims nothing more, and the server hands back (not
+        // counted as a delivery) what it claimed for it.
         jobs = await this.#lease(want);
         failures = 0;
       } catch (error) {
-        if (stopping.aborted) break;
+        if (this.#refused(error) || stopping.aborted) break;
         this.#options.onError(error);
         failures += 1;
         await sleep(Math.min(500 * 2 ** failures, 15_000), stopping).catch(() => undefined);
@@ -280,16 +419,40 @@ export class Worker {
 
   async #lease(maxJobs: number): Promise<LeasedJob[]> {
     const { waitSeconds, leaseSeconds, workerId, queues } = this.#options;
-    // Only the tasks this worker has handlers for: another worker's jobs are left to it.
-    const task_names = [...this.#handlers.keys()];
-    const body = { queues, max_jobs: maxJobs, lease_seconds: leaseSeconds, wait_seconds: waitSeconds, worker_id: workerId, task_names };
-    const answer = await this.#transport.call(
-      (signal) => this.#transport.api.POST("/v1/worker/lease", { body, signal }),
-      // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
-      // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
-      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000 },
-    );
-    return answer.jobs;
+    const body = {
+      queues,
+      max_jobs: maxJobs,
+      lease_seconds: leaseSeconds,
+      wait_seconds: waitSeconds,
+      worker_id: workerId,
+      task_names: [...this.#handlers.keys()], // only the tasks it has handlers for: others are left to their workers
+    };
+    const call = (this.#leaseCall = new AbortController());
+    try {
+      const answer = await this.#transport.call(
+        (signal) => this.#transport.api.POST("/v1/worker/lease", { body, signal }),
+        // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
+        // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
+        { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: call.signal },
+      );
+      return answer.jobs;
+    } finally {
+      this.#leaseCall = undefined;
+    }
+  }
+
+  /** A refused key (401, 403): retrying cannot help, so the worker stops and says why, once. */
+  #refused(error: unknown): boolean {
+    if (!(error instanceof AuthenticationError || error instanceof PermissionDeniedError)) return false;
+    if (this.#failure === undefined) {
+      this.#failure = error;
+      this.#options.logger.error(
+        `worker ${this.#options.workerId}: the server refused the worker key (${error.message}); stopping. ` +
+          "A worker needs one of the server's worker keys (QUEUEFLOW_WORKER_KEYS), not a tenant API key.",
+      );
+      this.#halt();
+    }
+    return true;
   }
 
   #take(job: LeasedJob): void {
@@ -309,15 +472,40 @@ export class Worker {
     held.settled = this.#execute(held).then((outcome) => {
       clearTimeout(held.deadline);
       this.#held.delete(job.id);
+      const ms = performance.now() - began;
       if (held.lost) {
         // The lease is void: the server already moved the job on (cancelled, reclaimed).
         if (this.#leases.get(job.id) === job.lease_token) this.#leases.delete(job.id);
       } else {
-        this.#taskMs = average(this.#taskMs, performance.now() - began);
+        this.#taskMs = average(this.#taskMs, ms);
         this.#record({ id: job.id, lease_token: job.lease_token, outcome });
+        this.#report(job, outcome, ms);
       }
       this.#ended();
     });
+  }
+
+  /** One line per job: failures always (with their stack), the rest with `logJobs`. */
+  #report(job: LeasedJob, outcome: Outcome, ms: number): void {
+    const { logger, logJobs } = this.#options;
+    if (!("error" in outcome)) {
+      if (logJobs) logger.info(`${jobLine(job)}: completed in ${seconds(ms)}`);
+      return;
+    }
+    if (outcome.requested) {
+      if (logJobs) logger.info(`${jobLine(job)}: asked to retry in ${outcome.retryAfterSeconds} s after ${seconds(ms)}: ${summary(outcome.error)}`);
+      return;
+    }
+    if (outcome.said) {
+      if (logJobs) logger.info(`${jobLine(job)}: no handler, dead-lettered`);
+      return;
+    }
+    const then = !outcome.retryable
+      ? "dead-lettered"
+      : job.retry_count >= job.max_retries
+        ? "dead-lettered: no retries left"
+        : `retry ${job.retry_count + 1} of ${job.max_retries} follows`;
+    logger.warn(`${jobLine(job)}: failed after ${seconds(ms)} (${then}): ${outcome.error}`);
   }
 
   /** A running job ended: start waiting ones, tell the lease loop and the drain. */
@@ -337,7 +525,7 @@ export class Worker {
   async #execute(held: HeldJob): Promise<Outcome> {
     const { job } = held;
     const handler = this.#handlers.get(job.task_name);
-    if (!handler) return { error: `no handler for task ${JSON.stringify(job.task_name)} on this worker`, retryable: false };
+    if (!handler) return this.#unknown(job);
     try {
       const progress = (value: unknown) => this.#progress(held, value);
       const result = await traced(job, () => handler(job.payload as never, { job, signal: held.controller.signal, progress }));
@@ -345,6 +533,20 @@ export class Worker {
     } catch (error) {
       return failure(error);
     }
+  }
+
+  /** A job the server should not have sent (it leases only this worker's tasks): dead-lettered, said once per task. */
+  #unknown(job: LeasedJob): Outcome {
+    const known = [...this.#handlers.keys()].sort().join(", ");
+    if (!this.#unknownTasks.has(job.task_name)) {
+      this.#unknownTasks.add(job.task_name);
+      this.#options.logger.warn(
+        `worker ${this.#options.workerId}: leased job ${job.id} of task ${JSON.stringify(job.task_name)}, which this worker ` +
+          `has no handler for (it has: ${known}): dead-lettering it (replay it from the dead-letter queue once a worker ` +
+          "runs the task); further jobs of that task are not logged again",
+      );
+    }
+    return { error: `no handler for task ${JSON.stringify(job.task_name)} on this worker (it has: ${known})`, retryable: false, said: true };
   }
 
   #record(recorded: Recorded): void {
@@ -391,7 +593,7 @@ export class Worker {
       });
     } catch (error) {
       // Left to the leases' expiry: the jobs are delivered again.
-      this.#options.onError(error);
+      if (!this.#refused(error)) this.#options.onError(error);
     } finally {
       for (const { id, lease_token } of batch) {
         if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
@@ -414,7 +616,8 @@ export class Worker {
             safe: true,
           });
         } catch (error) {
-          this.#options.onError(error); // unreachable for now: the leases may still hold; try again next time
+          // Unreachable for now: the leases may still hold; try again next time.
+          if (!this.#refused(error)) this.#options.onError(error);
           continue;
         }
         for (const [index, result] of answer.results.entries()) {
@@ -468,15 +671,22 @@ export class Worker {
   /** Run every held job; past the grace period, abort the rest and give them back to the queue. */
   async #drain(): Promise<void> {
     if (this.activeJobs > 0) {
+      const { workerId, shutdownGraceMs, logger } = this.#options;
+      logger.info(`worker ${workerId}: finishing ${this.activeJobs} jobs (up to ${shutdownGraceMs / 1000} s)${this.#stopHint}`);
       const idle = new Promise<"done">((resolve) => {
         this.#idle = () => resolve("done");
       });
+      const quit = new Promise<"late">((resolve) => {
+        this.#quit = () => resolve("late");
+        if (this.#quitting) resolve("late");
+      });
       const grace = new AbortController();
-      const timer = sleep(this.#options.shutdownGraceMs, grace.signal).then(
+      const timer = sleep(shutdownGraceMs, grace.signal).then(
         () => "late" as const,
         () => "done" as const,
       );
-      const first = await Promise.race([idle, timer]);
+      const first = await Promise.race([idle, timer, quit]);
+      this.#quit = undefined;
       grace.abort();
       if (first === "late") {
         for (const job of this.#waiting) {
@@ -494,28 +704,12 @@ export class Worker {
     await this.#flush();
     clearInterval(this.#heartbeats);
     this.#heartbeats = undefined;
+    this.#options.logger.info(`worker ${this.#options.workerId}: stopped`);
   }
 }
 
-const SHUT_DOWN: Outcome = { error: "the worker stopped before the job finished", retryable: true, retryAfterSeconds: 0 };
-
 function average(current: number | undefined, sample: number): number {
   return current === undefined ? sample : current + SMOOTHING * (sample - current);
-}
-
-type Outcome = { result: unknown } | { error: string; retryable: boolean; retryAfterSeconds?: number };
-
-function failure(error: unknown): Outcome {
-  const message = errorText(error);
-  if (error instanceof RetryError) return { error: message, retryable: true, retryAfterSeconds: error.afterSeconds };
-  if (error instanceof FatalError) return { error: message, retryable: false };
-  return { error: message, retryable: true };
-}
-
-function errorText(error: unknown): string {
-  const text = error instanceof Error ? (error.name === "Error" ? error.message : `${error.name}: ${error.message}`) : String(error);
-  // PostgreSQL text holds no NUL, and the server caps the message's length.
-  return text.replaceAll("\u0000", "").slice(0, MAX_ERROR_CHARS) || "the task failed";
 }
 
 class HeldJob {

@@ -22,7 +22,7 @@ const options = { baseUrl: "http://127.0.0.1:9" };
 
 test("a Worker shows only its documented API: no run(), lease(), held, options, …", () => {
   const worker = new Worker({ ...options, queues: ["default"] });
-  assert.deepEqual(surface(worker), ["ackBatches", "activeJobs", "runningJobs", "start", "stop", "stopOnSignals", "task"]);
+  assert.deepEqual(surface(worker), ["ackBatches", "activeJobs", "quit", "runLocal", "runningJobs", "start", "stop", "stopOnSignals", "task"]);
   assert.equal((worker as unknown as Record<string, unknown>).run, undefined);
 });
 

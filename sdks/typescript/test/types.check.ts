@@ -7,6 +7,7 @@
 import {
   QueueFlow,
   Worker,
+  defineTask,
   type Job,
   type Page,
   type Schedule,
@@ -35,6 +36,24 @@ export function typeChecks(client: QueueFlow, worker: Worker): void {
   worker.task<{ to: string }>("send_email", (payload) => payload.subject.toUpperCase());
   // @ts-expect-error -- a typed route: there is no /v1/job
   void client.api.GET("/v1/job");
+
+  // Typed tasks: a definition ties the name to the payload and result types on both sides.
+  const sendEmail = defineTask<{ to: string }, { sent: boolean }>("send_email");
+  // @ts-expect-error -- the payload is the definition's
+  void sendEmail.enqueue(client, { too: "ada@example.com" });
+  // @ts-expect-error -- a field of the wrong type
+  void sendEmail.enqueue(client, { to: 1 });
+  // @ts-expect-error -- the handler returns the definition's result type
+  worker.task(sendEmail, () => ({ sent: "yes" }));
+  // @ts-expect-error -- the handler's payload is the definition's
+  worker.task(sendEmail, (payload) => ({ sent: payload.subject === "" }));
+  worker.task(sendEmail, async (payload) => ({ sent: payload.to.length > 0 }));
+  void sendEmail.enqueue(client, { to: "ada@example.com" }, { priority: 5 }).then((job) => {
+    const sent: boolean | undefined = job.result?.sent;
+    // @ts-expect-error -- the result is typed: it has no `id`
+    void job.result?.id;
+    return sent;
+  });
 
   // And the right calls compile.
   void client.jobs.enqueue({ task_name: "t", backoff: { strategy: "linear", base_seconds: 2 }, priority: 1 });

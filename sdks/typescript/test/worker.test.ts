@@ -2,13 +2,17 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
 import {
+  AuthenticationError,
+  defineTask,
   FatalError,
   type Job,
   LeaseLostError,
+  PermissionDeniedError,
   QueueFlow,
   RetryError,
   ShutdownError,
   Worker,
+  type WorkerLogger,
   type WorkerOptions,
 } from "../src/index.js";
 import { API_KEY, type LiveServer, WORKER_KEY, deferred, startServer, waitFor } from "./live.js";
@@ -28,6 +32,23 @@ before(async () => {
 });
 after(() => server.stop());
 
+/** The lines a worker logged, by level. */
+class Lines implements WorkerLogger {
+  readonly lines: [level: "info" | "warn" | "error", message: string][] = [];
+  info(message: string): void {
+    this.lines.push(["info", message]);
+  }
+  warn(message: string): void {
+    this.lines.push(["warn", message]);
+  }
+  error(message: string): void {
+    this.lines.push(["error", message]);
+  }
+  of(level: "info" | "warn" | "error"): string[] {
+    return this.lines.filter(([each]) => each === level).map(([, message]) => message);
+  }
+}
+
 /** A worker on its own queue (so tests never take each other's jobs), stopped by the test's end. */
 function worker(queue: string, options: Partial<WorkerOptions> = {}): Worker {
   return new Worker({
@@ -37,6 +58,7 @@ function worker(queue: string, options: Partial<WorkerOptions> = {}): Worker {
     waitSeconds: 0.5,
     heartbeatSeconds: 0.1,
     onError: (error) => assert.fail(`unexpected worker error: ${String(error)}`),
+    logger: new Lines(),
     ...options,
   });
 }
@@ -125,7 +147,9 @@ test("a job that keeps failing is dead-lettered with the error message", async (
     const job = await client.jobs.enqueue({ task_name: "broken", queue_name: "w-dead", max_retries: 1, backoff: fastRetry });
     const dead = await settled(job.id, "dead_letter");
     assert.equal(dead.delivery_count, 2);
-    assert.equal(dead.error_message, "TypeError: cannot read the thing");
+    const [summary, stack] = (dead.error_message ?? "").split("\n\n");
+    assert.equal(summary, "TypeError: cannot read the thing"); // the first line, what lists show; then the stack
+    assert.match(stack ?? "", /^TypeError: cannot read the thing\n {4}at .*worker\.test\.js/);
   } finally {
     await w.stop();
   }
@@ -146,18 +170,127 @@ test("FatalError dead-letters at once, whatever retries are left", async () => {
   }
 });
 
-test("a worker leases only the tasks it has handlers for: another's job is left pending", async () => {
-  const w = worker("w-unknown").task("known", () => null);
+test("workers lease only the tasks they have: another task's job waits for its own worker", async () => {
+  const mailer = worker("w-own-tasks").task("send_email", () => "sent");
+  const stranger = await client.jobs.enqueue({ task_name: "resize", queue_name: "w-own-tasks" });
+  const mail = await client.jobs.enqueue({ task_name: "send_email", queue_name: "w-own-tasks" });
+  mailer.start();
+  try {
+    assert.equal((await settled(mail.id, "completed")).result, "sent");
+  } finally {
+    await mailer.stop();
+  }
+  assert.equal((await client.jobs.get(stranger.id)).status, "pending"); // older, and still left alone
+  const resizer = worker("w-own-tasks").task("resize", () => "resized");
+  resizer.start();
+  try {
+    assert.equal((await settled(stranger.id, "completed")).result, "resized");
+  } finally {
+    await resizer.stop();
+  }
+});
+
+test("a job of a task it has no handler for is dead-lettered, and each such task named once in a warning", async () => {
+  // A server that ignored `task_names`: the request's list is taken out on its way.
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    if (!request.url.endsWith("/v1/worker/lease")) return globalThis.fetch(request);
+    const body = (await request.json()) as Record<string, unknown>;
+    delete body.task_names;
+    return globalThis.fetch(new Request(request, { body: JSON.stringify(body) }));
+  };
+  const logger = new Lines();
+  const w = worker("w-unknown", { fetch, logger, concurrency: 4 }).task("known", () => null);
+  const jobs = await client.jobs.enqueueMany(
+    ["resize", "resize", "thumbnail"].map((task_name) => ({ task_name, queue_name: "w-unknown" })),
+  );
   w.start();
   try {
-    const unknown = await client.jobs.enqueue({ task_name: "unknown", queue_name: "w-unknown" });
-    const known = await client.jobs.enqueue({ task_name: "known", queue_name: "w-unknown" });
-    await settled(known.id, "completed");
-    const left = await client.jobs.get(unknown.id);
-    assert.deepEqual([left.status, left.delivery_count], ["pending", 0]);
+    for (const job of jobs) {
+      const dead = await settled(job.id, "dead_letter");
+      assert.match(dead.error_message ?? "", /^no handler for task "(resize|thumbnail)" on this worker \(it has: known\)$/);
+    }
   } finally {
     await w.stop();
   }
+  const warnings = logger.of("warn");
+  assert.equal(warnings.length, 2, warnings.join("\n"));
+  const pattern = /^worker [^ ]+: leased job job_\w+ of task "(\w+)", which this worker has no handler for \(it has: known\)/;
+  assert.deepEqual(
+    warnings.map((line) => pattern.exec(line)?.[1]).sort(), // jobs of one batch are claimed in no set order
+    ["resize", "thumbnail"],
+  );
+});
+
+test("it logs a startup line, a warning with the stack for each failure, and with logJobs a line per job", async () => {
+  const logger = new Lines();
+  const w = worker("w-logs", { logger, logJobs: true, concurrency: 3, workerId: "w-1" })
+    .task("ok", () => 1)
+    .task("boom", () => {
+      throw new RangeError("boom");
+    });
+  const ok = await client.jobs.enqueue({ task_name: "ok", queue_name: "w-logs" });
+  const boom = await client.jobs.enqueue({ task_name: "boom", queue_name: "w-logs", max_retries: 0 });
+  w.start();
+  try {
+    await settled(ok.id, "completed");
+    await settled(boom.id, "dead_letter");
+  } finally {
+    await w.stop();
+  }
+  const info = logger.of("info");
+  assert.equal(info[0], "worker w-1: started; queues: w-logs; tasks: boom, ok; concurrency 3");
+  assert.ok(info.some((line) => line.startsWith(`ok job ${ok.id} (delivery 1): completed in `)), info.join("\n"));
+  assert.equal(info.at(-1), "worker w-1: stopped");
+  const [failure, ...others] = logger.of("warn");
+  assert.deepEqual(others, []);
+  assert.match(failure ?? "", new RegExp(`^boom job ${boom.id} \\(delivery 1\\): failed after \\d+\\.\\d{3} s \\(dead-lettered: no retries left\\): RangeError: boom\n\nRangeError: boom\n {4}at `));
+});
+
+test("without logJobs, a completed job writes no line", async () => {
+  const logger = new Lines();
+  const w = worker("w-quiet", { logger, workerId: "w-2" }).task("ok", () => 1);
+  const job = await client.jobs.enqueue({ task_name: "ok", queue_name: "w-quiet" });
+  w.start();
+  try {
+    await settled(job.id, "completed");
+  } finally {
+    await w.stop();
+  }
+  assert.deepEqual(logger.lines, [
+    ["info", "worker w-2: started; queues: w-quiet; tasks: ok; concurrency 10"],
+    ["info", "worker w-2: stopped"],
+  ]);
+});
+
+for (const [key, refusal] of [
+  ["no-such-key", AuthenticationError],
+  [API_KEY, PermissionDeniedError],
+] as const) {
+  test(`a refused key (${refusal.name}) stops the worker with one clear error instead of retrying`, async () => {
+    const { fetch, calls } = countingFetch();
+    const logger = new Lines();
+    const w = worker("w-refused", { workerKey: key, fetch, logger, onError: (error) => assert.fail(String(error)) }).task("t", () => null);
+    await assert.rejects(w.start(), refusal);
+    assert.equal(calls.get("/v1/worker/lease"), 1);
+    const errors = logger.of("error");
+    assert.equal(errors.length, 1);
+    assert.match(errors[0] ?? "", /the server refused the worker key .*not a tenant API key/);
+    await w.stop(); // already stopped: resolves
+  });
+}
+
+test("the defaults are the Python SDK's", () => {
+  // Python: Worker(concurrency=10, wait_seconds=20.0, lease_seconds=30.0, shutdown_grace_seconds=30.0, ack_batch=100,
+  // ack_interval=0.01), checked in tests/sdk/test_worker_dx.py.
+  assert.deepEqual(Worker.defaults, {
+    concurrency: 10,
+    waitSeconds: 20,
+    leaseSeconds: 30,
+    shutdownGraceMs: 30_000,
+    ackBatch: 100,
+    ackIntervalMs: 10,
+  });
 });
 test("cancelling a running job aborts the handler's signal with a LeaseLostError", async () => {
   const started = deferred<string>();
@@ -199,12 +332,18 @@ test("heartbeats extend the lease of a job that runs longer than it", async () =
   }
 });
 
-test("stop() during an idle long-poll waits it out and leases nothing after", async () => {
-  const w = worker("w-idle", { waitSeconds: 0.3 }).task("idle", () => null);
+test("stop() during an idle long-poll ends it at once and leases nothing after", async () => {
+  const { fetch, calls } = countingFetch();
+  const w = worker("w-idle", { waitSeconds: 60, fetch }).task("idle", () => null);
   const running = w.start();
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await waitFor(
+    async () => calls.get("/v1/worker/lease") ?? 0,
+    (count) => count === 1,
+  );
+  const began = Date.now();
   await w.stop();
   await running;
+  assert.ok(Date.now() - began < 10_000, `stop() took ${Date.now() - began} ms`);
   const job = await client.jobs.enqueue({ task_name: "idle", queue_name: "w-idle" });
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal((await client.jobs.get(job.id)).status, "pending");
@@ -271,6 +410,80 @@ test("stopOnSignals: SIGTERM stops the worker gracefully", async () => {
   } finally {
     dispose();
   }
+});
+
+test("stopOnSignals: the first signal says what it finishes, a second quits at once", async () => {
+  const started = deferred();
+  const logger = new Lines();
+  const w = worker("w-quit", { logger, workerId: "w-3" }).task(
+    "stubborn",
+    async (_payload, ctx) => {
+      started.resolve();
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+    },
+  );
+  const dispose = w.stopOnSignals(["SIGTERM"]);
+  try {
+    const running = w.start();
+    const job = await client.jobs.enqueue({ task_name: "stubborn", queue_name: "w-quit", backoff: fastRetry });
+    await started.promise;
+    process.kill(process.pid, "SIGTERM");
+    await waitFor(
+      async () => logger.of("info").join("\n"),
+      (text) => text.includes("worker w-3: finishing 1 jobs (up to 30 s) (Ctrl-C again to quit)"),
+    );
+    process.kill(process.pid, "SIGTERM");
+    await running; // well before the 30 s grace period
+    const back = await client.jobs.get(job.id);
+    assert.ok(back.status === "retrying" || back.status === "pending", back.status);
+    assert.match(back.error_message ?? "", /worker stopped/);
+    assert.deepEqual(logger.of("warn"), ["worker w-3: SIGTERM again: quitting now"]);
+  } finally {
+    dispose();
+  }
+});
+
+test("runLocal runs a handler once without a server, as the worker would", async () => {
+  const w = new Worker({ baseUrl: "http://127.0.0.1:9", queues: ["mail"] })
+    .task<{ to: string; at: Date }>("send_email", (payload, ctx) => ({
+      to: payload.to,
+      at: payload.at, // a Date in the payload arrives as its JSON text, as from the server
+      delivery: ctx.job.delivery_count,
+      queue: ctx.job.queue_name,
+      aborted: ctx.signal.aborted,
+    }))
+    .task("flaky", (_payload, ctx) => {
+      if (ctx.job.delivery_count < 3) throw new RetryError(5, "not yet");
+      throw new FatalError("gave up");
+    });
+  assert.deepEqual(await w.runLocal("send_email", { to: "ada@example.com", at: new Date(0) }), {
+    to: "ada@example.com",
+    at: "1970-01-01T00:00:00.000Z",
+    delivery: 1,
+    queue: "mail",
+    aborted: false,
+  });
+  await assert.rejects(w.runLocal("flaky", {}, { delivery_count: 2 }), (error) => error instanceof RetryError && error.afterSeconds === 5);
+  await assert.rejects(w.runLocal("flaky", {}, { delivery_count: 3 }), FatalError);
+  await assert.rejects(w.runLocal("nope"), /no handler for task "nope" \(it has: flaky, send_email\)/);
+});
+
+test("a task definition types the payload and result on both sides", async () => {
+  const double = defineTask<{ n: number }, { doubled: number }>("double");
+  const w = worker("w-typed").task(double, (payload) => ({ doubled: payload.n * 2 }));
+  const jobs = [
+    await double.enqueue(client, { n: 21 }, { queue_name: "w-typed" }),
+    ...(await client.jobs.enqueueMany([double.job({ n: 1 }, { queue_name: "w-typed" })])),
+  ];
+  w.start();
+  try {
+    for (const job of jobs) await settled(job.id, "completed");
+  } finally {
+    await w.stop();
+  }
+  const done = await double.get(client, jobs[0]?.id ?? "");
+  assert.equal(done.result?.doubled, 42);
+  assert.deepEqual((await client.jobs.get(jobs[1]?.id ?? "")).result, { doubled: 2 });
 });
 
 /** A fetch that counts the requests per path (ids folded), for tests about how many calls the worker makes. */

@@ -7,7 +7,10 @@ Wakeups hub, which the notifier (or the in-memory store) signals when work arriv
 reference page's "idle in-process workers". The server depends on the SDK only here, and only when tasks are
 given (they are a `queueflow_client.TaskRegistry` anyway). Stopping stops claiming, then lets held jobs finish
 for up to `drain_seconds`; what is still running then is cancelled, and its lease expires and is reclaimed by
-the janitor like a crashed worker's.
+the janitor like a crashed worker's. It claims only the tasks the registry has (`task_names`), so it shares its
+queues with SDK workers running other tasks. Its lines are the loop's (a startup line, failures with their
+tracebacks at WARNING), but for the per-job lines: DEBUG here, since the server logs at INFO and a busy runner
+would write a line per job.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def load_runner(spec: str) -> TaskRunner:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     runner = getattr(importlib.import_module(module_name), attribute)
-    if not callable(getattr(runner, "function", None)):
+    if not callable(getattr(runner, "function", None)) or not isinstance(getattr(runner, "names", None), list):
         raise ValueError(f"{spec} is not a task registry (queueflow_client.TaskRegistry)")
     return runner  # type: ignore[no-any-return]
 
@@ -158,6 +161,8 @@ class InProcessWorker(BackgroundService):
             drain_seconds=drain_seconds,
             ack_interval=ack_interval,
             name="in-process worker",
+            queues=queues,
+            job_log_level=logging.DEBUG,
         )
 
     @property
