@@ -102,14 +102,16 @@ def database(settings: Settings) -> Iterator[str]:
         yield url
 
 
-def _open_store(url: str, wakeups: Wakeups, pool_size: int) -> Store:
+def _open_store(url: str, wakeups: Wakeups, settings: Settings) -> Store:
     if url == MEMORY_URL:
         from queueflow.stores.memory import InMemoryJobStore
 
         return InMemoryJobStore(wakeups=wakeups)
     from queueflow.stores.postgres import PostgresJobStore
 
-    return PostgresJobStore.from_url(url, pool_size=pool_size, signal=wakeups)
+    return PostgresJobStore.from_url(
+        url, pool_size=settings.pool_size, statement_cache_size=settings.statement_cache_size, signal=wakeups
+    )
 
 
 @asynccontextmanager
@@ -125,7 +127,9 @@ async def _runtime(
         if url != MEMORY_URL:
             from queueflow.runtime.notifier import Notifier
 
-            services.append(Notifier(url, wakeups, safety_poll=settings.safety_poll))
+            # Behind a transaction-mode pooler a LISTEN hears nothing: `listen_database_url` goes around it.
+            listen_url = settings.listen_database_url or url
+            services.append(Notifier(listen_url, wakeups, safety_poll=settings.safety_poll))
         if settings.mode in ("worker", "all"):
             engine = Engine(store, SystemClock(), settings=settings.engine_settings)
             services.append(Janitor(engine, interval=settings.janitor_interval))
@@ -156,7 +160,7 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
     from queueflow.api import create_app
 
     wakeups = Wakeups()
-    store = _open_store(url, wakeups, settings.pool_size)
+    store = _open_store(url, wakeups, settings)
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -203,7 +207,7 @@ async def _run_worker(settings: Settings, url: str, tasks: TaskRunner | None) ->
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     wakeups = Wakeups()
-    async with _runtime(settings, url, _open_store(url, wakeups, settings.pool_size), wakeups, tasks):
+    async with _runtime(settings, url, _open_store(url, wakeups, settings), wakeups, tasks):
         await stop.wait()
     log.info("queueflow worker stopped")
 
