@@ -3,8 +3,8 @@ throughout, wait for everything to settle, then check the invariants against the
 
 Scenarios (`FAULTS`): `soak` (no faults), `worker_kills`, `server_kills`, `db_faults` (outages and
 pg_terminate_backend bursts on our own database), `pg_restart` (a cluster of our own, restarted), `vacuum_pressure`
-(a snapshot held open throughout), and `mixed` (worker kills, server kills and database blips in turn: the short
-profile `make test` runs).
+(a snapshot held open throughout), `pooler` (the soak with every server behind PgBouncer in transaction mode), and
+`mixed` (worker kills, server kills and database blips in turn: the short profile `make test` runs).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import asyncpg
 
+from tests import pgbouncer
 from tests.chaos import cluster
 from tests.chaos.checks import Outcome, check
 from tests.chaos.ledger import Ledger
@@ -53,11 +54,18 @@ SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seco
 FULL = Profile(jobs=20_000, workflows=200, schedules=20, sdk_workers=5, load_seconds=45, fault_every=2.5)
 
 
+POOLER_CONNECTIONS = 10
+"""PostgreSQL connections PgBouncer opens for the whole `pooler` cluster, whose servers ask for 10 each."""
+
+
 @dataclass
 class Cluster:
     database_url: str
     work: Path
     ledger_path: Path
+    server_url: str | None = None
+    """Where the servers connect, when not straight to `database_url` (the `pooler` scenario's PgBouncer)."""
+    server_args: tuple[str, ...] = ()
     apis: list[cluster.Process] = field(default_factory=list)
     bases: list[str] = field(default_factory=list)
     servers: list[cluster.Process] = field(default_factory=list)
@@ -74,7 +82,13 @@ class Cluster:
     def start(self, profile: Profile) -> None:
         for n in range(2):
             process, base = cluster.server(
-                f"api{n}", "api", self.database_url, self.work, self.ledger_path, lease_timing=TIMING
+                f"api{n}",
+                "api",
+                self.server_url or self.database_url,
+                self.work,
+                self.ledger_path,
+                lease_timing=TIMING,
+                extra=self.server_args,
             )
             self.apis.append(process)
             self.bases.append(base)
@@ -83,11 +97,12 @@ class Cluster:
             process, _ = cluster.server(
                 f"worker{n}",
                 "worker",
-                self.database_url,
+                self.server_url or self.database_url,
                 self.work,
                 self.ledger_path,
                 queues=queues,
                 lease_timing=TIMING,
+                extra=self.server_args,
             )
             self.servers.append(process)
         self.workers = [self.new_worker(n) for n in range(profile.sdk_workers)]
@@ -190,6 +205,7 @@ FAULTS: dict[str, Fault | None] = {
     "db_faults": database_blip,
     "pg_restart": restart_postgres,
     "vacuum_pressure": None,
+    "pooler": None,
     "mixed": any_fault,
 }
 
@@ -214,6 +230,14 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         ledger = Ledger(work / "ledger.sqlite3")
         stack.callback(ledger.close)
         c = Cluster(database_url, work, work / "ledger.sqlite3", postgres=postgres)
+        if name == "pooler":
+            # Every statement through PgBouncer in transaction mode (asyncpg's statement cache off); the notifier
+            # LISTENs past it, straight at PostgreSQL, since through it a LISTEN hears nothing.
+            bouncer = pgbouncer.PgBouncer(database_url, pool_size=POOLER_CONNECTIONS)
+            await asyncio.to_thread(bouncer.start)
+            stack.callback(bouncer.close)
+            c.server_url = bouncer.url(database_url.rpartition("/")[2])
+            c.server_args = ("--statement-cache-size", "0", "--listen-database-url", database_url)
         stack.callback(c.stop)
         phases = Phases()
         await asyncio.to_thread(c.start, profile)
