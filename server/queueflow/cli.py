@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="prepared statements cached per connection (default 100; 0 behind a transaction-mode pooler)",
     )
     serving.add_argument(
+        "--statement-timeout", help="seconds a SQL statement may run before it is cancelled: 503 (default 10, 0: none)"
+    )
+    serving.add_argument(
         "--listen-database-url", help="where to LISTEN for new work, past a transaction pooler (default: database URL)"
     )
     serving.add_argument(

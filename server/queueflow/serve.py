@@ -110,7 +110,11 @@ def _open_store(url: str, wakeups: Wakeups, settings: Settings) -> Store:
     from queueflow.stores.postgres import PostgresJobStore
 
     return PostgresJobStore.from_url(
-        url, pool_size=settings.pool_size, statement_cache_size=settings.statement_cache_size, signal=wakeups
+        url,
+        pool_size=settings.pool_size,
+        statement_cache_size=settings.statement_cache_size,
+        statement_timeout=settings.statement_timeout or None,
+        signal=wakeups,
     )
 
 

@@ -30,6 +30,7 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
         pool_size: int = 10,
         connect_timeout: float = 5.0,
         statement_cache_size: int = 100,
+        statement_timeout: float | None = None,
         signal: WorkSignal | None = None,
     ) -> PostgresJobStore:
         """A store on its own pool of at most `pool_size` connections; none is opened until the first call.
@@ -38,12 +39,14 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
         hub), the jobs this process inserts also wake its own waiters directly once committed, without the
         notification's trip through PostgreSQL: the common case of one `serve --mode all`.
 
-        `statement_cache_size=0` lets the store run through a transaction-mode pooler (PgBouncer before 1.21)."""
+        `statement_cache_size=0` lets the store run through a transaction-mode pooler (PgBouncer before 1.21).
+        A statement still running after `statement_timeout` seconds is cancelled: `StoreUnavailable`."""
         return cls(
             asyncpg_dsn(database_url),
             pool_size=pool_size,
             connect_timeout=connect_timeout,
             statement_cache_size=statement_cache_size,
+            statement_timeout=statement_timeout,
             signal=signal,
         )
 
