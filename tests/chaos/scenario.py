@@ -3,8 +3,9 @@ throughout, wait for everything to settle, then check the invariants against the
 
 Scenarios (`FAULTS`): `soak` (no faults), `worker_kills`, `server_kills`, `db_faults` (outages and
 pg_terminate_backend bursts on our own database), `pg_restart` (a cluster of our own, restarted), `vacuum_pressure`
-(a snapshot held open throughout), `pooler` (the soak with every server behind PgBouncer in transaction mode), and
-`mixed` (worker kills, server kills and database blips in turn: the short profile `make test` runs).
+(a snapshot held open mid-run; throughput before, during and after it: see `vacuum`), `pooler` (the soak with
+every server behind PgBouncer in transaction mode), and `mixed` (worker kills, server kills and database blips in
+turn: the short profile `make test` runs).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import asyncpg
 
 from tests import pgbouncer
-from tests.chaos import cluster
+from tests.chaos import cluster, vacuum
 from tests.chaos.checks import Outcome, check
 from tests.chaos.ledger import Ledger
 from tests.chaos.ledger import now as ledger_now
@@ -242,12 +243,10 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         phases = Phases()
         await asyncio.to_thread(c.start, profile)
         phases.mark("start")
+        pressure = None
         if name == "vacuum_pressure":
-            holder = await asyncpg.connect(database_url)
-            stack.push_async_callback(holder.close)
-            # A snapshot held for the whole run: no row version dead since it began can be vacuumed away.
-            await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            await holder.fetchval("SELECT txid_current()")
+            # A snapshot held in the middle of the run: no row version that dies meanwhile can be vacuumed away.
+            pressure = asyncio.create_task(vacuum.hold_snapshot(database_url, ledger, profile.jobs))
         api = Api(c.bases)
         stack.push_async_callback(api.aclose)
         await create_schedules(api, profile.schedules)
@@ -259,6 +258,7 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         if faults is not None:
             await faults
         await asyncio.gather(*c.watchers)
+        held = await pressure if pressure is not None else None
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
         phases.mark("settle")
@@ -274,6 +274,9 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
             f"a killed process's job stayed running {max(c.stranded, default=0):.1f} s under its dead lease",
         )
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
+        if held is not None:
+            vacuum.measure(held, ledger)
+            outcome.notes.append(held.describe())
         kept.append(outcome)
         if not outcome.holds:
             outcome.logs = str(work)
