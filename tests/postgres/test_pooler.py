@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -99,3 +101,24 @@ async def test_the_notifier_keeps_one_connection_through_the_pooler(
 async def keep_busy(store: PostgresJobStore) -> None:
     while True:
         await asyncio.gather(*(store.ping() for _ in range(4)))
+
+
+def test_processes_migrating_one_after_another_through_the_pooler_all_succeed(postgres_url: str) -> None:
+    # Every server migrates at start. Through a transaction-mode pooler the server connection it gets may still hold
+    # the statements an earlier process's migration prepared, and asyncpg numbers statement names per process from
+    # 1: a fresh process's "__asyncpg_stmt_1__" then already existed, and a server of the chaos suite failed to
+    # start. Each run is a process of its own, as each server is.
+    direct = pg.blocking(pg.create_database)
+    try:
+        with pgbouncer.PgBouncer(postgres_url, pool_size=1) as single:  # one server connection, shared by all
+            through = single.url(pg.database_of(direct))
+            for _ in range(3):
+                done = subprocess.run(
+                    [sys.executable, "-m", "queueflow.cli", "migrate", "--database-url", through],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert done.returncode == 0, done.stderr
+    finally:
+        pg.blocking(lambda: pg.drop_database(direct))
