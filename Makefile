@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor
 
 $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,12 +50,13 @@ lint: $(INSTALLED)
 ci: test lint
 
 # The benchmark (bench/): every figure beside its baseline measured in the same run; writes bench/RESULTS.md.
+# Its worker drains build the TypeScript SDK (sdks/typescript/dist) when it is missing.
 # Its peers (PgQueuer, Procrastinate) get a virtualenv of their own, bench/.peers-venv, made on first use.
-bench: $(INSTALLED) pgbench
+bench: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile full
 
 # The same harness at tiny sizes, once: proves every scenario runs (the test suite runs it too).
-bench-smoke: $(INSTALLED) pgbench
+bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile smoke
 
 # pgbench measures the raw SQL ceiling; Debian ships it in postgresql-client.
@@ -80,6 +81,12 @@ $(TS_MODULES): $(TS_SDK)/package.json $(TS_SDK)/package-lock.json
 
 sdk-typescript: $(TS_MODULES)
 	cd $(TS_SDK) && npm run generate
+
+# The dashboard's and the API docs' browser assets (htmx, Redoc, Swagger UI): fetched from the npm registry at the
+# versions pinned in tools/vendor.py, checked against their SHA-256 and copied into server/queueflow/dashboard/static/,
+# where they are committed, so the wheel builds and the server runs with no network.
+vendor: $(INSTALLED)
+	$(BIN)/python -m tools.vendor
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/.peers-venv

@@ -7,6 +7,7 @@ from bench.report import Figure, Results, Target
 from bench.scenarios import wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
+from bench.scenarios.workers import KINDS, DrainRun
 
 MB = 1_000_000
 
@@ -147,6 +148,100 @@ def peer(
     )
     results.details.append(spread(f"{name} drain", rates["drain"], "jobs/s"))
     results.details.append(spread(f"{name} enqueue", rates["enqueue"], "rows/s"))
+
+
+# kind → (its default concurrency, target ÷ PgQueuer, peak RSS target in MB); issue 13's targets.
+WORKER_TARGETS: dict[str, tuple[int, float, float | None]] = {
+    "in-process": (10, 1.0, None),
+    "Python SDK": (10, 0.5, 60),
+    "TypeScript SDK": (1, 0.5, 100),
+}
+
+
+def workers(
+    results: Results,
+    drains: dict[tuple[str, int | None], list[DrainRun]],
+    long_drains: list[DrainRun],
+    pgqueuer: list[float],
+) -> None:
+    """Each worker's default drain beside PgQueuer's, its concurrency 100 ÷ 10, its peak RSS and CPU per job."""
+    peer = stats.median(pgqueuer) if pgqueuer else None
+    for kind in KINDS:
+        default_concurrency, target, rss_target = WORKER_TARGETS[kind]
+        default = drains.get((kind, None), [])
+        if not default:
+            continue
+        rates = [run.rate for run in default]
+        results.add(
+            Figure(
+                f"{kind} worker drain, default settings, {default[0].jobs:,} no-op jobs",
+                stats.median(rates),
+                "jobs/s",
+                peer,
+                "PgQueuer, 2 processes × batch 100" if peer else "PgQueuer not run",
+                Target("ratio", ">=", target),
+                rates,
+            )
+        )
+        ten = drains.get((kind, 10)) or (default if default_concurrency == 10 else [])
+        hundred = drains.get((kind, 100), [])
+        if ten and hundred:
+            high = [run.rate for run in hundred]
+            results.add(
+                Figure(
+                    f"{kind} worker drain at concurrency 100 (÷ at 10)",
+                    stats.median(high),
+                    "jobs/s",
+                    stats.median([run.rate for run in ten]),
+                    "at concurrency 10",
+                    Target("ratio", ">=", 1.0),
+                    high,
+                )
+            )
+        runs = [run for (each, _), shape_runs in drains.items() if each == kind for run in shape_runs]
+        peaks = [run.peak_rss / MB for run in runs]
+        results.add(
+            Figure(
+                f"{kind} worker peak RSS, {default[0].jobs:,}-job drains"
+                + (" (the whole server process)" if kind == "in-process" else ""),
+                max(peaks),
+                "MB",
+                target=Target("value", "<=", rss_target) if rss_target else None,
+                samples=peaks,
+            )
+        )
+        cpu = [run.cpu_per_1000 * 1000 for run in default]
+        results.add(
+            Figure(f"{kind} worker CPU per 1,000 jobs, worker + server, default settings", stats.median(cpu), "ms")
+        )
+        for (each, concurrency), shape_runs in drains.items():
+            if each == kind:
+                shape = f"concurrency {concurrency}" if concurrency else "default settings"
+                results.details.append(spread(f"{kind} worker drain, {shape}", [r.rate for r in shape_runs], "jobs/s"))
+                results.details.append(
+                    f"{kind} worker drain, {shape}: load average at each drain's end: "
+                    + "; ".join(run.load for run in shape_runs)
+                )
+    for run in long_drains:
+        short = drains.get((run.kind, None), [])
+        results.add(
+            Figure(
+                f"{run.kind} worker peak RSS, one {run.jobs:,}-job drain (÷ the shorter drains')",
+                run.peak_rss / MB,
+                "MB",
+                max(each.peak_rss for each in short) / MB if short else None,
+                "the shorter drains' peak",
+                Target("value", "<=", WORKER_TARGETS[run.kind][2] or 0),
+            )
+        )
+        results.details.append(workers_line(run))
+
+
+def workers_line(run: DrainRun) -> str:
+    return (
+        f"{run.kind} worker, {run.jobs:,}-job drain: {run.rate:,.0f} jobs/s, peak RSS {run.peak_rss / MB:.0f} MB,"
+        f" load {run.load}"
+    )
 
 
 def spread(label: str, values: list[float], unit: str, digits: int = 0) -> str:

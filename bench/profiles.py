@@ -29,6 +29,11 @@ class Profile:
     peers: bool
     pgqueuer_jobs: int
     procrastinate_jobs: int
+    worker_jobs: int = 0
+    """No-op jobs each worker drain (in-process, Python SDK, TypeScript SDK; default settings, then concurrency 10
+    and 100) takes from a backlog."""
+    worker_long_jobs: int = 0
+    """A longer drain per SDK worker, whose peak RSS shows whether memory stays flat (0: none)."""
     session_settle: float = 1.2
     """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
@@ -52,6 +57,8 @@ FULL = Profile(
     peers=True,
     pgqueuer_jobs=30_000,
     procrastinate_jobs=1_000,
+    worker_jobs=20_000,
+    worker_long_jobs=200_000,
 )
 
 SMOKE = Profile(
@@ -71,6 +78,7 @@ SMOKE = Profile(
     peers=False,
     pgqueuer_jobs=0,
     procrastinate_jobs=0,
+    worker_jobs=200,
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
     session_settle=0.2,
     server_args=("--safety-poll", "1"),

@@ -28,6 +28,12 @@ HOW = """## How each figure is measured
 - **Peak RSS**: VmHWM of the server, reset (clear_refs) after seeding, read after each batched drain; the largest.
 - **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
   warm-up), the worst repetition.
+- **Workers**: each kind in a process of its own at its default settings (then at concurrency 10 and 100) —
+  in-process (`queueflow serve --mode worker --tasks bench.workers.noop:tasks`), the Python SDK's `Worker`
+  (bench/workers/sdk_worker.py) and the TypeScript SDK's (bench/workers/ts_worker.mjs), the SDK ones against one
+  `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the worker has run a
+  first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU is the worker's
+  and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
   1,000 a call; one worker, concurrency 4).

@@ -20,7 +20,7 @@ from bench.database import ADMIN_URL, BenchDatabase, SessionCounter
 from bench.machine import describe
 from bench.profiles import Profile
 from bench.report import Results
-from bench.scenarios import history, peers, raw, wakeup
+from bench.scenarios import history, peers, raw, wakeup, workers
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.server import QueueFlowServer
@@ -62,10 +62,16 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
                 await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs, logs)
         finally:
             server.stop()
+    drains: dict[tuple[str, int | None], list[workers.DrainRun]] = {}
+    long_drains: list[workers.DrainRun] = []
+    if profile.worker_jobs:
+        await _workers(profile, step, drains, long_drains, logs)
+    pgqueuer_rates: list[float] = []
     if profile.peers:
 
         async def pgqueuer() -> None:
             rates = await peers.pgqueuer(profile.pgqueuer_jobs, profile.repetitions)
+            pgqueuer_rates.extend(rates["drain"])
             figures.peer(
                 results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"]
             )
@@ -78,6 +84,7 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
 
         await step("peer: PgQueuer", pgqueuer)
         await step("peer: Procrastinate", procrastinate)
+    figures.workers(results, drains, long_drains, pgqueuer_rates)
     results.elapsed_seconds = time.monotonic() - started
     results.load_at_end = " ".join(f"{load:.2f}" for load in os.getloadavg())
     print(f"server log: {logs / 'server.log'}")
@@ -163,6 +170,58 @@ async def _queueflow(
     await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))
     await step("lease latency with finished history", lambda: counted("lease with history", lease_history))
     figures.sessions(results, sessions)
+
+
+async def _workers(
+    profile: Profile,
+    step: Steps,
+    drains: dict[tuple[str, int | None], list[workers.DrainRun]],
+    long_drains: list[workers.DrainRun],
+    logs: Path,
+) -> None:
+    """Each kind of worker drains `worker_jobs` at its default settings, then at concurrency 10 and 100 (the
+    Python ones' default is 10, so that run is not repeated), repetition by repetition; then the long drains."""
+    shapes: list[tuple[str, int | None]] = [
+        ("in-process", None),
+        ("in-process", 100),
+        ("Python SDK", None),
+        ("Python SDK", 100),
+        ("TypeScript SDK", None),
+        ("TypeScript SDK", 10),
+        ("TypeScript SDK", 100),
+    ]
+    async with BenchDatabase("workers") as database:
+        database.migrate()
+        await database.connect()
+        server = QueueFlowServer(database.url, logs / "workers-server.log")
+        try:
+            if not await step("start queueflow serve for the SDK workers", _sync(server.start)):
+                return
+            if not workers.ts_ready() and not await step("build the TypeScript SDK", _sync(workers.build_ts)):
+                shapes = [shape for shape in shapes if shape[0] != "TypeScript SDK"]
+            for number in range(1, profile.repetitions + 1):
+
+                async def repetition() -> None:
+                    for kind, concurrency in shapes:
+                        run = await workers.drain(
+                            kind, database, profile.worker_jobs, logs, server=server, concurrency=concurrency
+                        )
+                        drains.setdefault((kind, concurrency), []).append(run)
+                        print(f"  {workers.describe(run)}", flush=True)
+
+                await step(f"workers, repetition {number}: in-process, Python SDK, TypeScript SDK drains", repetition)
+            if profile.worker_long_jobs:
+
+                async def long_runs() -> None:
+                    for kind in ("Python SDK", "TypeScript SDK"):
+                        if any(shape[0] == kind for shape in shapes):
+                            run = await workers.drain(kind, database, profile.worker_long_jobs, logs, server=server)
+                            long_drains.append(run)
+                            print(f"  {workers.describe(run)}", flush=True)
+
+                await step(f"workers: {profile.worker_long_jobs:,}-job drains (peak RSS)", long_runs)
+        finally:
+            server.stop()
 
 
 def _sync(work: Callable[[], object]) -> Callable[[], Awaitable[None]]:

@@ -106,16 +106,29 @@ class QueueFlowServer:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used so far (every thread)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
+        return process_cpu_seconds(self.pid)
 
     def reset_peak_rss(self) -> None:
-        """Start VmHWM afresh (clear_refs "5", Linux ≥ 4.0), so a peak belongs to one scenario, not to startup."""
-        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+        reset_peak_rss(self.pid)
 
     def peak_rss_bytes(self) -> int:
-        """VmHWM: the largest resident set since start or since `reset_peak_rss`."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        raise RuntimeError("no VmHWM in /proc status")
+        return process_peak_rss(self.pid)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time process `pid` has used so far (every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Start VmHWM afresh (clear_refs "5", Linux ≥ 4.0), so a peak belongs to one scenario, not to startup."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def process_peak_rss(pid: int) -> int:
+    """VmHWM: the largest resident set since start or since `reset_peak_rss`."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc status")

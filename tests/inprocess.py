@@ -33,9 +33,22 @@ class WatchedWakeups(Wakeups):
             self._changed.set()
             yield watch
 
+    @contextmanager
+    def watching_finish(self, object_id: str) -> Iterator[Watch]:
+        with super().watching_finish(object_id) as watch:
+            self._changed.set()
+            yield watch
+
     async def until_waiting(self, count: int) -> None:
         async with asyncio.timeout(5):
             while self.waiting < count:
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def until_watching_finishes(self, count: int) -> None:
+        """Until `count` waits on a finish are armed (`GET …?wait_seconds=`)."""
+        async with asyncio.timeout(5):
+            while self.waiting_for_finishes < count:
                 self._changed.clear()
                 await self._changed.wait()
 

@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="PostgreSQL URL (without one: an embedded PostgreSQL under --data-dir; memory:// for no database)",
     )
     serving.add_argument("--api-keys", help='tenant keys, "key1=tenant-a,key2=tenant-b"')
-    serving.add_argument("--worker-keys", help='worker keys, "wkey1,wkey2"')
+    serving.add_argument("--worker-keys", help='worker keys, "wkey1,wkey2=tenant-a" (key=tenant: that tenant only)')
     serving.add_argument("--janitor-interval", help="seconds between janitor sweeps (default 5)")
     serving.add_argument("--scheduler-interval", help="seconds between cron scheduler ticks (default 1)")
     serving.add_argument("--safety-poll", help="seconds between polls when a wake-up may be lost (default 5)")
@@ -75,16 +75,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "migrate":
         return migrate(args.database_url or os.environ.get("QUEUEFLOW_DATABASE_URL"))
     flags = {key: value for key, value in vars(args).items() if key != "command"}
-    from queueflow.serve import load_tasks, serve
+    from queueflow.serve import listen, load_tasks, serve
 
     try:
         settings = Settings.load(os.environ, **flags)
         settings.check_bind()
         tasks = load_tasks(settings)
+        sock = listen(settings) if settings.mode != "worker" else None
     except SettingsError as exc:
         print(f"queueflow serve: {exc}", file=sys.stderr)
         return 2
-    serve(settings, tasks)
+    serve(settings, tasks, sock)
     return 0
 
 

@@ -10,7 +10,20 @@ from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Completion, Cursor, Failure, Job, JobFilter, QueueCounts, QueueMinute
+from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
+    Completion,
+    Cursor,
+    Ended,
+    Failure,
+    HeldLease,
+    Job,
+    JobFilter,
+    QueueCounts,
+    QueueMinute,
+    Unchanged,
+)
 from queueflow.core.workflow import Workflow, WorkflowStatus
 
 
@@ -30,6 +43,10 @@ class WorkSignal(Protocol):
         """Work arrived on `queue`."""
         ...
 
+    def finished(self, object_id: str) -> None:
+        """The job or workflow `object_id` finished (PostgreSQL tells through `queueflow_done`)."""
+        ...
+
 
 class WorkflowStore(Protocol):
     """Where workflows live: a workflows row, one workflow_steps row per step (keyed on (workflow_id, name)),
@@ -47,6 +64,12 @@ class WorkflowStore(Protocol):
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
         """The workflow with its steps in submitted order, if it exists (and belongs to `tenant_id`, if given)."""
+        ...
+
+    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+        """Ask that the workflow's finish (running → any other status) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
         ...
 
     async def workflow_list(
@@ -101,6 +124,12 @@ class JobStore(Protocol):
         """The job, if it exists (and, with a `tenant_id`, belongs to that tenant)."""
         ...
 
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        """Ask that the job's finish (→ completed | dead_letter | cancelled) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
+        ...
+
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs that exist among `job_ids`, by id (any tenant)."""
         ...
@@ -110,10 +139,19 @@ class JobStore(Protocol):
         strictly after `after`."""
         ...
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
-        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` in
-        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token,
-        delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at its timeout.
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+        tenant_id: str | None = None,
+    ) -> list[Job]:
+        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (and, when
+        `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key) in
+        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token, delivery_count + 1,
+        started_at = now and locked_until = now + lease_seconds, capped at its timeout.
         Concurrent claimers never claim the same row."""
         ...
 
@@ -122,14 +160,45 @@ class JobStore(Protocol):
         job or retry becomes claimable. None when no such job waits. Reads only."""
         ...
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
         """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
-        capped at started_at + timeout_seconds. None when the lease is not held."""
+        capped at started_at + timeout_seconds, and progress = `progress` unless UNCHANGED. None (and nothing
+        written) when the lease is not held. A progress it cannot store is a `ValidationError`."""
+        ...
+
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        """`job_heartbeat` for each item on its own, in one operation: running (token matches, locked_until > now)
+        → locked_until = now + lease_seconds, capped at started_at + timeout_seconds, and progress = the item's
+        `progress` unless UNCHANGED. Per item, in input order, the new locked_until, or None (and nothing written)
+        where the lease is not held (an item repeated in the batch answers alike). A progress it cannot store is
+        a `ValidationError`, and then nothing is written."""
+        ...
+
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        """running (token matches, locked_until > now) → claimable again as if this claim never happened:
+        pending (retrying when retry_count > 0), delivery_count - 1, lease cleared, started_at cleared when no
+        delivery is left (else the released claim's stays: the earlier one's is not kept). For a claim whose
+        jobs never reached their worker. Each item on its own: None where the lease is not held. Announces the
+        queues (as an insert does), so parked lessees take the jobs now."""
         ...
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared. Each item on its own: None where the lease is not held."""
+        ...
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        """`job_complete_many`, answering per item only the job's id, status, queue and workflow (None where the
+        lease is not held): the batched ack's hot path, which needs no more."""
         ...
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
@@ -150,8 +219,10 @@ class JobStore(Protocol):
         ...
 
     async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
-        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds,
-        token unchanged, so no other janitor takes them while this one decides. Returns them as re-leased."""
+        """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds and a
+        new lease token, so that no other janitor takes them while this one decides, and the worker whose lease
+        expired can no longer finish them (409 lease_lost, as for any expired lease; with its old token it could,
+        for as long as the janitor held the row). Returns them as re-leased to the janitor."""
         ...
 
     async def job_delete_finished(self, before: datetime, limit: int) -> int:
@@ -160,7 +231,7 @@ class JobStore(Protocol):
         ...
 
     async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
+        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (`GET /v1/queues`): due
         (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
         part of the first two."""
         ...

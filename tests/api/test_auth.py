@@ -26,6 +26,7 @@ WORKER_ROUTES = [
     ("POST", "/v1/worker/jobs/job_x/complete"),
     ("POST", "/v1/worker/jobs/job_x/fail"),
     ("POST", "/v1/worker/ack"),
+    ("POST", "/v1/worker/heartbeat"),
 ]
 
 
@@ -76,14 +77,14 @@ async def test_development_mode_has_no_auth_and_one_tenant(clock: TestClock) -> 
 
 
 async def test_only_worker_keys_configured_is_not_development_mode(clock: TestClock) -> None:
-    app = create_app(Settings(worker_keys=("w",)), store=InMemoryJobStore(), clock=clock)
+    app = create_app(Settings(worker_keys={"w": None}), store=InMemoryJobStore(), clock=clock)
     async with AsyncClient(transport=ASGITransport(app=app), base_url="http://testserver") as client:
         assert_problem(await client.get("/v1/jobs"), 401, "unauthorized")
         assert_problem(await client.get("/v1/jobs", headers={"Authorization": "Bearer w"}), 403, "forbidden")
 
 
 def test_the_keyring_identifies_each_kind_of_key() -> None:
-    keyring = Keyring(Settings(api_keys={"a": "tenant-a", "b": "tenant-b"}, worker_keys=("w",)))
+    keyring = Keyring(Settings(api_keys={"a": "tenant-a", "b": "tenant-b"}, worker_keys={"w": None}))
     assert keyring.identify("a") == ("tenant", "tenant-a")
     assert keyring.identify("b") == ("tenant", "tenant-b")
     assert keyring.identify("w") == ("worker", None)

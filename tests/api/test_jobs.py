@@ -13,7 +13,7 @@ JOB_FIELDS = {
     "id", "tenant_id", "queue_name", "task_name", "payload", "status", "priority", "scheduled_at", "locked_until",
     "delivery_count", "retry_count", "max_retries", "backoff", "timeout_seconds", "next_retry_at", "result",
     "error_message", "workflow_id", "workflow_step_id", "metadata", "idempotency_key", "created_at", "started_at",
-    "completed_at",
+    "completed_at", "progress", "trace_context",
 }  # fmt: skip
 
 
@@ -31,6 +31,7 @@ async def test_enqueue_answers_201_with_every_job_field_and_the_defaults(client:
     assert (job["priority"], job["max_retries"], job["delivery_count"], job["retry_count"]) == (0, 3, 0, 0)
     assert job["backoff"] == {"strategy": "exponential", "base_seconds": 1.0, "max_seconds": 3600.0, "jitter": True}
     assert job["scheduled_at"] == job["created_at"] == "2026-03-01T12:00:00Z"
+    assert job["progress"] is None
 
 
 async def test_enqueue_takes_every_field_and_merges_a_partial_backoff(client: AsyncClient) -> None:

@@ -25,7 +25,7 @@ import tests.schemathesis.hooks  # noqa: F401 - registers the hooks
 CONFIGS = Path(__file__).parent.parent / "schemathesis"
 KEYS = Settings(
     api_keys={"test-tenant-key": "tenant-a"},
-    worker_keys=("test-worker-key",),
+    worker_keys={"test-worker-key": None},
     lease_wait_limit=0.01,  # generated long-polls end at once instead of after up to a minute
 )
 WORKER_ROUTES = "^/v1/worker/"

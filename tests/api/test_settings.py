@@ -18,7 +18,7 @@ def test_settings_come_from_env_and_flags_win() -> None:
     settings = Settings.load(env, port="9100", mode=None, janitor_interval="2.5")
 
     assert settings.api_keys == {"k1": "tenant-a", "k2": "tenant-b"}
-    assert settings.worker_keys == ("w1", "w2")
+    assert settings.worker_keys == {"w1": None, "w2": None}
     assert (settings.port, settings.mode, settings.retention_hours, settings.janitor_interval) == (
         9100,
         "worker",
@@ -92,3 +92,19 @@ def test_serve_refuses_an_unloadable_task_registry_in_one_line(spec: str, capsys
     assert main(["serve", "--database-url", "memory://", "--tasks", spec]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"queueflow serve: --tasks {spec}: ")
+
+
+def test_worker_keys_may_be_scoped_to_a_tenant() -> None:
+    settings = Settings.load({"QUEUEFLOW_WORKER_KEYS": "wkey1, wkey2=tenant-a,wkey1"})
+    assert settings.worker_keys == {"wkey1": None, "wkey2": "tenant-a"}
+    assert not settings.development_mode
+
+
+@pytest.mark.parametrize("raw", ["w=", "w=bad tenant", "=tenant-a", "w=tenant-a,w=tenant-b", "w,w=tenant-a"])
+def test_a_malformed_worker_key_list_is_refused(raw: str) -> None:
+    with pytest.raises(SettingsError, match="QUEUEFLOW_WORKER_KEYS"):
+        Settings.load({"QUEUEFLOW_WORKER_KEYS": raw})
+
+
+def test_a_sequence_of_bare_worker_keys_still_drains_every_tenant() -> None:
+    assert Settings(worker_keys=("w1", "w2")).worker_keys == {"w1": None, "w2": None}  # type: ignore[arg-type]

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import random
+from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from queueflow.api import create_app
 from queueflow.clocks import TestClock
+from queueflow.core.types import Job, NewJob
 from queueflow.engine import Engine
 from queueflow.stores.memory import InMemoryJobStore
 
-from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
+from tests.api.conftest import SETTINGS, TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
 from tests.inprocess import WatchedWakeups
 
 
@@ -209,6 +214,69 @@ async def test_an_empty_ack_is_ok_with_no_results(client: AsyncClient, body: dic
     assert response.json() == {"results": []}
 
 
+async def test_batched_heartbeat_extends_each_held_lease_on_its_own(client: AsyncClient, clock: TestClock) -> None:
+    await enqueue(client, priority=1)
+    await enqueue(client, timeout_seconds=20)
+    plain, capped = await lease(client, max_jobs=2, lease_seconds=10)
+    clock.advance(5)
+
+    response = await client.post(
+        "/v1/worker/heartbeat",
+        json={
+            "jobs": [
+                {"id": plain["id"], "lease_token": plain["lease_token"]},
+                {"id": capped["id"], "lease_token": capped["lease_token"]},
+                {"id": plain["id"], "lease_token": "stale"},
+                {"id": "job_missing", "lease_token": "x"},
+            ],
+            "lease_seconds": 60,
+        },
+        headers=WORKER,
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "results": [
+            {"id": plain["id"], "outcome": "ok", "locked_until": "2026-03-01T12:01:05Z"},
+            {"id": capped["id"], "outcome": "ok", "locked_until": "2026-03-01T12:00:20Z"},  # the timeout caps it
+            {"id": plain["id"], "outcome": "lease_lost", "locked_until": None},
+            {"id": "job_missing", "outcome": "lease_lost", "locked_until": None},
+        ]
+    }
+
+
+async def test_batched_heartbeat_keeps_a_lease_from_the_janitor_and_defaults_to_30_s(
+    client: AsyncClient, clock: TestClock
+) -> None:
+    await enqueue(client)
+    (job,) = await lease(client, lease_seconds=10)
+    clock.advance(9)
+    body = {"jobs": [{"id": job["id"], "lease_token": job["lease_token"]}]}
+    response = await client.post("/v1/worker/heartbeat", json=body, headers=WORKER)
+    assert response.json()["results"][0]["locked_until"] == "2026-03-01T12:00:39Z"
+    clock.advance(20)  # past the first lease's end, within the extended one
+    complete = {"lease_token": job["lease_token"]}
+    response = await client.post(f"/v1/worker/jobs/{job['id']}/complete", json=complete, headers=WORKER)
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"jobs": []},
+        {"jobs": [{"id": "job_x", "lease_token": "t"}] * 1001},
+        {"jobs": [{"id": "job_x", "lease_token": "t"}], "lease_seconds": 0},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "progress": "nul\u0000"}]},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "progress": "x" * 65_536}]},
+        {"jobs": [{"id": "job_x", "lease_token": "t", "unknown": 1}]},
+    ],
+)
+async def test_batched_heartbeat_rejects_a_bad_body(client: AsyncClient, body: dict[str, object]) -> None:
+    response = await client.post("/v1/worker/heartbeat", json=body, headers=WORKER)
+    assert_problem(response, 400, "validation_error")
+
+
 async def test_lease_requires_queues(client: AsyncClient) -> None:
     for body in ({}, {"queues": []}, {"queues": ["bad queue"]}, {"queues": ["default"], "wait_seconds": 61}):
         response = await client.post("/v1/worker/lease", json=body, headers=WORKER)
@@ -281,3 +349,66 @@ async def test_a_parked_lease_answers_empty_at_its_deadline(client: AsyncClient,
     jobs = await lease(client, ["mail"], wait_seconds=0.05)
     assert jobs == []
     assert wakeups.waiting == 0
+
+
+class ClaimGate(InMemoryJobStore):
+    """A store whose claims wait at a gate, so a test can let a client leave while one runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def job_claim(self, *args: Any, **kwargs: Any) -> list[Job]:
+        await self.gate.wait()
+        return await super().job_claim(*args, **kwargs)
+
+
+async def test_jobs_claimed_for_a_client_that_left_during_the_claim_are_handed_back_uncounted(
+    clock: TestClock, wakeups: WatchedWakeups
+) -> None:
+    store = ClaimGate()
+    app = create_app(SETTINGS, store=store, clock=clock, wakeups=wakeups, rng=random.Random(7))
+    engine = Engine(store, clock)
+    job = (await engine.enqueue("tenant-a", NewJob(task_name="t", queue_name="mail"))).job
+    body = json.dumps({"queues": ["mail"], "wait_seconds": 30}).encode()
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop(0)
+        store.gate.set()  # the client leaves while the claim runs
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/v1/worker/lease", "raw_path": b"/v1/worker/lease", "query_string": b"", "root_path": "",
+        "headers": [(b"authorization", b"Bearer key-w"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1), "server": ("testserver", 80),
+    }  # fmt: skip
+    await app(scope, receive, send)
+
+    answer = json.loads(
+        b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")
+    )
+    assert answer == {"jobs": []}
+    back = await engine.get_job("tenant-a", job.id)
+    assert (back.status, back.delivery_count, back.lease_token) == ("pending", 0, None)
+    (again,) = await engine.lease(["mail"])
+    assert (again.id, again.delivery_count) == (job.id, 1)
+
+
+async def test_a_lease_with_task_names_takes_only_those_tasks(client: AsyncClient) -> None:
+    mine = await enqueue(client, task_name="mine")
+    theirs = await enqueue(client, task_name="theirs", priority=9)
+    jobs = await lease(client, max_jobs=10, task_names=["mine", "other"])
+    assert [job["id"] for job in jobs] == [mine["id"]]
+    assert [job["id"] for job in await lease(client, max_jobs=10)] == [theirs["id"]]
+    for bad in ([], [""], ["x" * 201]):
+        response = await client.post(
+            "/v1/worker/lease", json={"queues": ["default"], "task_names": bad}, headers=WORKER
+        )
+        assert_problem(response, 400, "validation_error")

@@ -14,7 +14,8 @@ import uuid
 from typing import Any
 
 from queueflow_client import TaskRegistry
-from queueflow_client.tasks import Delivery, Fatal, JobContext, Lease, Retry
+from queueflow_client.loop import Outcome
+from queueflow_client.tasks import Fatal, JobContext, Retry
 
 from tests.chaos.ledger import Ledger
 
@@ -28,29 +29,6 @@ def draw(job_id: str, delivery: int) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-class _RecordingLease:
-    """A `Lease` that writes each outcome the server answered into the ledger."""
-
-    def __init__(self, inner: Lease, ledger: Ledger, job_id: str) -> None:
-        self.inner = inner
-        self.ledger = ledger
-        self.job_id = job_id
-
-    async def heartbeat(self) -> bool:
-        return await self.inner.heartbeat()
-
-    async def complete(self, result: Any) -> bool:
-        held = await self.inner.complete(result)
-        nonce = result.get("nonce") if isinstance(result, dict) else None
-        self.ledger.outcome(self.job_id, "complete", nonce, held)
-        return held
-
-    async def fail(self, error: str, *, retryable: bool, retry_after_seconds: float | None) -> bool:
-        held = await self.inner.fail(error, retryable=retryable, retry_after_seconds=retry_after_seconds)
-        self.ledger.outcome(self.job_id, "fail", None, held)
-        return held
-
-
 class LedgerRegistry(TaskRegistry):
     def __init__(self) -> None:
         super().__init__()
@@ -62,8 +40,13 @@ class LedgerRegistry(TaskRegistry):
             self._ledger = Ledger.from_env()
         return self._ledger
 
-    async def execute(self, job: Delivery, lease: Lease, *, heartbeat_every: float) -> None:
-        await super().execute(job, _RecordingLease(lease, self.ledger, job.id), heartbeat_every=heartbeat_every)
+    def recorded(self, outcome: Outcome, *, held: bool) -> None:
+        """Write each outcome the server answered into the ledger."""
+        if outcome.error is None:
+            nonce = outcome.result.get("nonce") if isinstance(outcome.result, dict) else None
+            self.ledger.outcome(outcome.job_id, "complete", nonce, held)
+        else:
+            self.ledger.outcome(outcome.job_id, "fail", None, held)
 
 
 registry = LedgerRegistry()

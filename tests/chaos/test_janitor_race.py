@@ -3,8 +3,13 @@
 The janitor reclaims in two steps — re-lease the expired rows to itself, then fail them through the failure
 policy — and a barrier in the store holds it between the two while the worker's completion arrives: before the
 janitor goes on, at the same instant, or after it finished. Repeated 210 times on PostgreSQL. Every time exactly
-one side wins: the completion (200, the job completed with the worker's result, nothing reclaimed) or the janitor
-(the completion gets 409 `lease_lost`, the job is retrying and keeps no result). Never both, never neither.
+one side wins, never both, never neither: the completion (200, the job completed with the worker's result, nothing
+reclaimed) or the janitor (the completion gets 409 `lease_lost`, the job is retrying and keeps no result).
+
+Which side wins is not left to chance: a completion that arrives once the lease has expired gets 409, as the spec
+says, in every order. (The janitor's re-lease once kept the worker's token, and so revived its expired lease: a
+completion that came while the janitor decided won.) The control rounds complete just before the lease expires,
+the janitor sweeping at that same instant: the completion wins, and the janitor finds nothing.
 
 Unlike the rest of the suite this drives the engine in-process: only inside the store can the race be forced.
 """
@@ -25,6 +30,7 @@ from tests.postgres.helpers import START, T, engine_on
 
 ROUNDS = 210
 ORDERS = ("completion first", "together", "janitor first")
+CONTROL_ROUNDS = 30
 
 
 class Barrier:
@@ -82,7 +88,23 @@ async def test_a_completion_racing_the_janitor_wins_cleanly_or_gets_409(postgres
         assert_one_winner(final, report, completed, n)
         wins[order]["completion" if completed else "janitor"] += 1
     print(f"janitor race, {ROUNDS} rounds: {wins}")
-    assert wins["completion first"]["completion"] == wins["janitor first"]["janitor"] == ROUNDS // len(ORDERS)
+    assert all(won == {"completion": 0, "janitor": ROUNDS // len(ORDERS)} for won in wins.values())
+
+
+async def test_a_completion_just_before_expiry_wins_over_a_janitor_at_that_instant(
+    postgres_store: PostgresJobStore,
+) -> None:
+    clock = TestClock(START)
+    worker = engine_on(postgres_store, clock, seed=1)
+    for n in range(CONTROL_ROUNDS):
+        queue = f"control-{n}"
+        await worker.enqueue(T, NewJob(task_name="race", queue_name=queue))
+        (held,) = await worker.lease([queue], lease_seconds=30)
+        clock.advance(29.999)  # one millisecond left on the lease
+        janitor = engine_on(postgres_store, clock, seed=2 + n).run_maintenance()
+        report, done = await asyncio.gather(janitor, worker.complete(held.id, held.lease_token or "", {"round": n}))
+        assert_one_winner(await worker.get_job(T, held.id), report, True, n)
+        assert done.status is JobStatus.COMPLETED
 
 
 def assert_one_winner(final: Job, report: MaintenanceReport, completed: bool, n: int) -> None:

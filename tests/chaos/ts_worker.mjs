@@ -3,7 +3,7 @@
 // A TypeScript SDK worker (sdks/typescript, built into dist/) running the chaos task, the same behaviours as
 // tests/chaos/tasks.py. Node 20 has no SQLite, so it appends its ledger rows to JOURNAL as JSON lines (one
 // appendFileSync each: a SIGKILL loses nothing written); the checks load them into the ledger. What the
-// server acknowledged is read off the worker's own fetch: the answer to each complete and fail call.
+// server acknowledged is read off the worker's own fetch: the answer to each item of its batched acks.
 import { appendFileSync } from "node:fs";
 import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -20,16 +20,23 @@ function draw(jobId, delivery) {
   return createHash("sha256").update(`${jobId}:${delivery}`).digest().readUInt32BE(0) / 2 ** 32;
 }
 
-const SETTLE = /\/v1\/worker\/jobs\/([^/]+)\/(complete|fail)$/;
+const ACK = "/v1/worker/ack";
 
 async function observed(input, init) {
   const request = input instanceof Request ? input : new Request(input, init);
-  const match = SETTLE.exec(new URL(request.url).pathname);
-  const body = match ? JSON.parse(await request.clone().text()) : undefined;
+  const acking = new URL(request.url).pathname === ACK;
+  const body = acking ? JSON.parse(await request.clone().text()) : undefined;
   const response = await fetch(request);
-  if (match) {
-    const nonce = match[2] === "complete" ? (body.result?.nonce ?? null) : null;
-    record("outcomes", { job_id: match[1], kind: match[2], nonce, acked: response.status === 200 ? 1 : 0 });
+  if (acking) {
+    // The worker records outcomes in batches: one ledger row per item, acked when the server answered it "ok".
+    const answered = response.status === 200 ? (await response.clone().json()).results : [];
+    const held = new Map(answered.map((result) => [result.id, result.outcome === "ok" ? 1 : 0]));
+    for (const item of body.complete ?? []) {
+      record("outcomes", { job_id: item.id, kind: "complete", nonce: item.result?.nonce ?? null, acked: held.get(item.id) ?? 0 });
+    }
+    for (const item of body.fail ?? []) {
+      record("outcomes", { job_id: item.id, kind: "fail", nonce: null, acked: held.get(item.id) ?? 0 });
+    }
   }
   return response;
 }

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -17,9 +18,11 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import httpx
 import pytest
+from queueflow_client import JobContext, TaskRegistry, Worker
 
 from tests.e2e.live import ROOT, free_port, live_server
 
@@ -110,3 +113,33 @@ def test_a_long_poll_whose_client_left_claims_nothing() -> None:
         job = http.post("/v1/jobs", json={"task_name": "t", "queue_name": "abandoned"}).json()
         leased = http.post("/v1/worker/lease", json={"queues": ["abandoned"], "wait_seconds": 5}).json()
         assert [j["id"] for j in leased["jobs"]] == [job["id"]]
+
+
+def test_a_python_worker_stopped_while_its_poll_is_parked_strands_nothing(database_url: str) -> None:
+    """Stopping a worker mid-poll closes the poll's connection; the server then claims nothing for it, so a job
+    enqueued next goes to the next worker at once, on its first delivery (it once went to the abandoned poll and
+    waited out its lease, then dead-lettered without having run)."""
+    tasks = TaskRegistry()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
+        raise AssertionError("the stopped worker must run nothing")
+
+    with live_server("--database-url", database_url, "--mode", "api") as base, httpx.Client(base_url=base) as http:
+
+        async def start_and_stop() -> float:
+            worker = Worker(base, None, tasks, queues=["stranding"], wait_seconds=20, lease_seconds=600)
+            await worker.start()
+            await asyncio.to_thread(wait_for_parked, http, 1)
+            began = time.monotonic()
+            await worker.stop()
+            return time.monotonic() - began
+
+        took = asyncio.run(start_and_stop())
+        assert took < 2, f"stop() took {took:.1f} s"
+        wait_for_parked(http, 0)
+        job = http.post("/v1/jobs", json={"task_name": "t", "queue_name": "stranding", "max_retries": 0}).json()
+        began = time.monotonic()
+        leased = http.post("/v1/worker/lease", json={"queues": ["stranding"], "wait_seconds": 5}).json()["jobs"]
+        assert time.monotonic() - began < 1
+        assert [(j["id"], j["delivery_count"]) for j in leased] == [(job["id"], 1)]

@@ -35,3 +35,10 @@ def test_the_readme_example_runs_as_written(section: str) -> None:
         done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert EXPECTED[section] in done.stdout
+
+
+def test_the_client_example_runs_as_written_with_its_tenant_key() -> None:
+    with live_server("--database-url", "memory://", "--api-keys", "key1=acme", "--worker-keys", "wkey") as base:
+        source = example("The client").replace(URL, base)
+        done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr

@@ -21,3 +21,7 @@ def test_the_wheel_installs_and_imports(tmp_path: Path) -> None:
     probe = "import queueflow_client as q; print(q.__version__, q.QueueFlow.__name__, q.Worker.__name__)"
     out = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout.split() == ["0.1.0", "QueueFlow", "Worker"]
+    # The operator CLI is a console script of the wheel.
+    usage = subprocess.run([env_dir / "bin" / "queueflow-client", "--help"], capture_output=True, text=True, check=True)
+    assert "jobs" in usage.stdout
+    assert "dlq" in usage.stdout

@@ -85,5 +85,10 @@ def test_the_installed_wheel_migrates_and_serves(installed: Path, tmp_path: Path
             assert "Tenant key" in sign_in.text
             assert httpx.get(f"{base}/ui/static/htmx.min.js").status_code == 200
             assert httpx.get(f"{base}/ui/static/dashboard.css").status_code == 200
+            # So are the API docs' bundles (Redoc, Swagger UI): the docs work with no network.
+            for docs, asset in [("/schema", "redoc.standalone.js"), ("/schema/swagger", "swagger-ui-bundle.js")]:
+                assert f"/ui/static/{asset}" in httpx.get(f"{base}{docs}").text
+                assert httpx.get(f"{base}/ui/static/{asset}").status_code == 200
+            assert httpx.get(f"{base}/ui/static/swagger-ui.css").status_code == 200
     finally:
         pg.blocking(lambda: pg.drop_database(url))

@@ -18,8 +18,8 @@ HISTORY = 100_000
 async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     # A prepared claim may be planned once and reused (a generic plan): that plan must use the index too.
     await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-    await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval) AS {CLAIM}")
-    rows = await connection.fetch(f"EXPLAIN EXECUTE claim('{{default}}', 10, '{START.isoformat()}', '30 s')")
+    await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval, text[]) AS {CLAIM}")
+    rows = await connection.fetch(f"EXPLAIN EXECUTE claim('{{default}}', 10, '{START.isoformat()}', '30 s', NULL)")
     return "\n".join(row[0] for row in rows)
 
 

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 
 from queueflow.clocks import TestClock
+from queueflow.core.errors import LeaseLost
 from queueflow.core.types import Job, JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
@@ -90,7 +91,7 @@ class SlowJanitorStore(PostgresJobStore):
         return taken
 
 
-async def test_a_worker_that_completes_while_the_janitor_decides_wins(
+async def test_a_worker_whose_lease_expired_gets_409_while_the_janitor_decides(
     postgres_url: str, postgres_store: PostgresJobStore
 ) -> None:
     clock = TestClock(START)
@@ -98,18 +99,23 @@ async def test_a_worker_that_completes_while_the_janitor_decides_wins(
     (job_id,) = await enqueue(postgres_store, clock, 1)
     (job,) = await worker.lease(["default"], lease_seconds=10)
     clock.advance(seconds=11)
+    refused: list[bool] = []
 
     async def worker_completes() -> None:
-        await worker.complete(job_id, job.lease_token or "", {"done": "just in time"})
+        try:
+            await worker.complete(job_id, job.lease_token or "", {"done": "too late"})
+        except LeaseLost:
+            refused.append(True)
 
     async with SlowJanitorStore.from_url(postgres_url, pool_size=1) as janitor_store:
         janitor_store.between = worker_completes
         report = await engine_on(janitor_store, clock).run_maintenance()
 
-    assert report.reclaimed == 0
+    assert refused == [True]  # the janitor's re-lease did not revive the expired one
+    assert report.reclaimed == 1
     done = await postgres_store.job_get(job_id)
     assert done is not None
-    assert (done.status, done.result, done.retry_count) == (JobStatus.COMPLETED, {"done": "just in time"}, 0)
+    assert (done.status, done.result, done.retry_count) == (JobStatus.RETRYING, None, 1)
 
 
 async def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(
@@ -129,3 +135,33 @@ async def test_concurrent_enqueues_with_one_idempotency_key_make_one_job(
 
     assert len({job_id for job_id, _ in results}) == 1
     assert sum(created for _, created in results) == 1
+
+
+async def test_scoped_and_unscoped_claimers_together_claim_every_row_once_and_scoped_ones_only_theirs(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    ours = set(await enqueue(postgres_store, clock, 600))
+    engine = engine_on(postgres_store, clock, seed=5)
+    theirs = {result.job.id for result in await engine.enqueue_many("tenant-b", [NewJob(task_name="t")] * 600)}
+    start_line = asyncio.Barrier(6)
+
+    async def claimer(store: PostgresJobStore, scope: str | None) -> list[Job]:
+        claiming = engine_on(store, clock)
+        await start_line.wait()
+        claimed: list[Job] = []
+        while batch := await claiming.lease(["default"], max_jobs=10, scope=scope):
+            claimed += batch
+        return claimed
+
+    scopes = [T, T, T, "tenant-b", None, None]
+    async with stores(postgres_url, len(scopes)) as claimers:
+        results = await asyncio.gather(*(claimer(store, scope) for store, scope in zip(claimers, scopes, strict=True)))
+
+    every = [job.id for claimed in results for job in claimed]
+    assert len(every) == len(set(every)) == 1200
+    assert set(every) == ours | theirs
+    for scope, claimed in zip(scopes, results, strict=True):
+        if scope is not None:
+            assert {job.tenant_id for job in claimed} <= {scope}
+    assert sum(1 for scope, claimed in zip(scopes, results, strict=True) if scope == T and claimed) > 1

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+from msgspec.structs import replace
 from queueflow.cli import main
+from queueflow.clocks import TestClock
+from queueflow.core.types import JobStatus, NewJob
+from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres import schema as pgschema
+from queueflow.stores.postgres.rows import insert_columns
 
 from tests import pg
+from tests.postgres.helpers import START, T, engine_on
+from tests.postgres.helpers import row as job_row
 
 TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
 
@@ -30,7 +37,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0002"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"
 
 
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,7 +51,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0002"
+        assert pg.blocking(version) == "0003"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -128,3 +135,42 @@ async def test_the_other_tables(postgres_url: str) -> None:
     } <= columns["schedules"]  # fmt: skip
     assert step_key == "PRIMARY KEY (workflow_id, name)"
     assert schedule_unique == "UNIQUE (tenant_id, name)"
+
+
+# The job insert of revision 0002's server, as it was (the store's own has since gained columns).
+INSERT_0002 = """
+INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
+                            max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
+                            workflow_step_id)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
+                     $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
+                     $14::text[], $15::text[])
+"""
+
+
+async def test_an_existing_database_upgrades_to_0003_with_its_jobs_intact() -> None:
+    # Rows as a 0002 server wrote them: its insert statement (which names its columns), and a finished job.
+    rows = [job_row(task_name=f"t{i}", payload={"i": i}, idempotency_key=f"k{i}") for i in range(3)]
+    done = replace(rows[0], status=JobStatus.COMPLETED, result={"done": True}, completed_at=START)
+    async with pg.fresh_database() as url:
+        await pgschema.upgrade_async(url, "0002")
+        async with pg.connect(url) as connection:
+            await connection.fetch(INSERT_0002, *insert_columns(rows)[:15])
+            await connection.execute(
+                "UPDATE queueflow.jobs SET status = 'completed', result = '{\"done\": true}', completed_at = $2"
+                " WHERE id = $1",
+                done.id,
+                START,
+            )
+        await pgschema.upgrade_async(url)
+        async with PostgresJobStore.from_url(url, pool_size=1) as store:
+            assert [await store.job_get(job.id) for job in rows] == [done, *rows[1:]]
+            engine = engine_on(store, TestClock(START))
+            # The idempotency keys still hold, whichever way the repeat comes.
+            assert (await engine.enqueue(T, NewJob(task_name="again", idempotency_key="k1"))).job == rows[1]
+        async with pg.connect(url) as connection:
+            repeat = await connection.fetchval(
+                "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
+            )
+            assert repeat == rows[2].id
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"

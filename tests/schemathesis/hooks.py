@@ -1,4 +1,4 @@
-"""schemathesis hooks: rules of API.md that JSON Schema cannot state, so generated "valid" requests obey them.
+"""schemathesis hooks: rules of the API that JSON Schema cannot state, so generated "valid" requests obey them.
 
 A positive (schema-valid) case that breaks one of these rules is dropped rather than sent, because the API
 rightly answers it with 400 and schemathesis would count that as rejecting valid data. Negative cases are

@@ -19,7 +19,9 @@ from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker
 from tests.inprocess import WatchedWakeups
 
 BASE = "http://testserver"
-SETTINGS = Settings(api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys=("key-w",), max_body_bytes=4096)
+SETTINGS = Settings(
+    api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys={"key-w": None}, max_body_bytes=4096
+)
 
 
 @pytest.fixture

@@ -3,53 +3,59 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from queueflow.core.types import NewJob
+from queueflow.core.types import Job, NewJob
 from queueflow.engine import Engine
-from queueflow.runtime.inprocess import InProcessWorker, TaskRunner, load_runner
+from queueflow.runtime.inprocess import InProcessWorker, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry
+from queueflow_client.loop import Outcome
 
 from tests.inprocess import WatchedWakeups
 from tests.sdk import sample_tasks
 
 
-class Watched:
-    """A runner that tells the test how many deliveries it has run to their end (no polling)."""
+class Recorded:
+    """Tells the test how many outcomes the worker has recorded through its engine (no polling)."""
 
-    def __init__(self, runner: TaskRunner) -> None:
-        self.runner = runner
-        self.finished = 0
+    def __init__(self, worker: InProcessWorker) -> None:
+        self.outcomes = 0
         self._changed = asyncio.Condition()
+        record = worker.source.ack
 
-    async def execute(self, job: Any, lease: Any, *, heartbeat_every: float) -> None:
-        await self.runner.execute(job, lease, heartbeat_every=heartbeat_every)
-        self.finished += 1
-        async with self._changed:
-            self._changed.notify_all()
+        async def ack(outcomes: Sequence[Outcome]) -> list[bool]:
+            held = await record(outcomes)
+            self.outcomes += len(outcomes)
+            async with self._changed:
+                self._changed.notify_all()
+            return held
+
+        worker.source.ack = ack  # type: ignore[method-assign]
 
     async def until(self, count: int) -> None:
         async with asyncio.timeout(5), self._changed:
-            await self._changed.wait_for(lambda: self.finished >= count)
+            await self._changed.wait_for(lambda: self.outcomes >= count)
 
 
 async def test_runs_the_registry_and_wakes_on_new_work(engine: Engine, wakeups: WatchedWakeups) -> None:
-    runner = Watched(sample_tasks.tasks)
-    async with InProcessWorker(engine, wakeups, runner, queues=["default"], poll=60):
+    worker = InProcessWorker(engine, wakeups, sample_tasks.tasks, queues=["default"], poll=60)
+    recorded = Recorded(worker)
+    async with worker:
         await wakeups.until_waiting(1)  # idle: parked on the hub, not polling
         added = (await engine.enqueue("default", NewJob(task_name="add", payload={"a": 2, "b": 3}))).job
         shouted = (await engine.enqueue("default", NewJob(task_name="shout", payload={"text": "hi"}))).job
         refused = (await engine.enqueue("default", NewJob(task_name="refuse", max_retries=3))).job
-        await runner.until(3)
+        await recorded.until(3)
     assert (await engine.get_job("default", added.id)).result == {"sum": 5, "job": added.id}
     assert (await engine.get_job("default", shouted.id)).result == "HI"
     refused_now = await engine.get_job("default", refused.id)
     assert (refused_now.status, refused_now.error_message) == ("dead_letter", "refused")
 
 
-async def test_honours_concurrency_and_drains_on_stop(engine: Engine, wakeups: WatchedWakeups) -> None:
+async def test_honours_concurrency_and_drains_held_jobs_on_stop(engine: Engine, wakeups: WatchedWakeups) -> None:
     tasks, release, started = TaskRegistry(), asyncio.Event(), asyncio.Condition()
     running: list[str] = []
 
@@ -61,19 +67,42 @@ async def test_honours_concurrency_and_drains_on_stop(engine: Engine, wakeups: W
         await release.wait()
         return "done"
 
-    jobs = [(await engine.enqueue("default", NewJob(task_name="t"))).job for _ in range(3)]
-    worker = InProcessWorker(engine, wakeups, tasks, concurrency=2, poll=60)
+    jobs = [(await engine.enqueue("default", NewJob(task_name="t"))).job for _ in range(4)]
+    worker = InProcessWorker(engine, wakeups, tasks, concurrency=2, prefetch=1, poll=60)
     await worker.start()
     async with asyncio.timeout(5), started:
         await started.wait_for(lambda: len(running) == 2)
-    assert worker.held == 2
+    assert (worker.loop.running, worker.held) == (2, 3)  # two running, one leased ahead
     stopping = asyncio.create_task(worker.stop())
     await asyncio.sleep(0)
     release.set()
     await stopping
     statuses = [str((await engine.get_job("default", job.id)).status) for job in jobs]
-    assert sorted(statuses) == ["completed", "completed", "pending"]  # the third was never claimed
+    # The job leased ahead ran in the drain; the fourth was never claimed.
+    assert sorted(statuses) == ["completed", "completed", "completed", "pending"]
     assert worker.peak_held == 2
+
+
+async def test_claims_and_acks_in_batches(engine: Engine, wakeups: WatchedWakeups) -> None:
+    for n in range(50):
+        await engine.enqueue("default", NewJob(task_name="add", payload={"a": n, "b": 1}))
+    worker = InProcessWorker(engine, wakeups, sample_tasks.tasks, concurrency=10, poll=60)
+    claims: list[int] = []
+    lease = worker.source.lease
+
+    async def counted(max_jobs: int) -> list[Job]:
+        jobs = await lease(max_jobs)
+        claims.append(len(jobs))
+        return jobs
+
+    worker.source.lease = counted  # type: ignore[method-assign]
+    recorded = Recorded(worker)
+    async with worker:
+        await recorded.until(50)
+    assert sum(claims) == 50
+    assert claims[0] == 20  # at first, concurrency + as many again, in one claim
+    assert len([claim for claim in claims if claim]) <= 3  # then more ahead, as the tasks prove short
+    assert len(worker.loop.ack_batches) < 50
 
 
 def test_load_runner_and_settings() -> None:

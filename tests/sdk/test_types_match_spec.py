@@ -30,8 +30,10 @@ RESPONSE_TYPES: dict[str, type] = {
     "Job": public.Job,
     "LeasedJob": public.LeasedJob,
     "Backoff": public.Backoff,
+    "TraceContext": public.TraceContext,
     "Queue": public.Queue,
     "AckResult": public.AckResult,
+    "HeartbeatResult": public.HeartbeatResult,
     "Workflow": public.Workflow,
     "WorkflowStep": public.WorkflowStep,
     "Schedule": public.Schedule,
@@ -41,7 +43,7 @@ RESPONSE_TYPES: dict[str, type] = {
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",
-             "Heartbeat": "locked_until"}  # fmt: skip
+             "Heartbeat": "locked_until", "HeartbeatResults": "results"}  # fmt: skip
 NOT_THE_SDKS = {"Health"}  # /healthz and /readyz, for load balancers
 
 # Public types the user builds and the client sends: the same names and enums (their None means "not sent").

@@ -9,13 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from queueflow.stores.postgres.url import asyncpg_dsn
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 SDK = ROOT / "sdks" / "typescript"
 
 
-def npm(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    # The suite starts `queueflow serve` from this interpreter's environment, wherever that is.
-    env = {**os.environ, "QUEUEFLOW_BIN": str(Path(sys.executable).parent / "queueflow")}
+def npm(*args: str, timeout: float, database_url: str = "") -> subprocess.CompletedProcess[str]:
+    # The suite starts `queueflow serve` from this interpreter's environment, wherever that is; its transactional
+    # enqueue tests use the session's migrated database.
+    env = {
+        **os.environ,
+        "QUEUEFLOW_BIN": str(Path(sys.executable).parent / "queueflow"),
+        "QUEUEFLOW_TEST_PG_URL": database_url,
+    }
     return subprocess.run(
         ["npm", *args], cwd=SDK, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -34,10 +41,10 @@ def check(result: subprocess.CompletedProcess[str]) -> None:
     assert result.returncode == 0, f"npm {' '.join(result.args[1:])} failed:\n{result.stdout}\n{result.stderr}"
 
 
-def test_typescript_sdk() -> None:
+def test_typescript_sdk(postgres_url: str) -> None:
     assert shutil.which("npm"), "Node 20+ and npm are needed for the TypeScript SDK (sdks/typescript)"
     if modules_outdated():
         check(npm("ci", "--no-audit", "--no-fund", timeout=300))
         (SDK / "node_modules" / ".package-lock.json").touch()
     check(npm("run", "build", timeout=120))
-    check(npm("test", timeout=240))
+    check(npm("test", timeout=240, database_url=asyncpg_dsn(postgres_url)))

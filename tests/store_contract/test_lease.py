@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import LeaseLost, NotFound, ValidationError
-from queueflow.core.types import JobStatus, NewJob
+from queueflow.core.types import AckOutcome, HeartbeatResult, HeldLease, JobStatus, NewJob
 from queueflow.engine import Engine
 
 T = "tenant-a"
@@ -160,3 +160,25 @@ async def test_next_due_after_a_past_claim_answers_a_job_due_since(engine: Engin
     clock.advance(seconds=2)
     assert await engine.next_due(["default"]) is None
     assert await engine.next_due(["default"], after=claimed_at) == claimed_at + timedelta(seconds=1)
+
+
+async def test_heartbeat_many_extends_held_leases_and_reports_lost_ones(engine: Engine, clock: TestClock) -> None:
+    await engine.enqueue(T, NewJob(task_name="t"))
+    clock.advance(seconds=1)
+    await engine.enqueue(T, NewJob(task_name="t", timeout_seconds=20))
+    plain, capped = await engine.lease(["default"], max_jobs=2, lease_seconds=10)
+    clock.advance(seconds=5)
+    items = [HeldLease(job.id, job.lease_token or "") for job in (plain, capped)] + [HeldLease(plain.id, "stale")]
+    results = await engine.heartbeat_many(items, lease_seconds=30)
+    assert results == [
+        HeartbeatResult(plain.id, clock.now() + timedelta(seconds=30)),
+        HeartbeatResult(capped.id, clock.now() + timedelta(seconds=15)),  # claim time + timeout_seconds
+        HeartbeatResult(plain.id, None),
+    ]
+    assert [result.outcome for result in results] == [AckOutcome.OK, AckOutcome.OK, AckOutcome.LEASE_LOST]
+
+
+@pytest.mark.parametrize(("count", "lease_seconds"), [(0, 30), (1001, 30), (1, 0), (1, 3601)])
+async def test_invalid_heartbeat_many(engine: Engine, count: int, lease_seconds: float) -> None:
+    with pytest.raises(ValidationError):
+        await engine.heartbeat_many([HeldLease("job_x", "t")] * count, lease_seconds=lease_seconds)

@@ -1,4 +1,4 @@
-"""Schedules on every store (API.md "Schedules"): CRUD, tenancy, and the scheduler's tick over simulated days.
+"""Schedules on every store (README, "Cron schedules"): CRUD, tenancy, and the scheduler's tick over simulated days.
 
 Time moves only through the TestClock; `run` ticks the scheduler at a fixed step, as a scheduler process would.
 """

@@ -14,7 +14,7 @@ import pytest
 from msgspec.structs import replace
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
-from queueflow.core.types import JSON, Completion, Failure, Job, JobStatus
+from queueflow.core.types import JSON, Completion, Ended, Failure, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
@@ -156,6 +156,60 @@ async def test_heartbeat_answers_none_unless_the_lease_is_held_and_changes_nothi
         assert await store.job_heartbeat(former.id, former.lease_token or "", at(1), LEASE) is None
 
 
+# --- job_heartbeat_many ------------------------------------------------------------------------------------
+
+
+async def test_heartbeat_many_extends_each_held_lease_on_its_own(store: Store) -> None:
+    a = await leased(store, job(queue_name="a"))
+    capped = await leased(store, job(queue_name="b", timeout_seconds=40))
+    gone = await leased(store, job(queue_name="c"))
+    await end_delivery(store, gone, COMPLETED)
+    items = [
+        HeldLease(a.id, a.lease_token or ""),
+        HeldLease(capped.id, capped.lease_token or ""),
+        HeldLease(gone.id, gone.lease_token or ""),
+        HeldLease(a.id, stranger_token()),
+        HeldLease(a.id, "not-a-token"),
+        HeldLease("job_missing", a.lease_token or ""),
+        HeldLease("job\x00", a.lease_token or ""),
+        HeldLease(a.id, a.lease_token or ""),  # repeated: answers as the first did
+    ]
+    assert await store.job_heartbeat_many(items, at(20), 60) == [at(80), at(40), None, None, None, None, None, at(80)]
+    assert await store.job_get(a.id) == replace(a, locked_until=at(80))
+    assert await store.job_get(capped.id) == replace(capped, locked_until=at(40))
+
+
+async def test_heartbeat_many_records_each_reported_progress_only_where_the_lease_holds(store: Store) -> None:
+    a, b, c = [await leased(store, job(queue_name=name)) for name in ("a", "b", "c")]
+    await store.job_heartbeat(c.id, c.lease_token or "", at(1), LEASE, {"kept": True})
+    items = [
+        HeldLease(a.id, a.lease_token or "", {"done": 1}),
+        HeldLease(b.id, b.lease_token or "", None),  # a reported JSON null
+        HeldLease(c.id, c.lease_token or ""),  # no report: the last progress stays
+        HeldLease(a.id, stranger_token(), "stranger"),
+    ]
+    assert await store.job_heartbeat_many(items, at(2), LEASE) == [at(2 + LEASE)] * 3 + [None]
+    rows = await store.job_get_many([a.id, b.id, c.id])
+    assert [rows[row.id].progress for row in (a, b, c)] == [{"done": 1}, None, {"kept": True}]
+
+
+async def test_heartbeat_many_with_a_progress_it_cannot_store_writes_nothing(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    for bad in ("nul \x00", "x" * 65_536):
+        items = [HeldLease(a.id, a.lease_token or "", "fine"), HeldLease(b.id, b.lease_token or "", bad)]
+        with pytest.raises(ValidationError) as raised:
+            await store.job_heartbeat_many(items, at(2), LEASE)
+        assert raised.value.errors[0].loc[:3] == ("jobs", 1, "progress")
+    assert await store.job_get_many([a.id, b.id]) == {a.id: a, b.id: b}
+
+
+async def test_heartbeat_many_after_the_lease_ran_out_changes_nothing(store: Store) -> None:
+    held = await leased(store, job())
+    assert await store.job_heartbeat_many([HeldLease(held.id, held.lease_token or "")], at(LEASE), LEASE) == [None]
+    assert await store.job_heartbeat_many([], at(1), LEASE) == []
+    assert await store.job_get(held.id) == held
+
+
 # --- job_complete_many, job_fail_many ----------------------------------------------------------------------
 
 
@@ -227,10 +281,149 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     for status in (PENDING, RETRYING, COMPLETED, CANCELLED):
         await in_status(store, status)
     first = await store.job_lease_expired(at(20), 2, 60)
-    assert first == [replace(expires[5], locked_until=at(80)), replace(expires[10], locked_until=at(80))]
+    # Each is re-leased to the janitor: a new token (the worker's expired one never works again), 60 s more.
+    assert [row.lease_token for row in first] != [expires[5].lease_token, expires[10].lease_token]
+    assert all(row.lease_token is not None for row in first)
+    assert first == [
+        replace(expires[5], locked_until=at(80), lease_token=first[0].lease_token),
+        replace(expires[10], locked_until=at(80), lease_token=first[1].lease_token),
+    ]
     # Relocked rows are no longer expired, so a second sweep at the same moment takes the next one only.
-    assert await store.job_lease_expired(at(20), 10, 60) == [replace(expires[20], locked_until=at(80))]
+    (second,) = await store.job_lease_expired(at(20), 10, 60)
+    assert second == replace(expires[20], locked_until=at(80), lease_token=second.lease_token)
+    assert second.lease_token != expires[20].lease_token
     assert await store.job_lease_expired(at(20), 10, 60) == []
     current = {row.id: row for row in await jobs_of(store)}
     assert [current[row.id] for row in first] == first
     assert current[expires[21].id] == expires[21]
+
+
+async def test_complete_brief_ends_each_held_lease_as_complete_many_does_and_answers_briefly(store: Store) -> None:
+    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    stale = await leased(store, job(queue_name="c"))
+    assert await store.job_complete_brief([], at(5)) == []
+    ended = await store.job_complete_brief(
+        [
+            Completion(a.id, a.lease_token or "", {"rows": [1]}),
+            Completion(b.id, b.lease_token or ""),
+            Completion(stale.id, stranger_token()),
+            Completion(stale.id, "not-a-token"),
+            Completion("job_missing", a.lease_token or ""),
+        ],
+        at(5),
+    )
+    assert ended == [Ended(a.id, COMPLETED, "a", None), Ended(b.id, COMPLETED, "b", None), None, None, None]
+    cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
+    assert await store.job_get_many([a.id, b.id, stale.id]) == {
+        a.id: replace(a, result={"rows": [1]}, **cleared),
+        b.id: replace(b, result=None, **cleared),
+        stale.id: stale,
+    }
+    assert await store.job_complete_brief([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only
+
+
+# --- job_release_many --------------------------------------------------------------------------------------
+
+
+async def test_release_many_makes_held_jobs_claimable_again_as_if_never_claimed(store: Store) -> None:
+    row = job(queue_name="a")
+    first = await leased(store, row)
+    (again,) = await store.job_release_many([HeldLease(first.id, first.lease_token or "")], at(2))
+    assert again == row  # pending, no delivery, no lease, never started
+    assert await store.job_get(row.id) == row
+    (claimed,) = await store.job_claim(["a"], 1, at(3), LEASE)
+    assert (claimed.id, claimed.delivery_count) == (row.id, 1)
+
+
+async def test_release_many_of_a_retry_keeps_it_retrying_with_its_earlier_delivery(store: Store) -> None:
+    first = await leased(store, job())
+    (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(10))], at(5))
+    assert retrying is not None
+    (second,) = await store.job_claim(["default"], 1, at(10), LEASE)
+    (released,) = await store.job_release_many([HeldLease(second.id, second.lease_token or "")], at(11))
+    # Retrying, one delivery; started_at is the released claim's (the earlier one's is not kept anywhere).
+    assert released == replace(retrying, started_at=at(10))
+    assert released is not None
+    assert (released.status, released.delivery_count) == (RETRYING, 1)
+
+
+async def test_release_many_answers_none_unless_the_lease_is_held_and_changes_nothing(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    items = [
+        HeldLease(held.id, stranger_token()),
+        HeldLease(held.id, "not-a-token"),
+        HeldLease("job_missing", token),
+    ]
+    assert await store.job_release_many(items, at(1)) == [None, None, None]
+    assert await store.job_release_many([HeldLease(held.id, token)], at(LEASE)) == [None]  # expired
+    assert await store.job_get(held.id) == held
+    assert await store.job_release_many([], at(1)) == []
+
+
+async def test_claim_with_task_names_takes_only_those_tasks(store: Store) -> None:
+    mine, theirs = await inserted(store, job(task_name="mine"), job(task_name="theirs", priority=5))
+    assert await store.job_claim(["default"], 10, at(1), LEASE, ["nobody", "\x00"]) == []
+    (claimed,) = await store.job_claim(["default"], 10, at(1), LEASE, ["mine", "mine"])
+    assert claimed.id == mine.id
+    (other,) = await store.job_claim(["default"], 10, at(1), LEASE, None)
+    assert other.id == theirs.id
+
+
+async def test_job_claim_for_a_tenant_claims_only_that_tenants_due_jobs_in_claim_order(store: Store) -> None:
+    theirs = [job(tenant="tenant-b", priority=5, queue_name="q") for _ in range(3)]
+    ours_low = job(priority=1, queue_name="q")
+    ours_high = job(priority=2, queue_name="q", now=at(1))
+    ours_later = job(queue_name="q", run_at=at(60))
+    await inserted(store, *theirs, ours_low, ours_high, ours_later)
+    claimed = await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-a")
+    assert [row.id for row in claimed] == [ours_high.id, ours_low.id]
+    assert all(row.status is RUNNING and row.lease_token for row in claimed)
+    assert await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-a") == []
+    assert await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-c") == []
+    assert await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-\x00") == []
+    # The other tenant's jobs were left alone, for any other claimer.
+    assert sorted(row.id for row in await store.job_claim(["q"], 10, at(2), LEASE)) == sorted(row.id for row in theirs)
+
+
+async def test_job_heartbeat_records_progress_only_while_the_lease_is_held(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    beat = await store.job_heartbeat(held.id, token, at(1), LEASE, {"done": 3, "text": "ü"})
+    assert beat is not None
+    assert beat.progress == {"done": 3, "text": "ü"}
+    kept = await store.job_heartbeat(held.id, token, at(2), LEASE)
+    assert kept is not None
+    assert kept.progress == {"done": 3, "text": "ü"}
+    assert kept.locked_until == at(2 + LEASE)
+    assert await store.job_heartbeat(held.id, stranger_token(), at(3), LEASE, "stranger") is None
+    assert await store.job_heartbeat(held.id, token, at(100), LEASE, "expired") is None
+    after = await store.job_get(held.id)
+    assert after is not None
+    assert after.progress == {"done": 3, "text": "ü"}
+    assert after.locked_until == at(2 + LEASE)
+
+
+async def test_job_heartbeat_may_clear_progress_and_rejects_what_it_cannot_store(store: Store) -> None:
+    held = await leased(store, job())
+    token = held.lease_token or ""
+    await store.job_heartbeat(held.id, token, at(1), LEASE, [1, 2])
+    cleared = await store.job_heartbeat(held.id, token, at(1), LEASE, None)
+    assert cleared is not None
+    assert cleared.progress is None
+    for bad in ("nul \x00", nested(MAX_RESULT_DEPTH + 1), "x" * 65_536):
+        with pytest.raises(ValidationError):
+            await store.job_heartbeat(held.id, token, at(2), LEASE, bad)
+    unchanged = await store.job_get(held.id)
+    assert unchanged is not None
+    assert (unchanged.progress, unchanged.locked_until) == (None, at(1 + LEASE))
+
+
+async def test_a_jobs_trace_context_is_stored_and_claimed_with_it(store: Store) -> None:
+    context = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "a=b"}
+    traced = replace(job(), trace_context=context)
+    stored, _ = await inserted(store, traced, job())
+    assert stored.trace_context == context
+    claimed = {row.id: row for row in await store.job_claim(["default"], 10, START, LEASE)}
+    assert claimed[traced.id].trace_context == context
+    assert [row.trace_context for row_id, row in claimed.items() if row_id != traced.id] == [None]

@@ -1,4 +1,4 @@
-"""Workflows on every store: creation, fan-out and fan-in, idempotency, tenants, listing (API.md "Workflows")."""
+"""Workflows on every store: creation, fan-out and fan-in, idempotency, tenants, listing (README, "Workflows")."""
 
 from __future__ import annotations
 

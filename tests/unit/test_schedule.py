@@ -1,4 +1,4 @@
-"""Schedules (API.md "Schedules"): validation, occurrences across DST, the missed-firing rule, the firing job."""
+"""Schedules (README, "Cron schedules"): validation, occurrences across DST, the missed-firing rule, the firing job."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workflow advancement (API.md "Workflows", the reference page's "The workflow scheduler")."""
+"""Workflow advancement (README, "Workflows")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rules a new workflow must pass (API.md "Workflows"), and the cycle finder behind them."""
+"""The rules a new workflow must pass (README, "Workflows"), and the cycle finder behind them."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from queueflow_client.errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    ArgumentError,
     AuthenticationError,
     ConflictError,
     InvalidStateError,
@@ -25,7 +26,18 @@ from queueflow_client.errors import (
     ValidationError,
 )
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
-from queueflow_client.types import Backoff, Job, LeasedJob, Page, Queue, Schedule, Step, Workflow, WorkflowStep
+from queueflow_client.types import (
+    Backoff,
+    Job,
+    LeasedJob,
+    Page,
+    Queue,
+    Schedule,
+    Step,
+    TraceContext,
+    Workflow,
+    WorkflowStep,
+)
 from queueflow_client.worker import Worker
 
 __version__ = "0.1.0"
@@ -34,6 +46,7 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
+    "ArgumentError",
     "AsyncQueueFlow",
     "AuthenticationError",
     "Backoff",
@@ -55,6 +68,7 @@ __all__ = [
     "Schedule",
     "Step",
     "TaskRegistry",
+    "TraceContext",
     "UnavailableError",
     "ValidationError",
     "Worker",

@@ -24,7 +24,14 @@ from queueflow_client._generated.api.schedules import delete_schedule as delete_
 from queueflow_client._generated.api.schedules import get_schedule as get_schedule_operation
 from queueflow_client._generated.api.schedules import list_schedules as list_schedules_operation
 from queueflow_client._generated.api.schedules import update_schedule as update_schedule_operation
-from queueflow_client._generated.api.worker import ack_jobs, complete_job, fail_job, heartbeat_job, lease_jobs
+from queueflow_client._generated.api.worker import (
+    ack_jobs,
+    complete_job,
+    fail_job,
+    heartbeat_job,
+    heartbeat_jobs,
+    lease_jobs,
+)
 from queueflow_client._generated.api.workflows import cancel_workflow as cancel_workflow_operation
 from queueflow_client._generated.api.workflows import create_workflow as create_workflow_operation
 from queueflow_client._generated.api.workflows import get_workflow as get_workflow_operation
@@ -46,6 +53,8 @@ from queueflow_client._generated.models import (
     EnqueueJobMetadata,
     EnqueueJobPayload,
     FailRequest,
+    HeartbeatBatch,
+    HeartbeatItem,
     HeartbeatRequest,
     LeaseRequest,
     ListWorkflowsStatusType1,
@@ -57,10 +66,13 @@ from queueflow_client._generated.models import Backoff as BackoffModel
 from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
 from queueflow_client._generated.models.list_jobs_status_type_1 import ListJobsStatusType1
 from queueflow_client._generated.types import UNSET
+from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call
+from queueflow_client.errors import ArgumentError
 from queueflow_client.types import (
     AckResult,
     Backoff,
+    HeartbeatResult,
     Job,
     JobStatus,
     LeasedJob,
@@ -106,23 +118,28 @@ def _backoff(value: Backoff | Mapping[str, Any] | None) -> Any:
     )
 
 
-def _reject_unknown(options: Mapping[str, Any], known: Collection[str], what: str) -> None:
+def _reject_unknown(options: Mapping[str, Any], known: Collection[str], what: str, where: str = "") -> None:
     unknown = set(options) - set(known)
     if unknown:
-        raise TypeError(f"unknown {what} option(s): {', '.join(sorted(unknown))}")
+        raise ArgumentError(f"unknown {what} option(s){where}: {', '.join(sorted(unknown))}")
 
 
-def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any) -> dict[str, Any]:
-    _reject_unknown(options, JobOptions.__annotations__, "job")
+def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: Any, where: str = "") -> dict[str, Any]:
+    """`where` prefixes the names in errors (`jobs[3].` for an item of a batch)."""
+    if not isinstance(options, Mapping):
+        raise ArgumentError(f"{where.rstrip('.')} must be a dict of enqueue's arguments, not {options!r:.80}")
+    _reject_unknown(options, JobOptions.__annotations__, "job", f" in {where.rstrip('.')}" if where else "")
+    if not isinstance(options.get("task_name"), str):
+        raise ArgumentError(f"{where}task_name must be a string, not {options.get('task_name')!r:.80}")
     # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.
     fields: dict[str, Any] = {"task_name": options["task_name"]}
     for name in ("queue_name", "priority", "run_at", "delay_seconds", "max_retries", "timeout_seconds"):
         if options.get(name) is not None:
             fields[name] = options[name]
     if options.get("payload") is not None:
-        fields["payload"] = payload_type.from_dict(dict(options["payload"]))
+        fields["payload"] = payload_type.from_dict(json_object(options["payload"], f"{where}payload"))
     if options.get("metadata") is not None:
-        fields["metadata"] = metadata_type.from_dict(dict(options["metadata"]))
+        fields["metadata"] = metadata_type.from_dict(json_object(options["metadata"], f"{where}metadata"))
     fields["backoff"] = _backoff(options.get("backoff"))
     return fields
 
@@ -139,8 +156,8 @@ def enqueue(options: Mapping[str, Any]) -> Call[Job]:
 
 def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
     items = []
-    for options in jobs:
-        fields = _job_fields(options, BatchItemPayload, BatchItemMetadata)
+    for index, options in enumerate(jobs):
+        fields = _job_fields(options, BatchItemPayload, BatchItemMetadata, f"jobs[{index}].")
         items.append(BatchItem(**fields, idempotency_key=options.get("idempotency_key") or new_idempotency_key()))
     return call(
         enqueue_jobs,
@@ -150,8 +167,8 @@ def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
     )
 
 
-def get(job_id: str) -> Call[Job]:
-    return call(get_job, Job.from_json, job_id, replayable=True)
+def get(job_id: str, wait_seconds: float = 0.0) -> Call[Job]:
+    return call(get_job, Job.from_json, job_id, replayable=True, wait_seconds=wait_seconds or UNSET)
 
 
 def list_page(
@@ -172,7 +189,9 @@ def list_page(
         status=ListJobsStatusType1(status) if status is not None else UNSET,
         task_name=task_name if task_name is not None else UNSET,
         workflow_id=workflow_id if workflow_id is not None else UNSET,
-        metadata=json.dumps(dict(metadata), separators=(",", ":")) if metadata is not None else UNSET,
+        metadata=json.dumps(json_object(metadata, "metadata"), separators=(",", ":"))
+        if metadata is not None
+        else UNSET,
         limit=limit,
         cursor=cursor if cursor is not None else UNSET,
     )
@@ -195,7 +214,13 @@ def queues() -> Call[list[Queue]]:
 
 
 def lease(
-    queues: Sequence[str], *, max_jobs: int, lease_seconds: float, wait_seconds: float, worker_id: str | None
+    queues: Sequence[str],
+    *,
+    max_jobs: int,
+    lease_seconds: float,
+    wait_seconds: float,
+    worker_id: str | None,
+    task_names: Sequence[str] | None = None,
 ) -> Call[list[LeasedJob]]:
     body = LeaseRequest(
         queues=list(queues),
@@ -203,6 +228,7 @@ def lease(
         lease_seconds=lease_seconds,
         wait_seconds=wait_seconds,
         worker_id=worker_id if worker_id is not None else UNSET,
+        task_names=list(task_names) if task_names is not None else UNSET,
     )
     # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
     return call(
@@ -210,10 +236,24 @@ def lease(
     )
 
 
-def heartbeat(job_id: str, lease_token: str, lease_seconds: float) -> Call[datetime]:
-    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds)
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:
+    """A heartbeat; with `progress` (any JSON, null included), one that also records it."""
+    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds, progress=progress)
     return call(
         heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
+    )
+
+
+def heartbeat_many(leases: Sequence[tuple[str, str]], lease_seconds: float) -> Call[list[HeartbeatResult]]:
+    """Extend every held lease of `leases` ((job id, lease token) pairs) at once; each answers on its own."""
+    body = HeartbeatBatch(
+        jobs=[HeartbeatItem(id=job_id, lease_token=token) for job_id, token in leases], lease_seconds=lease_seconds
+    )
+    return call(
+        heartbeat_jobs,
+        lambda data: [HeartbeatResult.from_json(item) for item in data["results"]],
+        replayable=True,
+        body=body,
     )
 
 
@@ -249,8 +289,10 @@ def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
     data = step.to_json() if isinstance(step, Step) else {k: v for k, v in step.items() if v is not None}
     _reject_unknown(data, STEP_OPTIONS, "workflow step")
     if missing := {"name", "task_name"} - set(data):
-        raise TypeError(f"a workflow step needs {' and '.join(sorted(missing))}")
+        raise ArgumentError(f"a workflow step needs {' and '.join(sorted(missing))}")
     backoff = data.pop("backoff", None)
+    if data.get("payload") is not None:
+        data["payload"] = json_object(data["payload"], f"the payload of step {data['name']!r}")
     # from_dict leaves every key the step lacks UNSET, so the server's defaults apply to it.
     new = NewWorkflowStep.from_dict(data)
     new.backoff = _backoff(backoff)
@@ -263,7 +305,7 @@ def create_workflow(
     body = CreateWorkflow(
         name=name,
         steps=[_new_step(step) for step in steps],
-        context=CreateWorkflowContext.from_dict(dict(context)) if context is not None else UNSET,
+        context=CreateWorkflowContext.from_dict(json_object(context, "context")) if context is not None else UNSET,
     )
     return call(
         create_workflow_operation,
@@ -274,8 +316,10 @@ def create_workflow(
     )
 
 
-def get_workflow(workflow_id: str) -> Call[Workflow]:
-    return call(get_workflow_operation, Workflow.from_json, workflow_id, replayable=True)
+def get_workflow(workflow_id: str, wait_seconds: float = 0.0) -> Call[Workflow]:
+    return call(
+        get_workflow_operation, Workflow.from_json, workflow_id, replayable=True, wait_seconds=wait_seconds or UNSET
+    )
 
 
 def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None) -> Call[Page[Workflow]]:
@@ -304,7 +348,7 @@ def _schedule_fields(given: Mapping[str, Any], payload_type: Any) -> dict[str, A
         if value is None:
             body[key] = UNSET
         elif key == "payload":
-            body[key] = payload_type.from_dict(dict(value))
+            body[key] = payload_type.from_dict(json_object(value, "payload"))
         else:
             body[key] = value
     return body

@@ -29,6 +29,7 @@ from queueflow_client._transport import (
     RetryPolicy,
     SyncTransport,
 )
+from queueflow_client._waiting import FINISHED_JOB, async_wait, chunk_for, wait
 from queueflow_client.types import (
     Backoff,
     Job,
@@ -76,6 +77,7 @@ async def _apages(fetch: Callable[[str | None], Any]) -> AsyncIterator[Any]:
 class Jobs:
     def __init__(self, send: Callable[[Call[Any]], Any]) -> None:
         self._send = send
+        self._chunk = chunk_for(send)
 
     def enqueue(
         self,
@@ -103,8 +105,29 @@ class Jobs:
         return result
 
     def get(self, job_id: str) -> Job:
-        result: Job = self._send(_calls.get(job_id))
+        return self._get(job_id)
+
+    def _get(self, job_id: str, wait_seconds: float = 0.0) -> Job:
+        result: Job = self._send(_calls.get(job_id, wait_seconds))
         return result
+
+    def wait(self, job_id: str, *, timeout: float | None = None) -> Job:
+        """The job once it has finished (completed, dead_letter or cancelled), answered by the server as soon as
+        it does: no polling. `timeout` seconds (None: no limit) and still unfinished: TimeoutError."""
+        return wait(
+            lambda seconds: self._get(job_id, seconds),
+            lambda job: job.status in FINISHED_JOB,
+            timeout,
+            self._chunk,
+            f"job {job_id}",
+        )
+
+    def run(
+        self, task_name: str, payload: Mapping[str, Any] | None = None, *, timeout: float | None = None, **options: Any
+    ) -> Job:
+        """Enqueue a job (`options` as for `enqueue`) and wait for it to finish (`wait`): `job.result` is its result."""
+        job = self.enqueue(task_name, payload=payload, **options)
+        return self.wait(job.id, timeout=timeout)
 
     def list_page(
         self,
@@ -160,6 +183,7 @@ class Queues:
 class Workflows:
     def __init__(self, send: Callable[[Call[Any]], Any]) -> None:
         self._send = send
+        self._chunk = chunk_for(send)
 
     def create(
         self,
@@ -174,8 +198,21 @@ class Workflows:
         return result
 
     def get(self, workflow_id: str) -> Workflow:
-        result: Workflow = self._send(_calls.get_workflow(workflow_id))
+        return self._get(workflow_id)
+
+    def _get(self, workflow_id: str, wait_seconds: float = 0.0) -> Workflow:
+        result: Workflow = self._send(_calls.get_workflow(workflow_id, wait_seconds))
         return result
+
+    def wait(self, workflow_id: str, *, timeout: float | None = None) -> Workflow:
+        """The workflow once it is no longer running, answered as soon as it finishes; TimeoutError after `timeout`."""
+        return wait(
+            lambda seconds: self._get(workflow_id, seconds),
+            lambda workflow: workflow.status != "running",
+            timeout,
+            self._chunk,
+            f"workflow {workflow_id}",
+        )
 
     def list_page(
         self, *, status: WorkflowStatus | None = None, limit: int = 50, cursor: str | None = None
@@ -292,6 +329,7 @@ class QueueFlow:
 class AsyncJobs:
     def __init__(self, send: Callable[[Call[Any]], Any]) -> None:
         self._send = send
+        self._chunk = chunk_for(send)
 
     async def enqueue(
         self,
@@ -321,6 +359,30 @@ class AsyncJobs:
     async def get(self, job_id: str) -> Job:
         result: Job = await self._send(_calls.get(job_id))
         return result
+
+    # `timeout`, not asyncio.timeout: the same method, with the same argument, as the sync client's (API.md).
+    async def wait(self, job_id: str, *, timeout: float | None = None) -> Job:  # noqa: ASYNC109
+        """The job once it has finished (completed, dead_letter or cancelled), answered by the server as soon as
+        it does: no polling. `timeout` seconds (None: no limit) and still unfinished: TimeoutError."""
+        return await async_wait(
+            lambda seconds: self._send(_calls.get(job_id, seconds)),
+            lambda job: job.status in FINISHED_JOB,
+            timeout,
+            self._chunk,
+            f"job {job_id}",
+        )
+
+    async def run(
+        self,
+        task_name: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 (as `wait`)
+        **options: Any,
+    ) -> Job:
+        """Enqueue a job (`options` as for `enqueue`) and wait for it to finish (`wait`): `job.result` is its result."""
+        job = await self.enqueue(task_name, payload=payload, **options)
+        return await self.wait(job.id, timeout=timeout)
 
     async def list_page(
         self,
@@ -376,6 +438,7 @@ class AsyncQueues:
 class AsyncWorkflows:
     def __init__(self, send: Callable[[Call[Any]], Any]) -> None:
         self._send = send
+        self._chunk = chunk_for(send)
 
     async def create(
         self,
@@ -392,6 +455,16 @@ class AsyncWorkflows:
     async def get(self, workflow_id: str) -> Workflow:
         result: Workflow = await self._send(_calls.get_workflow(workflow_id))
         return result
+
+    async def wait(self, workflow_id: str, *, timeout: float | None = None) -> Workflow:  # noqa: ASYNC109
+        """The workflow once it is no longer running, answered as soon as it finishes; TimeoutError after `timeout`."""
+        return await async_wait(
+            lambda seconds: self._send(_calls.get_workflow(workflow_id, seconds)),
+            lambda workflow: workflow.status != "running",
+            timeout,
+            self._chunk,
+            f"workflow {workflow_id}",
+        )
 
     async def list_page(
         self, *, status: WorkflowStatus | None = None, limit: int = 50, cursor: str | None = None

@@ -1,6 +1,7 @@
 """Every error the client raises: one root, then one class per HTTP status and problem `code`.
 
     QueueFlowError
+    ├── ArgumentError               a value the client cannot send as given (also a TypeError); no request made
     ├── APIConnectionError          the request got no answer (refused, reset, DNS, …)
     │   └── APITimeoutError         … within the client's timeout
     └── APIError                    the server answered with a problem: .status, .code, .detail, .errors
@@ -27,6 +28,7 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
+    "ArgumentError",
     "AuthenticationError",
     "ConflictError",
     "FieldError",
@@ -45,8 +47,14 @@ class QueueFlowError(Exception):
     """The root of every error this package raises."""
 
 
+class ArgumentError(QueueFlowError, TypeError):
+    """A value given to a client method cannot be sent as it is (a payload that is not a JSON object, a `datetime`
+    inside one, …); the message names it by its path. Raised before any request is made."""
+
+
 class APIConnectionError(QueueFlowError):
-    """The request got no answer: the server could not be reached or the connection broke."""
+    """The request got no answer: the server could not be reached or the connection broke. The message names
+    the URL the client tried."""
 
 
 class APITimeoutError(APIConnectionError):

@@ -1,5 +1,6 @@
-"""Task code, and how one delivery of a job runs it: the same for the remote `Worker` and the server's
-in-process runner (`queueflow serve --tasks module:registry`).
+"""Task code, and what a running task knows of its job: the same for the remote `Worker` and the server's
+in-process runner (`queueflow serve --tasks module:registry`), which both run tasks through
+`queueflow_client.loop.WorkerLoop`.
 
     tasks = TaskRegistry()
 
@@ -14,22 +15,27 @@ with backoff while its budget lasts, then dead-letters. Raise `Retry(after=secon
 when a heartbeat finds the lease lost (the job was cancelled, or its lease expired and it was reclaimed) the
 task is told: an async task is cancelled, a sync one sees `ctx.cancelled` become true. Whatever such a task
 returns afterwards is dropped; the lease token it holds can no longer complete the job.
-
-The runners reach the job through a `Lease` (heartbeat / complete / fail, each answering whether the lease
-still held), so the task side knows nothing of HTTP or of the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
-import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from queueflow_client.loop import Outcome
+
+try:  # the optional `otel` extra: opentelemetry-api
+    from opentelemetry import propagate as otel_propagate
+    from opentelemetry import trace as otel_trace
+except ImportError:  # pragma: no cover - exercised where the extra is not installed
+    otel_propagate = None  # type: ignore[assignment]
+    otel_trace = None  # type: ignore[assignment]
 
 __all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "TaskRegistry"]
 
@@ -73,11 +79,15 @@ class Delivery(Protocol):
 
 
 class Lease(Protocol):
-    """The held lease of one delivery. Each call answers False when the lease no longer holds the job."""
+    """The held lease of one delivery, as its task sees it."""
 
-    async def heartbeat(self) -> bool: ...
-    async def complete(self, result: Any) -> bool: ...
-    async def fail(self, error: str, *, retryable: bool, retry_after_seconds: float | None) -> bool: ...
+    async def heartbeat(self) -> bool:
+        """Extend the lease now; False when it no longer holds the job."""
+        ...
+
+    async def progress(self, value: Any) -> bool:
+        """A heartbeat that also records `value` as the job's progress; False when it no longer holds the job."""
+        ...
 
 
 class JobContext:
@@ -95,32 +105,67 @@ class JobContext:
         """When this delivery's `timeout_seconds` runs out (None: no timeout)."""
         self._lease = lease
         self._loop = asyncio.get_running_loop()
-        self.cancellation = threading.Event()
-        """Set when the lease is lost (cancelled or reclaimed): `ctx.cancellation.wait(timeout)` works in threads."""
+        self._lost = False
+        self._cancellation: threading.Event | None = None  # made on first use: most tasks never look
 
     @property
     def cancelled(self) -> bool:
         """True once the lease is lost: stop working, nothing this delivery does will be recorded."""
-        return self.cancellation.is_set()
+        return self._lost
+
+    @property
+    def cancellation(self) -> threading.Event:
+        """Set when the lease is lost (cancelled or reclaimed): `ctx.cancellation.wait(timeout)` works in threads."""
+        if self._cancellation is None:
+            self._cancellation = threading.Event()
+            if self._lost:
+                self._cancellation.set()
+        return self._cancellation
+
+    def lose(self) -> None:
+        """The lease is lost: `cancelled` becomes true and `cancellation` is set (for runners, not tasks)."""
+        self._lost = True
+        if self._cancellation is not None:
+            self._cancellation.set()
 
     async def heartbeat(self) -> bool:
         """Extend the lease now (the runner also does so on its own); False, and `cancelled`, if it was lost."""
         if self.cancelled:
             return False
         if not await self._lease.heartbeat():
-            self.cancellation.set()
+            self.lose()
         return not self.cancelled
 
     def heartbeat_blocking(self) -> bool:
         """`heartbeat()` for a sync task, from its thread."""
         return asyncio.run_coroutine_threadsafe(self.heartbeat(), self._loop).result()
 
+    async def progress(self, value: Any) -> bool:
+        """Report how far the task has come: `value` (any JSON, at most 64 KiB encoded) becomes the job's
+        `progress`, replacing the last one, and the lease is extended as by `heartbeat`. False, and `cancelled`,
+        if the lease was lost (then nothing is recorded). A value the server cannot store raises ValidationError."""
+        if self.cancelled:
+            return False
+        if not await self._lease.progress(value):
+            self.lose()
+        return not self.cancelled
+
+    def progress_blocking(self, value: Any) -> bool:
+        """`progress(value)` for a sync task, from its thread."""
+        return asyncio.run_coroutine_threadsafe(self.progress(value), self._loop).result()
+
 
 class TaskRegistry:
-    """Task functions by name; a runner executes deliveries against it."""
+    """Task functions by name; a runner executes deliveries against it.
 
-    def __init__(self) -> None:
+    With `opentelemetry-api` installed (`pip install 'queueflow-client[otel]'`), each delivery runs in a span
+    `queueflow.task <task_name>` whose parent is the trace context the job was enqueued with (so it joins the
+    enqueuing request's trace), on `tracer_provider` (default: the global one); an exception the task raises is
+    recorded on it. Without it, nothing is traced."""
+
+    def __init__(self, *, tracer_provider: Any = None) -> None:
         self._tasks: dict[str, TaskFunction] = {}
+        self._tracer_provider = tracer_provider
 
     def task(self, name: str) -> Callable[[TaskFunction], TaskFunction]:
         """Register the decorated function as the task `name`."""
@@ -143,78 +188,55 @@ class TaskRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tasks
 
-    async def execute(self, job: Delivery, lease: Lease, *, heartbeat_every: float) -> None:
-        """Run one delivery to its end: call the task, heartbeat meanwhile, and complete or fail the job.
+    def recorded(self, outcome: Outcome, *, held: bool) -> None:
+        """Called once the server answered an outcome: `held` is False when the lease was lost first. Does
+        nothing; a subclass may keep a ledger."""
 
-        Never raises for anything the task does; raises only if the runner itself is cancelled."""
-        function = self._tasks.get(job.task_name)
-        if function is None:
-            known = ", ".join(self.names) or "none"
-            message = f"no task named {job.task_name!r} is registered in this worker (it knows: {known})"
-            await _settle(job, lease.fail(message, retryable=False, retry_after_seconds=None))
-            return
-        ctx = JobContext(job, lease)
-        work = asyncio.create_task(_invoke(function, dict(job.payload), ctx), name=f"queueflow-task-{job.id}")
-        watch = asyncio.create_task(_heartbeat_until_lost(ctx, heartbeat_every))
-        try:
-            await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if ctx.cancelled and not work.done():
-                work.cancel()  # a sync task's thread cannot be stopped: it has `ctx.cancelled` to look at
-            await asyncio.wait({work})
-        finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
-            if not work.done():  # the runner was cancelled: stop the task too
-                work.cancel()
-        if ctx.cancelled:
-            log.info("job %s: the lease was lost (cancelled or reclaimed); its result is dropped", job.id)
-            return
-        await _settle(job, _outcome(work, lease))
+    def function(self, name: str) -> TaskFunction | None:
+        """The function registered as `name`, if any."""
+        return self._tasks.get(name)
+
+    async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
+        """Run one delivery's function on its payload, inside the delivery's span when OpenTelemetry is
+        installed (see the class docstring)."""
+        return await _traced(self._tracer_provider, job, invoke(function, dict(job.payload), ctx))
 
 
-async def _invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:
+async def _traced(tracer_provider: Any, job: Delivery, work: Awaitable[Any]) -> Any:
+    """`work` inside the delivery's span, when OpenTelemetry is installed; as it is otherwise. The span is current
+    in the task's own asyncio task (and, through `to_thread`'s copied context, in a sync task's thread)."""
+    if otel_trace is None:
+        return await work
+    carrier = _carrier(getattr(job, "trace_context", None))
+    parent = otel_propagate.extract(carrier) if carrier else None
+    tracer = otel_trace.get_tracer("queueflow_client", tracer_provider=tracer_provider)
+    attributes: dict[str, str | int] = {
+        "queueflow.job_id": job.id,
+        "queueflow.task_name": job.task_name,
+        "queueflow.queue": job.queue_name,
+        "queueflow.delivery_count": job.delivery_count,
+    }
+    with tracer.start_as_current_span(
+        f"queueflow.task {job.task_name}", context=parent, kind=otel_trace.SpanKind.CONSUMER, attributes=attributes
+    ):
+        return await work
+
+
+def _carrier(context: Any) -> Mapping[str, str]:
+    """A job's trace context as headers: the SDK's `TraceContext`, or the server's own job's dict."""
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return context
+    headers: Mapping[str, str] = context.headers()
+    return headers
+
+
+async def invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:
+    """Call a task: an async one on the loop, a plain one in a thread."""
     if inspect.iscoroutinefunction(function):
         return await function(payload, ctx)
     result = await asyncio.to_thread(function, payload, ctx)
     if inspect.isawaitable(result):  # a callable object whose __call__ is async
         return await result
     return result
-
-
-async def _heartbeat_until_lost(ctx: JobContext, every: float) -> None:
-    while not ctx.cancelled:
-        await asyncio.sleep(every)
-        try:
-            await ctx.heartbeat()
-        except Exception as exc:  # the server is unreachable: try again; the lease may still hold
-            log.warning("job %s: heartbeat failed: %s", ctx.job_id, exc)
-
-
-def _outcome(work: asyncio.Task[Any], lease: Lease) -> Awaitable[bool]:
-    if work.cancelled():
-        return lease.fail("the task was cancelled", retryable=True, retry_after_seconds=None)
-    exc = work.exception()
-    if exc is None:
-        result = work.result()
-        try:
-            json.dumps(result, allow_nan=False)
-        except (TypeError, ValueError) as problem:
-            return lease.fail(f"the task's result is not JSON: {problem}", retryable=False, retry_after_seconds=None)
-        return lease.complete(result)
-    if isinstance(exc, Retry):
-        return lease.fail(str(exc), retryable=True, retry_after_seconds=exc.after)
-    if isinstance(exc, Fatal):
-        return lease.fail(str(exc) or "fatal", retryable=False, retry_after_seconds=None)
-    return lease.fail(f"{type(exc).__name__}: {exc}", retryable=True, retry_after_seconds=None)
-
-
-async def _settle(job: Delivery, outcome: Awaitable[bool]) -> None:
-    try:
-        held = await outcome
-    except Exception:
-        # Left to the lease's expiry: the janitor reclaims the job and it is delivered again.
-        log.exception("job %s: could not record the outcome", job.id)
-        return
-    if not held:
-        log.warning("job %s: the lease was lost before the outcome could be recorded", job.id)

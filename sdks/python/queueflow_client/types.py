@@ -36,7 +36,7 @@ def _required_time(value: Any) -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """How long a failed job waits before its next delivery (see API.md, "Backoff")."""
+    """How long a failed job waits before its next delivery (the `Backoff` schema of spec/openapi.json)."""
 
     strategy: Literal["exponential", "linear", "fixed"] = "exponential"
     base_seconds: float = 1.0
@@ -54,6 +54,18 @@ class Backoff:
             "max_seconds": self.max_seconds,
             "jitter": self.jitter,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TraceContext:
+    """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
+
+    traceparent: str
+    tracestate: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        """As HTTP headers (an OpenTelemetry propagator's carrier)."""
+        return {"traceparent": self.traceparent, **({"tracestate": self.tracestate} if self.tracestate else {})}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +94,10 @@ class Job:
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    progress: Any = None
+    """What the task last reported with `ctx.progress(...)` (None until it reports)."""
+    trace_context: TraceContext | None = None
+    """W3C trace context of the job's enqueue: the Worker's task span continues that trace."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Job:
@@ -98,6 +114,10 @@ class LeasedJob(Job):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeasedJob:
         return cls(**_job_fields(data), lease_token=data["lease_token"], deadline=_time(data.get("deadline")))
+
+
+def _trace_context(data: Mapping[str, Any] | None) -> TraceContext | None:
+    return None if data is None else TraceContext(data["traceparent"], data.get("tracestate"))
 
 
 def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,6 +138,8 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "timeout_seconds": data.get("timeout_seconds"),
         "next_retry_at": _time(data.get("next_retry_at")),
         "result": data.get("result"),
+        "progress": data.get("progress"),
+        "trace_context": _trace_context(data.get("trace_context")),
         "error_message": data.get("error_message"),
         "workflow_id": data.get("workflow_id"),
         "workflow_step_id": data.get("workflow_step_id"),
@@ -131,7 +153,7 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
-    """One queue's counts (disjoint by state; see API.md, "Queue counts")."""
+    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json)."""
 
     name: str
     pending: int
@@ -177,6 +199,20 @@ class AckResult:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AckResult:
         return cls(data["id"], data["outcome"], data.get("status"))
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    """One item of a batched heartbeat: `ok` with the lease's new end, or `lease_lost` (`locked_until` None)."""
+
+    id: str
+    outcome: Literal["ok", "lease_lost"]
+    locked_until: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HeartbeatResult:
+        until = data.get("locked_until")
+        return cls(data["id"], data["outcome"], datetime.fromisoformat(until) if until is not None else None)
 
 
 # ---- workflows -------------------------------------------------------------------------------------

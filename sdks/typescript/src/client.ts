@@ -2,10 +2,12 @@
 
 import { randomUUID } from "node:crypto";
 
+import { toJson } from "./json.js";
 import { paginate } from "./pagination.js";
 import { Schedules } from "./schedules.js";
 import { type RequestOptions, Transport } from "./transport.js";
 import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue } from "./types.js";
+import { FINISHED_JOB, type WaitOptions, waitUntil } from "./waiting.js";
 import { Workflows } from "./workflows.js";
 
 export interface QueueFlowOptions {
@@ -75,16 +77,41 @@ export class Jobs {
   }
 
   get(jobId: string, options: RequestOptions = {}): Promise<Job> {
+    return this.#get(jobId, 0, options);
+  }
+
+  /**
+   * The job once it has finished (completed, dead_letter or cancelled), answered by the server as soon as it does:
+   * no polling. Rejects with a `WaitTimeoutError` if it is still unfinished after `timeoutMs`.
+   */
+  wait(jobId: string, options: WaitOptions = {}): Promise<Job> {
+    return waitUntil(
+      (waitSeconds, timeoutMs, signal) => this.#get(jobId, waitSeconds, { timeoutMs, signal }),
+      (job) => FINISHED_JOB.has(job.status),
+      options,
+      `job ${jobId}`,
+    );
+  }
+
+  /** Enqueue a job and wait for it to finish (`wait`): its `result` is the task's return value. */
+  async run(job: EnqueueJob, options: EnqueueOptions & WaitOptions = {}): Promise<Job> {
+    const { timeoutMs, signal, idempotencyKey } = options;
+    const enqueued = await this.enqueue(job, { idempotencyKey, signal });
+    return this.wait(enqueued.id, { timeoutMs, signal });
+  }
+
+  #get(jobId: string, waitSeconds: number, options: RequestOptions): Promise<Job> {
+    const query = waitSeconds > 0 ? { wait_seconds: waitSeconds } : {};
     return this.#transport.call(
-      (signal) => this.#transport.api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } }, signal }),
+      (signal) => this.#transport.api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId }, query }, signal }),
       { ...options, safe: true },
     );
   }
 
   /** One page of jobs, newest first. */
-  list(params: ListJobsParams = {}, options: RequestOptions = {}): Promise<Page<Job>> {
+  async list(params: ListJobsParams = {}, options: RequestOptions = {}): Promise<Page<Job>> {
     const { metadata, ...rest } = params;
-    const query = metadata === undefined ? rest : { ...rest, metadata: JSON.stringify(metadata) };
+    const query = metadata === undefined ? rest : { ...rest, metadata: toJson(metadata, "metadata") };
     return this.#transport.call(
       (signal) => this.#transport.api.GET("/v1/jobs", { params: { query }, signal }),
       { ...options, safe: true },

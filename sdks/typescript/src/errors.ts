@@ -3,6 +3,7 @@
  *
  * ```text
  * QueueFlowError
+ * ├── ArgumentError               a value in the request JSON cannot carry (a Map, a Set, a BigInt, NaN): nothing sent
  * ├── APIError                    the server answered with a problem (status, code, detail, errors)
  * │   ├── ValidationError         400 validation_error
  * │   ├── AuthenticationError     401 unauthorized
@@ -12,8 +13,9 @@
  * │   ├── InvalidStateError       409 invalid_state
  * │   ├── PayloadTooLargeError    413 payload_too_large
  * │   └── UnavailableError        503 unavailable (retried for safe calls)
- * └── ConnectionError             no answer at all (retried for safe calls)
- *     └── TimeoutError            no answer within `timeoutMs`
+ * ├── ConnectionError             no answer at all (retried for safe calls); the message names the URL
+ * │   └── TimeoutError            no answer within `timeoutMs`
+ * └── WaitTimeoutError            `jobs.wait`/`jobs.run`/`workflows.wait`: not finished within `timeoutMs`
  * ```
  *
  * A problem whose code this version does not know becomes a plain `APIError`, so catching by class
@@ -28,6 +30,11 @@ export type ProblemCode = Problem["code"];
 
 export class QueueFlowError extends Error {
   override name = "QueueFlowError";
+}
+
+/** A value the client cannot send as given; the message names it by its path. Thrown before any request. */
+export class ArgumentError extends QueueFlowError {
+  override name = "ArgumentError";
 }
 
 export class APIError extends QueueFlowError {
@@ -85,6 +92,11 @@ export class ConnectionError extends QueueFlowError {
 
 export class TimeoutError extends ConnectionError {
   override name = "TimeoutError";
+}
+
+/** `jobs.wait` / `jobs.run` / `workflows.wait`: the object had not finished when `timeoutMs` ran out. */
+export class WaitTimeoutError extends QueueFlowError {
+  override name = "WaitTimeoutError";
 }
 
 const BY_CODE: Record<string, typeof APIError> = {

@@ -4,6 +4,8 @@ export { QueueFlow, Jobs, Queues } from "./client.js";
 export { Workflows } from "./workflows.js";
 export { Schedules } from "./schedules.js";
 export { paginate } from "./pagination.js";
+export { enqueueTx } from "./transactional.js";
+export type { Queryable, TransactionalJob } from "./transactional.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
 export type { CreateWorkflowOptions } from "./workflows.js";
 export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
@@ -11,6 +13,7 @@ export type { WorkerOptions, TaskContext, TaskHandler } from "./worker.js";
 export type { RequestOptions } from "./transport.js";
 export {
   QueueFlowError,
+  ArgumentError,
   APIError,
   ValidationError,
   AuthenticationError,
@@ -22,7 +25,9 @@ export {
   UnavailableError,
   ConnectionError,
   TimeoutError,
+  WaitTimeoutError,
 } from "./errors.js";
+export type { WaitOptions } from "./waiting.js";
 export type { Problem, FieldProblem, ProblemCode } from "./errors.js";
 export type * from "./types.js";
 export type { paths, components, operations } from "./generated/schema.js";

@@ -7,6 +7,7 @@ import createClient, { type Client } from "openapi-fetch";
 
 import { APIError, ConnectionError, TimeoutError, UnavailableError, apiError } from "./errors.js";
 import type { paths } from "./generated/schema.js";
+import { serializeBody } from "./json.js";
 
 export interface TransportOptions {
   /** Where the server listens, e.g. `http://127.0.0.1:8000`. */
@@ -45,6 +46,7 @@ export class Transport {
   readonly api: Client<paths>;
   readonly timeoutMs: number;
   readonly #maxRetries: number;
+  readonly #baseUrl: string;
 
   constructor(options: TransportOptions) {
     if (!options.baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
@@ -52,10 +54,12 @@ export class Transport {
     this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     const headers: Record<string, string> = { Accept: "application/json" };
     if (options.token) headers.Authorization = `Bearer ${options.token}`;
+    this.#baseUrl = options.baseUrl;
     this.api = createClient<paths>({
       baseUrl: options.baseUrl,
       headers,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      bodySerializer: serializeBody,
+      fetch: naming(options.fetch ?? globalThis.fetch),
     });
   }
 
@@ -87,15 +91,24 @@ export class Transport {
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
       if (timeout.aborted) {
-        throw new TimeoutError(`no answer within ${timeoutMs} ms`, { cause: error });
+        throw new TimeoutError(`no answer from ${this.#baseUrl} within ${timeoutMs} ms`, { cause: error });
       }
-      // fetch rejects with a TypeError for every network failure; anything else is a bug to surface as is.
-      if (error instanceof TypeError) {
-        throw new ConnectionError(`cannot reach the QueueFlow server: ${describe(error)}`, { cause: error });
-      }
+      // A ConnectionError from `naming`; anything else (an ArgumentError, a bug) surfaces as is.
       throw error;
     }
   }
+}
+
+/** `fetch`, whose network failures (a TypeError, whatever the cause) become a ConnectionError naming the request. */
+function naming(fetch: typeof globalThis.fetch): (request: Request, init?: RequestInit) => Promise<Response> {
+  return async (request, init) => {
+    try {
+      return await fetch(request, init);
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error;
+      throw new ConnectionError(`cannot reach QueueFlow at ${request.method} ${request.url}: ${describe(error)}`, { cause: error });
+    }
+  };
 }
 
 function describe(error: TypeError): string {

@@ -13,6 +13,8 @@ export type EnqueueJob = Schemas["EnqueueJob"];
 export type BatchItem = Schemas["BatchItem"];
 export type Queue = Schemas["Queue"];
 export type AckResult = Schemas["AckResult"];
+/** One item of a batched heartbeat: `ok` with the lease's new end, or `lease_lost` (`locked_until` null). */
+export type HeartbeatResult = Schemas["HeartbeatResult"];
 
 /** One page of a list: newest first; pass `next_cursor` back as `cursor` for the next page. */
 export interface Page<T> {

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 
 import { paginate } from "./pagination.js";
 import type { RequestOptions, Transport } from "./transport.js";
+import { type WaitOptions, waitUntil } from "./waiting.js";
 import type { CreateWorkflow, ListWorkflowsParams, Page, Workflow } from "./types.js";
 
 export interface CreateWorkflowOptions extends RequestOptions {
@@ -32,8 +33,24 @@ export class Workflows {
   }
 
   get(workflowId: string, options: RequestOptions = {}): Promise<Workflow> {
+    return this.#get(workflowId, 0, options);
+  }
+
+  /** The workflow once it is no longer running, answered as soon as it finishes; `WaitTimeoutError` after `timeoutMs`. */
+  wait(workflowId: string, options: WaitOptions = {}): Promise<Workflow> {
+    return waitUntil(
+      (waitSeconds, timeoutMs, signal) => this.#get(workflowId, waitSeconds, { timeoutMs, signal }),
+      (workflow) => workflow.status !== "running",
+      options,
+      `workflow ${workflowId}`,
+    );
+  }
+
+  #get(workflowId: string, waitSeconds: number, options: RequestOptions): Promise<Workflow> {
+    const query = waitSeconds > 0 ? { wait_seconds: waitSeconds } : {};
     return this.#transport.call(
-      (signal) => this.#transport.api.GET("/v1/workflows/{workflow_id}", { params: { path: { workflow_id: workflowId } }, signal }),
+      (signal) =>
+        this.#transport.api.GET("/v1/workflows/{workflow_id}", { params: { path: { workflow_id: workflowId }, query }, signal }),
       { ...options, safe: true },
     );
   }

@@ -160,7 +160,9 @@ describe("errors", () => {
 
   test("a body over the size limit is too large", async () => {
     const big = "x".repeat(1_100_000);
-    await assert.rejects(client.jobs.enqueue({ task_name: "big", payload: { big } }), PayloadTooLargeError);
+    const error = await client.jobs.enqueue({ task_name: "big", payload: { big } }).catch((e: unknown) => e);
+    assert.ok(error instanceof PayloadTooLargeError);
+    assert.match(error.message, /over this server's limit of 1,048,576 bytes \(QUEUEFLOW_MAX_BODY_BYTES\)/);
   });
 
   test("nobody listening is a connection error", async () => {

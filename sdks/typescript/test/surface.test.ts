@@ -22,7 +22,7 @@ const options = { baseUrl: "http://127.0.0.1:9" };
 
 test("a Worker shows only its documented API: no run(), lease(), held, options, …", () => {
   const worker = new Worker({ ...options, queues: ["default"] });
-  assert.deepEqual(surface(worker), ["activeJobs", "start", "stop", "stopOnSignals", "task"]);
+  assert.deepEqual(surface(worker), ["ackBatches", "activeJobs", "runningJobs", "start", "stop", "stopOnSignals", "task"]);
   assert.equal((worker as unknown as Record<string, unknown>).run, undefined);
 });
 
@@ -31,8 +31,8 @@ test("QueueFlow and its resources show only their documented API", () => {
   assert.deepEqual(surface(client), ["api", "jobs", "queues", "schedules", "workflows"]);
   assert.ok(client.jobs instanceof Jobs && client.queues instanceof Queues);
   assert.ok(client.workflows instanceof Workflows && client.schedules instanceof Schedules);
-  assert.deepEqual(surface(client.jobs), ["cancel", "enqueue", "enqueueMany", "get", "iterate", "list", "retry"]);
+  assert.deepEqual(surface(client.jobs), ["cancel", "enqueue", "enqueueMany", "get", "iterate", "list", "retry", "run", "wait"]);
   assert.deepEqual(surface(client.queues), ["list"]);
-  assert.deepEqual(surface(client.workflows), ["cancel", "create", "get", "iterate", "list"]);
+  assert.deepEqual(surface(client.workflows), ["cancel", "create", "get", "iterate", "list", "wait"]);
   assert.deepEqual(surface(client.schedules), ["create", "delete", "get", "iterate", "list", "update"]);
 });

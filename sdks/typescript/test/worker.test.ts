@@ -13,6 +13,11 @@ import {
 } from "../src/index.js";
 import { API_KEY, type LiveServer, WORKER_KEY, deferred, startServer, waitFor } from "./live.js";
 
+// Node prints a warning (e.g. MaxListenersExceededWarning for listeners leaking onto one AbortSignal) through
+// this event: the last test fails if any was emitted while the workers ran.
+const warnings: Error[] = [];
+process.on("warning", (warning) => warnings.push(warning));
+
 let server: LiveServer;
 let client: QueueFlow;
 const fastRetry = { strategy: "fixed", base_seconds: 0.001, jitter: false } as const;
@@ -66,7 +71,7 @@ test("never more than `concurrency` jobs run at once, and all of them finish", a
     most = Math.max(most, running);
     await new Promise((resolve) => setTimeout(resolve, 50));
     running -= 1;
-    assert.ok(w.activeJobs <= 3);
+    assert.ok(w.runningJobs <= 3);
   });
   const jobs = await client.jobs.enqueueMany(Array.from({ length: 10 }, () => ({ task_name: "slow", queue_name: "w-concurrency" })));
   w.start();
@@ -141,18 +146,19 @@ test("FatalError dead-letters at once, whatever retries are left", async () => {
   }
 });
 
-test("a job with no handler on this worker is dead-lettered", async () => {
+test("a worker leases only the tasks it has handlers for: another's job is left pending", async () => {
   const w = worker("w-unknown").task("known", () => null);
   w.start();
   try {
-    const job = await client.jobs.enqueue({ task_name: "unknown", queue_name: "w-unknown" });
-    const dead = await settled(job.id, "dead_letter");
-    assert.match(dead.error_message ?? "", /no handler for task "unknown"/);
+    const unknown = await client.jobs.enqueue({ task_name: "unknown", queue_name: "w-unknown" });
+    const known = await client.jobs.enqueue({ task_name: "known", queue_name: "w-unknown" });
+    await settled(known.id, "completed");
+    const left = await client.jobs.get(unknown.id);
+    assert.deepEqual([left.status, left.delivery_count], ["pending", 0]);
   } finally {
     await w.stop();
   }
 });
-
 test("cancelling a running job aborts the handler's signal with a LeaseLostError", async () => {
   const started = deferred<string>();
   const aborted = deferred<unknown>();
@@ -207,7 +213,8 @@ test("stop() during an idle long-poll waits it out and leases nothing after", as
 test("stop() lets held jobs finish and leases nothing more", async () => {
   const started = deferred();
   const release = deferred();
-  const w = worker("w-stop").task("held", async () => {
+  // No prefetch: no long-poll is in flight while the one slot is busy (one would be waited out, and run what it brings).
+  const w = worker("w-stop", { prefetch: 0 }).task("held", async () => {
     started.resolve();
     await release.promise;
     return "finished";
@@ -264,4 +271,100 @@ test("stopOnSignals: SIGTERM stops the worker gracefully", async () => {
   } finally {
     dispose();
   }
+});
+
+/** A fetch that counts the requests per path (ids folded), for tests about how many calls the worker makes. */
+function countingFetch(): { fetch: typeof globalThis.fetch; calls: Map<string, number> } {
+  const calls = new Map<string, number>();
+  const fetch: typeof globalThis.fetch = (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const path = url.pathname.replace(/job_[A-Za-z0-9]+/, "{id}");
+    calls.set(path, (calls.get(path) ?? 0) + 1);
+    return globalThis.fetch(input, init);
+  };
+  return { fetch, calls };
+}
+
+test("outcomes and heartbeats go out in batches: no request per job", async () => {
+  const { fetch, calls } = countingFetch();
+  const gate = deferred();
+  let arrived = 0;
+  const w = worker("w-batches", { concurrency: 8, fetch, heartbeatSeconds: 0.05 }).task("gated", async () => {
+    arrived += 1;
+    await gate.promise;
+    return null;
+  });
+  const jobs = await client.jobs.enqueueMany(Array.from({ length: 60 }, () => ({ task_name: "gated", queue_name: "w-batches" })));
+  w.start();
+  try {
+    await waitFor(
+      async () => arrived,
+      (count) => count === 8,
+    );
+    await waitFor(
+      async () => calls.get("/v1/worker/heartbeat") ?? 0,
+      (count) => count >= 2,
+    );
+    gate.resolve();
+    for (const job of jobs) await settled(job.id, "completed");
+  } finally {
+    await w.stop();
+  }
+  assert.equal(calls.get("/v1/worker/jobs/{id}/complete"), undefined);
+  assert.equal(calls.get("/v1/worker/jobs/{id}/heartbeat"), undefined);
+  assert.equal(
+    w.ackBatches.reduce((a, b) => a + b, 0),
+    60,
+  );
+  assert.ok(w.ackBatches.length < 60, `${w.ackBatches.length} acks for 60 jobs`);
+});
+
+test("jobs are leased ahead of free slots, up to `prefetch`, and all run", async () => {
+  const gate = deferred();
+  let arrived = 0;
+  const w = worker("w-prefetch", { concurrency: 2, prefetch: 3 }).task("gated", async () => {
+    arrived += 1;
+    await gate.promise;
+    return null;
+  });
+  const jobs = await client.jobs.enqueueMany(Array.from({ length: 7 }, () => ({ task_name: "gated", queue_name: "w-prefetch" })));
+  w.start();
+  try {
+    await waitFor(
+      async () => w.activeJobs,
+      (count) => count === 5,
+    );
+    assert.equal(arrived, 2);
+    assert.equal(w.runningJobs, 2);
+    gate.resolve();
+    for (const job of jobs) await settled(job.id, "completed");
+  } finally {
+    await w.stop();
+  }
+});
+
+test("a busy worker at concurrency 32 drains many jobs, and Node printed no warning in this file", async () => {
+  const w = worker("w-busy", { concurrency: 32 }).task("quick", async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    return null;
+  });
+  const jobs = [];
+  for (let batch = 0; batch < 3; batch += 1) {
+    jobs.push(...(await client.jobs.enqueueMany(Array.from({ length: 200 }, () => ({ task_name: "quick", queue_name: "w-busy" })))));
+  }
+  w.start();
+  try {
+    await waitFor(
+      async () => (await client.queues.list()).find((queue) => queue.name === "w-busy")?.completed ?? 0,
+      (count) => count === jobs.length,
+      30_000,
+    );
+  } finally {
+    await w.stop();
+  }
+  await new Promise((resolve) => setImmediate(resolve)); // a warning is emitted on the next tick
+  assert.deepEqual(
+    warnings.map((warning) => `${warning.name}: ${warning.message}`),
+    [],
+  );
 });

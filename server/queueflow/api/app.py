@@ -20,6 +20,7 @@ from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
 from queueflow.api.services import Services
+from queueflow.api.tracing import otel_middleware
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
@@ -40,10 +41,12 @@ def create_app(
     wakeups: Wakeups | None = None,
     rng: RandomSource | None = None,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+    tracer_provider: Any = None,
 ) -> Litestar:
     """The HTTP API over `store`. `wakeups` is the hub the store (or its notifier) signals on insert; without
     one, long-polling leases fall back to polling every `settings.safety_poll` seconds. `lifespan` context
-    managers run around the app's life (a server process starts its notifier and loops there)."""
+    managers run around the app's life (a server process starts its notifier and loops there). With an
+    OpenTelemetry `tracer_provider` (the `queueflow[otel]` extra) every request gets a server span."""
     engine = Engine(store, clock, rng=rng, settings=settings.engine_settings)
     metrics = Metrics()
     hub = wakeups if wakeups is not None else Wakeups()
@@ -91,6 +94,8 @@ def create_app(
     )
     # Wrapping the whole ASGI handler (not a route middleware) also observes unrouted 404s and 405s.
     app.asgi_handler = Observe(app.asgi_handler, metrics, access_log=settings.access_log)
+    if tracer_provider is not None:
+        app.asgi_handler = otel_middleware(app.asgi_handler, tracer_provider)
     return app
 
 

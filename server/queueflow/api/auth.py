@@ -2,6 +2,8 @@
 
 A handler says which kind it needs in its `opt` (`{"credential": "tenant"}`, `"worker"`, or `"none"`).
 Tenant keys map to a tenant; the guard puts it in the request state, where the `tenant` dependency reads it.
+A worker key may be scoped to a tenant too (`wkey=tenant-a`): its tenant goes in the same place, and the worker
+routes read it there (None for a key that drains every tenant).
 With no key configured at all, auth is off and every request is tenant `default` (development mode).
 """
 
@@ -32,19 +34,20 @@ class Keyring:
 
     def __init__(self, settings: Settings) -> None:
         self._tenant_keys = [(_digest(key), tenant) for key, tenant in settings.api_keys.items()]
-        self._worker_keys = [_digest(key) for key in settings.worker_keys]
+        self._worker_keys = [(_digest(key), tenant) for key, tenant in settings.worker_keys.items()]
         self.development_mode = settings.development_mode
 
     def identify(self, key: str) -> tuple[Kind, str | None] | None:
-        """("tenant", tenant id) or ("worker", None) for a known key; None for an unknown one."""
+        """("tenant", tenant id) or ("worker", the tenant it is scoped to or None) for a known key; None for an
+        unknown one."""
         given = _digest(key)
         found: tuple[Kind, str | None] | None = None
         for known, tenant in self._tenant_keys:
             if hmac.compare_digest(given, known):
                 found = ("tenant", tenant)
-        for known in self._worker_keys:
+        for known, scope in self._worker_keys:
             if hmac.compare_digest(given, known):
-                found = ("worker", None)
+                found = ("worker", scope)
         return found
 
 
@@ -76,6 +79,13 @@ def guard(keyring: Keyring) -> Guard:
 
 def _admit(connection: ASGIConnection[Any, Any, Any, Any], tenant: str | None) -> None:
     connection.state.tenant = tenant
+
+
+def worker_scope(request: Request[Any, Any, Any]) -> str | None:
+    """The tenant a worker route's key is scoped to; None when it drains every tenant. Read by the handlers
+    themselves, not through a dependency: the worker routes keep to one (see `api.services`)."""
+    scope: str | None = request.state.tenant
+    return scope
 
 
 def current_tenant(request: Request[Any, Any, Any]) -> str:

@@ -9,6 +9,7 @@ from litestar import Controller, Response, get, post
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
+from msgspec.structs import replace
 
 from queueflow.api.allow import options_for
 from queueflow.api.auth import TENANT
@@ -28,12 +29,23 @@ from queueflow.api.schemas import (
     Queue,
     QueueList,
 )
+from queueflow.api.services import Services
+from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
+from queueflow.api.waiting import job_when_finished
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.types import JobFilter, JobStatus
 from queueflow.core.validation import NAME_PATTERN
 from queueflow.engine import MAX_PAGE, Engine
 
 TENANT_ERRORS = (401, 403, 503)
+WaitSeconds = Annotated[
+    float,
+    QueryParameter(
+        ge=0,
+        le=60,
+        description="Wait up to this long for the object to finish, and answer as soon as it does (0: at once).",
+    ),
+]
 IdempotencyKeyHeader = Annotated[
     str | None,
     HeaderParameter(
@@ -71,9 +83,14 @@ class JobsController(Controller):
         tenant: NamedDependency[str],
         data: JSONBody[EnqueueJob],
         idempotency_key: IdempotencyKeyHeader = None,
+        traceparent: TraceparentHeader = None,
+        tracestate: TracestateHeader = None,
     ) -> Response[Job]:
         """Enqueue a job."""
-        enqueued = await engine.enqueue(tenant, data.to_domain(idempotency_key))
+        new = data.to_domain(idempotency_key)
+        if (traced := request_trace_context(traceparent, tracestate)) is not None:
+            new = replace(new, trace_context=traced)
+        enqueued = await engine.enqueue(tenant, new)
         if enqueued.created:
             metrics.jobs_enqueued([enqueued.job])
         return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
@@ -92,9 +109,14 @@ class JobsController(Controller):
         metrics: NamedDependency[Metrics],
         tenant: NamedDependency[str],
         data: JSONBody[EnqueueBatch],
+        traceparent: TraceparentHeader = None,
+        tracestate: TracestateHeader = None,
     ) -> JobBatch:
         """Enqueue up to 1000 jobs atomically (all or none)."""
-        results = await engine.enqueue_many(tenant, [item.to_domain(item.idempotency_key) for item in data.jobs])
+        jobs = [item.to_domain(item.idempotency_key) for item in data.jobs]
+        if (traced := request_trace_context(traceparent, tracestate)) is not None:
+            jobs = [replace(job, trace_context=traced) for job in jobs]
+        results = await engine.enqueue_many(tenant, jobs)
         metrics.jobs_enqueued(result.job for result in results if result.created)
         return JobBatch([Job.from_domain(result.job) for result in results])
 
@@ -128,9 +150,16 @@ class JobsController(Controller):
         return JobPage([Job.from_domain(job) for job in page.items], page.next_cursor)
 
     @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
-    async def get_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
-        """Get one job."""
-        return Job.from_domain(await engine.get_job(tenant, job_id))
+    async def get_job(
+        self,
+        services: NamedDependency[Services],
+        tenant: NamedDependency[str],
+        job_id: JobIdPath,
+        wait_seconds: WaitSeconds = 0,
+    ) -> Job:
+        """Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out)."""
+        engine, wakeups, settings = services.engine, services.wakeups, services.settings
+        return Job.from_domain(await job_when_finished(engine, wakeups, settings, tenant, job_id, wait_seconds))
 
     @post(
         "/{job_id:str}/cancel",

@@ -83,12 +83,20 @@ class Metrics:
 
     def job_settled(self, queue: str, status: JobStatus) -> None:
         """Count a worker's outcome by the status it left the job in: completed, retrying or dead_letter."""
-        if status is JobStatus.COMPLETED:
-            self.completed.labels(queue).inc()
-            return
-        self.failed.labels(queue).inc()
-        if status is JobStatus.DEAD_LETTER:
-            self.dead_lettered.labels(queue).inc()
+        self.jobs_settled([(queue, status)])
+
+    def jobs_settled(self, outcomes: Iterable[tuple[str, JobStatus]]) -> None:
+        """`job_settled` for a batch: one child lookup per queue and status, not per job (as `jobs_leased`)."""
+        counts: dict[tuple[str, JobStatus], int] = defaultdict(int)
+        for outcome in outcomes:
+            counts[outcome] += 1
+        for (queue, status), count in counts.items():
+            if status is JobStatus.COMPLETED:
+                self.completed.labels(queue).inc(count)
+                continue
+            self.failed.labels(queue).inc(count)
+            if status is JobStatus.DEAD_LETTER:
+                self.dead_lettered.labels(queue).inc(count)
 
     def set_depth(self, stats: Iterable[QueueStats]) -> None:
         """Replace the depth gauge with `stats` (summed over tenants that share a queue name)."""

@@ -82,7 +82,7 @@ HTTP_CODES: dict[int, ProblemCode] = {
     413: "payload_too_large",
     503: "unavailable",
 }
-"""Status of a framework-raised HTTP error → code; statuses not listed are 4xx/5xx that API.md never names."""
+"""Status of a framework-raised HTTP error → code; statuses not listed are 4xx/5xx the spec never names."""
 
 DESCRIPTIONS: dict[int, str] = {
     400: "validation_error: the request is malformed or a value is out of range (see `errors`)",
@@ -130,13 +130,25 @@ def domain_problem(_: Request[Any, Any, Any], exc: QueueFlowError) -> Response[b
     return problem(status, code, exc.detail, errors=errors, headers=headers)
 
 
-def http_problem(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+def http_problem(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     status = exc.status_code
     code = HTTP_CODES.get(status, "internal_error" if status >= 500 else "validation_error")
     errors = None
     if isinstance(exc, ValidationException) or status == 400:
         errors = [_field_problem(item) for item in exc.extra or [] if isinstance(item, dict)] if exc.extra else None
-    return problem(status, code, _detail(exc), errors=errors, headers=exc.headers)
+    detail = _too_large(request) if status == 413 else _detail(exc)
+    return problem(status, code, detail, errors=errors, headers=exc.headers)
+
+
+def _too_large(request: Request[Any, Any, Any]) -> str:
+    """A 413 that states the limit, so a client knows how far over it is without asking the operator."""
+    limit = request.route_handler.resolve_request_max_body_size()
+    if not limit:
+        return "the request body is over the size limit"
+    return (
+        f"the request body is over this server's limit of {limit:,} bytes (QUEUEFLOW_MAX_BODY_BYTES): "
+        "send less per request (e.g. smaller batches), or keep large data elsewhere and enqueue a reference"
+    )
 
 
 def unexpected_problem(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:

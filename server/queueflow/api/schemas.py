@@ -1,4 +1,4 @@
-"""The wire shapes of API.md: msgspec Structs, separate from the domain types they are converted to and from.
+"""The wire shapes of the API (spec/openapi.json): msgspec Structs, apart from the domain types they convert to.
 
 The `Meta` constraints mirror the rules in `core.validation` (from the same constants) so the spec documents
 them; the engine still checks every rule, so an embedder who bypasses HTTP gets the same answers.
@@ -24,6 +24,7 @@ NO_NUL = r"^[^\x00]*$"
 QueueName = Annotated[str, Meta(pattern=validation.NAME_PATTERN.pattern, min_length=1, max_length=100)]
 QUEUE_NAME_SCHEMA = {"type": "string", "pattern": validation.NAME_PATTERN.pattern, "minLength": 1, "maxLength": 100}
 TaskName = Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)]
+TASK_NAME_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200, "pattern": NO_NUL}
 LeaseToken = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
 IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
 ErrorText = Annotated[str, Meta(max_length=65_536, pattern=NO_NUL)]
@@ -127,6 +128,13 @@ class EnqueueBatch(_Request):
     jobs: Annotated[list[BatchItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
 
 
+class TraceContext(Struct, kw_only=True):
+    """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
+
+    traceparent: str
+    tracestate: str | None
+
+
 class Job(Struct, kw_only=True):
     """A job as a tenant sees it (never its lease token)."""
 
@@ -154,6 +162,10 @@ class Job(Struct, kw_only=True):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    progress: Any
+    """What the task last reported with a heartbeat (null until it reports); kept after the job finishes."""
+    trace_context: TraceContext | None
+    """W3C trace context of its enqueue (a workflow's, for a step's job), for its worker's task span."""
 
     @classmethod
     def from_domain(cls, job: domain.Job) -> Job:
@@ -197,7 +209,15 @@ def _job_fields(job: domain.Job) -> dict[str, Any]:
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,
+        "progress": job.progress,
+        "trace_context": _trace_context(job.trace_context),
     }
+
+
+def _trace_context(context: dict[str, str] | None) -> TraceContext | None:
+    if context is None:
+        return None
+    return TraceContext(traceparent=context["traceparent"], tracestate=context.get("tracestate"))
 
 
 class JobBatch(Struct):
@@ -349,6 +369,18 @@ class LeaseRequest(_Request):
     lease_seconds: LeaseSeconds = 30.0
     wait_seconds: Annotated[float, Meta(ge=0, le=60)] = 0.0
     worker_id: Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)] | None = None
+    task_names: (
+        Annotated[
+            list[TaskName],
+            Meta(
+                min_length=1,
+                max_length=validation.MAX_BATCH,
+                extra_json_schema={"extra": {"items": TASK_NAME_SCHEMA}},  # as for queues: Litestar drops them
+            ),
+        ]
+        | None
+    ) = None
+    """Lease only jobs of these tasks (the ones this worker can run); absent: any."""
 
 
 class LeasedJobs(Struct):
@@ -358,10 +390,44 @@ class LeasedJobs(Struct):
 class HeartbeatRequest(_Request):
     lease_token: LeaseToken
     lease_seconds: LeaseSeconds = 30.0
+    progress: Any | UnsetType = msgspec.field(default=UNSET)
+    """Any JSON value (at most 64 KiB encoded): replaces the job's progress. Absent: the progress stays as it is."""
 
 
 class Heartbeat(Struct):
     locked_until: datetime
+
+
+class HeartbeatItem(_Request):
+    id: JobId
+    lease_token: LeaseToken
+    progress: Any | UnsetType = msgspec.field(default=UNSET)
+    """Any JSON value (at most 64 KiB encoded): replaces the job's progress. Absent: the progress stays as it is."""
+
+
+class HeartbeatBatch(_Request):
+    jobs: Annotated[list[HeartbeatItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
+    lease_seconds: LeaseSeconds = 30.0
+
+    def to_domain(self) -> list[domain.HeldLease]:
+        return [
+            domain.HeldLease(item.id, item.lease_token, domain.UNCHANGED if item.progress is UNSET else item.progress)
+            for item in self.jobs
+        ]
+
+
+class HeartbeatResult(Struct):
+    id: str
+    outcome: Literal["ok", "lease_lost"]
+    locked_until: datetime | None
+
+    @classmethod
+    def from_domain(cls, result: domain.HeartbeatResult) -> HeartbeatResult:
+        return cls(result.id, result.outcome.value, result.locked_until)
+
+
+class HeartbeatResults(Struct):
+    results: list[HeartbeatResult]
 
 
 class CompleteRequest(_Request):

@@ -1,4 +1,4 @@
-"""Worker routes: lease (with long-polling), heartbeat, complete, fail and the batched ack."""
+"""Worker routes: lease (with long-polling), heartbeat, complete, fail, and the batched heartbeat and ack."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 from litestar import Controller, Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
+from msgspec import UNSET
 
-from queueflow.api.auth import WORKER
+from queueflow.api.auth import WORKER, worker_scope
 from queueflow.api.body import StrictBody
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import (
@@ -20,7 +21,10 @@ from queueflow.api.schemas import (
     CompleteRequest,
     FailRequest,
     Heartbeat,
+    HeartbeatBatch,
     HeartbeatRequest,
+    HeartbeatResult,
+    HeartbeatResults,
     Job,
     JobIdPath,
     LeasedJob,
@@ -28,6 +32,7 @@ from queueflow.api.schemas import (
     LeaseRequest,
 )
 from queueflow.api.services import Services
+from queueflow.api.tracing import link_leased
 from queueflow.core import types as domain
 from queueflow.engine import Engine
 from queueflow.runtime.wakeups import Wakeups, Watch
@@ -37,7 +42,12 @@ WORKER_ERRORS = (400, 401, 403, 413, 503)
 
 
 async def lease_or_wait(
-    engine: Engine, wakeups: Wakeups, request: LeaseRequest, settings: Settings, client: Departure | None = None
+    engine: Engine,
+    wakeups: Wakeups,
+    request: LeaseRequest,
+    settings: Settings,
+    client: Departure | None = None,
+    scope: str | None = None,
 ) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work, the next delayed job or retry
     of those queues becomes due, or `wait_seconds` pass.
@@ -48,7 +58,13 @@ async def lease_or_wait(
     poll whose `client` has gone claims nothing more, since no one would receive (and complete) the jobs.
     """
     if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
-        return await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+        return await engine.lease(
+            request.queues,
+            max_jobs=request.max_jobs,
+            lease_seconds=request.lease_seconds,
+            task_names=request.task_names,
+            scope=scope,
+        )
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
     with wakeups.watching(request.queues) as watch:
@@ -56,7 +72,13 @@ async def lease_or_wait(
             client.wakes(watch)
         while True:
             claimed_at = engine.clock.now()
-            jobs = await engine.lease(request.queues, max_jobs=request.max_jobs, lease_seconds=request.lease_seconds)
+            jobs = await engine.lease(
+                request.queues,
+                max_jobs=request.max_jobs,
+                lease_seconds=request.lease_seconds,
+                task_names=request.task_names,
+                scope=scope,
+            )
             remaining = deadline - time.monotonic()
             if jobs or remaining <= 0 or wakeups.closing or (client is not None and client.gone):
                 return jobs
@@ -109,16 +131,23 @@ class WorkerController(Controller):
     ) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
         engine, wakeups, settings = services.engine, services.wakeups, services.settings
+        scope = worker_scope(request)
         if data.wait_seconds > 0:
             client = Departure()
             watcher = asyncio.create_task(client.watch(request))
             try:
-                jobs = await lease_or_wait(engine, wakeups, data, settings, client)
+                jobs = await lease_or_wait(engine, wakeups, data, settings, client, scope)
             finally:
                 watcher.cancel()
+            if jobs and client.gone:
+                # The client left while the claim ran: no one will receive these. Handed back uncounted, they
+                # go to the next lessee now instead of waiting out their lease.
+                await engine.hand_back(jobs)
+                jobs = []
         else:
-            jobs = await lease_or_wait(engine, wakeups, data, settings)
+            jobs = await lease_or_wait(engine, wakeups, data, settings, scope=scope)
         services.metrics.jobs_leased(jobs)
+        link_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
 
     @post(
@@ -130,12 +159,40 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
     async def heartbeat_job(
-        self, services: NamedDependency[Services], job_id: JobIdPath, data: JSONBody[HeartbeatRequest]
+        self,
+        services: NamedDependency[Services],
+        job_id: JobIdPath,
+        data: JSONBody[HeartbeatRequest],
+        request: Request[Any, Any, Any],
     ) -> Heartbeat:
         """Extend a held lease (never past the delivery's timeout)."""
-        job = await services.engine.heartbeat(job_id, data.lease_token, lease_seconds=data.lease_seconds)
+        job = await services.engine.heartbeat(
+            job_id,
+            data.lease_token,
+            lease_seconds=data.lease_seconds,
+            scope=worker_scope(request),
+            progress=domain.UNCHANGED if data.progress is UNSET else data.progress,
+        )
         assert job.locked_until is not None  # a held lease always has an end
         return Heartbeat(job.locked_until)
+
+    @post(
+        "/heartbeat",
+        operation_id="heartbeatJobs",
+        dto=StrictBody[HeartbeatBatch],
+        return_dto=None,
+        status_code=200,
+        responses=problem_responses(*WORKER_ERRORS),
+    )
+    async def heartbeat_jobs(
+        self, services: NamedDependency[Services], data: JSONBody[HeartbeatBatch], request: Request[Any, Any, Any]
+    ) -> HeartbeatResults:
+        """Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+        `lease_lost` on its own."""
+        results = await services.engine.heartbeat_many(
+            data.to_domain(), lease_seconds=data.lease_seconds, scope=worker_scope(request)
+        )
+        return HeartbeatResults([HeartbeatResult.from_domain(result) for result in results])
 
     @post(
         "/jobs/{job_id:str}/complete",
@@ -146,10 +203,14 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
     async def complete_job(
-        self, services: NamedDependency[Services], job_id: JobIdPath, data: JSONBody[CompleteRequest]
+        self,
+        services: NamedDependency[Services],
+        job_id: JobIdPath,
+        data: JSONBody[CompleteRequest],
+        request: Request[Any, Any, Any],
     ) -> Job:
         """Complete a leased job with its result."""
-        job = await services.engine.complete(job_id, data.lease_token, data.result)
+        job = await services.engine.complete(job_id, data.lease_token, data.result, scope=worker_scope(request))
         services.metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
 
@@ -162,11 +223,20 @@ class WorkerController(Controller):
         responses=problem_responses(*WORKER_ERRORS, 404, 409),
     )
     async def fail_job(
-        self, services: NamedDependency[Services], job_id: JobIdPath, data: JSONBody[FailRequest]
+        self,
+        services: NamedDependency[Services],
+        job_id: JobIdPath,
+        data: JSONBody[FailRequest],
+        request: Request[Any, Any, Any],
     ) -> Job:
         """Record a failed delivery: retry with backoff while budget is left, else dead-letter."""
         job = await services.engine.fail(
-            job_id, data.lease_token, data.error, retryable=data.retryable, retry_after_seconds=data.retry_after_seconds
+            job_id,
+            data.lease_token,
+            data.error,
+            retryable=data.retryable,
+            retry_after_seconds=data.retry_after_seconds,
+            scope=worker_scope(request),
         )
         services.metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
@@ -179,13 +249,18 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def ack_jobs(self, services: NamedDependency[Services], data: JSONBody[AckRequest]) -> AckResults:
+    async def ack_jobs(
+        self, services: NamedDependency[Services], data: JSONBody[AckRequest], request: Request[Any, Any, Any]
+    ) -> AckResults:
         """Complete and fail many jobs at once; each item succeeds or is `lease_lost` on its own."""
         results = await services.engine.ack(
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
+            scope=worker_scope(request),
         )
-        for result in results:
-            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status:
-                services.metrics.job_settled(result.queue_name, result.status)
+        services.metrics.jobs_settled(
+            (result.queue_name, result.status)
+            for result in results
+            if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status
+        )
         return AckResults([AckResult.from_domain(result) for result in results])

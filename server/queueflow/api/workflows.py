@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from litestar import Controller, Response, get, post
@@ -12,10 +13,13 @@ from litestar.params import JSONBody, QueryParameter
 from queueflow.api.allow import options_for
 from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
-from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader
+from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, WaitSeconds
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas import CreateWorkflow, JobIdPath, Workflow, WorkflowPage, WorkflowStatusName
+from queueflow.api.services import Services
+from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
+from queueflow.api.waiting import workflow_when_finished
 from queueflow.core.workflow import StepStatus, WorkflowStatus
 from queueflow.engine import MAX_PAGE, Engine
 
@@ -46,9 +50,14 @@ class WorkflowsController(Controller):
         tenant: NamedDependency[str],
         data: JSONBody[CreateWorkflow],
         idempotency_key: IdempotencyKeyHeader = None,
+        traceparent: TraceparentHeader = None,
+        tracestate: TracestateHeader = None,
     ) -> Response[Workflow]:
         """Create a workflow from a DAG of steps and enqueue its root steps."""
-        workflow, created = await engine.create_workflow(tenant, data.to_domain(idempotency_key))
+        new = data.to_domain(idempotency_key)
+        if (traced := request_trace_context(traceparent, tracestate)) is not None:
+            new = replace(new, trace_context=traced)
+        workflow, created = await engine.create_workflow(tenant, new)
         if created:
             metrics.jobs_enqueued(step for step in workflow.steps if step.status is StepStatus.ENQUEUED)
         return Response(Workflow.from_domain(workflow), status_code=201 if created else 200)
@@ -69,10 +78,17 @@ class WorkflowsController(Controller):
 
     @get("/{workflow_id:str}", operation_id="getWorkflow", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_workflow(
-        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], workflow_id: WorkflowIdPath
+        self,
+        services: NamedDependency[Services],
+        tenant: NamedDependency[str],
+        workflow_id: WorkflowIdPath,
+        wait_seconds: WaitSeconds = 0,
     ) -> Workflow:
-        """Get one workflow with the status of each of its steps."""
-        return Workflow.from_domain(await engine.get_workflow(tenant, workflow_id))
+        """Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running."""
+        workflow = await workflow_when_finished(
+            services.engine, services.wakeups, services.settings, tenant, workflow_id, wait_seconds
+        )
+        return Workflow.from_domain(workflow)
 
     @post(
         "/{workflow_id:str}/cancel",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
 import msgspec
 
 from queueflow.core.errors import FieldError
-from queueflow.core.types import JSON, Completion, Failure, Job
+from queueflow.core.types import JSON, Completion, Failure, HeldLease, Job, Unchanged
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
@@ -107,6 +108,27 @@ def completion_storage_errors(completions: Sequence[Completion]) -> list[FieldEr
 def result_errors(result: JSON, loc: tuple[str | int, ...]) -> list[FieldError]:
     """Why `result` cannot be a job's result: unstorable, or too deep to sit in a workflow's `_context`."""
     return storage_errors(result, loc, max_depth=MAX_RESULT_DEPTH)
+
+
+MAX_PROGRESS_BYTES = 65_536
+
+
+def progress_errors(progress: JSON, loc: tuple[str | int, ...]) -> list[FieldError]:
+    """Why `progress` cannot be a job's progress: unstorable as a result would be, or over 64 KiB encoded."""
+    if errors := result_errors(progress, loc):
+        return errors
+    if len(json.dumps(progress, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) > MAX_PROGRESS_BYTES:
+        return [FieldError(loc, f"must be at most {MAX_PROGRESS_BYTES} bytes encoded as JSON")]
+    return []
+
+
+def held_progress_errors(leases: Sequence[HeldLease]) -> list[FieldError]:
+    """`progress_errors` of a batched heartbeat's items that report progress (located by item when several)."""
+    errors: list[FieldError] = []
+    for index, item in enumerate(leases):
+        if not isinstance(item.progress, Unchanged):
+            errors += progress_errors(item.progress, ("jobs", index, "progress") if len(leases) > 1 else ("progress",))
+    return errors
 
 
 def failure_storage_errors(failures: Sequence[Failure]) -> list[FieldError]:

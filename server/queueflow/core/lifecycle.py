@@ -43,6 +43,7 @@ def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource) -
         metadata=job.metadata,
         idempotency_key=job.idempotency_key,
         created_at=now,
+        trace_context=job.trace_context,
     )
 
 

@@ -59,12 +59,22 @@ class BackoffPolicy(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_json(cls, data: dict[str, JSON]) -> BackoffPolicy:
-        return cls(
-            strategy=BackoffStrategy(data["strategy"]),
-            base_seconds=float(data["base_seconds"]),
-            max_seconds=float(data["max_seconds"]),
-            jitter=bool(data["jitter"]),
-        )
+        # Every row read carries its policy, and nearly all rows carry one of a few: each is built once.
+        key = (data["strategy"], data["base_seconds"], data["max_seconds"], data["jitter"])
+        policy = _POLICIES.get(key)
+        if policy is None:
+            policy = cls(
+                strategy=BackoffStrategy(data["strategy"]),
+                base_seconds=float(data["base_seconds"]),
+                max_seconds=float(data["max_seconds"]),
+                jitter=bool(data["jitter"]),
+            )
+            if len(_POLICIES) < 1024:
+                _POLICIES[key] = policy
+        return policy
+
+
+_POLICIES: dict[tuple[JSON, ...], BackoffPolicy] = {}
 
 
 class NewJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,6 +91,8 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     timeout_seconds: float | None = None
     metadata: dict[str, JSON] = msgspec.field(default_factory=dict)
     idempotency_key: str | None = None
+    trace_context: dict[str, str] | None = None
+    """W3C `traceparent` (and `tracestate`) of the request that enqueued it (`core.tracecontext`)."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,6 +123,10 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     workflow_step_id: str | None = None
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    progress: JSON = None
+    """What the task last reported with a heartbeat (None until it reports); it stays after the job finishes."""
+    trace_context: dict[str, str] | None = None
+    """W3C trace context of its enqueue (a workflow's, for a step's job): its worker's task span joins that trace."""
 
     @property
     def deadline(self) -> datetime | None:
@@ -198,6 +214,37 @@ class Completion:
     result: JSON = None
 
 
+class Unchanged:
+    """The type of `UNCHANGED`."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
+"""A heartbeat that reports no progress (None would be a progress of JSON null)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldLease:
+    """A worker's claim to hold a job: the job and the lease token its claim minted (a batched heartbeat's item),
+    and the progress it reports, if any."""
+
+    job_id: str
+    lease_token: str
+    progress: JSON | Unchanged = UNCHANGED
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """What a worker's batched completion needs back of a job it ended (the whole row costs more to read)."""
+
+    id: str
+    status: JobStatus
+    queue_name: str
+    workflow_id: str | None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailureRequest:
     """A worker's report that a delivery failed; the engine turns it into a `Failure`."""
@@ -231,6 +278,17 @@ class AckResult:
     status: JobStatus | None
     queue_name: str | None = None
     """The job's queue (None when the job does not exist), so callers can account per queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    id: str
+    locked_until: datetime | None
+    """The lease's new end; None when the token no longer held the job (`lease_lost`)."""
+
+    @property
+    def outcome(self) -> AckOutcome:
+        return AckOutcome.OK if self.locked_until is not None else AckOutcome.LEASE_LOST
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Input rules of API.md, checked in one place for the HTTP layer, the engine and embedders alike.
+"""Input rules of the API (spec/openapi.json), checked in one place for the HTTP layer, the engine and embedders alike.
 
 Every check collects all problems before it fails, so a caller learns every bad field at once.
 """
@@ -149,8 +149,15 @@ def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
     )
 
 
-def lease_errors(queues: Sequence[str], max_jobs: int, lease_seconds: float) -> list[FieldError]:
+def lease_errors(
+    queues: Sequence[str], max_jobs: int, lease_seconds: float, task_names: Sequence[str] | None = None
+) -> list[FieldError]:
     errors: list[FieldError] = []
+    if task_names is not None:
+        if not 1 <= len(task_names) <= MAX_BATCH:
+            errors.append(FieldError(("task_names",), f"must name 1–{MAX_BATCH} tasks"))
+        for index, name in enumerate(task_names):
+            errors += text_errors(name, ("task_names", index), max_len=200)
     if not 1 <= len(queues) <= MAX_LEASE_QUEUES:
         errors.append(FieldError(("queues",), f"must name 1–{MAX_LEASE_QUEUES} queues"))
     for index, queue in enumerate(queues):

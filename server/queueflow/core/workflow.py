@@ -78,6 +78,8 @@ class NewWorkflow:
     steps: list[NewStep]
     context: dict[str, JSON] = field(default_factory=dict)
     idempotency_key: str | None = None
+    trace_context: dict[str, str] | None = None
+    """W3C trace context of the request that created it; every step's job inherits it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +113,7 @@ class Workflow:
     created_at: datetime
     completed_at: datetime | None = None
     idempotency_key: str | None = None
+    trace_context: dict[str, str] | None = None
 
 
 def new_workflow_errors(workflow: NewWorkflow) -> list[FieldError]:

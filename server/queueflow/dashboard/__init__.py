@@ -2,15 +2,15 @@
 
 `DashboardPlugin` is one Litestar plugin: it adds the /ui router (Jinja2 templates, HTMX for the partial
 refresh), the vendored static assets at /ui/static, and the redirect from / to /ui; none of it is in the OpenAPI
-schema. It also points the API docs (/schema, Redoc) at the Redoc bundle vendored beside htmx, so no page of the
-server loads anything from a CDN. Pages read and act only through the `engine` dependency the app provides.
+schema. It also serves the API docs (Redoc at /schema, Swagger UI at /schema/swagger) from the bundles vendored
+beside htmx (`apidocs.py`), so no page of the server loads anything from a CDN. Pages read and act only through the
+`engine` dependency the app provides.
 """
 
 from __future__ import annotations
 
 from litestar import Router, get
 from litestar.config.app import AppConfig
-from litestar.openapi.plugins import RedocRenderPlugin
 from litestar.plugins import InitPluginProtocol
 from litestar.plugins.htmx import HTMXConfig, HTMXPlugin, HTMXRequest
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -19,6 +19,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
 from queueflow.dashboard import dead_letters, flows, jobs, signin
+from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
 from queueflow.dashboard.web import EXCEPTION_HANDLERS, UI, Dashboard, Keys
@@ -48,15 +49,6 @@ PAGES = [
 ]
 
 
-def offline_redoc() -> RedocRenderPlugin:
-    """The API docs' Redoc, from the vendored bundle, without Google's fonts or a CDN favicon."""
-    return RedocRenderPlugin(
-        js_url=f"{UI}/static/redoc.standalone.js",
-        google_fonts=False,
-        favicon=f"<link rel='icon' type='image/svg+xml' href='{UI}/static/favicon.svg'>",
-    )
-
-
 @get("/", include_in_schema=False, name="dashboard-root")
 async def root() -> Redirect:
     return Redirect(UI)
@@ -84,7 +76,8 @@ class DashboardPlugin(InitPluginProtocol):
         app_config.route_handlers.extend([root, pages, static])
         if (docs := app_config.openapi_config) is not None:
             # Set after the config's own __post_init__ (a rebuilt config would warn about deprecated fields).
-            docs.render_plugins = [offline_redoc()]
+            docs.render_plugins = render_plugins()
+            docs.openapi_router = docs_router(docs.path or "/schema")
             docs.default_plugin = docs.render_plugins[0]
         app_config.template_config = TemplateConfig(instance=JinjaTemplateEngine.from_environment(environment()))
         # The API keeps Litestar's plain Request; only the dashboard's router uses HTMXRequest.

@@ -42,7 +42,12 @@ class Signer:
             # Nothing to sign in with; the key only protects forms, for this process's life.
             self._key = secrets.token_bytes(32)
         else:
-            material = json.dumps([sorted(settings.api_keys.items()), sorted(settings.worker_keys)])
+            material = json.dumps(
+                [
+                    sorted(settings.api_keys.items()),
+                    sorted((key, tenant or "") for key, tenant in settings.worker_keys.items()),
+                ]
+            )
             self._key = hashlib.sha256(b"queueflow-dashboard/v1\0" + material.encode("utf-8", "surrogatepass")).digest()
 
     def sign(self, payload: dict[str, Any]) -> str:

@@ -13,16 +13,21 @@ from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
-from queueflow.core.jsonvalue import result_errors
+from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
 from queueflow.core.types import (
+    JSON,
+    UNCHANGED,
     AckOutcome,
     AckResult,
     Completion,
+    Ended,
     Enqueued,
     Failure,
     FailureRequest,
+    HeartbeatResult,
+    HeldLease,
     Job,
     JobFilter,
     JobStatus,
@@ -31,6 +36,7 @@ from queueflow.core.types import (
     Page,
     QueueMinute,
     QueueStats,
+    Unchanged,
 )
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
 from queueflow.engine.schedules import Schedules
@@ -74,6 +80,13 @@ class Engine:
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
         job = await self.store.job_get(job_id, tenant_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        return job
+
+    async def watch_job(self, tenant_id: str, job_id: str) -> Job:
+        """The job, with its finish announced to every process from now on (`JobStore.job_watch`)."""
+        job = await self.store.job_watch(job_id, tenant_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         return job
@@ -132,11 +145,31 @@ class Engine:
         return await self.store.queue_throughput(tenant_id, since)
 
     # ---- worker side --------------------------------------------------------------------------------
+    #
+    # `scope`: the tenant a worker key is scoped to (None: it drains every tenant). A scoped worker leases only its
+    # tenant's jobs, and another tenant's job is to it as if it did not exist: NotFound, or lease_lost with no
+    # status in an ack. It could never hold such a job's token, but a leaked token must not let it through either,
+    # so its calls read the job's tenant first (one more statement, for scoped keys only).
 
-    async def lease(self, queues: Sequence[str], *, max_jobs: int = 1, lease_seconds: float = 30.0) -> list[Job]:
-        """Claim up to `max_jobs` due jobs across `queues`, in claim order, each with a fresh lease token."""
-        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds))
-        return await self.store.job_claim(list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds)
+    async def lease(
+        self,
+        queues: Sequence[str],
+        *,
+        max_jobs: int = 1,
+        lease_seconds: float = 30.0,
+        task_names: Sequence[str] | None = None,
+        scope: str | None = None,
+    ) -> list[Job]:
+        """Claim up to `max_jobs` due jobs across `queues` (of `task_names` only, if given: the tasks the lessee
+        can run), in claim order, each with a fresh lease token."""
+        validation.check(validation.lease_errors(queues, max_jobs, lease_seconds, task_names))
+        return await self.store.job_claim(
+            list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds, task_names, scope
+        )
+
+    async def _check_scope(self, job_id: str, scope: str | None) -> None:
+        if scope is not None and await self.store.job_get(job_id, scope) is None:
+            raise NotFound(f"no job {job_id}")
 
     async def next_due(self, queues: Sequence[str], *, after: datetime | None = None) -> datetime | None:
         """When the next delayed job or retry of `queues` becomes claimable after `after` (default now; None:
@@ -144,15 +177,63 @@ class Engine:
         empty claim, so that a job that became due since is answered too (and it claims again at once)."""
         return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now())
 
-    async def heartbeat(self, job_id: str, lease_token: str, *, lease_seconds: float = 30.0) -> Job:
-        """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline."""
-        validation.check(validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS))
-        job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds)
+    async def heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        *,
+        lease_seconds: float = 30.0,
+        scope: str | None = None,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job:
+        """Extend a held lease to now + `lease_seconds`, never past the delivery's timeout deadline, recording
+        `progress` (which replaces the previous one) if given. A lost lease records nothing."""
+        errors = validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS)
+        if not isinstance(progress, Unchanged):
+            errors += progress_errors(progress, ("progress",))
+        validation.check(errors)
+        await self._check_scope(job_id, scope)
+        job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds, progress)
         if job is None:
             raise await self._lease_lost(job_id)
         return job
 
-    async def complete(self, job_id: str, lease_token: str, result: object = None) -> Job:
+    async def hand_back(self, jobs: Sequence[Job]) -> int:
+        """Give back leased jobs their lessee never received (its client left before the answer went out): they
+        are claimable again at once, and the undelivered claim does not count as a delivery. Returns how many
+        were still held by those leases."""
+        leases = [HeldLease(job.id, job.lease_token) for job in jobs if job.lease_token is not None]
+        if not leases:
+            return 0
+        return sum(job is not None for job in await self.store.job_release_many(leases, self.clock.now()))
+
+    async def heartbeat_many(
+        self, leases: Sequence[HeldLease], *, lease_seconds: float = 30.0, scope: str | None = None
+    ) -> list[HeartbeatResult]:
+        """Extend many held leases at once, each on its own (as `heartbeat`, progress included); a lost one
+        answers `locked_until` None and never fails the others. For a scoped key, another tenant's job is lost."""
+        errors = validation.number_errors(lease_seconds, ("lease_seconds",), 1, validation.MAX_LEASE_SECONDS)
+        if not 1 <= len(leases) <= validation.MAX_BATCH:
+            errors.append(FieldError(("jobs",), f"must hold 1–{validation.MAX_BATCH} jobs"))
+        errors += held_progress_errors(leases)
+        validation.check(errors)
+        ours = leases
+        if scope is not None:
+            tenants = {
+                job.id: job.tenant_id for job in (await self.store.job_get_many([i.job_id for i in leases])).values()
+            }
+            ours = [item for item in leases if tenants.get(item.job_id) == scope]
+        until = dict(
+            zip(
+                ((item.job_id, item.lease_token) for item in ours),
+                await self.store.job_heartbeat_many(ours, self.clock.now(), lease_seconds) if ours else [],
+                strict=True,
+            )
+        )
+        return [HeartbeatResult(item.job_id, until.get((item.job_id, item.lease_token))) for item in leases]
+
+    async def complete(self, job_id: str, lease_token: str, result: object = None, *, scope: str | None = None) -> Job:
+        await self._check_scope(job_id, scope)
         (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
         if job is None:
             raise await self._lease_lost(job_id)
@@ -167,6 +248,7 @@ class Engine:
         *,
         retryable: bool = True,
         retry_after_seconds: float | None = None,
+        scope: str | None = None,
     ) -> Job:
         """Record a failed delivery: retrying with backoff while budget is left and `retryable`, else dead_letter."""
         request = FailureRequest(
@@ -178,7 +260,7 @@ class Engine:
         )
         validation.check(_failure_errors(request, ()))
         now = self.clock.now()
-        current = await self.store.job_get(job_id)
+        current = await self.store.job_get(job_id, scope)
         if current is None:
             raise NotFound(f"no job {job_id}")
         (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now)
@@ -187,12 +269,14 @@ class Engine:
         await self.workflows.on_jobs_finished([job])
         return job
 
-    async def ack(self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = ()) -> list[AckResult]:
+    async def ack(
+        self, complete: Sequence[Completion] = (), fail: Sequence[FailureRequest] = (), *, scope: str | None = None
+    ) -> list[AckResult]:
         """Complete and fail many jobs; each item succeeds or is `lease_lost` on its own."""
         if len(complete) + len(fail) > validation.MAX_BATCH:
             raise ValidationError.of([FieldError((), f"an ack carries at most {validation.MAX_BATCH} items")])
         if not complete and not fail:
-            return []  # a worker with nothing to report may still ack (API.md: 200, no results)
+            return []  # a worker with nothing to report may still ack (POST /v1/worker/ack: 200, no results)
         # Everything is checked before anything is written, so a bad item never leaves half an ack behind.
         errors: list[FieldError] = []
         for index, item in enumerate(complete):
@@ -200,21 +284,48 @@ class Engine:
         for index, request in enumerate(fail):
             errors += _failure_errors(request, ("fail", index))
         validation.check(errors)
+        if scope is not None:
+            return await self._scoped_ack(complete, fail, scope)
         now = self.clock.now()
-        current = await self.store.job_get_many([item.job_id for item in fail])
+        current = await self.store.job_get_many([item.job_id for item in fail]) if fail else {}
         decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
-        done = await self.store.job_complete_many(complete, now) if complete else []
+        done = await self.store.job_complete_brief(complete, now) if complete else []
         failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
-        outcomes = list(zip([item.job_id for item in complete], done, strict=True))
+        outcomes: list[tuple[str, Ended | Job | None]] = list(
+            zip([item.job_id for item in complete], done, strict=True)
+        )
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
-        await self.workflows.on_jobs_finished([job for _, job in outcomes])
-        lost = await self.store.job_get_many([job_id for job_id, job in outcomes if job is None])
+        # Only a workflow's step jobs need their whole row (to advance the workflow): read just those.
+        steps = [ended.id for ended in done if ended is not None and ended.workflow_id is not None]
+        completed_steps = await self.store.job_get_many(steps) if steps else {}
+        finished = [completed_steps.get(job.id) if isinstance(job, Ended) else job for _, job in outcomes if job]
+        await self.workflows.on_jobs_finished(finished)
+        missing = [job_id for job_id, job in outcomes if job is None]
+        lost = await self.store.job_get_many(missing) if missing else {}
         return [
             AckResult(job_id, AckOutcome.OK, job.status, job.queue_name)
             if job is not None
             else AckResult(job_id, AckOutcome.LEASE_LOST, *_status_and_queue(lost.get(job_id)))
             for job_id, job in outcomes
         ]
+
+    async def _scoped_ack(
+        self, complete: Sequence[Completion], fail: Sequence[FailureRequest], scope: str
+    ) -> list[AckResult]:
+        """`ack` for a scoped key: items naming another tenant's job are lease_lost with no status, as for a job
+        that does not exist; the others are acked as usual, in the order given."""
+        named = [item.job_id for item in complete] + [item.job_id for item in fail]
+        jobs = await self.store.job_get_many(named)
+
+        def ours(job_id: str) -> bool:
+            return job_id in jobs and jobs[job_id].tenant_id == scope
+
+        acked = iter(
+            await self.ack(
+                [item for item in complete if ours(item.job_id)], [item for item in fail if ours(item.job_id)]
+            )
+        )
+        return [next(acked) if ours(job_id) else AckResult(job_id, AckOutcome.LEASE_LOST, None) for job_id in named]
 
     def _decide(self, job: Job, request: FailureRequest, now: datetime) -> Failure:
         # Decided from the row as read; the store applies it only if the token still holds the lease, and a
@@ -256,8 +367,8 @@ class Engine:
             )
             for job in expired
         ]
-        # A worker that completes while the janitor decides still holds its token and wins: such rows
-        # come back None here and are left as the worker finished them.
+        # The re-lease gave each row a token of the janitor's own, so these failures apply: a worker whose lease
+        # expired gets 409 now, whether or not a janitor has come by (None here only if a cancel came first).
         reclaimed = (
             [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
         )
@@ -282,6 +393,13 @@ class Engine:
 
     async def get_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
         return await self.workflows.get(tenant_id, workflow_id)
+
+    async def watch_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
+        """The workflow, with its finish announced to every process from now on (`WorkflowStore.workflow_watch`)."""
+        workflow = await self.store.workflow_watch(workflow_id, tenant_id)
+        if workflow is None:
+            raise NotFound(f"no workflow {workflow_id}")
+        return workflow
 
     async def list_workflows(
         self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None

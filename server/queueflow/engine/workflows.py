@@ -69,6 +69,7 @@ class Workflows:
             steps=new_steps(workflow_id, new),
             created_at=now,
             idempotency_key=new.idempotency_key,
+            trace_context=new.trace_context,
         )
         # A new workflow is a snapshot like any other: settling it enqueues the roots.
         recording = record(pending, settle(pending.steps), now, self._step_job_maker(now))
@@ -133,7 +134,9 @@ class Workflows:
     def _step_job_maker(self, now: datetime) -> Callable[[Workflow, Step], Job]:
         def new_job(workflow: Workflow, step: Step) -> Job:
             row = pending_job(workflow.tenant_id, step_job(step, workflow.context), now, self.rng)
-            return replace(row, workflow_id=workflow.id, workflow_step_id=step.name)
+            return replace(
+                row, workflow_id=workflow.id, workflow_step_id=step.name, trace_context=workflow.trace_context
+            )
 
         return new_job
 

@@ -1,40 +1,41 @@
 """InProcessWorker: Python tasks run inside a server process (`queueflow serve --mode worker --tasks module:tasks`).
 
-It claims through the engine directly (no HTTP, no worker key) and, when nothing is claimable, parks on the
+It is the SDK's worker loop (`queueflow_client.loop.WorkerLoop`: slots, prefetch, batched acks and heartbeats,
+graceful drain) over an `EngineSource`: it claims through the engine directly (no HTTP, no worker key), many
+jobs in one claim statement, records many outcomes in one ack, and, when nothing is claimable, parks on the
 Wakeups hub, which the notifier (or the in-memory store) signals when work arrives on one of its queues: the
-reference page's "idle in-process workers". It never holds more than `concurrency` jobs.
-
-The task side, how one delivery runs and is heartbeated, completed or failed, is the SDK's
-(`queueflow_client.tasks.TaskRegistry.execute`): the same code a remote `queueflow_client.Worker` runs. The
-server does not import the SDK; it only needs a `TaskRunner`, which a `TaskRegistry` is, and hands it a
-`Lease` over the engine. Stopping stops claiming, then lets held jobs finish for up to `drain_seconds`; what is
-still running then is cancelled, and its lease expires and is reclaimed by the janitor like a crashed worker's.
+reference page's "idle in-process workers". The server depends on the SDK only here, and only when tasks are
+given (they are a `queueflow_client.TaskRegistry` anyway). Stopping stops claiming, then lets held jobs finish
+for up to `drain_seconds`; what is still running then is cancelled, and its lease expires and is reclaimed by
+the janitor like a crashed worker's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from queueflow.core.errors import LeaseLost, NotFound, StoreUnavailable
-from queueflow.core.types import Job
+from queueflow.core.errors import StoreUnavailable
+from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
 from queueflow.engine import Engine
 from queueflow.runtime.service import BackgroundService
-from queueflow.runtime.wakeups import Wakeups
+from queueflow.runtime.wakeups import Wakeups, Watch
+
+if TYPE_CHECKING:
+    from queueflow_client.loop import Outcome, WorkerLoop
 
 log = logging.getLogger("queueflow.tasks")
 
 
 class TaskRunner(Protocol):
-    """Runs one delivery to its end through `lease` (a `queueflow_client.tasks.TaskRegistry` is one)."""
+    """What runs the tasks: a `queueflow_client.TaskRegistry`."""
 
-    async def execute(self, job: Any, lease: Any, *, heartbeat_every: float) -> None: ...
+    @property
+    def names(self) -> list[str]: ...
 
 
 def load_runner(spec: str) -> TaskRunner:
@@ -45,46 +46,83 @@ def load_runner(spec: str) -> TaskRunner:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     runner = getattr(importlib.import_module(module_name), attribute)
-    if not callable(getattr(runner, "execute", None)):
+    if not callable(getattr(runner, "function", None)):
         raise ValueError(f"{spec} is not a task registry (queueflow_client.TaskRegistry)")
     return runner  # type: ignore[no-any-return]
 
 
-@dataclass(slots=True)
-class EngineLease:
-    """A `Lease` held directly on the engine: each call answers False once the token no longer holds the job."""
+class EngineSource:
+    """The engine as the worker loop's `LeaseSource`."""
 
-    engine: Engine
-    job: Job
-    lease_seconds: float
+    def __init__(
+        self,
+        engine: Engine,
+        wakeups: Wakeups,
+        queues: Sequence[str],
+        *,
+        lease_seconds: float,
+        poll: float,
+        task_names: Sequence[str] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.task_names = list(task_names) if task_names else None
+        """Only jobs of these tasks are claimed (the registry's); None: any."""
+        self.wakeups = wakeups
+        self.queues = list(queues)
+        self.lease_seconds = lease_seconds
+        self.poll = poll
+        self._interrupted = False
+        self._watch: Watch | None = None
 
-    @property
-    def token(self) -> str:
-        assert self.job.lease_token is not None  # a claimed job always carries its token
-        return self.job.lease_token
+    async def lease(self, max_jobs: int) -> list[Job]:
+        with self.wakeups.watching(self.queues) as watch:
+            self._watch = watch
+            while not self._interrupted:
+                try:
+                    jobs = await self.engine.lease(
+                        self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
+                    )
+                except StoreUnavailable as exc:
+                    log.warning("cannot claim, the store is unavailable: %s", exc)
+                    jobs = []
+                if jobs:
+                    return jobs
+                # Watching since before the claim, so work that arrived meanwhile is never missed. A claim in
+                # flight is never cancelled by interrupt(): whatever it claims is returned and run.
+                await watch.wait(self.poll)
+        return []
 
-    async def heartbeat(self) -> bool:
-        try:
-            await self.engine.heartbeat(self.job.id, self.token, lease_seconds=self.lease_seconds)
-        except (LeaseLost, NotFound):
-            return False
-        return True
+    def interrupt(self) -> None:
+        self._interrupted = True
+        if self._watch is not None:
+            self._watch.event.set()
 
-    async def complete(self, result: Any) -> bool:
-        try:
-            await self.engine.complete(self.job.id, self.token, result)
-        except (LeaseLost, NotFound):
-            return False
-        return True
-
-    async def fail(self, error: str, *, retryable: bool, retry_after_seconds: float | None) -> bool:
-        try:
-            await self.engine.fail(
-                self.job.id, self.token, error, retryable=retryable, retry_after_seconds=retry_after_seconds
+    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        complete = [Completion(o.job_id, o.lease_token, o.result) for o in outcomes if o.error is None]
+        fail = [
+            FailureRequest(
+                job_id=o.job_id,
+                lease_token=o.lease_token,
+                error=o.error,
+                retryable=o.retryable,
+                retry_after_seconds=o.retry_after_seconds,
             )
-        except (LeaseLost, NotFound):
-            return False
-        return True
+            for o in outcomes
+            if o.error is not None
+        ]
+        results = {result.id: result for result in await self.engine.ack(complete, fail)}
+        return [results[o.job_id].outcome is AckOutcome.OK for o in outcomes]
+
+    async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
+        held = [HeldLease(job_id, token) for job_id, token in leases]
+        results = await self.engine.heartbeat_many(held, lease_seconds=self.lease_seconds)
+        return [result.locked_until is not None for result in results]
+
+    async def progress(self, job_id: str, token: str, value: Any) -> bool:
+        (result,) = await self.engine.heartbeat_many(
+            [HeldLease(job_id, token, value)], lease_seconds=self.lease_seconds
+        )
+        return result.locked_until is not None
 
 
 class InProcessWorker(BackgroundService):
@@ -98,73 +136,45 @@ class InProcessWorker(BackgroundService):
         *,
         queues: Sequence[str] = ("default",),
         concurrency: int = 10,
+        prefetch: int | None = None,
         lease_seconds: float = 30.0,
         poll: float = 5.0,
         drain_seconds: float = 30.0,
+        ack_interval: float = 0.01,
     ) -> None:
         super().__init__()
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        self.engine = engine
-        self.wakeups = wakeups
-        self.runner = runner
-        self.queues = list(queues)
-        self.concurrency = concurrency
-        self.lease_seconds = lease_seconds
-        self.poll = poll
-        """The longest an idle wait lasts: a lost wake-up (or a retry coming due) costs at most this long."""
-        self.drain_seconds = drain_seconds
-        self._held: set[asyncio.Task[None]] = set()
-        self._slot_freed = asyncio.Event()
-        self.peak_held = 0
+        from queueflow_client.loop import WorkerLoop
+
+        self.source = EngineSource(
+            engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
+        )
+        """`poll`: the longest an idle wait lasts, so a lost wake-up (or a retry coming due) costs at most that."""
+        self.loop: WorkerLoop = WorkerLoop(
+            self.source,
+            runner,  # type: ignore[arg-type]  # a TaskRegistry, checked by load_runner
+            concurrency=concurrency,
+            prefetch=prefetch,
+            lease_seconds=lease_seconds,
+            drain_seconds=drain_seconds,
+            ack_interval=ack_interval,
+            name="in-process worker",
+        )
 
     @property
     def held(self) -> int:
-        return len(self._held)
+        return self.loop.held
 
-    async def run(self) -> None:
-        while True:
-            free = self.concurrency - len(self._held)
-            if free <= 0:
-                self._slot_freed.clear()
-                await self._slot_freed.wait()
-                continue
-            try:
-                jobs = await self.engine.lease(self.queues, max_jobs=free, lease_seconds=self.lease_seconds)
-            except StoreUnavailable as exc:
-                log.warning("cannot claim, the store is unavailable: %s", exc)
-                jobs = []
-            if not jobs:
-                # No await between the empty claim and parking, so an insert on this loop cannot slip between.
-                await self.wakeups.wait(self.queues, self.poll)
-                continue
-            for job in jobs:
-                self._hold(job)
+    @property
+    def peak_held(self) -> int:
+        """The most tasks running at once so far."""
+        return self.loop.peak_running
 
-    def _hold(self, job: Job) -> None:
-        lease = EngineLease(self.engine, job, self.lease_seconds)
-        task = asyncio.create_task(self.runner.execute(job, lease, heartbeat_every=self.lease_seconds / 3))
-        self._held.add(task)
-        self.peak_held = max(self.peak_held, len(self._held))
-        task.add_done_callback(self._release)
-
-    def _release(self, task: asyncio.Task[None]) -> None:
-        self._held.discard(task)
-        self._slot_freed.set()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("a job's runner failed", exc_info=task.exception())
+    async def start(self) -> None:
+        await self.loop.start()
 
     async def stop(self) -> None:
         """Stop claiming, let held jobs finish (up to `drain_seconds`), then cancel what is left."""
-        await super().stop()
-        if not self._held:
-            return
-        log.info("finishing %d held jobs", len(self._held))
-        _, late = await asyncio.wait(set(self._held), timeout=self.drain_seconds)
-        for task in late:
-            task.cancel()
-        if late:
-            log.warning(
-                "%d jobs outlived the %.0f s drain: cancelled, their leases expire", len(late), self.drain_seconds
-            )
-            await asyncio.wait(late)
+        await self.loop.stop()
+
+    async def run(self) -> None:  # the loop runs its own tasks
+        raise NotImplementedError

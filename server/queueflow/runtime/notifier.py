@@ -1,4 +1,5 @@
-"""Notifier: PostgreSQL's `queueflow_work` notifications, turned into `Wakeups.notify(queue)`.
+"""Notifier: PostgreSQL's `queueflow_work` notifications, turned into `Wakeups.notify(queue)`, and its
+`queueflow_done` notifications (an awaited job or workflow finished), turned into `Wakeups.finished(id)`.
 
 One dedicated connection LISTENs for the whole process (the insert trigger notifies with the queue's name),
 so any number of long-poll leases and idle workers share it. Notifications are not stored: one sent while
@@ -23,6 +24,7 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres.url import asyncpg_dsn
 
 CHANNEL = "queueflow_work"
+DONE_CHANNEL = "queueflow_done"
 
 log = logging.getLogger("queueflow.notifier")
 
@@ -90,6 +92,7 @@ class Notifier(BackgroundService):
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _connection: lost.set())
         await connection.add_listener(CHANNEL, self._on_notification)
+        await connection.add_listener(DONE_CHANNEL, self._on_done)
         self.connections += 1
         self.listening.set()
         # Whatever was notified while we were not listening is gone: every waiter looks for itself.
@@ -106,6 +109,9 @@ class Notifier(BackgroundService):
 
     def _on_notification(self, _connection: object, _pid: int, _channel: str, queue: object) -> None:
         self.wakeups.notify(str(queue))
+
+    def _on_done(self, _connection: object, _pid: int, _channel: str, object_id: object) -> None:
+        self.wakeups.finished(str(object_id))
 
 
 async def _close(connection: asyncpg.Connection) -> None:

@@ -4,6 +4,10 @@ Whoever learns of new work calls `notify(queue)`: the in-memory store on insert,
 each `queueflow_work` notification. Long-poll leases and idle in-process workers `wait()` on the queues they
 drain. Any number of waiters share one hub, and so one LISTEN connection.
 
+Whoever learns that a job or workflow finished calls `finished(id)` (the in-memory store, the notifier for each
+`queueflow_done` notification); `GET …?wait_seconds=` watches one id with `watching_finish`. Ids and queue names
+are kept apart, since a queue may well be called `job_…`.
+
 `close()` marks the process as shutting down: every parked waiter is woken, and a long-poll that sees
 `closing` answers with what it has instead of parking again, so a SIGTERM never waits out a long-poll.
 """
@@ -37,6 +41,7 @@ class Watch:
 class Wakeups:
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._finish_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.closing = False
         """True once `close()` was called: the process is shutting down."""
 
@@ -47,9 +52,15 @@ class Wakeups:
 
     def notify_all(self) -> None:
         """Wake every waiter: after a lost connection, a notification may have been missed."""
-        for events in self._waiters.values():
-            for event in events:
-                event.set()
+        for waiters in (self._waiters, self._finish_waiters):
+            for events in waiters.values():
+                for event in events:
+                    event.set()
+
+    def finished(self, object_id: str) -> None:
+        """Wake every watch on the job or workflow `object_id`: it has finished."""
+        for event in self._finish_waiters.get(object_id, ()):
+            event.set()
 
     def close(self) -> None:
         """The process is shutting down: wake every waiter, and let long-polls see `closing`."""
@@ -60,17 +71,14 @@ class Wakeups:
     def watching(self, queues: Iterable[str]) -> Iterator[Watch]:
         """A watch on `queues`, armed from now on: a notification that comes while its holder is busy (claiming,
         say) is kept, and its next `wait` returns at once."""
-        watch = Watch()
-        names = set(queues)
-        for name in names:
-            self._waiters[name].add(watch.event)
-        try:
+        with _watch(self._waiters, set(queues)) as watch:
             yield watch
-        finally:
-            for name in names:
-                self._waiters[name].discard(watch.event)
-                if not self._waiters[name]:
-                    del self._waiters[name]
+
+    @contextmanager
+    def watching_finish(self, object_id: str) -> Iterator[Watch]:
+        """A watch on the finish of one job or workflow, armed from now on (as `watching`)."""
+        with _watch(self._finish_waiters, {object_id}) as watch:
+            yield watch
 
     async def wait(self, queues: Iterable[str], seconds: float) -> bool:
         """Wait until one of `queues` is notified (True) or `seconds` pass (False)."""
@@ -81,3 +89,22 @@ class Wakeups:
     def waiting(self) -> int:
         """How many distinct waits are parked (for metrics and tests)."""
         return len({id(event) for events in self._waiters.values() for event in events})
+
+    @property
+    def waiting_for_finishes(self) -> int:
+        """How many watches on finishes are armed (for tests)."""
+        return len({id(event) for events in self._finish_waiters.values() for event in events})
+
+
+@contextmanager
+def _watch(waiters: dict[str, set[asyncio.Event]], names: set[str]) -> Iterator[Watch]:
+    watch = Watch()
+    for name in names:
+        waiters[name].add(watch.event)
+    try:
+        yield watch
+    finally:
+        for name in names:
+            waiters[name].discard(watch.event)
+            if not waiters[name]:
+                del waiters[name]

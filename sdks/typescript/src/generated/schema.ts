@@ -117,7 +117,7 @@ export interface paths {
         };
         /**
          * GetJob
-         * @description Get one job.
+         * @description Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
          */
         get: operations["getJob"];
         put?: never;
@@ -260,6 +260,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * HeartbeatJobs
+         * @description Extend many held leases at once, recording each one's `progress` if given; each item is extended or
+         *     `lease_lost` on its own.
+         */
+        post: operations["heartbeatJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/worker/jobs/{job_id}/complete": {
         parameters: {
             query?: never;
@@ -373,7 +394,7 @@ export interface paths {
         };
         /**
          * GetWorkflow
-         * @description Get one workflow with the status of each of its steps.
+         * @description Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running.
          */
         get: operations["getWorkflow"];
         put?: never;
@@ -565,11 +586,35 @@ export interface components {
             /** Format: date-time */
             locked_until: string;
         };
+        /** HeartbeatBatch */
+        HeartbeatBatch: {
+            jobs: components["schemas"]["HeartbeatItem"][];
+            /** @default 30 */
+            lease_seconds?: number;
+        };
+        /** HeartbeatItem */
+        HeartbeatItem: {
+            id: string;
+            lease_token: string;
+            progress?: unknown;
+        };
         /** HeartbeatRequest */
         HeartbeatRequest: {
             /** @default 30 */
             lease_seconds?: number;
             lease_token: string;
+            progress?: unknown;
+        };
+        /** HeartbeatResult */
+        HeartbeatResult: {
+            id: string;
+            locked_until: string | null;
+            /** @enum {string} */
+            outcome: "ok" | "lease_lost";
+        };
+        /** HeartbeatResults */
+        HeartbeatResults: {
+            results: components["schemas"]["HeartbeatResult"][];
         };
         /** Job */
         Job: {
@@ -591,6 +636,7 @@ export interface components {
                 [key: string]: unknown;
             };
             priority: number;
+            progress: unknown;
             queue_name: string;
             result: unknown;
             retry_count: number;
@@ -602,6 +648,7 @@ export interface components {
             task_name: string;
             tenant_id: string;
             timeout_seconds: number | null;
+            trace_context: components["schemas"]["TraceContext"] | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -621,6 +668,7 @@ export interface components {
             /** @default 1 */
             max_jobs?: number;
             queues: string[];
+            task_names?: string[] | null;
             /** @default 0 */
             wait_seconds?: number;
             worker_id?: string | null;
@@ -647,6 +695,7 @@ export interface components {
                 [key: string]: unknown;
             };
             priority: number;
+            progress: unknown;
             queue_name: string;
             result: unknown;
             retry_count: number;
@@ -658,6 +707,7 @@ export interface components {
             task_name: string;
             tenant_id: string;
             timeout_seconds: number | null;
+            trace_context: components["schemas"]["TraceContext"] | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -739,6 +789,11 @@ export interface components {
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
             next_cursor: string | null;
+        };
+        /** TraceContext */
+        TraceContext: {
+            traceparent: string;
+            tracestate: string | null;
         };
         /** UpdateSchedule */
         UpdateSchedule: {
@@ -944,6 +999,10 @@ export interface operations {
             header?: {
                 /** @description Scoped to the tenant: a repeat answers 200 with the original object, unchanged. */
                 "Idempotency-Key"?: string | null;
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -1022,7 +1081,12 @@ export interface operations {
     enqueueJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1090,7 +1154,10 @@ export interface operations {
     };
     getJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long for the object to finish, and answer as soon as it does (0: at once). */
+                wait_seconds?: number;
+            };
             header?: never;
             path: {
                 job_id: string;
@@ -1781,6 +1848,75 @@ export interface operations {
             };
         };
     };
+    heartbeatJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatBatch"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeartbeatResults"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     completeJob: {
         parameters: {
             query?: never;
@@ -2183,6 +2319,10 @@ export interface operations {
             header?: {
                 /** @description Scoped to the tenant: a repeat answers 200 with the original object, unchanged. */
                 "Idempotency-Key"?: string | null;
+                /** @description W3C Trace Context: stored with the job (a workflow's step jobs inherit it), returned on lease, and the parent of the worker's task span. One that does not parse is ignored. */
+                traceparent?: string | null;
+                /** @description W3C Trace Context vendor data, kept with a valid traceparent. */
+                tracestate?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -2260,7 +2400,10 @@ export interface operations {
     };
     getWorkflow: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait up to this long for the object to finish, and answer as soon as it does (0: at once). */
+                wait_seconds?: number;
+            };
             header?: never;
             path: {
                 workflow_id: string;

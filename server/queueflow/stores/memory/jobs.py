@@ -11,7 +11,13 @@ from datetime import UTC, datetime, timedelta
 from msgspec.structs import replace
 
 from queueflow.core.errors import ValidationError
-from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors
+from queueflow.core.jsonvalue import (
+    completion_storage_errors,
+    contains,
+    failure_storage_errors,
+    held_progress_errors,
+    progress_errors,
+)
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
     CANCELLABLE,
@@ -19,14 +25,18 @@ from queueflow.core.types import (
     FINISHED,
     JSON,
     RETRIABLE,
+    UNCHANGED,
     Completion,
     Cursor,
+    Ended,
     Failure,
+    HeldLease,
     Job,
     JobFilter,
     JobStatus,
     QueueCounts,
     QueueMinute,
+    Unchanged,
 )
 from queueflow.stores.memory.state import Tables
 
@@ -48,6 +58,10 @@ class MemoryJobs(Tables):
             return None
         return self._out(job)
 
+    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+        # Every finish is announced here (`_announce_finished`): nothing to record.
+        return await self.job_get(job_id, tenant_id)
+
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         return {job_id: self._out(self._jobs[job_id]) for job_id in job_ids if job_id in self._jobs}
 
@@ -58,12 +72,25 @@ class MemoryJobs(Tables):
         rows.sort(key=lambda job: (job.created_at, job.id), reverse=True)
         return [self._out(job) for job in rows[:limit]]
 
-    async def job_claim(self, queues: Sequence[str], limit: int, now: datetime, lease_seconds: float) -> list[Job]:
+    async def job_claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        task_names: Sequence[str] | None = None,
+        tenant_id: str | None = None,
+    ) -> list[Job]:
         wanted = set(queues)
+        tasks = None if task_names is None else set(task_names)
         due = [
             job
             for job in self._jobs.values()
-            if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at <= now
+            if job.queue_name in wanted
+            and job.status in CLAIMABLE
+            and job.scheduled_at <= now
+            and (tasks is None or job.task_name in tasks)
+            and (tenant_id is None or job.tenant_id == tenant_id)
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         claimed = []
@@ -91,12 +118,37 @@ class MemoryJobs(Tables):
             default=None,
         )
 
-    async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
+    async def job_heartbeat(
+        self,
+        job_id: str,
+        lease_token: str,
+        now: datetime,
+        lease_seconds: float,
+        progress: JSON | Unchanged = UNCHANGED,
+    ) -> Job | None:
+        if not isinstance(progress, Unchanged) and (errors := progress_errors(progress, ("progress",))):
+            raise ValidationError.of(errors)
         job = self._jobs.get(job_id)
         if job is None or not holds_lease(job, lease_token, now):
             return None
-        job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        if isinstance(progress, Unchanged):
+            job = self._jobs[job_id] = replace(job, locked_until=lease_until(job, now, lease_seconds))
+        else:
+            job = self._jobs[job_id] = replace(
+                job, locked_until=lease_until(job, now, lease_seconds), progress=copy.deepcopy(progress)
+            )
         return self._out(job)
+
+    async def job_heartbeat_many(
+        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+    ) -> list[datetime | None]:
+        if errors := held_progress_errors(leases):
+            raise ValidationError.of(errors)  # before anything is written
+        beats = [
+            await self.job_heartbeat(item.job_id, item.lease_token, now, lease_seconds, item.progress)
+            for item in leases
+        ]
+        return [job.locked_until if job is not None else None for job in beats]
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
         if errors := completion_storage_errors(completions):
@@ -112,6 +164,31 @@ class MemoryJobs(Tables):
             )
             for item in completions
         ]
+
+    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+        released: list[Job | None] = []
+        for item in leases:
+            job = self._jobs.get(item.job_id)
+            if job is None or not holds_lease(job, item.lease_token, now):
+                released.append(None)
+                continue
+            job = self._jobs[job.id] = replace(
+                job,
+                status=JobStatus.RETRYING if job.retry_count > 0 else JobStatus.PENDING,
+                delivery_count=job.delivery_count - 1,
+                lease_token=None,
+                locked_until=None,
+                started_at=job.started_at if job.delivery_count > 1 else None,
+            )
+            released.append(self._out(job))
+        if self._wakeups is not None:
+            for queue in {job.queue_name for job in released if job is not None}:
+                self._wakeups.notify(queue)
+        return released
+
+    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        done = await self.job_complete_many(completions, now)
+        return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):
@@ -145,6 +222,8 @@ class MemoryJobs(Tables):
         if job is None or not holds_lease(job, lease_token, now):
             return None
         job = self._jobs[job_id] = replace(job, lease_token=None, locked_until=None, **changes)
+        if job.status in FINISHED:
+            self._announce_finished([job_id])
         return self._out(job)
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -154,6 +233,7 @@ class MemoryJobs(Tables):
         job = self._jobs[job_id] = replace(
             job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
         )
+        self._announce_finished([job_id])
         return self._out(job)
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -179,7 +259,9 @@ class MemoryJobs(Tables):
         expired.sort(key=lambda job: (job.locked_until or now, job.id))
         relocked = []
         for job in expired[:limit]:
-            job = self._jobs[job.id] = replace(job, locked_until=now + timedelta(seconds=relock_seconds))
+            job = self._jobs[job.id] = replace(
+                job, locked_until=now + timedelta(seconds=relock_seconds), lease_token=str(uuid.uuid4())
+            )
             relocked.append(self._out(job))
         return relocked
 

@@ -71,6 +71,12 @@ class Tables:
                 self._wakeups.notify(queue)
         return results
 
+    def _announce_finished(self, object_ids: Iterable[str]) -> None:
+        """As PostgreSQL's `queueflow_done` trigger does for awaited rows (here every finish costs nothing)."""
+        if self._wakeups is not None:
+            for object_id in object_ids:
+                self._wakeups.finished(object_id)
+
     def _in_running_workflow(self, job: Job) -> bool:
         workflow = self._workflows.get(job.workflow_id) if job.workflow_id is not None else None
         return workflow is not None and workflow.status is WorkflowStatus.RUNNING
@@ -90,4 +96,5 @@ class Tables:
             payload=copy.deepcopy(job.payload),
             metadata=copy.deepcopy(job.metadata),
             result=copy.deepcopy(job.result),
+            progress=copy.deepcopy(job.progress),
         )

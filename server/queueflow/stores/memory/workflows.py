@@ -40,6 +40,10 @@ class MemoryWorkflows(Tables):
             return None
         return self._workflow_out(workflow)
 
+    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+        # Every finish is announced (`workflow_advance`): nothing to record.
+        return await self.workflow_get(workflow_id, tenant_id)
+
     async def workflow_list(
         self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
     ) -> list[Workflow]:
@@ -79,6 +83,9 @@ class MemoryWorkflows(Tables):
                 self._jobs[job_id] = replace(
                     job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
                 )
+                self._announce_finished([job_id])
+        if workflow.status is WorkflowStatus.RUNNING and recording.workflow.status is not WorkflowStatus.RUNNING:
+            self._announce_finished([workflow_id])
         return self._workflow_out(recording.workflow)
 
     async def workflow_stalled_jobs(self, limit: int) -> list[Job]:

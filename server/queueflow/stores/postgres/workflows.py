@@ -29,6 +29,7 @@ from queueflow.stores.postgres.sql import (
     STEPS_INSERT,
     STEPS_OF,
     STEPS_RECORD,
+    WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
     WORKFLOW_GET,
@@ -52,6 +53,7 @@ class PostgresWorkflows(Pooled):
                 json_text(workflow.context, ("context",)),
                 workflow.idempotency_key,
                 workflow.created_at,
+                None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
             )
             if inserted is None:
                 # The key's first create won (a concurrent one's insert waited for it to commit): return that.
@@ -71,6 +73,14 @@ class PostgresWorkflows(Pooled):
         async with self._connection() as db:
             row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
             return (await _with_steps(db, [row]))[0] if row is not None else None
+
+    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+        if not (storable_text(workflow_id) and storable_text(tenant_id)):
+            return None
+        async with self._connection() as db:
+            # As `job_watch`: the read is a statement of its own, with a snapshot taken after the mark.
+            await db.execute(WORKFLOW_AWAIT, workflow_id, tenant_id)
+        return await self.workflow_get(workflow_id, tenant_id)
 
     async def workflow_list(
         self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
@@ -176,6 +186,7 @@ async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
             created_at=row["created_at"],
             completed_at=row["completed_at"],
             idempotency_key=row["idempotency_key"],
+            trace_context=row["trace_context"],
         )
         for row in rows
     ]

@@ -28,7 +28,12 @@ from .field_problem import FieldProblem
 from .health import Health
 from .health_status import HealthStatus
 from .heartbeat import Heartbeat
+from .heartbeat_batch import HeartbeatBatch
+from .heartbeat_item import HeartbeatItem
 from .heartbeat_request import HeartbeatRequest
+from .heartbeat_result import HeartbeatResult
+from .heartbeat_result_outcome import HeartbeatResultOutcome
+from .heartbeat_results import HeartbeatResults
 from .job import Job
 from .job_batch import JobBatch
 from .job_metadata import JobMetadata
@@ -57,6 +62,7 @@ from .queue_list import QueueList
 from .schedule import Schedule
 from .schedule_page import SchedulePage
 from .schedule_payload import SchedulePayload
+from .trace_context import TraceContext
 from .update_schedule import UpdateSchedule
 from .update_schedule_payload import UpdateSchedulePayload
 from .workflow import Workflow
@@ -96,7 +102,12 @@ __all__ = (
     "Health",
     "HealthStatus",
     "Heartbeat",
+    "HeartbeatBatch",
+    "HeartbeatItem",
     "HeartbeatRequest",
+    "HeartbeatResult",
+    "HeartbeatResultOutcome",
+    "HeartbeatResults",
     "Job",
     "JobBatch",
     "JobMetadata",
@@ -125,6 +136,7 @@ __all__ = (
     "Schedule",
     "SchedulePage",
     "SchedulePayload",
+    "TraceContext",
     "UpdateSchedule",
     "UpdateSchedulePayload",
     "Workflow",

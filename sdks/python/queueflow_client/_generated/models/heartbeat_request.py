@@ -16,15 +16,19 @@ class HeartbeatRequest:
     Attributes:
         lease_token (str):
         lease_seconds (float | Unset):  Default: 30.0.
+        progress (Any | Unset):
     """
 
     lease_token: str
     lease_seconds: float | Unset = 30.0
+    progress: Any | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         lease_token = self.lease_token
 
         lease_seconds = self.lease_seconds
+
+        progress = self.progress
 
         field_dict: dict[str, Any] = {}
 
@@ -35,6 +39,8 @@ class HeartbeatRequest:
         )
         if lease_seconds is not UNSET:
             field_dict["lease_seconds"] = lease_seconds
+        if progress is not UNSET:
+            field_dict["progress"] = progress
 
         return field_dict
 
@@ -45,9 +51,12 @@ class HeartbeatRequest:
 
         lease_seconds = d.pop("lease_seconds", UNSET)
 
+        progress = d.pop("progress", UNSET)
+
         heartbeat_request = cls(
             lease_token=lease_token,
             lease_seconds=lease_seconds,
+            progress=progress,
         )
 
         return heartbeat_request

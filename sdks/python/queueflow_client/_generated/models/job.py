@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.backoff import Backoff
     from ..models.job_metadata import JobMetadata
     from ..models.job_payload import JobPayload
+    from ..models.trace_context import TraceContext
 
 
 T = TypeVar("T", bound="Job")
@@ -35,6 +36,7 @@ class Job:
         next_retry_at (datetime.datetime | None):
         payload (JobPayload):
         priority (int):
+        progress (Any):
         queue_name (str):
         result (Any):
         retry_count (int):
@@ -44,6 +46,7 @@ class Job:
         task_name (str):
         tenant_id (str):
         timeout_seconds (float | None):
+        trace_context (None | TraceContext):
         workflow_id (None | str):
         workflow_step_id (None | str):
     """
@@ -61,6 +64,7 @@ class Job:
     next_retry_at: datetime.datetime | None
     payload: JobPayload
     priority: int
+    progress: Any
     queue_name: str
     result: Any
     retry_count: int
@@ -70,11 +74,14 @@ class Job:
     task_name: str
     tenant_id: str
     timeout_seconds: float | None
+    trace_context: None | TraceContext
     workflow_id: None | str
     workflow_step_id: None | str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.trace_context import TraceContext
+
         backoff = self.backoff.to_dict()
 
         completed_at: None | str
@@ -115,6 +122,8 @@ class Job:
 
         priority = self.priority
 
+        progress = self.progress
+
         queue_name = self.queue_name
 
         result = self.result
@@ -137,6 +146,12 @@ class Job:
 
         timeout_seconds: float | None
         timeout_seconds = self.timeout_seconds
+
+        trace_context: dict[str, Any] | None
+        if isinstance(self.trace_context, TraceContext):
+            trace_context = self.trace_context.to_dict()
+        else:
+            trace_context = self.trace_context
 
         workflow_id: None | str
         workflow_id = self.workflow_id
@@ -161,6 +176,7 @@ class Job:
                 "next_retry_at": next_retry_at,
                 "payload": payload,
                 "priority": priority,
+                "progress": progress,
                 "queue_name": queue_name,
                 "result": result,
                 "retry_count": retry_count,
@@ -170,6 +186,7 @@ class Job:
                 "task_name": task_name,
                 "tenant_id": tenant_id,
                 "timeout_seconds": timeout_seconds,
+                "trace_context": trace_context,
                 "workflow_id": workflow_id,
                 "workflow_step_id": workflow_step_id,
             }
@@ -182,6 +199,7 @@ class Job:
         from ..models.backoff import Backoff
         from ..models.job_metadata import JobMetadata
         from ..models.job_payload import JobPayload
+        from ..models.trace_context import TraceContext
 
         d = dict(src_dict)
         backoff = Backoff.from_dict(d.pop("backoff"))
@@ -259,6 +277,8 @@ class Job:
 
         priority = d.pop("priority")
 
+        progress = d.pop("progress")
+
         queue_name = d.pop("queue_name")
 
         result = d.pop("result")
@@ -295,6 +315,21 @@ class Job:
 
         timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds"))
 
+        def _parse_trace_context(data: object) -> None | TraceContext:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                trace_context_type_0 = TraceContext.from_dict(data)
+
+                return trace_context_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TraceContext, data)
+
+        trace_context = _parse_trace_context(d.pop("trace_context"))
+
         def _parse_workflow_id(data: object) -> None | str:
             if data is None:
                 return data
@@ -323,6 +358,7 @@ class Job:
             next_retry_at=next_retry_at,
             payload=payload,
             priority=priority,
+            progress=progress,
             queue_name=queue_name,
             result=result,
             retry_count=retry_count,
@@ -332,6 +368,7 @@ class Job:
             task_name=task_name,
             tenant_id=tenant_id,
             timeout_seconds=timeout_seconds,
+            trace_context=trace_context,
             workflow_id=workflow_id,
             workflow_step_id=workflow_step_id,
         )

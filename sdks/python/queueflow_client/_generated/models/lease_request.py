@@ -17,6 +17,7 @@ class LeaseRequest:
         queues (list[str]):
         lease_seconds (float | Unset):  Default: 30.0.
         max_jobs (int | Unset):  Default: 1.
+        task_names (list[str] | None | Unset):
         wait_seconds (float | Unset):  Default: 0.0.
         worker_id (None | str | Unset):
     """
@@ -24,6 +25,7 @@ class LeaseRequest:
     queues: list[str]
     lease_seconds: float | Unset = 30.0
     max_jobs: int | Unset = 1
+    task_names: list[str] | None | Unset = UNSET
     wait_seconds: float | Unset = 0.0
     worker_id: None | str | Unset = UNSET
 
@@ -33,6 +35,15 @@ class LeaseRequest:
         lease_seconds = self.lease_seconds
 
         max_jobs = self.max_jobs
+
+        task_names: list[str] | None | Unset
+        if isinstance(self.task_names, Unset):
+            task_names = UNSET
+        elif isinstance(self.task_names, list):
+            task_names = self.task_names
+
+        else:
+            task_names = self.task_names
 
         wait_seconds = self.wait_seconds
 
@@ -53,6 +64,8 @@ class LeaseRequest:
             field_dict["lease_seconds"] = lease_seconds
         if max_jobs is not UNSET:
             field_dict["max_jobs"] = max_jobs
+        if task_names is not UNSET:
+            field_dict["task_names"] = task_names
         if wait_seconds is not UNSET:
             field_dict["wait_seconds"] = wait_seconds
         if worker_id is not UNSET:
@@ -69,6 +82,23 @@ class LeaseRequest:
 
         max_jobs = d.pop("max_jobs", UNSET)
 
+        def _parse_task_names(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                task_names_type_0 = cast(list[str], data)
+
+                return task_names_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        task_names = _parse_task_names(d.pop("task_names", UNSET))
+
         wait_seconds = d.pop("wait_seconds", UNSET)
 
         def _parse_worker_id(data: object) -> None | str | Unset:
@@ -84,6 +114,7 @@ class LeaseRequest:
             queues=queues,
             lease_seconds=lease_seconds,
             max_jobs=max_jobs,
+            task_names=task_names,
             wait_seconds=wait_seconds,
             worker_id=worker_id,
         )

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.backoff import Backoff
     from ..models.leased_job_metadata import LeasedJobMetadata
     from ..models.leased_job_payload import LeasedJobPayload
+    from ..models.trace_context import TraceContext
 
 
 T = TypeVar("T", bound="LeasedJob")
@@ -37,6 +38,7 @@ class LeasedJob:
         next_retry_at (datetime.datetime | None):
         payload (LeasedJobPayload):
         priority (int):
+        progress (Any):
         queue_name (str):
         result (Any):
         retry_count (int):
@@ -46,6 +48,7 @@ class LeasedJob:
         task_name (str):
         tenant_id (str):
         timeout_seconds (float | None):
+        trace_context (None | TraceContext):
         workflow_id (None | str):
         workflow_step_id (None | str):
     """
@@ -65,6 +68,7 @@ class LeasedJob:
     next_retry_at: datetime.datetime | None
     payload: LeasedJobPayload
     priority: int
+    progress: Any
     queue_name: str
     result: Any
     retry_count: int
@@ -74,11 +78,14 @@ class LeasedJob:
     task_name: str
     tenant_id: str
     timeout_seconds: float | None
+    trace_context: None | TraceContext
     workflow_id: None | str
     workflow_step_id: None | str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.trace_context import TraceContext
+
         backoff = self.backoff.to_dict()
 
         completed_at: None | str
@@ -127,6 +134,8 @@ class LeasedJob:
 
         priority = self.priority
 
+        progress = self.progress
+
         queue_name = self.queue_name
 
         result = self.result
@@ -149,6 +158,12 @@ class LeasedJob:
 
         timeout_seconds: float | None
         timeout_seconds = self.timeout_seconds
+
+        trace_context: dict[str, Any] | None
+        if isinstance(self.trace_context, TraceContext):
+            trace_context = self.trace_context.to_dict()
+        else:
+            trace_context = self.trace_context
 
         workflow_id: None | str
         workflow_id = self.workflow_id
@@ -175,6 +190,7 @@ class LeasedJob:
                 "next_retry_at": next_retry_at,
                 "payload": payload,
                 "priority": priority,
+                "progress": progress,
                 "queue_name": queue_name,
                 "result": result,
                 "retry_count": retry_count,
@@ -184,6 +200,7 @@ class LeasedJob:
                 "task_name": task_name,
                 "tenant_id": tenant_id,
                 "timeout_seconds": timeout_seconds,
+                "trace_context": trace_context,
                 "workflow_id": workflow_id,
                 "workflow_step_id": workflow_step_id,
             }
@@ -196,6 +213,7 @@ class LeasedJob:
         from ..models.backoff import Backoff
         from ..models.leased_job_metadata import LeasedJobMetadata
         from ..models.leased_job_payload import LeasedJobPayload
+        from ..models.trace_context import TraceContext
 
         d = dict(src_dict)
         backoff = Backoff.from_dict(d.pop("backoff"))
@@ -290,6 +308,8 @@ class LeasedJob:
 
         priority = d.pop("priority")
 
+        progress = d.pop("progress")
+
         queue_name = d.pop("queue_name")
 
         result = d.pop("result")
@@ -326,6 +346,21 @@ class LeasedJob:
 
         timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds"))
 
+        def _parse_trace_context(data: object) -> None | TraceContext:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                trace_context_type_0 = TraceContext.from_dict(data)
+
+                return trace_context_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TraceContext, data)
+
+        trace_context = _parse_trace_context(d.pop("trace_context"))
+
         def _parse_workflow_id(data: object) -> None | str:
             if data is None:
                 return data
@@ -356,6 +391,7 @@ class LeasedJob:
             next_retry_at=next_retry_at,
             payload=payload,
             priority=priority,
+            progress=progress,
             queue_name=queue_name,
             result=result,
             retry_count=retry_count,
@@ -365,6 +401,7 @@ class LeasedJob:
             task_name=task_name,
             tenant_id=tenant_id,
             timeout_seconds=timeout_seconds,
+            trace_context=trace_context,
             workflow_id=workflow_id,
             workflow_step_id=workflow_step_id,
         )

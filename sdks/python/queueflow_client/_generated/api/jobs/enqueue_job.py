@@ -15,10 +15,18 @@ def _get_kwargs(
     *,
     body: EnqueueJob,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(idempotency_key, Unset):
         headers["Idempotency-Key"] = idempotency_key
+
+    if not isinstance(traceparent, Unset):
+        headers["traceparent"] = traceparent
+
+    if not isinstance(tracestate, Unset):
+        headers["tracestate"] = tracestate
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -89,6 +97,8 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: EnqueueJob,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Response[Job | Problem]:
     """EnqueueJob
 
@@ -97,6 +107,11 @@ def sync_detailed(
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
             original object, unchanged.
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueJob):
 
     Raises:
@@ -110,6 +125,8 @@ def sync_detailed(
     kwargs = _get_kwargs(
         body=body,
         idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
     response = client.get_httpx_client().request(
@@ -124,6 +141,8 @@ def sync(
     client: AuthenticatedClient,
     body: EnqueueJob,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Job | Problem | None:
     """EnqueueJob
 
@@ -132,6 +151,11 @@ def sync(
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
             original object, unchanged.
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueJob):
 
     Raises:
@@ -146,6 +170,8 @@ def sync(
         client=client,
         body=body,
         idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     ).parsed
 
 
@@ -154,6 +180,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: EnqueueJob,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Response[Job | Problem]:
     """EnqueueJob
 
@@ -162,6 +190,11 @@ async def asyncio_detailed(
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
             original object, unchanged.
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueJob):
 
     Raises:
@@ -175,6 +208,8 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         body=body,
         idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -187,6 +222,8 @@ async def asyncio(
     client: AuthenticatedClient,
     body: EnqueueJob,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Job | Problem | None:
     """EnqueueJob
 
@@ -195,6 +232,11 @@ async def asyncio(
     Args:
         idempotency_key (None | str | Unset): Scoped to the tenant: a repeat answers 200 with the
             original object, unchanged.
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueJob):
 
     Raises:
@@ -210,5 +252,7 @@ async def asyncio(
             client=client,
             body=body,
             idempotency_key=idempotency_key,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
     ).parsed

@@ -8,14 +8,21 @@ from ...client import AuthenticatedClient, Client
 from ...models.enqueue_batch import EnqueueBatch
 from ...models.job_batch import JobBatch
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     body: EnqueueBatch,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(traceparent, Unset):
+        headers["traceparent"] = traceparent
+
+    if not isinstance(tracestate, Unset):
+        headers["tracestate"] = tracestate
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -80,12 +87,19 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: EnqueueBatch,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Response[JobBatch | Problem]:
     """EnqueueJobs
 
      Enqueue up to 1000 jobs atomically (all or none).
 
     Args:
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueBatch):
 
     Raises:
@@ -98,6 +112,8 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
     response = client.get_httpx_client().request(
@@ -111,12 +127,19 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: EnqueueBatch,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> JobBatch | Problem | None:
     """EnqueueJobs
 
      Enqueue up to 1000 jobs atomically (all or none).
 
     Args:
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueBatch):
 
     Raises:
@@ -130,6 +153,8 @@ def sync(
     return sync_detailed(
         client=client,
         body=body,
+        traceparent=traceparent,
+        tracestate=tracestate,
     ).parsed
 
 
@@ -137,12 +162,19 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: EnqueueBatch,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Response[JobBatch | Problem]:
     """EnqueueJobs
 
      Enqueue up to 1000 jobs atomically (all or none).
 
     Args:
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueBatch):
 
     Raises:
@@ -155,6 +187,8 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -166,12 +200,19 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: EnqueueBatch,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> JobBatch | Problem | None:
     """EnqueueJobs
 
      Enqueue up to 1000 jobs atomically (all or none).
 
     Args:
+        traceparent (None | str | Unset): W3C Trace Context: stored with the job (a workflow's
+            step jobs inherit it), returned on lease, and the parent of the worker's task span. One
+            that does not parse is ignored.
+        tracestate (None | str | Unset): W3C Trace Context vendor data, kept with a valid
+            traceparent.
         body (EnqueueBatch):
 
     Raises:
@@ -186,5 +227,7 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             body=body,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
     ).parsed

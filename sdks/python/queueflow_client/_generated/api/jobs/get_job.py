@@ -8,18 +8,27 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.job import Job
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     job_id: str,
+    *,
+    wait_seconds: float | Unset = 0.0,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["wait_seconds"] = wait_seconds
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/jobs/{job_id}".format(
             job_id=quote(str(job_id), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -75,13 +84,16 @@ def sync_detailed(
     job_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Response[Job | Problem]:
     """GetJob
 
-     Get one job.
+     Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
 
     Args:
         job_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -93,6 +105,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         job_id=job_id,
+        wait_seconds=wait_seconds,
     )
 
     response = client.get_httpx_client().request(
@@ -106,13 +119,16 @@ def sync(
     job_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Job | Problem | None:
     """GetJob
 
-     Get one job.
+     Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
 
     Args:
         job_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,6 +141,7 @@ def sync(
     return sync_detailed(
         job_id=job_id,
         client=client,
+        wait_seconds=wait_seconds,
     ).parsed
 
 
@@ -132,13 +149,16 @@ async def asyncio_detailed(
     job_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Response[Job | Problem]:
     """GetJob
 
-     Get one job.
+     Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
 
     Args:
         job_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -150,6 +170,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         job_id=job_id,
+        wait_seconds=wait_seconds,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -161,13 +182,16 @@ async def asyncio(
     job_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Job | Problem | None:
     """GetJob
 
-     Get one job.
+     Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out).
 
     Args:
         job_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -181,5 +205,6 @@ async def asyncio(
         await asyncio_detailed(
             job_id=job_id,
             client=client,
+            wait_seconds=wait_seconds,
         )
     ).parsed

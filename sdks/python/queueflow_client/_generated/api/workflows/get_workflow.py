@@ -8,18 +8,27 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.workflow import Workflow
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     workflow_id: str,
+    *,
+    wait_seconds: float | Unset = 0.0,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["wait_seconds"] = wait_seconds
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/workflows/{workflow_id}".format(
             workflow_id=quote(str(workflow_id), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -75,13 +84,17 @@ def sync_detailed(
     workflow_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Response[Problem | Workflow]:
     """GetWorkflow
 
-     Get one workflow with the status of each of its steps.
+     Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer
+    running.
 
     Args:
         workflow_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -93,6 +106,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         workflow_id=workflow_id,
+        wait_seconds=wait_seconds,
     )
 
     response = client.get_httpx_client().request(
@@ -106,13 +120,17 @@ def sync(
     workflow_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Problem | Workflow | None:
     """GetWorkflow
 
-     Get one workflow with the status of each of its steps.
+     Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer
+    running.
 
     Args:
         workflow_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,6 +143,7 @@ def sync(
     return sync_detailed(
         workflow_id=workflow_id,
         client=client,
+        wait_seconds=wait_seconds,
     ).parsed
 
 
@@ -132,13 +151,17 @@ async def asyncio_detailed(
     workflow_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Response[Problem | Workflow]:
     """GetWorkflow
 
-     Get one workflow with the status of each of its steps.
+     Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer
+    running.
 
     Args:
         workflow_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -150,6 +173,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         workflow_id=workflow_id,
+        wait_seconds=wait_seconds,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -161,13 +185,17 @@ async def asyncio(
     workflow_id: str,
     *,
     client: AuthenticatedClient,
+    wait_seconds: float | Unset = 0.0,
 ) -> Problem | Workflow | None:
     """GetWorkflow
 
-     Get one workflow with the status of each of its steps.
+     Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer
+    running.
 
     Args:
         workflow_id (str):
+        wait_seconds (float | Unset): Wait up to this long for the object to finish, and answer as
+            soon as it does (0: at once). Default: 0.0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -181,5 +209,6 @@ async def asyncio(
         await asyncio_detailed(
             workflow_id=workflow_id,
             client=client,
+            wait_seconds=wait_seconds,
         )
     ).parsed

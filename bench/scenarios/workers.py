@@ -1,0 +1,186 @@
+"""Workers at full speed: how fast each kind of QueueFlow worker, at its default settings, drains no-op jobs —
+the in-process runner (`queueflow serve --mode worker --tasks …`), the Python SDK's `Worker` and the TypeScript
+SDK's `Worker`, each in a process of its own (the SDK ones against a `queueflow serve --mode api` process).
+
+A drain: the worker is started and proven ready (it has run one job), `jobs` pending jobs are inserted in one
+statement (one NOTIFY), and the clock runs from that commit until no job of the queue is unfinished. Each run
+also records the CPU time (user + system) of the worker and of the server, and the worker's peak RSS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.database import BenchDatabase
+from bench.server import ROOT, WORKER_KEY, QueueFlowServer, process_cpu_seconds, process_peak_rss, reset_peak_rss
+
+QUEUE = "drain"
+KINDS = ("in-process", "Python SDK", "TypeScript SDK")
+TS_SDK = ROOT / "sdks" / "typescript"
+
+SEED = """
+INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, scheduled_at, created_at)
+SELECT 'job_drain_' || $2 || lpad(n::text, 9, '0'), 'bench', $1, 'noop', jsonb_build_object('i', n),
+       '{"backoff": {"strategy": "exponential", "base_seconds": 1, "max_seconds": 3600, "jitter": true}}',
+       now(), now()
+  FROM generate_series(1, $3::int) AS n
+"""
+UNFINISHED = """
+SELECT EXISTS (SELECT FROM queueflow.jobs WHERE queue_name = $1 AND status IN ('pending', 'retrying', 'running'))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRun:
+    kind: str
+    concurrency: int | None
+    """None: the kind's default."""
+    jobs: int
+    seconds: float
+    worker_cpu: float
+    server_cpu: float
+    peak_rss: int
+    load: str
+    """The load average (1, 5, 15 min) as the drain ended: how shared the machine was."""
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds
+
+    @property
+    def cpu_per_1000(self) -> float:
+        """Worker plus server CPU seconds per 1,000 jobs."""
+        return (self.worker_cpu + self.server_cpu) / self.jobs * 1000
+
+
+def ts_ready() -> bool:
+    return (TS_SDK / "dist" / "index.js").exists() and shutil.which("node") is not None
+
+
+def build_ts() -> None:
+    subprocess.run(["npm", "run", "build"], cwd=TS_SDK, check=True, stdout=subprocess.DEVNULL)
+
+
+class WorkerProcess:
+    def __init__(self, argv: list[str], log_path: Path) -> None:
+        self.argv, self.log_path = argv, log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def check(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"{self.argv[:3]} exited:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def worker_argv(kind: str, database_url: str, server: QueueFlowServer | None, concurrency: int | None) -> list[str]:
+    if kind == "in-process":
+        argv = [sys.executable, "-m", "queueflow.cli", "serve", "--mode", "worker", "--database-url", database_url,
+                "--tasks", "bench.workers.noop:tasks", "--task-queues", QUEUE]  # fmt: skip
+        return argv + (["--task-concurrency", str(concurrency)] if concurrency else [])
+    assert server is not None
+    url = f"http://127.0.0.1:{server.port}"
+    extra = [str(concurrency)] if concurrency else []
+    if kind == "Python SDK":
+        return [sys.executable, "-m", "bench.workers.sdk_worker", url, WORKER_KEY, QUEUE, *extra]
+    return ["node", str(ROOT / "bench" / "workers" / "ts_worker.mjs"), url, WORKER_KEY, QUEUE, *extra]
+
+
+async def _until_drained(database: BenchDatabase, worker: WorkerProcess, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while await database.db.fetchval(UNFINISHED, QUEUE):
+        worker.check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the queue was not drained in {limit:.0f} s")
+        await asyncio.sleep(0.02)
+
+
+async def _seed(database: BenchDatabase, jobs: int) -> None:
+    await database.db.execute(SEED, QUEUE, secrets.token_hex(3), jobs)
+
+
+async def drain(
+    kind: str,
+    database: BenchDatabase,
+    jobs: int,
+    log_dir: Path,
+    *,
+    server: QueueFlowServer | None = None,
+    concurrency: int | None = None,
+    limit: float = 600,
+) -> DrainRun:
+    """Start a worker of `kind`, drain `jobs` no-op jobs with it, stop it."""
+    log_path = log_dir / f"worker-{kind.replace(' ', '-').lower()}-{concurrency or 'default'}.log"
+    worker = WorkerProcess(worker_argv(kind, database.url, server, concurrency), log_path).start()
+    try:
+        await database.reset_jobs()
+        await _seed(database, 1)  # ready once it has run a job: imports done, pool and statements warm
+        await _until_drained(database, worker, 60)
+        await database.reset_jobs()
+        await database.vacuum()
+        reset_peak_rss(worker.pid)
+        worker_cpu = process_cpu_seconds(worker.pid)
+        server_cpu = server.cpu_seconds() if server is not None else 0.0
+        await _seed(database, jobs)
+        began = time.perf_counter()
+        await _until_drained(database, worker, limit)
+        seconds = time.perf_counter() - began
+        run = DrainRun(
+            kind=kind,
+            concurrency=concurrency,
+            jobs=jobs,
+            seconds=seconds,
+            worker_cpu=process_cpu_seconds(worker.pid) - worker_cpu,
+            server_cpu=(server.cpu_seconds() - server_cpu) if server is not None else 0.0,
+            peak_rss=process_peak_rss(worker.pid),
+            load=load(),
+        )
+        completed = await database.count(f"queue_name = '{QUEUE}' AND status = 'completed'")
+        if completed != jobs:
+            raise RuntimeError(f"{kind}: {completed} of {jobs} jobs completed")
+        return run
+    finally:
+        worker.stop()
+
+
+def load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def describe(run: DrainRun) -> str:
+    shape = f"concurrency {run.concurrency}" if run.concurrency else "defaults"
+    return (
+        f"{run.kind} worker, {shape}: {run.jobs:,} jobs in {run.seconds:.2f} s = {run.rate:,.0f} jobs/s;"
+        f" CPU {run.worker_cpu:.2f} s worker + {run.server_cpu:.2f} s server; peak RSS {run.peak_rss / 1e6:.0f} MB;"
+        f" load {run.load}"
+    )

@@ -1,0 +1,155 @@
+"""The worker loop on its own, over a scripted `LeaseSource`: what it leases, runs, records and drops."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pytest
+from queueflow_client import JobContext, TaskRegistry
+from queueflow_client.loop import Outcome, WorkerLoop
+
+
+@dataclass
+class FakeJob:
+    id: str
+    task_name: str = "t"
+    queue_name: str = "default"
+    payload: dict[str, Any] = field(default_factory=dict)
+    delivery_count: int = 1
+    workflow_id: str | None = None
+    workflow_step_id: str | None = None
+    deadline: datetime | None = None
+    lease_token: str | None = "token"
+
+
+class Source:
+    """Hands out `backlog` on the first lease, then parks until interrupted; records acks and heartbeats."""
+
+    def __init__(
+        self, backlog: Sequence[FakeJob], lost: Sequence[str] = (), fail_acks: bool = False, round_trip: float = 0
+    ) -> None:
+        self.backlog = list(backlog)
+        self.round_trip = round_trip
+        """How long a lease that finds jobs takes (a network's round trip, simulated)."""
+        self.lost = set(lost)
+        self.fail_acks = fail_acks
+        self.asked: list[int] = []
+        self.acked: list[Outcome] = []
+        self.beats: list[list[str]] = []
+        self.beaten = asyncio.Event()
+        self.interrupted = asyncio.Event()
+        self.emptied = asyncio.Event()
+        """Set once the backlog was handed out and a lease came back for more."""
+
+    async def lease(self, max_jobs: int) -> list[FakeJob]:
+        self.asked.append(max_jobs)
+        if self.backlog:
+            await asyncio.sleep(self.round_trip)
+            jobs, self.backlog = self.backlog[:max_jobs], self.backlog[max_jobs:]
+            return jobs
+        self.emptied.set()
+        await self.interrupted.wait()
+        return []
+
+    def interrupt(self) -> None:
+        self.interrupted.set()
+
+    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        if self.fail_acks:
+            raise ConnectionError("the server is away")
+        self.acked += outcomes
+        return [True] * len(outcomes)
+
+    async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
+        self.beats.append([job_id for job_id, _ in leases])
+        self.beaten.set()
+        return [job_id not in self.lost for job_id, _ in leases]
+
+
+class Started(list[str]):
+    """The jobs whose task started, in order; `until(n)` waits for the n-th."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = asyncio.Condition()
+
+    async def add(self, job_id: str) -> None:
+        self.append(job_id)
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def until(self, count: int) -> None:
+        async with asyncio.timeout(5), self.changed:
+            await self.changed.wait_for(lambda: len(self) >= count)
+
+
+def gated(gate: asyncio.Event, started: Started) -> TaskRegistry:
+    tasks = TaskRegistry()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> str:
+        await started.add(ctx.job_id)
+        await gate.wait()
+        return ctx.job_id
+
+    return tasks
+
+
+async def test_a_job_lost_while_it_waits_for_a_slot_is_dropped_and_never_run() -> None:
+    gate, started = asyncio.Event(), Started()
+    source = Source([FakeJob("a"), FakeJob("b")], lost=["b"])
+    loop = WorkerLoop(source, gated(gate, started), concurrency=1, prefetch=1, heartbeat_every=0.01, ack_interval=0)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.beaten.wait()  # every held lease in one heartbeat, the waiting one too
+    assert source.beats[0] == ["a", "b"]
+    assert loop.held == 1
+    gate.set()
+    await loop.stop()
+    assert started == ["a"]
+    assert [outcome.job_id for outcome in source.acked] == ["a"]
+
+
+async def test_a_task_that_outlives_the_drain_is_cancelled_and_its_outcome_not_recorded() -> None:
+    never, started = asyncio.Event(), Started()
+    source = Source([FakeJob("stuck")])
+    loop = WorkerLoop(source, gated(never, started), concurrency=1, prefetch=0, drain_seconds=0, ack_interval=0)
+    await loop.start()
+    await started.until(1)
+    await loop.stop()
+    assert source.acked == []
+    assert started == ["stuck"]
+
+
+async def test_outcomes_it_could_not_send_are_left_to_their_leases(caplog: pytest.LogCaptureFixture) -> None:
+    gate, started = asyncio.Event(), Started()
+    gate.set()
+    source = Source([FakeJob("a"), FakeJob("b")], fail_acks=True)
+    loop = WorkerLoop(source, gated(gate, started), concurrency=2, ack_interval=0)
+    await loop.start()
+    await started.until(2)
+    await loop.stop()  # returns: the jobs come back to another worker once their leases expire
+    assert "could not record" in caplog.text
+
+
+async def test_short_tasks_make_it_lease_further_ahead() -> None:
+    tasks = TaskRegistry()
+
+    @tasks.task("t")
+    async def quick(payload: dict[str, Any], ctx: JobContext) -> None:
+        return None
+
+    source = Source([FakeJob(f"j{n}") for n in range(200)], round_trip=0.005)
+    loop = WorkerLoop(source, tasks, concurrency=2, ack_interval=0)
+    assert loop.capacity == 4  # before anything is measured: concurrency, and as many again
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()
+    await loop.stop()
+    assert source.asked[0] == 4
+    assert max(source.asked) > 4  # measured tasks are short: more ahead
+    assert len(source.acked) == 200
