@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium chaos vendor
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor
 
 $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(INSTALLED): pyproject.toml sdks/python/pyproject.toml
 run: $(INSTALLED)
 	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
-test: $(INSTALLED) pgbench chromium
+test: $(INSTALLED) pgbench chromium pgbouncer
 	$(BIN)/pytest
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright downloads no browser); without it, and without
@@ -28,9 +28,16 @@ chromium:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
 		echo "no /usr/bin/chromium: the dashboard's browser tests will skip"
 
+# The chaos suite's `pooler` scenario runs the soak through PgBouncer in transaction mode (Debian's pgbouncer,
+# started by the test on a port of its own); without it, and without root to install it, that scenario fails.
+pgbouncer:
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer; } || \
+		echo "no pgbouncer: the chaos suite's pooler scenario cannot run"
+
 # Every chaos scenario at full size (tests/chaos): real servers, Python and TypeScript workers under faults; the
 # report goes to docs/reliability.md. `make test` runs its short profile (tests/chaos/test_chaos.py).
-chaos: $(INSTALLED) $(TS_MODULES)
+chaos: $(INSTALLED) $(TS_MODULES) pgbouncer
 	cd $(TS_SDK) && npm run build
 	$(BIN)/python -m tests.chaos --doc docs/reliability.md
 

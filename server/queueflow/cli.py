@@ -42,6 +42,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--task-concurrency", help="most jobs the in-process tasks run at once (default 10)")
     serving.add_argument("--pool-size", help="most PostgreSQL connections this process holds (default 10)")
     serving.add_argument(
+        "--statement-cache-size",
+        help="prepared statements cached per connection (default 100; 0 behind a transaction-mode pooler)",
+    )
+    serving.add_argument(
+        "--statement-timeout", help="seconds a SQL statement may run before it is cancelled: 503 (default 10, 0: none)"
+    )
+    serving.add_argument(
+        "--listen-database-url", help="where to LISTEN for new work, past a transaction pooler (default: database URL)"
+    )
+    serving.add_argument(
         "--access-log", choices=ACCESS_LOGS, help="log every request, only 4xx/5xx ones, or none (default errors)"
     )
 

@@ -51,6 +51,17 @@ class Settings:
     """The most jobs the in-process tasks run at once."""
     pool_size: int = 10
     """PostgreSQL connections this process holds at most; more concurrent operations wait for one."""
+    statement_cache_size: int = 100
+    """Prepared statements asyncpg keeps per pooled connection. 0 turns the cache off, as a transaction-mode pooler
+    without protocol-level prepared statements (PgBouncer before 1.21) requires: each statement is then prepared
+    unnamed and run in the same transaction."""
+    statement_timeout: float = 10.0
+    """The longest one SQL statement may run, in seconds (0: no limit). Past it the statement is cancelled and the
+    request answers 503 `unavailable`: statements stuck behind a lock cannot hold every pooled connection, and with
+    them every other request, for as long as the lock lasts."""
+    listen_database_url: str | None = None
+    """Where the notifier LISTENs (default: `database_url`). A transaction-mode pooler cannot keep a LISTEN: point
+    this past it, at PostgreSQL itself; without it, wake-ups behind such a pooler come from the safety poll."""
     access_log: AccessLog = "errors"
     """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
     request) or `off`."""
@@ -109,6 +120,10 @@ class Settings:
             raise SettingsError("tasks run in worker or all mode, not api mode")
         if self.pool_size < 1:
             raise SettingsError("pool_size must be at least 1")
+        if self.statement_timeout < 0:
+            raise SettingsError("statement_timeout must not be negative (0 means no limit)")
+        if self.statement_cache_size < 0:
+            raise SettingsError("statement_cache_size must not be negative (0 turns the cache off)")
         if self.access_log not in ACCESS_LOGS:
             raise SettingsError(f"access_log must be one of {', '.join(ACCESS_LOGS)}, not {self.access_log!r}")
         if self.task_concurrency < 1:
@@ -203,6 +218,8 @@ _PARSERS: dict[str, Any] = {
     "lease_wait_limit": _number(float),
     "task_concurrency": _number(int),
     "pool_size": _number(int),
+    "statement_cache_size": _number(int),
+    "statement_timeout": _number(float),
     "task_queues": parse_names,
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,

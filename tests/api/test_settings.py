@@ -29,6 +29,24 @@ def test_settings_come_from_env_and_flags_win() -> None:
     assert not settings.development_mode
 
 
+def test_behind_a_transaction_pooler_the_statement_cache_is_off_and_listen_goes_around_it() -> None:
+    env = {
+        "QUEUEFLOW_DATABASE_URL": "postgresql://app@pgbouncer:6432/queue",
+        "QUEUEFLOW_STATEMENT_CACHE_SIZE": "0",
+        "QUEUEFLOW_LISTEN_DATABASE_URL": "postgresql://app@primary:5432/queue",
+    }
+    settings = Settings.load(env)
+    assert (settings.statement_cache_size, settings.listen_database_url) == (0, "postgresql://app@primary:5432/queue")
+    assert Settings.load(env, statement_cache_size="50").statement_cache_size == 50
+    assert (Settings.load({}).statement_cache_size, Settings.load({}).listen_database_url) == (100, None)
+
+
+def test_the_statement_timeout_defaults_to_ten_seconds_and_zero_turns_it_off() -> None:
+    assert Settings.load({}).statement_timeout == 10.0
+    assert Settings.load({"QUEUEFLOW_STATEMENT_TIMEOUT": "0"}).statement_timeout == 0.0
+    assert Settings.load({"QUEUEFLOW_STATEMENT_TIMEOUT": "0"}, statement_timeout="2.5").statement_timeout == 2.5
+
+
 def test_defaults_are_development_mode_on_loopback() -> None:
     settings = Settings.load({})
     assert settings.development_mode
@@ -47,6 +65,9 @@ def test_defaults_are_development_mode_on_loopback() -> None:
         {"QUEUEFLOW_PORT": "70000"},
         {"QUEUEFLOW_MODE": "both"},
         {"QUEUEFLOW_SAFETY_POLL": "0"},
+        {"QUEUEFLOW_STATEMENT_CACHE_SIZE": "-1"},
+        {"QUEUEFLOW_STATEMENT_CACHE_SIZE": "off"},
+        {"QUEUEFLOW_STATEMENT_TIMEOUT": "-1"},
     ],
 )
 def test_bad_configuration_is_refused(env: dict[str, str]) -> None:

@@ -28,13 +28,16 @@ def main() -> int:
     if args.jobs is not None:
         profile = dataclasses.replace(profile, jobs=args.jobs)
     began = time.monotonic()
+    load_before = os.getloadavg()[0]
     outcomes = []
     for name in args.scenario or [name for name in scenario.FAULTS if name != "mixed"]:
         print(f"chaos: {name} …", flush=True)
         outcomes.append(asyncio.run(scenario.run(name, profile)))
     findings = asyncio.run(probes.run_all())
     took = time.monotonic() - began
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    # Other people's tests share the machine: its load says how far the timings can be trusted.
+    load = f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load}"
     size = f"{'short' if args.short else 'full'} profile, {profile.jobs:,} jobs a scenario"
     heading = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {machine} · {size}"
     report = "\n".join([heading, "", table(outcomes), "", probes.describe(findings), "", f"took {took:.0f} s"])

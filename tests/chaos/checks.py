@@ -40,6 +40,8 @@ class Outcome:
     workers: str = ""
     phases: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Measurements a scenario reports beside the table (vacuum pressure's throughput by window)."""
     logs: str = ""
 
     @property

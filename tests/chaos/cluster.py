@@ -169,11 +169,13 @@ def server(
     *,
     queues: Sequence[str] = (),
     lease_timing: Sequence[str] = (),
+    extra: Sequence[str] = (),
 ) -> tuple[Process, str]:
-    """A `queueflow serve --mode MODE` process and its base URL (worker mode serves no HTTP)."""
+    """A `queueflow serve --mode MODE` process and its base URL (worker mode serves no HTTP); `extra`, more flags."""
     port = free_port()
     argv = [sys.executable, "-m", "queueflow.cli", "serve", "--mode", mode, "--port", str(port)]
     argv += ["--database-url", database_url, "--api-keys", API_KEYS, "--worker-keys", WORKER_KEY, *lease_timing]
+    argv += extra
     if queues:
         argv += ["--tasks", "tests.chaos.tasks:registry", "--task-queues", ",".join(queues)]
         argv += ["--task-concurrency", "8"]

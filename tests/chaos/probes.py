@@ -1,5 +1,5 @@
 """Single measurements the scenarios cannot make: what happens to work a departed client's long-poll would
-have claimed."""
+have claimed, and how a server answers while slow statements hold every pooled connection."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from tests.chaos import cluster
@@ -36,7 +37,59 @@ class Finding:
 
 
 async def run_all() -> list[Finding]:
-    return [await abandoned_long_poll()]
+    return [await abandoned_long_poll(), *await exhausted_pool()]
+
+
+EXHAUSTED_POOL, STATEMENT_TIMEOUT, SLOW_REQUESTS = 2, 1.0, 20
+ACQUIRE_WAIT = 5.0
+"""The store's wait for a free connection (its connect timeout) before it answers 503."""
+
+
+async def exhausted_pool() -> list[Finding]:
+    """Every statement a server runs waits behind a lock another session holds, with more requests than the
+    server has connections: how long the slowest takes to answer, how many answers are not a 503 problem, and how
+    soon after the lock goes a request succeeds again."""
+    async with AsyncExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-probe-")))
+        url = await cluster.create_database()
+        stack.push_async_callback(cluster.drop_database, url)
+        extra = ("--pool-size", str(EXHAUSTED_POOL), "--statement-timeout", str(STATEMENT_TIMEOUT))
+        api, base = cluster.server("api", "api", url, work, work / "ledger", extra=extra)
+        await asyncio.to_thread(api.start)
+        stack.callback(api.kill)
+        http = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=120))
+        holder = await asyncpg.connect(url)
+        stack.push_async_callback(holder.close)
+        await http.post("/v1/jobs", json={"task_name": "probe"}, headers=TENANT)
+        await holder.execute("BEGIN; LOCK TABLE queueflow.jobs IN ACCESS EXCLUSIVE MODE")
+
+        async def one(n: int) -> tuple[int, str, float]:
+            started = time.monotonic()
+            if n % 2:
+                response = await http.get("/v1/queues", headers=TENANT)
+            else:
+                response = await http.post("/v1/jobs", json={"task_name": "probe"}, headers=TENANT)
+            code = response.json().get("code", "") if response.status_code >= 400 else ""
+            return response.status_code, code, time.monotonic() - started
+
+        answers = await asyncio.gather(*(one(n) for n in range(SLOW_REQUESTS)))
+        await holder.execute("ROLLBACK")
+        released = time.monotonic()
+        while (await http.post("/v1/jobs", json={"task_name": "probe"}, headers=TENANT)).status_code != 201:
+            if time.monotonic() - released > 30:
+                break
+        recovered = time.monotonic() - released
+    slowest = max(took for _, _, took in answers)
+    unclear = sum((status, code) != (503, "unavailable") for status, code, _ in answers)
+    return [
+        Finding(
+            f"pool exhausted ({SLOW_REQUESTS} requests, {EXHAUSTED_POOL} connections): slowest answer",
+            slowest,
+            ACQUIRE_WAIT + STATEMENT_TIMEOUT + 2,
+        ),
+        Finding("pool exhausted: answers that are not a 503 problem", unclear, 0, unit=""),
+        Finding("pool exhausted: lock released → next request succeeds", recovered, 1.0),
+    ]
 
 
 async def abandoned_long_poll() -> Finding:
@@ -91,5 +144,8 @@ async def _until_parked(http: httpx.AsyncClient, count: int, *, allow_timeout: b
 def describe(findings: Sequence[Finding]) -> str:
     lines = ["| probe | measured | limit | holds |", "|---|---|---|---|"]
     for f in findings:
-        lines.append(f"| {f.name} | {f.value:.2f} {f.unit} | {f.limit:g} {f.unit} | {'yes' if f.holds else 'NO'} |")
+        value, limit = (
+            (f"{f.value:.2f} {f.unit}", f"{f.limit:g} {f.unit}") if f.unit else (f"{f.value:g}", f"{f.limit:g}")
+        )
+        lines.append(f"| {f.name} | {value} | {limit} | {'yes' if f.holds else 'NO'} |")
     return "\n".join(lines)

@@ -61,6 +61,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
     lines += ["| " + " | ".join(row(o)) + " |" for o in outcomes]
     for o in outcomes:
         lines.append(f"\n{o.scenario} took " + ", ".join(f"{k} {v:.0f} s" for k, v in o.phases.items()))
+        lines += [f"\n{o.scenario}: {note}" for note in o.notes]
         lines += [f"\n**{o.scenario}**: {problem}" for problem in o.problems]
         if o.logs:
             lines.append(f"logs: {o.logs}")

@@ -3,8 +3,9 @@ throughout, wait for everything to settle, then check the invariants against the
 
 Scenarios (`FAULTS`): `soak` (no faults), `worker_kills`, `server_kills`, `db_faults` (outages and
 pg_terminate_backend bursts on our own database), `pg_restart` (a cluster of our own, restarted), `vacuum_pressure`
-(a snapshot held open throughout), and `mixed` (worker kills, server kills and database blips in turn: the short
-profile `make test` runs).
+(a snapshot held open mid-run; throughput before, during and after it: see `vacuum`), `pooler` (the soak with
+every server behind PgBouncer in transaction mode), and `mixed` (worker kills, server kills and database blips in
+turn: the short profile `make test` runs).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.chaos import cluster
+from tests import pgbouncer
+from tests.chaos import cluster, vacuum
 from tests.chaos.checks import Outcome, check
 from tests.chaos.ledger import Ledger
 from tests.chaos.ledger import now as ledger_now
@@ -50,7 +52,13 @@ class Profile:
 
 
 SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seconds=10, fault_every=1.5)
-FULL = Profile(jobs=20_000, workflows=200, schedules=20, sdk_workers=5, load_seconds=45, fault_every=2.5)
+FULL = Profile(jobs=10_000, workflows=100, schedules=20, sdk_workers=5, load_seconds=30, fault_every=2.5)
+"""Sized so that `make chaos` runs all seven scenarios in under 20 minutes on a 2-core machine (at 20,000 jobs a
+scenario the six it then had took 43 minutes: the cluster drains 100–200 jobs/s there)."""
+
+
+POOLER_CONNECTIONS = 10
+"""PostgreSQL connections PgBouncer opens for the whole `pooler` cluster, whose servers ask for 10 each."""
 
 
 @dataclass
@@ -58,6 +66,9 @@ class Cluster:
     database_url: str
     work: Path
     ledger_path: Path
+    server_url: str | None = None
+    """Where the servers connect, when not straight to `database_url` (the `pooler` scenario's PgBouncer)."""
+    server_args: tuple[str, ...] = ()
     apis: list[cluster.Process] = field(default_factory=list)
     bases: list[str] = field(default_factory=list)
     servers: list[cluster.Process] = field(default_factory=list)
@@ -74,7 +85,13 @@ class Cluster:
     def start(self, profile: Profile) -> None:
         for n in range(2):
             process, base = cluster.server(
-                f"api{n}", "api", self.database_url, self.work, self.ledger_path, lease_timing=TIMING
+                f"api{n}",
+                "api",
+                self.server_url or self.database_url,
+                self.work,
+                self.ledger_path,
+                lease_timing=TIMING,
+                extra=self.server_args,
             )
             self.apis.append(process)
             self.bases.append(base)
@@ -83,11 +100,12 @@ class Cluster:
             process, _ = cluster.server(
                 f"worker{n}",
                 "worker",
-                self.database_url,
+                self.server_url or self.database_url,
                 self.work,
                 self.ledger_path,
                 queues=queues,
                 lease_timing=TIMING,
+                extra=self.server_args,
             )
             self.servers.append(process)
         self.workers = [self.new_worker(n) for n in range(profile.sdk_workers)]
@@ -190,6 +208,7 @@ FAULTS: dict[str, Fault | None] = {
     "db_faults": database_blip,
     "pg_restart": restart_postgres,
     "vacuum_pressure": None,
+    "pooler": None,
     "mixed": any_fault,
 }
 
@@ -214,16 +233,22 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         ledger = Ledger(work / "ledger.sqlite3")
         stack.callback(ledger.close)
         c = Cluster(database_url, work, work / "ledger.sqlite3", postgres=postgres)
+        if name == "pooler":
+            # Every statement through PgBouncer in transaction mode (asyncpg's statement cache off); the notifier
+            # LISTENs past it, straight at PostgreSQL, since through it a LISTEN hears nothing.
+            bouncer = pgbouncer.PgBouncer(database_url, pool_size=POOLER_CONNECTIONS)
+            await asyncio.to_thread(bouncer.start)
+            stack.callback(bouncer.close)
+            c.server_url = bouncer.url(database_url.rpartition("/")[2])
+            c.server_args = ("--statement-cache-size", "0", "--listen-database-url", database_url)
         stack.callback(c.stop)
         phases = Phases()
         await asyncio.to_thread(c.start, profile)
         phases.mark("start")
+        pressure = None
         if name == "vacuum_pressure":
-            holder = await asyncpg.connect(database_url)
-            stack.push_async_callback(holder.close)
-            # A snapshot held for the whole run: no row version dead since it began can be vacuumed away.
-            await holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            await holder.fetchval("SELECT txid_current()")
+            # A snapshot held in the middle of the run: no row version that dies meanwhile can be vacuumed away.
+            pressure = asyncio.create_task(vacuum.hold_snapshot(database_url, ledger, profile.jobs))
         api = Api(c.bases)
         stack.push_async_callback(api.aclose)
         await create_schedules(api, profile.schedules)
@@ -235,6 +260,7 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         if faults is not None:
             await faults
         await asyncio.gather(*c.watchers)
+        held = await pressure if pressure is not None else None
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
         phases.mark("settle")
@@ -250,6 +276,9 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
             f"a killed process's job stayed running {max(c.stranded, default=0):.1f} s under its dead lease",
         )
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
+        if held is not None:
+            vacuum.measure(held, ledger)
+            outcome.notes.append(held.describe())
         kept.append(outcome)
         if not outcome.holds:
             outcome.logs = str(work)

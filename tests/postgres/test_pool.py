@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
+import asyncpg
+import pytest
 from queueflow.clocks import TestClock
+from queueflow.core.errors import StoreUnavailable
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
+
+PATIENCE = 10.0
+"""Upper bound on any wait here; a passing test takes a fraction of it."""
 
 
 def test_a_store_is_built_outside_any_event_loop(postgres_url: str) -> None:
@@ -37,3 +43,49 @@ async def test_more_work_than_connections_waits_and_opens_no_new_session(postgre
         assert len(warm) == 3
         await asyncio.gather(*(store.queue_counts("tenant", clock.now()) for _ in range(40)))
         assert await sessions(postgres_url) == warm
+
+
+async def test_statements_stuck_behind_a_lock_are_cancelled_and_the_pool_recovers(postgres_url: str) -> None:
+    # The pool exhausted by slow statements (here: waiting for a lock someone else holds). Without a statement
+    # timeout the first two waited for as long as the lock lasted, holding both connections, and every other call
+    # queued behind them.
+    clock = TestClock()
+    async with PostgresJobStore.from_url(postgres_url, pool_size=2, statement_timeout=0.5) as store:
+        await store.ping()
+        warm = await sessions(postgres_url)
+        async with pg.connect(postgres_url) as holder:
+            await holder.execute("BEGIN; LOCK TABLE queueflow.jobs IN ACCESS EXCLUSIVE MODE")
+            async with asyncio.timeout(PATIENCE):
+                calls = [store.queue_counts("tenant", clock.now()) for _ in range(6)]
+                outcomes = await asyncio.gather(*calls, return_exceptions=True)
+            await holder.execute("ROLLBACK")
+        assert [type(outcome) for outcome in outcomes] == [StoreUnavailable] * 6
+        assert "statement timeout" in str(outcomes[0])
+        assert await store.queue_counts("tenant", clock.now()) == []
+        assert await sessions(postgres_url) == warm  # cancelled statements cost no reconnection
+
+
+async def test_a_call_that_finds_every_connection_busy_says_so(postgres_url: str) -> None:
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1, connect_timeout=0.2) as store:
+        await store.ping()
+        async with pg.connect(postgres_url) as holder:
+            await holder.execute("BEGIN; LOCK TABLE queueflow.jobs IN ACCESS EXCLUSIVE MODE")
+            stuck = asyncio.create_task(store.queue_counts("tenant", TestClock().now()))
+            await waiting_for_a_lock(holder)
+            try:
+                with pytest.raises(StoreUnavailable, match="all 1 are busy"):
+                    await store.ping()
+            finally:
+                await holder.execute("ROLLBACK")
+            assert await stuck == []
+
+
+async def waiting_for_a_lock(holder: asyncpg.Connection) -> None:
+    """Until a statement of ours waits for the lock `holder` holds. PostgreSQL announces nothing: poll, with a
+    deadline."""
+    sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    async with asyncio.timeout(PATIENCE):
+        while True:
+            if await holder.fetchval(sql):
+                return
+            await asyncio.sleep(0.01)

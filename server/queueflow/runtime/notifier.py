@@ -5,6 +5,11 @@ One dedicated connection LISTENs for the whole process (the insert trigger notif
 so any number of long-poll leases and idle workers share it. Notifications are not stored: one sent while
 the connection is down is lost. So after every (re)connect every waiter is woken to look for itself, and a
 safety poll wakes them all every few seconds anyway, which also covers a pooler that drops LISTEN.
+
+A transaction-mode pooler (PgBouncer) forwards the LISTEN to whichever server connection is free and hands that
+connection on: the notifications never come back. `serve` therefore connects the notifier to
+`--listen-database-url` when one is given (PostgreSQL itself, past the pooler); without one, waiters behind such
+a pooler wake on the safety poll (and on inserts made by their own process, which wake it directly).
 """
 
 from __future__ import annotations
@@ -98,7 +103,8 @@ class Notifier(BackgroundService):
                     await lost.wait()
             except TimeoutError:
                 # A connection can die without a word (a dropped network path); only asking reveals it.
-                await connection.fetchval("SELECT 1", timeout=self.connect_timeout)
+                # The simple query protocol: no prepared statement, which a transaction-mode pooler could lose.
+                await connection.execute("SELECT 1", timeout=self.connect_timeout)
         raise ConnectionError("the LISTEN connection was closed")
 
     def _on_notification(self, _connection: object, _pid: int, _channel: str, queue: object) -> None:

@@ -53,9 +53,20 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     transaction is still ended by asyncpg itself)."""
 
 
-def create_pool(dsn: str, *, size: int, connect_timeout: float) -> asyncpg.Pool:
+def create_pool(
+    dsn: str,
+    *,
+    size: int,
+    connect_timeout: float,
+    statement_cache_size: int = 100,
+    statement_timeout: float | None = None,
+) -> asyncpg.Pool:
     """A pool of at most `size` connections. asyncpg binds a pool to the running event loop, so this is called
-    from inside one, on first use (`Pooled._ready`)."""
+    from inside one, on first use (`Pooled._ready`). `statement_cache_size=0` for a transaction-mode pooler: a
+    named statement prepared on one server connection is unknown on the next; an unnamed one is prepared and run
+    before the server connection is handed on (asyncpg sends no Sync in between). `statement_timeout` is asyncpg's
+    command timeout: it cancels the statement in PostgreSQL too, and keeps the connection (closing it itself when
+    the cancellation fails)."""
     return asyncpg.create_pool(
         dsn,
         # Every connection is opened on first use and kept: a pool that grows under load opens sessions when it can
@@ -64,6 +75,8 @@ def create_pool(dsn: str, *, size: int, connect_timeout: float) -> asyncpg.Pool:
         max_size=size,
         max_inactive_connection_lifetime=0,
         timeout=connect_timeout,
+        statement_cache_size=statement_cache_size,
+        command_timeout=statement_timeout,
         init=_decode_json_once,
         reset=_keep_session,
         # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
@@ -76,10 +89,19 @@ class Pooled:
     statements on `_connection()`, and `PostgresJobStore` is all three on one pool."""
 
     def __init__(
-        self, dsn: str, *, pool_size: int = 10, connect_timeout: float = 5.0, signal: WorkSignal | None = None
+        self,
+        dsn: str,
+        *,
+        pool_size: int = 10,
+        connect_timeout: float = 5.0,
+        statement_cache_size: int = 100,
+        statement_timeout: float | None = None,
+        signal: WorkSignal | None = None,
     ) -> None:
         self._dsn = dsn
         self._pool_size = pool_size
+        self._statement_cache_size = statement_cache_size
+        self._statement_timeout = statement_timeout
         self._connect_timeout = connect_timeout
         self._signal = signal
         self._opened: asyncio.Future[asyncpg.Pool] | None = None
@@ -90,7 +112,13 @@ class Pooled:
         if opened is not None and opened.done() and not opened.cancelled() and opened.exception() is None:
             return opened.result()  # every statement comes here: no shield, no await once the pool is open
         if self._opened is None:
-            pool = create_pool(self._dsn, size=self._pool_size, connect_timeout=self._connect_timeout)
+            pool = create_pool(
+                self._dsn,
+                size=self._pool_size,
+                connect_timeout=self._connect_timeout,
+                statement_cache_size=self._statement_cache_size,
+                statement_timeout=self._statement_timeout,
+            )
             self._opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
         try:
             return await asyncio.shield(self._opened)
@@ -105,12 +133,26 @@ class Pooled:
         try:
             pool = await self._ready()
             connection = await pool.acquire(timeout=self._connect_timeout)
-        except Exception as exc:  # refused, timed out, every connection busy too long, database not accepting
+        except TimeoutError as exc:
+            raise StoreUnavailable(
+                f"no database connection within {self._connect_timeout:g} s: all {self._pool_size} are busy, "
+                "or the database does not answer"
+            ) from exc
+        except Exception as exc:  # refused, database not accepting connections, bad credentials
             raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
         try:
             yield connection
         except QueueFlowError:
             raise
+        except TimeoutError as exc:
+            if exc.errno is None and self._statement_timeout is not None:
+                # The statement timeout: PostgreSQL cancelled the statement and this connection goes on serving, so
+                # the pool is not expired (a lock held elsewhere must not make every request reconnect).
+                raise StoreUnavailable(
+                    f"a statement ran longer than the statement timeout ({self._statement_timeout:g} s)"
+                ) from exc
+            await pool.expire_connections()  # ETIMEDOUT from the socket: the connection is gone
+            raise translate(exc) from exc
         except Exception as exc:
             if is_disconnect(exc):
                 # The server restarted or dropped us: the idle connections are as dead as this one.

@@ -7,6 +7,7 @@ same folder, so `alembic upgrade head` in a checkout does what `queueflow migrat
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from queueflow.stores.postgres.url import sqlalchemy_url
@@ -52,8 +53,20 @@ async def downgrade_async(database_url: str, revision: str = "base") -> None:
     await _run_async(database_url, lambda config: command.downgrade(config, revision))
 
 
+def migration_engine(url: str) -> AsyncEngine:
+    """An engine for one migration run: no pool, and prepared statements named uniquely. Behind a transaction-mode
+    pooler (PgBouncer) a server connection outlives its clients with their statements still prepared: asyncpg's
+    default names (`__asyncpg_stmt_1__`, counted per connection) then collided when servers started together
+    ("prepared statement already exists")."""
+    return create_async_engine(
+        url,
+        poolclass=NullPool,
+        connect_args={"prepared_statement_name_func": lambda: f"__queueflow_migrate_{uuid.uuid4().hex}__"},
+    )
+
+
 async def _run_async(database_url: str, run: Callable[[Config], None]) -> None:
-    engine = create_async_engine(sqlalchemy_url(database_url), poolclass=NullPool)
+    engine = migration_engine(sqlalchemy_url(database_url))
     try:
         async with engine.connect() as connection:
             # Processes that start together migrate one at a time; the lock ends with the migration's transaction.

@@ -29,14 +29,26 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
         *,
         pool_size: int = 10,
         connect_timeout: float = 5.0,
+        statement_cache_size: int = 100,
+        statement_timeout: float | None = None,
         signal: WorkSignal | None = None,
     ) -> PostgresJobStore:
         """A store on its own pool of at most `pool_size` connections; none is opened until the first call.
 
         Every process learns of new work through PostgreSQL's NOTIFY. With a `signal` (the server's wake-up
         hub), the jobs this process inserts also wake its own waiters directly once committed, without the
-        notification's trip through PostgreSQL: the common case of one `serve --mode all`."""
-        return cls(asyncpg_dsn(database_url), pool_size=pool_size, connect_timeout=connect_timeout, signal=signal)
+        notification's trip through PostgreSQL: the common case of one `serve --mode all`.
+
+        `statement_cache_size=0` lets the store run through a transaction-mode pooler (PgBouncer before 1.21).
+        A statement still running after `statement_timeout` seconds is cancelled: `StoreUnavailable`."""
+        return cls(
+            asyncpg_dsn(database_url),
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            statement_cache_size=statement_cache_size,
+            statement_timeout=statement_timeout,
+            signal=signal,
+        )
 
     async def aclose(self) -> None:
         """Close every pooled connection."""

@@ -12,10 +12,9 @@ import os
 from logging.config import fileConfig
 
 from alembic import context
+from queueflow.stores.postgres.schema import migration_engine
 from queueflow.stores.postgres.url import sqlalchemy_url
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
 
 config = context.config
 
@@ -38,7 +37,7 @@ def run_on(connection: Connection) -> None:
 
 
 async def run_async() -> None:
-    engine = create_async_engine(database_url(), poolclass=NullPool)
+    engine = migration_engine(database_url())
     try:
         async with engine.connect() as connection:
             await connection.run_sync(run_on)
