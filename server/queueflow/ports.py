@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
     Completion,
@@ -124,7 +125,9 @@ class JobStore(Protocol):
         """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` in
         claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token,
         delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at its timeout.
-        Concurrent claimers never claim the same row."""
+        Concurrent claimers never claim the same row. Flow control (`queue_settings`) holds jobs back: none of a
+        paused (tenant, queue)'s, and never so many that more than its `concurrency_limit` are running at once,
+        however many claims run concurrently."""
         ...
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
@@ -194,6 +197,19 @@ class JobStore(Protocol):
         """Per queue with any of the tenant's jobs, by queue name, counts at `now` (API.md, "Queue counts"): due
         (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
         part of the first two."""
+        ...
+
+    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
+        """The tenant's configured queues (every one, or only `queue_name`) and their settings, by queue name.
+        A queue never configured is absent (its settings are the defaults). Reads only."""
+        ...
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        """∅ | stored → stored with `patch` applied, atomically (two patches of different fields both stick).
+        A new or changed rate limit starts with a full bucket. Announces the queue (as an insert does), so that
+        a lessee parked on a queue that was paused or full takes its jobs now. Returns the settings as stored."""
         ...
 
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:

@@ -9,7 +9,7 @@ from queueflow.stores.postgres import schema as pgschema
 
 from tests import pg
 
-TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
+TABLES = ["jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -30,7 +30,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0002"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0004"
 
 
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,7 +44,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0002"
+        assert pg.blocking(version) == "0004"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 

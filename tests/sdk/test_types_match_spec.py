@@ -31,6 +31,7 @@ RESPONSE_TYPES: dict[str, type] = {
     "LeasedJob": public.LeasedJob,
     "Backoff": public.Backoff,
     "Queue": public.Queue,
+    "RateLimit": public.RateLimit,
     "AckResult": public.AckResult,
     "HeartbeatResult": public.HeartbeatResult,
     "Workflow": public.Workflow,

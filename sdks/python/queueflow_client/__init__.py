@@ -25,12 +25,25 @@ from queueflow_client.errors import (
     ValidationError,
 )
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
-from queueflow_client.types import Backoff, Job, LeasedJob, Page, Queue, Schedule, Step, Workflow, WorkflowStep
+from queueflow_client.types import (
+    UNCHANGED,
+    Backoff,
+    Job,
+    LeasedJob,
+    Page,
+    Queue,
+    RateLimit,
+    Schedule,
+    Step,
+    Workflow,
+    WorkflowStep,
+)
 from queueflow_client.worker import Worker
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "UNCHANGED",
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
@@ -51,6 +64,7 @@ __all__ = [
     "Queue",
     "QueueFlow",
     "QueueFlowError",
+    "RateLimit",
     "Retry",
     "Schedule",
     "Step",

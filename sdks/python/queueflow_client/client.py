@@ -30,13 +30,16 @@ from queueflow_client._transport import (
     SyncTransport,
 )
 from queueflow_client.types import (
+    UNCHANGED,
     Backoff,
     Job,
     JobStatus,
     Page,
     Queue,
+    RateLimit,
     Schedule,
     Step,
+    Unchanged,
     Workflow,
     WorkflowStatus,
 )
@@ -155,6 +158,40 @@ class Queues:
         """Every queue of the tenant with its counts by state."""
         result: list[Queue] = self._send(_calls.queues())
         return result
+
+    def get(self, name: str) -> Queue:
+        """One queue's counts and flow-control settings (NotFoundError: no jobs and no settings)."""
+        result: Queue = self._send(_calls.get_queue(name))
+        return result
+
+    def update(
+        self,
+        name: str,
+        *,
+        paused: bool | Unchanged = UNCHANGED,
+        concurrency_limit: int | Unchanged | None = UNCHANGED,
+        key_concurrency_limit: int | Unchanged | None = UNCHANGED,
+        rate_limit: RateLimit | Unchanged | None = UNCHANGED,
+    ) -> Queue:
+        """Change some of a queue's flow-control settings: what is not given stays, None removes a limit."""
+        result: Queue = self._send(
+            _calls.update_queue(
+                name,
+                paused=paused,
+                concurrency_limit=concurrency_limit,
+                key_concurrency_limit=key_concurrency_limit,
+                rate_limit=rate_limit,
+            )
+        )
+        return result
+
+    def pause(self, name: str) -> Queue:
+        """Lease none of the tenant's jobs in this queue until `resume` (enqueue and running jobs go on)."""
+        return self.update(name, paused=True)
+
+    def resume(self, name: str) -> Queue:
+        """Lease the queue's jobs again; parked workers take them at once."""
+        return self.update(name, paused=False)
 
 
 class Workflows:
@@ -371,6 +408,40 @@ class AsyncQueues:
         """Every queue of the tenant with its counts by state."""
         result: list[Queue] = await self._send(_calls.queues())
         return result
+
+    async def get(self, name: str) -> Queue:
+        """One queue's counts and flow-control settings (NotFoundError: no jobs and no settings)."""
+        result: Queue = await self._send(_calls.get_queue(name))
+        return result
+
+    async def update(
+        self,
+        name: str,
+        *,
+        paused: bool | Unchanged = UNCHANGED,
+        concurrency_limit: int | Unchanged | None = UNCHANGED,
+        key_concurrency_limit: int | Unchanged | None = UNCHANGED,
+        rate_limit: RateLimit | Unchanged | None = UNCHANGED,
+    ) -> Queue:
+        """Change some of a queue's flow-control settings: what is not given stays, None removes a limit."""
+        result: Queue = await self._send(
+            _calls.update_queue(
+                name,
+                paused=paused,
+                concurrency_limit=concurrency_limit,
+                key_concurrency_limit=key_concurrency_limit,
+                rate_limit=rate_limit,
+            )
+        )
+        return result
+
+    async def pause(self, name: str) -> Queue:
+        """Lease none of the tenant's jobs in this queue until `resume` (enqueue and running jobs go on)."""
+        return await self.update(name, paused=True)
+
+    async def resume(self, name: str) -> Queue:
+        """Lease the queue's jobs again; parked workers take them at once."""
+        return await self.update(name, paused=False)
 
 
 class AsyncWorkflows:

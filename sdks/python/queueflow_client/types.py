@@ -6,6 +6,7 @@ datetimes are aware (UTC). Fields a newer server adds are ignored.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -129,9 +130,22 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most `jobs` leases per `per_seconds`, across all workers (a token bucket: burst `jobs`)."""
+
+    jobs: int
+    per_seconds: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RateLimit:
+        return cls(jobs=data["jobs"], per_seconds=data["per_seconds"])
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
-    """One queue's counts (disjoint by state; see API.md, "Queue counts")."""
+    """One queue's counts (disjoint by state; see API.md, "Queue counts") and the tenant's flow-control settings
+    for it (API.md, "Flow control"); None is "no limit"."""
 
     name: str
     pending: int
@@ -142,9 +156,14 @@ class Queue:
     dead_letter: int
     cancelled: int
     oldest_pending_age_seconds: float | None
+    paused: bool = False
+    concurrency_limit: int | None = None
+    key_concurrency_limit: int | None = None
+    rate_limit: RateLimit | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Queue:
+        rate = data.get("rate_limit")
         return cls(
             name=data["name"],
             pending=data["pending"],
@@ -155,7 +174,20 @@ class Queue:
             dead_letter=data["dead_letter"],
             cancelled=data["cancelled"],
             oldest_pending_age_seconds=data.get("oldest_pending_age_seconds"),
+            paused=data.get("paused", False),
+            concurrency_limit=data.get("concurrency_limit"),
+            key_concurrency_limit=data.get("key_concurrency_limit"),
+            rate_limit=RateLimit.from_json(rate) if rate is not None else None,
         )
+
+
+class Unchanged(enum.Enum):
+    """The default of `queues.update`'s arguments: leave the setting as it is (None removes a limit)."""
+
+    UNCHANGED = "unchanged"
+
+
+UNCHANGED = Unchanged.UNCHANGED
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,14 @@ and a `Job` per row, every claim a `Job` per row) are frozen msgspec Structs: co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 import msgspec
+
+from queueflow.core.flow import QueueSettings
 
 T = TypeVar("T")
 
@@ -199,6 +201,7 @@ class QueueStats:
     dead_letter: int
     cancelled: int
     oldest_pending_age_seconds: float | None
+    settings: QueueSettings = field(default_factory=QueueSettings)
 
 
 @dataclass(frozen=True, slots=True)

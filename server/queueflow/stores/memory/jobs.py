@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 from msgspec.structs import replace
 
-from queueflow.core.errors import ValidationError
-from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors, storable_text
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
     CANCELLABLE,
@@ -68,8 +69,16 @@ class MemoryJobs(Tables):
             if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at <= now
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
-        claimed = []
-        for job in due[:limit]:
+        busy = self._running_counts()
+        claimed: list[Job] = []
+        for job in due:
+            if len(claimed) == limit:
+                break
+            group = (job.tenant_id, job.queue_name)
+            settings = self._queue_settings.get(group)
+            if settings is not None and not _may_lease(settings, busy[group]):
+                continue
+            busy[group] += 1
             running = replace(
                 job,
                 status=JobStatus.RUNNING,
@@ -81,6 +90,15 @@ class MemoryJobs(Tables):
             self._jobs[job.id] = running
             claimed.append(self._out(running))
         return claimed
+
+    def _running_counts(self) -> defaultdict[tuple[str, str], int]:
+        """Running jobs per (tenant, queue) of the configured queues: what their concurrency limits count."""
+        running: defaultdict[tuple[str, str], int] = defaultdict(int)
+        if self._queue_settings:
+            for job in self._jobs.values():
+                if job.status is JobStatus.RUNNING:
+                    running[job.tenant_id, job.queue_name] += 1
+        return running
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = set(queues)
@@ -251,6 +269,24 @@ class MemoryJobs(Tables):
             for name, by_state in sorted(counts.items())
         ]
 
+    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
+        return {
+            queue: settings
+            for (tenant, queue), settings in sorted(self._queue_settings.items())
+            if tenant == tenant_id and (queue_name is None or queue == queue_name)
+        }
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        if not (storable_text(tenant_id) and storable_text(queue_name)):
+            raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
+        key = (tenant_id, queue_name)
+        settings = self._queue_settings[key] = patch.applied_to(self._queue_settings.get(key, QueueSettings()))
+        if self._wakeups is not None:
+            self._wakeups.notify(queue_name)
+        return settings
+
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
         counts: dict[tuple[str, datetime], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for job in self._tenant_jobs(tenant_id):
@@ -258,6 +294,13 @@ class MemoryJobs(Tables):
                 minute = job.completed_at.astimezone(UTC).replace(second=0, microsecond=0)
                 counts[job.queue_name, minute][_ENDED[job.status]] += 1
         return [QueueMinute(name=name, minute=minute, **by_end) for (name, minute), by_end in sorted(counts.items())]
+
+
+def _may_lease(settings: QueueSettings, running: int) -> bool:
+    """Whether a (tenant, queue) with `settings` and `running` jobs running may have one more leased."""
+    if settings.paused:
+        return False
+    return settings.concurrency_limit is None or running < settings.concurrency_limit
 
 
 def _matches(job: Job, where: JobFilter) -> bool:

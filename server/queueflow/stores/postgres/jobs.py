@@ -7,7 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+import asyncpg
+
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -27,12 +30,13 @@ from queueflow.core.types import (
     QueueCounts,
     QueueMinute,
 )
-from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
     CANCEL,
     CLAIM,
+    CLAIM_RESTRICTED,
     COLUMNS,
     COMPLETE,
     COMPLETE_BRIEF,
@@ -43,10 +47,15 @@ from queueflow.stores.postgres.sql import (
     INSERT,
     LEASE_EXPIRED,
     NEXT_DUE,
+    QUEUE_CONFIGURE,
     QUEUE_COUNTS,
+    QUEUE_SETTINGS,
     QUEUE_THROUGHPUT,
     RELEASE,
+    RESTRICTED_QUEUES,
+    RESTRICTIONS_LOCK,
     RETRY,
+    RUNNING_COUNTS,
     SELECT_BY_KEYS,
 )
 
@@ -155,12 +164,69 @@ class PostgresJobs(Pooled):
         wanted = _queue_names(queues)
         if not wanted:
             return []
+        lease = timedelta(seconds=lease_seconds)
         async with self._connection() as db:
-            rows = await db.fetch(CLAIM, wanted, limit, now, timedelta(seconds=lease_seconds))
+            rows = await db.fetch(CLAIM, wanted, limit, now, lease)
+            # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
+            # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
+            if len(rows) < limit:
+                restricted = await db.fetch(RESTRICTED_QUEUES, wanted)
+                if restricted:
+                    queues_left = [row["queue_name"] for row in restricted]
+                    rows += await self._claim_restricted(db, queues_left, limit - len(rows), now, lease)
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         return jobs
+
+    async def _claim_restricted(
+        self, db: Db, queues: list[str], limit: int, now: datetime, lease: timedelta
+    ) -> list[asyncpg.Record]:
+        """CLAIM for queues on which some tenant restricts leasing, exact under any number of concurrent claims.
+
+        Why no limit is ever exceeded: every claim of a restricted queue locks all of that queue's restricting
+        settings rows (RESTRICTIONS_LOCK) before it counts or claims, and holds them until it commits, so the
+        claims of one limited (tenant, queue) run one after another. Each counts the running jobs in a statement
+        of its own, after its lock was granted, so it sees every job the claims before it leased (they committed
+        before releasing the lock), and claims at most `limit - running` more. Running only goes down outside
+        that lock (complete, fail, cancel, the janitor), which can only leave more room than was counted.
+        CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
+        row is committed; a claim that read the settings before that commit is ordered before the change, as is a
+        job that was already running when a limit was set. Queues nobody restricts take none of these locks.
+        """
+        async with db.transaction():
+            settings = await db.fetch(RESTRICTIONS_LOCK, queues)
+            blocked = [(row["tenant_id"], row["queue_name"]) for row in settings if row["paused"]]
+            limited = {
+                (row["tenant_id"], row["queue_name"]): row["concurrency_limit"]
+                for row in settings
+                if not row["paused"] and row["concurrency_limit"] is not None
+            }
+            caps: list[tuple[str, str, int]] = []
+            if limited:
+                groups = list(limited)
+                counts = await db.fetch(RUNNING_COUNTS, [t for t, _ in groups], [q for _, q in groups])
+                for row in counts:
+                    group = (row["tenant_id"], row["queue_name"])
+                    slots = limited[group] - row["running"]
+                    if slots > 0:
+                        caps.append((*group, slots))
+                    else:
+                        blocked.append(group)
+            return list(
+                await db.fetch(
+                    CLAIM_RESTRICTED,
+                    queues,
+                    limit,
+                    now,
+                    lease,
+                    [t for t, _ in blocked],
+                    [q for _, q in blocked],
+                    [t for t, _, _ in caps],
+                    [q for _, q, _ in caps],
+                    [n for _, _, n in caps],
+                ),
+            )
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = _queue_names(queues)
@@ -292,6 +358,40 @@ class PostgresJobs(Pooled):
         # Sorted here, by code point as the in-memory store does, whatever the database's collation.
         return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
 
+    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
+        if not storable_text(tenant_id) or (queue_name is not None and not storable_text(queue_name)):
+            return {}
+        async with self._connection() as db:
+            rows = await db.fetch(QUEUE_SETTINGS, tenant_id, queue_name)
+        return {row["queue_name"]: _settings_from_row(row) for row in sorted(rows, key=lambda r: r["queue_name"])}
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        if not (storable_text(tenant_id) and storable_text(queue_name)):
+            raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
+        rate = patch.rate_limit
+        async with self._connection() as db:
+            row = await db.fetchrow(
+                QUEUE_CONFIGURE,
+                tenant_id,
+                queue_name,
+                patch.paused is not KEEP,
+                patch.paused if patch.paused is not KEEP else None,
+                patch.concurrency_limit is not KEEP,
+                patch.concurrency_limit if patch.concurrency_limit is not KEEP else None,
+                patch.key_concurrency_limit is not KEEP,
+                patch.key_concurrency_limit if patch.key_concurrency_limit is not KEEP else None,
+                rate is not KEEP,
+                rate.jobs if isinstance(rate, RateLimit) else None,
+                rate.per_seconds if isinstance(rate, RateLimit) else None,
+                now,
+            )
+        assert row is not None  # an upsert always answers its row
+        if self._signal is not None:
+            self._signal.notify(queue_name)
+        return _settings_from_row(row)
+
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
         if not storable_text(tenant_id):
             return []
@@ -300,6 +400,15 @@ class PostgresJobs(Pooled):
         return sorted(
             (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
         )
+
+
+def _settings_from_row(row: asyncpg.Record) -> QueueSettings:
+    return QueueSettings(
+        paused=row["paused"],
+        concurrency_limit=row["concurrency_limit"],
+        key_concurrency_limit=row["key_concurrency_limit"],
+        rate_limit=RateLimit(row["rate_jobs"], row["rate_per_seconds"]) if row["rate_jobs"] is not None else None,
+    )
 
 
 def _queue_names(queues: Sequence[str]) -> list[str]:

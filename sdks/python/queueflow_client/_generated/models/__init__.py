@@ -59,9 +59,11 @@ from .problem import Problem
 from .problem_code import ProblemCode
 from .queue import Queue
 from .queue_list import QueueList
+from .rate_limit import RateLimit
 from .schedule import Schedule
 from .schedule_page import SchedulePage
 from .schedule_payload import SchedulePayload
+from .update_queue import UpdateQueue
 from .update_schedule import UpdateSchedule
 from .update_schedule_payload import UpdateSchedulePayload
 from .workflow import Workflow
@@ -132,9 +134,11 @@ __all__ = (
     "ProblemCode",
     "Queue",
     "QueueList",
+    "RateLimit",
     "Schedule",
     "SchedulePage",
     "SchedulePayload",
+    "UpdateQueue",
     "UpdateSchedule",
     "UpdateSchedulePayload",
     "Workflow",

@@ -1,0 +1,154 @@
+"""Flow control on every store (API.md, "Flow control"): queue settings, pause, and the concurrency limit."""
+
+from __future__ import annotations
+
+import pytest
+from queueflow.clocks import TestClock
+from queueflow.core.errors import NotFound, ValidationError
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch, RateLimit
+from queueflow.core.types import JobStatus, NewJob
+from queueflow.engine import Engine
+
+T = "tenant-a"
+
+
+async def enqueue(engine: Engine, n: int, *, tenant: str = T, queue: str = "default") -> list[str]:
+    results = await engine.enqueue_many(tenant, [NewJob(task_name=f"t{i}", queue_name=queue) for i in range(n)])
+    return [result.job.id for result in results]
+
+
+async def test_an_unconfigured_queue_has_default_settings_and_a_configured_empty_one_is_listed(
+    engine: Engine,
+) -> None:
+    await enqueue(engine, 1)
+    (queue,) = await engine.queue_stats(T)
+    assert queue.settings == QueueSettings()
+    with pytest.raises(NotFound):
+        await engine.get_queue(T, "emails")
+    configured = await engine.configure_queue(T, "emails", QueueSettingsPatch(concurrency_limit=5))
+    assert configured.name == "emails"
+    assert configured.pending == 0
+    assert configured.settings == QueueSettings(concurrency_limit=5)
+    assert [queue.name for queue in await engine.queue_stats(T)] == ["default", "emails"]
+    assert (await engine.get_queue(T, "emails")).settings.concurrency_limit == 5
+    # Settings belong to the tenant: another tenant sees neither the queue nor its settings.
+    assert await engine.queue_stats("tenant-b") == []
+    with pytest.raises(NotFound):
+        await engine.get_queue("tenant-b", "emails")
+
+
+async def test_a_patch_changes_only_the_fields_it_names_and_null_removes_a_limit(engine: Engine) -> None:
+    rate = RateLimit(jobs=50, per_seconds=1.5)
+    await engine.configure_queue(T, "q", QueueSettingsPatch(paused=True, concurrency_limit=3, rate_limit=rate))
+    after = await engine.configure_queue(T, "q", QueueSettingsPatch(key_concurrency_limit=1))
+    assert after.settings == QueueSettings(paused=True, concurrency_limit=3, key_concurrency_limit=1, rate_limit=rate)
+    after = await engine.configure_queue(T, "q", QueueSettingsPatch(concurrency_limit=None, paused=False))
+    assert after.settings == QueueSettings(key_concurrency_limit=1, rate_limit=rate)
+    after = await engine.configure_queue(T, "q", QueueSettingsPatch(rate_limit=None, key_concurrency_limit=None))
+    assert after.settings == QueueSettings()
+    assert [queue.name for queue in await engine.queue_stats(T)] == ["q"]  # configured once, still listed
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        (QueueSettingsPatch(concurrency_limit=0), "concurrency_limit"),
+        (QueueSettingsPatch(concurrency_limit=100_001), "concurrency_limit"),
+        (QueueSettingsPatch(key_concurrency_limit=-1), "key_concurrency_limit"),
+        (QueueSettingsPatch(rate_limit=RateLimit(0, 1)), "rate_limit.jobs"),
+        (QueueSettingsPatch(rate_limit=RateLimit(1, 0.0001)), "rate_limit.per_seconds"),
+        (QueueSettingsPatch(rate_limit=RateLimit(1, float("nan"))), "rate_limit.per_seconds"),
+    ],
+)
+async def test_out_of_bounds_settings_are_refused_and_change_nothing(
+    engine: Engine, patch: QueueSettingsPatch, field: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        await engine.configure_queue(T, "q", patch)
+    assert [error.field for error in raised.value.errors] == [field]
+    assert await engine.queue_stats(T) == []
+
+
+async def test_a_paused_queue_leases_none_of_the_tenants_jobs_but_everything_else_goes_on(
+    engine: Engine, clock: TestClock
+) -> None:
+    (running,) = await enqueue(engine, 1)
+    (leased,) = await engine.lease(["default"])
+    assert leased.id == running
+    mine = await enqueue(engine, 3)
+    theirs = await enqueue(engine, 1, tenant="tenant-b")
+    await engine.configure_queue(T, "default", QueueSettingsPatch(paused=True))
+    # Only the other tenant's job is leased; ours wait.
+    assert [job.id for job in await engine.lease(["default"], max_jobs=10)] == theirs
+    assert await engine.lease(["default"], max_jobs=10) == []
+    # Enqueue, cancel, retry and the running job go on.
+    (late,) = await enqueue(engine, 1)
+    assert (await engine.cancel_job(T, mine[0])).status is JobStatus.CANCELLED
+    assert (await engine.retry_job(T, mine[0])).status is JobStatus.PENDING
+    assert (await engine.complete(running, leased.lease_token or "")).status is JobStatus.COMPLETED
+    clock.advance(seconds=60)
+    assert await engine.lease(["default"], max_jobs=10) == []
+    stats = await engine.get_queue(T, "default")
+    assert (stats.pending, stats.settings.paused) == (4, True)
+    await engine.configure_queue(T, "default", QueueSettingsPatch(paused=False))
+    leased_now = await engine.lease(["default"], max_jobs=10)
+    assert sorted(job.id for job in leased_now) == sorted([*mine, late])
+
+
+async def test_pausing_one_queue_leaves_the_others_of_a_multi_queue_lease(engine: Engine) -> None:
+    await enqueue(engine, 2, queue="a")
+    b = await enqueue(engine, 2, queue="b")
+    await engine.configure_queue(T, "a", QueueSettingsPatch(paused=True))
+    assert sorted(job.id for job in await engine.lease(["a", "b"], max_jobs=10)) == sorted(b)
+
+
+async def test_the_concurrency_limit_caps_running_jobs_and_every_way_out_frees_a_slot(
+    engine: Engine, clock: TestClock
+) -> None:
+    await enqueue(engine, 10)
+    others = await enqueue(engine, 2, tenant="tenant-b")  # another tenant's jobs are not limited by ours
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=3))
+    first = await engine.lease(["default"], max_jobs=10, lease_seconds=30)
+    assert len([job for job in first if job.tenant_id == T]) == 3
+    assert sorted(job.id for job in first if job.tenant_id != T) == sorted(others)
+    assert await engine.lease(["default"], max_jobs=10) == []
+    for job in first:
+        if job.tenant_id != T:
+            await engine.complete(job.id, job.lease_token or "")
+    mine = [job for job in first if job.tenant_id == T]
+    # complete frees one slot
+    await engine.complete(mine[0].id, mine[0].lease_token or "")
+    (second,) = await engine.lease(["default"], max_jobs=10)
+    assert await engine.lease(["default"]) == []
+    # fail (to retrying) frees one
+    await engine.fail(mine[1].id, mine[1].lease_token or "", "boom", retry_after_seconds=3600)
+    (third,) = await engine.lease(["default"], max_jobs=10)
+    # cancel frees one at once
+    await engine.cancel_job(T, mine[2].id)
+    (fourth,) = await engine.lease(["default"], max_jobs=10, lease_seconds=30)
+    assert await engine.lease(["default"]) == []
+    # the janitor's reclaim of expired leases frees them at once
+    clock.advance(seconds=31)
+    assert await engine.lease(["default"]) == []  # expired but not yet reclaimed: still running
+    report = await engine.run_maintenance()
+    assert report.reclaimed == 3
+    assert len(await engine.lease(["default"], max_jobs=10)) == 3
+    assert {second.tenant_id, third.tenant_id, fourth.tenant_id} == {T}
+
+
+async def test_raising_or_removing_the_limit_lets_more_run(engine: Engine) -> None:
+    await enqueue(engine, 6)
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=1))
+    assert len(await engine.lease(["default"], max_jobs=10)) == 1
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=3))
+    assert len(await engine.lease(["default"], max_jobs=10)) == 2
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=None))
+    assert len(await engine.lease(["default"], max_jobs=10)) == 3
+
+
+async def test_a_limited_lease_takes_jobs_in_claim_order(engine: Engine, clock: TestClock) -> None:
+    for priority in [0, 5, 1, 9]:
+        await engine.enqueue(T, NewJob(task_name=str(priority), priority=priority))
+        clock.advance(seconds=1)
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=2))
+    assert [job.task_name for job in await engine.lease(["default"], max_jobs=10)] == ["9", "5"]
