@@ -42,6 +42,8 @@ RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit
 # This statement leaves out every queue on which some tenant restricts leasing (one probe of
 # idx_queue_settings_restricting per queue, which finds nothing on a queue nobody configured); those queues
 # are claimed by CLAIM_RESTRICTED, under the settings rows' locks (see `PostgresJobs._claim_restricted`).
+# OFFSET 0 is an optimisation fence: without it the planner ran the probe after the LATERAL scan, which had
+# already locked (and then discarded) a restricted queue's candidates, hiding them from CLAIM_RESTRICTED.
 CLAIM = f"""
 UPDATE queueflow.jobs
    SET status = 'running',
@@ -51,13 +53,14 @@ UPDATE queueflow.jobs
        locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
  WHERE id = ANY(ARRAY(
        SELECT due.id
-         FROM unnest($1::text[]) AS queue(name),
+         FROM (SELECT q.name FROM unnest($1::text[]) AS q(name)
+                WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s WHERE s.queue_name = q.name AND {RESTRICTING})
+               OFFSET 0) AS queue,
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
                         ORDER BY priority DESC, scheduled_at, created_at, id
                         LIMIT $2
                         FOR UPDATE SKIP LOCKED) AS due
-        WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s WHERE s.queue_name = queue.name AND {RESTRICTING})
         ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id
         LIMIT $2))
 RETURNING {COLUMNS}
