@@ -89,3 +89,34 @@ async def test_a_paused_queue_is_not_leased_and_a_parked_lease_wakes_on_resume(
     async with asyncio.timeout(5):
         response = await parked
     assert [leased["id"] for leased in response.json()["jobs"]] == [job["id"]]
+
+
+async def test_concurrency_key_on_jobs_batches_and_workflow_steps(client: AsyncClient) -> None:
+    job = await enqueue(client, concurrency_key="user-42")
+    assert job["concurrency_key"] == "user-42"
+    assert (await enqueue(client))["concurrency_key"] is None
+    batch = await client.post(
+        "/v1/jobs/batch",
+        json={"jobs": [{"task_name": "t", "concurrency_key": "u1"}, {"task_name": "t"}]},
+        headers=TENANT_A,
+    )
+    assert [item["concurrency_key"] for item in batch.json()["jobs"]] == ["u1", None]
+    workflow = await client.post(
+        "/v1/workflows",
+        json={"name": "w", "steps": [{"name": "a", "task_name": "a", "concurrency_key": "u2"}]},
+        headers=TENANT_A,
+    )
+    step_job = await client.get(f"/v1/jobs/{workflow.json()['steps'][0]['job_id']}", headers=TENANT_A)
+    assert step_job.json()["concurrency_key"] == "u2"
+    for bad in ["", "x" * 201, 5, "nul\u0000"]:
+        response = await client.post("/v1/jobs", json={"task_name": "t", "concurrency_key": bad}, headers=TENANT_A)
+        assert_problem(response, 400, "validation_error")
+
+
+async def test_one_job_per_key_at_a_time_over_http(client: AsyncClient) -> None:
+    for user in ["ada", "ada", "bob"]:
+        await enqueue(client, queue_name="exports", concurrency_key=user)
+    await client.patch("/v1/queues/exports", json={"key_concurrency_limit": 1}, headers=TENANT_A)
+    leased = await lease(client, ["exports"], max_jobs=10)
+    assert sorted(job["concurrency_key"] for job in leased) == ["ada", "bob"]
+    assert await lease(client, ["exports"], max_jobs=10) == []

@@ -13,20 +13,22 @@ from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on
-from tests.postgres.test_concurrency import enqueue, stores
+from tests.postgres.test_concurrency import stores
 
 RUNNING = "SELECT count(*) FROM queueflow.jobs WHERE status = 'running' AND tenant_id = $1 AND queue_name = 'default'"
+RUNNING_PER_KEY = """
+SELECT coalesce(max(running), 0) FROM (
+    SELECT count(*) AS running FROM queueflow.jobs
+     WHERE status = 'running' AND tenant_id = $1 AND queue_name = 'default' AND config ? 'concurrency_key'
+     GROUP BY config->>'concurrency_key') AS per_key
+"""
 
 
-async def test_eight_leasers_never_run_more_than_the_concurrency_limit(
-    postgres_url: str, postgres_store: PostgresJobStore
-) -> None:
-    clock = TestClock(START)
-    jobs = 400
-    await enqueue(postgres_store, clock, jobs)
-    # Another tenant's unlimited jobs share the queue (and go through the restricted claim with ours).
-    await engine_on(postgres_store, clock, seed=99).enqueue_many("tenant-b", [NewJob(task_name="b")] * 100)
-    await engine_on(postgres_store, clock).configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=3))
+async def lease_all_while_sampling(
+    postgres_url: str, clock: TestClock, jobs: int, sample_sql: str
+) -> tuple[list[int], list[int]]:
+    """Eight leasers take every one of tenant T's `jobs` (1–4 a lease) and end each at once by complete, cancel or
+    a final fail, while a ninth connection runs `sample_sql` in a loop. Returns (leases per leaser, samples)."""
     start_line = asyncio.Barrier(9)
     finished = asyncio.Event()
     done: list[str] = []
@@ -59,7 +61,7 @@ async def test_eight_leasers_never_run_more_than_the_concurrency_limit(
         async with pg.connect(postgres_url) as connection:
             await start_line.wait()
             while not finished.is_set():
-                samples.append(await connection.fetchval(RUNNING, T))
+                samples.append(await connection.fetchval(sample_sql, T))
         return samples
 
     watching = asyncio.create_task(sampler())
@@ -67,9 +69,39 @@ async def test_eight_leasers_never_run_more_than_the_concurrency_limit(
         leases = await asyncio.gather(*(leaser(store, seed) for seed, store in enumerate(leasers)))
     finished.set()
     samples = await watching
-
     assert len(set(done)) == jobs
-    assert sum(1 for count in leases if count > 1) == 8, "the leasers did not overlap"
+    assert all(count > 1 for count in leases), "the leasers did not overlap"
     assert len(samples) > 100, "the database was sampled too rarely to mean anything"
+    return leases, samples
+
+
+async def test_eight_leasers_never_run_more_than_the_concurrency_limit(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    engine = engine_on(postgres_store, clock)
+    await engine.enqueue_many(T, [NewJob(task_name="t")] * 400)
+    # Another tenant's unlimited jobs share the queue (and go through the restricted claim with ours).
+    await engine_on(postgres_store, clock, seed=99).enqueue_many("tenant-b", [NewJob(task_name="b")] * 100)
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=3))
+
+    _, samples = await lease_all_while_sampling(postgres_url, clock, 400, RUNNING)
+
     assert max(samples) <= 3, f"more than the limit ran at once: {max(samples)}"
     assert max(samples) == 3, "the limit was never reached: this run proves nothing"
+
+
+async def test_eight_leasers_never_run_two_jobs_of_one_key_at_once(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    engine = engine_on(postgres_store, clock)
+    # 50 keys with 8 jobs each, in runs of one key, so that one key's backlog always lies ahead of the others.
+    await engine.enqueue_many(T, [NewJob(task_name="t", concurrency_key=f"user-{i // 8}") for i in range(400)])
+    await engine.enqueue_many(T, [NewJob(task_name="free")] * 50)  # no key: not limited by it
+    await engine.configure_queue(T, "default", QueueSettingsPatch(key_concurrency_limit=1))
+
+    _, samples = await lease_all_while_sampling(postgres_url, clock, 450, RUNNING_PER_KEY)
+
+    assert max(samples) <= 1, f"{max(samples)} jobs of one key ran at once"
+    assert max(samples) == 1, "no keyed job was ever seen running: this run proves nothing"

@@ -144,6 +144,16 @@ async def test_queues(client: AsyncQueueFlow) -> None:
     assert (later.paused, later.concurrency_limit, later.rate_limit) == (False, None, None)
 
 
+async def test_concurrency_key_and_a_per_user_limit(client: AsyncQueueFlow) -> None:
+    job = await client.jobs.enqueue("export", queue_name="exports", concurrency_key="user-1")
+    assert job.concurrency_key == "user-1"
+    (other,) = await client.jobs.enqueue_many(
+        [{"task_name": "export", "queue_name": "exports", "concurrency_key": "u2"}]
+    )
+    assert other.concurrency_key == "u2"
+    assert (await client.queues.update("exports", key_concurrency_limit=1)).key_concurrency_limit == 1
+
+
 async def test_queue_settings(client: AsyncQueueFlow) -> None:
     with pytest.raises(NotFoundError):
         await client.queues.get("exports")

@@ -7,6 +7,7 @@ from queueflow.clocks import TestClock
 from queueflow.core.errors import NotFound, ValidationError
 from queueflow.core.flow import QueueSettings, QueueSettingsPatch, RateLimit
 from queueflow.core.types import JobStatus, NewJob
+from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.engine import Engine
 
 T = "tenant-a"
@@ -152,3 +153,62 @@ async def test_a_limited_lease_takes_jobs_in_claim_order(engine: Engine, clock: 
         clock.advance(seconds=1)
     await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=2))
     assert [job.task_name for job in await engine.lease(["default"], max_jobs=10)] == ["9", "5"]
+
+
+# ---- concurrency keys -------------------------------------------------------------------------------------
+
+
+async def test_a_job_keeps_its_concurrency_key_through_enqueue_batch_and_workflow_steps(engine: Engine) -> None:
+    single = (await engine.enqueue(T, NewJob(task_name="t", concurrency_key="user-1"))).job
+    assert (await engine.get_job(T, single.id)).concurrency_key == "user-1"
+    batch = await engine.enqueue_many(T, [NewJob(task_name="t", concurrency_key=f"user-{i}") for i in range(3)])
+    assert [(await engine.get_job(T, r.job.id)).concurrency_key for r in batch] == ["user-0", "user-1", "user-2"]
+    assert (await engine.enqueue(T, NewJob(task_name="t"))).job.concurrency_key is None
+    workflow, _ = await engine.create_workflow(
+        T, NewWorkflow(name="w", steps=[NewStep(name="a", task_name="a", concurrency_key="user-9")])
+    )
+    step_job = await engine.get_job(T, workflow.steps[0].job_id or "")
+    assert step_job.concurrency_key == "user-9"
+    leased = await engine.lease(["default"], max_jobs=10)
+    assert {job.concurrency_key for job in leased} == {"user-0", "user-1", "user-2", "user-9", None}
+
+
+@pytest.mark.parametrize("key", ["", "x" * 201])
+async def test_a_bad_concurrency_key_is_refused(engine: Engine, key: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        await engine.enqueue(T, NewJob(task_name="t", concurrency_key=key))
+    assert [error.field for error in raised.value.errors] == ["concurrency_key"]
+
+
+async def test_the_key_concurrency_limit_caps_running_jobs_per_key_and_skips_past_a_full_key(
+    engine: Engine, clock: TestClock
+) -> None:
+    # user-1's backlog comes first; with one slot per key, user-2's and unkeyed jobs must not wait behind it.
+    for i in range(5):
+        await engine.enqueue(T, NewJob(task_name=f"one-{i}", concurrency_key="user-1"))
+        clock.advance(seconds=1)
+    await engine.enqueue(T, NewJob(task_name="two-0", concurrency_key="user-2"))
+    clock.advance(seconds=1)
+    await engine.enqueue(T, NewJob(task_name="two-1", concurrency_key="user-2"))
+    clock.advance(seconds=1)
+    await engine.enqueue(T, NewJob(task_name="free"))
+    await engine.configure_queue(T, "default", QueueSettingsPatch(key_concurrency_limit=1))
+    first = await engine.lease(["default"], max_jobs=2)
+    assert [job.task_name for job in first] == ["one-0", "two-0"]
+    assert [job.task_name for job in await engine.lease(["default"], max_jobs=10)] == ["free"]
+    assert await engine.lease(["default"], max_jobs=10) == []
+    await engine.complete(first[0].id, first[0].lease_token or "")
+    assert [job.task_name for job in await engine.lease(["default"], max_jobs=10)] == ["one-1"]
+    await engine.cancel_job(T, first[1].id)
+    assert [job.task_name for job in await engine.lease(["default"], max_jobs=10)] == ["two-1"]
+
+
+async def test_both_limits_hold_together(engine: Engine) -> None:
+    await engine.enqueue_many(T, [NewJob(task_name="t", concurrency_key=f"k{i % 3}") for i in range(12)])
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=4, key_concurrency_limit=2))
+    leased = await engine.lease(["default"], max_jobs=100)
+    assert len(leased) == 4
+    assert max(sum(job.concurrency_key == key for job in leased) for key in ("k0", "k1", "k2")) <= 2
+    await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=None))
+    more = await engine.lease(["default"], max_jobs=100)
+    assert len(leased) + len(more) == 6  # two per key

@@ -104,6 +104,7 @@ class JobOptions(TypedDict, total=False):
     timeout_seconds: float
     metadata: Mapping[str, Any]
     idempotency_key: str
+    concurrency_key: str
 
 
 def new_idempotency_key() -> str:
@@ -133,7 +134,15 @@ def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: An
     _reject_unknown(options, JobOptions.__annotations__, "job")
     # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.
     fields: dict[str, Any] = {"task_name": options["task_name"]}
-    for name in ("queue_name", "priority", "run_at", "delay_seconds", "max_retries", "timeout_seconds"):
+    for name in (
+        "queue_name",
+        "priority",
+        "run_at",
+        "delay_seconds",
+        "max_retries",
+        "timeout_seconds",
+        "concurrency_key",
+    ):
         if options.get(name) is not None:
             fields[name] = options[name]
     if options.get("payload") is not None:

@@ -94,6 +94,7 @@ class Jobs:
         timeout_seconds: float | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
     ) -> Job:
         """Enqueue one job. With a known `idempotency_key` the server answers with the original job, unchanged."""
         options = {key: value for key, value in locals().items() if key not in ("self", "task_name")}
@@ -344,6 +345,7 @@ class AsyncJobs:
         timeout_seconds: float | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
     ) -> Job:
         """Enqueue one job. With a known `idempotency_key` the server answers with the original job, unchanged."""
         options = {key: value for key, value in locals().items() if key not in ("self", "task_name")}

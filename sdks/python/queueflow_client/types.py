@@ -80,6 +80,7 @@ class Job:
     workflow_step_id: str | None
     metadata: dict[str, Any]
     idempotency_key: str | None
+    concurrency_key: str | None
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -124,6 +125,7 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "workflow_step_id": data.get("workflow_step_id"),
         "metadata": dict(data.get("metadata") or {}),
         "idempotency_key": data.get("idempotency_key"),
+        "concurrency_key": data.get("concurrency_key"),
         "created_at": _required_time(data["created_at"]),
         "started_at": _time(data.get("started_at")),
         "completed_at": _time(data.get("completed_at")),
@@ -242,6 +244,7 @@ class Step:
     max_retries: int | None = None
     backoff: Backoff | None = None
     timeout_seconds: float | None = None
+    concurrency_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -257,6 +260,7 @@ class Step:
             "max_retries": self.max_retries,
             "backoff": self.backoff.to_json() if self.backoff is not None else None,
             "timeout_seconds": self.timeout_seconds,
+            "concurrency_key": self.concurrency_key,
         }
         return body | {key: value for key, value in options.items() if value is not None}
 

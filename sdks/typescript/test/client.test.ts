@@ -142,6 +142,13 @@ describe("queues", () => {
     assert.equal((await client.queues.get("ts-exports")).rate_limit?.jobs, 10);
     await assert.rejects(client.queues.update("ts-exports", { concurrency_limit: 0 }), ValidationError);
   });
+
+  test("concurrency_key on enqueue, with one job per key at a time", async () => {
+    const job = await client.jobs.enqueue({ task_name: "export", queue_name: "ts-keyed", concurrency_key: "user-1" });
+    assert.equal(job.concurrency_key, "user-1");
+    const queue = await client.queues.update("ts-keyed", { key_concurrency_limit: 1 });
+    assert.equal(queue.key_concurrency_limit, 1);
+  });
 });
 
 describe("errors", () => {

@@ -86,6 +86,17 @@ def _backoff(policy: domain.BackoffPolicy) -> Backoff:
     )
 
 
+ConcurrencyKey = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        pattern=NO_NUL,
+        description="The group a queue's key_concurrency_limit counts this job in, e.g. a user id",
+    ),
+]
+
+
 class _Task(_Request):
     """What a job runs and how it is delivered: the fields a job and a workflow step share."""
 
@@ -96,6 +107,7 @@ class _Task(_Request):
     max_retries: MaxRetries = 3
     backoff: Backoff = msgspec.field(default_factory=Backoff)
     timeout_seconds: TimeoutSeconds | None = None
+    concurrency_key: ConcurrencyKey | None = None
 
 
 class EnqueueJob(_Task):
@@ -116,6 +128,7 @@ class EnqueueJob(_Task):
             timeout_seconds=self.timeout_seconds,
             metadata=self.metadata,
             idempotency_key=idempotency_key,
+            concurrency_key=self.concurrency_key,
         )
 
 
@@ -151,6 +164,7 @@ class Job(Struct, kw_only=True):
     workflow_step_id: str | None
     metadata: JSONObject
     idempotency_key: str | None
+    concurrency_key: str | None
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -194,6 +208,7 @@ def _job_fields(job: domain.Job) -> dict[str, Any]:
         "workflow_step_id": job.workflow_step_id,
         "metadata": job.metadata,
         "idempotency_key": job.idempotency_key,
+        "concurrency_key": job.concurrency_key,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,
@@ -322,6 +337,7 @@ class NewWorkflowStep(_Task, kw_only=True):
             max_retries=self.max_retries,
             backoff=self.backoff.to_domain(),
             timeout_seconds=self.timeout_seconds,
+            concurrency_key=self.concurrency_key,
         )
 
 

@@ -93,6 +93,8 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     timeout_seconds: float | None = None
     metadata: dict[str, JSON] = msgspec.field(default_factory=dict)
     idempotency_key: str | None = None
+    concurrency_key: str | None = None
+    """The group a `key_concurrency_limit` counts it in (e.g. a user id); None: not limited by key."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,6 +114,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     metadata: dict[str, JSON]
     created_at: datetime
     idempotency_key: str | None = None
+    concurrency_key: str | None = None
     locked_until: datetime | None = None
     lease_token: str | None = None
     delivery_count: int = 0

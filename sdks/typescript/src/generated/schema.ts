@@ -501,6 +501,8 @@ export interface components {
         /** BatchItem */
         BatchItem: {
             backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
             delay_seconds?: number | null;
             idempotency_key?: string | null;
             /** @default 3 */
@@ -569,6 +571,8 @@ export interface components {
         /** EnqueueJob */
         EnqueueJob: {
             backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
             delay_seconds?: number | null;
             /** @default 3 */
             max_retries?: number;
@@ -641,6 +645,7 @@ export interface components {
         Job: {
             backoff: components["schemas"]["Backoff"];
             completed_at: string | null;
+            concurrency_key: string | null;
             /** Format: date-time */
             created_at: string;
             delivery_count: number;
@@ -695,6 +700,7 @@ export interface components {
         LeasedJob: {
             backoff: components["schemas"]["Backoff"];
             completed_at: string | null;
+            concurrency_key: string | null;
             /** Format: date-time */
             created_at: string;
             deadline: string | null;
@@ -734,6 +740,8 @@ export interface components {
         /** NewWorkflowStep */
         NewWorkflowStep: {
             backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
             depends_on?: string[];
             /** @default 3 */
             max_retries?: number;

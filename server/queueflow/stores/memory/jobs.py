@@ -69,16 +69,18 @@ class MemoryJobs(Tables):
             if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at <= now
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
-        busy = self._running_counts()
+        busy, busy_keys = self._running_counts()
         claimed: list[Job] = []
         for job in due:
             if len(claimed) == limit:
                 break
             group = (job.tenant_id, job.queue_name)
+            keyed = (job.tenant_id, job.queue_name, job.concurrency_key)
             settings = self._queue_settings.get(group)
-            if settings is not None and not _may_lease(settings, busy[group]):
+            if settings is not None and not _may_lease(settings, busy[group], job.concurrency_key, busy_keys[keyed]):
                 continue
             busy[group] += 1
+            busy_keys[keyed] += 1
             running = replace(
                 job,
                 status=JobStatus.RUNNING,
@@ -91,14 +93,18 @@ class MemoryJobs(Tables):
             claimed.append(self._out(running))
         return claimed
 
-    def _running_counts(self) -> defaultdict[tuple[str, str], int]:
-        """Running jobs per (tenant, queue) of the configured queues: what their concurrency limits count."""
+    def _running_counts(
+        self,
+    ) -> tuple[defaultdict[tuple[str, str], int], defaultdict[tuple[str, str, str | None], int]]:
+        """Running jobs per (tenant, queue), and per (tenant, queue, concurrency_key): what the limits count."""
         running: defaultdict[tuple[str, str], int] = defaultdict(int)
+        by_key: defaultdict[tuple[str, str, str | None], int] = defaultdict(int)
         if self._queue_settings:
             for job in self._jobs.values():
                 if job.status is JobStatus.RUNNING:
                     running[job.tenant_id, job.queue_name] += 1
-        return running
+                    by_key[job.tenant_id, job.queue_name, job.concurrency_key] += 1
+        return running, by_key
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = set(queues)
@@ -296,11 +302,15 @@ class MemoryJobs(Tables):
         return [QueueMinute(name=name, minute=minute, **by_end) for (name, minute), by_end in sorted(counts.items())]
 
 
-def _may_lease(settings: QueueSettings, running: int) -> bool:
-    """Whether a (tenant, queue) with `settings` and `running` jobs running may have one more leased."""
+def _may_lease(settings: QueueSettings, running: int, key: str | None, running_with_key: int) -> bool:
+    """Whether a (tenant, queue) with `settings` and `running` jobs running, `running_with_key` of them with the
+    job's concurrency `key`, may have one more leased."""
     if settings.paused:
         return False
-    return settings.concurrency_limit is None or running < settings.concurrency_limit
+    if settings.concurrency_limit is not None and running >= settings.concurrency_limit:
+        return False
+    limit = settings.key_concurrency_limit
+    return key is None or limit is None or running_with_key < limit
 
 
 def _matches(job: Job, where: JobFilter) -> bool:

@@ -56,6 +56,7 @@ from queueflow.stores.postgres.sql import (
     RESTRICTIONS_LOCK,
     RETRY,
     RUNNING_COUNTS,
+    RUNNING_KEY_COUNTS,
     SELECT_BY_KEYS,
 )
 
@@ -188,7 +189,8 @@ class PostgresJobs(Pooled):
         settings rows (RESTRICTIONS_LOCK) before it counts or claims, and holds them until it commits, so the
         claims of one limited (tenant, queue) run one after another. Each counts the running jobs in a statement
         of its own, after its lock was granted, so it sees every job the claims before it leased (they committed
-        before releasing the lock), and claims at most `limit - running` more. Running only goes down outside
+        before releasing the lock), and claims at most `limit - running` more; the same holds per concurrency_key
+        under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too). Running only goes down outside
         that lock (complete, fail, cancel, the janitor), which can only leave more room than was counted.
         CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
         row is committed; a claim that read the settings before that commit is ordered before the change, as is a
@@ -196,37 +198,52 @@ class PostgresJobs(Pooled):
         """
         async with db.transaction():
             settings = await db.fetch(RESTRICTIONS_LOCK, queues)
-            blocked = [(row["tenant_id"], row["queue_name"]) for row in settings if row["paused"]]
-            limited = {
+            paused = [(row["tenant_id"], row["queue_name"]) for row in settings if row["paused"]]
+            limit_of = {
                 (row["tenant_id"], row["queue_name"]): row["concurrency_limit"]
                 for row in settings
                 if not row["paused"] and row["concurrency_limit"] is not None
             }
-            caps: list[tuple[str, str, int]] = []
-            if limited:
-                groups = list(limited)
-                counts = await db.fetch(RUNNING_COUNTS, [t for t, _ in groups], [q for _, q in groups])
-                for row in counts:
-                    group = (row["tenant_id"], row["queue_name"])
-                    slots = limited[group] - row["running"]
-                    if slots > 0:
-                        caps.append((*group, slots))
-                    else:
-                        blocked.append(group)
-            return list(
-                await db.fetch(
+            key_limit_of = {
+                (row["tenant_id"], row["queue_name"]): row["key_concurrency_limit"]
+                for row in settings
+                if not row["paused"] and row["key_concurrency_limit"] is not None
+            }
+            running: dict[tuple[str, str], int] = {}
+            if limit_of:
+                pairs = list(limit_of)
+                rows = await db.fetch(RUNNING_COUNTS, [t for t, _ in pairs], [q for _, q in pairs])
+                running = {(row["tenant_id"], row["queue_name"]): row["running"] for row in rows}
+            running_keys: dict[tuple[str, str, str], int] = {}
+            if key_limit_of:
+                pairs = list(key_limit_of)
+                rows = await db.fetch(RUNNING_KEY_COUNTS, [t for t, _ in pairs], [q for _, q in pairs])
+                running_keys = {(row["tenant_id"], row["queue_name"], row["key"]): row["running"] for row in rows}
+            # Rounds: a round's candidates are the first `limit` rows the scan finds, and the caps may cut some;
+            # the next round leaves out every group a round filled, so it finds what lay behind them. Each round
+            # claims at least one job while any may be claimed (the first candidate is never cut), so there are at
+            # most `limit` rounds, and almost always one.
+            claimed: list[asyncpg.Record] = []
+            while len(claimed) < limit:
+                rows = await db.fetch(
                     CLAIM_RESTRICTED,
                     queues,
-                    limit,
+                    limit - len(claimed),
                     now,
                     lease,
-                    [t for t, _ in blocked],
-                    [q for _, q in blocked],
-                    [t for t, _, _ in caps],
-                    [q for _, q, _ in caps],
-                    [n for _, _, n in caps],
-                ),
-            )
+                    *_restrictions(paused, limit_of, running, key_limit_of, running_keys),
+                )
+                if not rows:
+                    break
+                claimed += rows
+                for row in rows:
+                    pair = (row["tenant_id"], row["queue_name"])
+                    if pair in limit_of:
+                        running[pair] = running.get(pair, 0) + 1
+                    key = row["config"].get("concurrency_key")
+                    if pair in key_limit_of and key is not None:
+                        running_keys[(*pair, key)] = running_keys.get((*pair, key), 0) + 1
+            return claimed
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = _queue_names(queues)
@@ -400,6 +417,49 @@ class PostgresJobs(Pooled):
         return sorted(
             (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
         )
+
+
+def _restrictions(
+    paused: list[tuple[str, str]],
+    limit_of: dict[tuple[str, str], int],
+    running: dict[tuple[str, str], int],
+    key_limit_of: dict[tuple[str, str], int],
+    running_keys: dict[tuple[str, str, str], int],
+) -> list[list[Any]]:
+    """CLAIM_RESTRICTED's parameters $5–$19 (see there) from the limits and what runs now."""
+    blocked = list(paused)
+    caps: list[tuple[str, str, int]] = []
+    for pair, most in limit_of.items():
+        slots = most - running.get(pair, 0)
+        if slots > 0:
+            caps.append((*pair, slots))
+        else:
+            blocked.append(pair)
+    key_slots: list[tuple[str, str, str, int]] = []
+    blocked_keys: list[tuple[str, str, str]] = []
+    for (tenant, queue, key), count in running_keys.items():
+        slots = key_limit_of[tenant, queue] - count
+        if slots > 0:
+            key_slots.append((tenant, queue, key, slots))
+        else:
+            blocked_keys.append((tenant, queue, key))
+    return [
+        [t for t, _ in blocked],
+        [q for _, q in blocked],
+        [t for t, _, _ in caps],
+        [q for _, q, _ in caps],
+        [n for _, _, n in caps],
+        [t for t, _ in key_limit_of],
+        [q for _, q in key_limit_of],
+        list(key_limit_of.values()),
+        [t for t, _, _, _ in key_slots],
+        [q for _, q, _, _ in key_slots],
+        [k for _, _, k, _ in key_slots],
+        [n for _, _, _, n in key_slots],
+        [t for t, _, _ in blocked_keys],
+        [q for _, q, _ in blocked_keys],
+        [k for _, _, k in blocked_keys],
+    ]
 
 
 def _settings_from_row(row: asyncpg.Record) -> QueueSettings:

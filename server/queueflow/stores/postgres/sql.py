@@ -54,7 +54,8 @@ UPDATE queueflow.jobs
  WHERE id = ANY(ARRAY(
        SELECT due.id
          FROM (SELECT q.name FROM unnest($1::text[]) AS q(name)
-                WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s WHERE s.queue_name = q.name AND {RESTRICTING})
+                WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
+                                   WHERE s.queue_name = q.name AND {RESTRICTING})
                OFFSET 0) AS queue,
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
@@ -76,7 +77,7 @@ SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY(
 # these locks until it commits: claims of one restricted queue run one at a time, and each one sees every job
 # the claims before it leased (see `PostgresJobs._claim_restricted`).
 RESTRICTIONS_LOCK = f"""
-SELECT tenant_id, queue_name, paused, concurrency_limit
+SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit
   FROM queueflow.queue_settings
  WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
  ORDER BY tenant_id, queue_name
@@ -94,8 +95,20 @@ SELECT g.tenant_id, g.queue_name,
   FROM unnest($1::text[], $2::text[]) AS g(tenant_id, queue_name)
 """
 
-# CLAIM for restricted queues: no job of a blocked (tenant, queue) ($5, $6: paused, or at its limit), and at most
-# `slots` of a limited one ($7, $8, $9), counted per (tenant, queue) in claim order over the candidates.
+# Running jobs per concurrency_key of each key-limited (tenant, queue), read after RESTRICTIONS_LOCK as RUNNING_COUNTS.
+RUNNING_KEY_COUNTS = """
+SELECT j.tenant_id, j.queue_name, j.config->>'concurrency_key' AS key, count(*) AS running
+  FROM unnest($1::text[], $2::text[]) AS g(tenant_id, queue_name)
+  JOIN queueflow.jobs AS j ON j.tenant_id = g.tenant_id AND j.queue_name = g.queue_name
+ WHERE j.status = 'running' AND j.config ? 'concurrency_key'
+ GROUP BY 1, 2, 3
+"""
+
+# CLAIM for restricted queues: no job of a blocked (tenant, queue) ($5, $6: paused, or at its limit) or of a
+# concurrency key at its limit ($17, $18, $19) — left out of the scan itself, so that a blocked group's backlog
+# never fills the candidates and starves the others — and, counted in claim order over the candidates, at most
+# `slots` of a limited (tenant, queue) ($7, $8, $9) and, in a key-limited one ($10, $11, $12: key_limit), at most
+# `slots` of a key that already runs jobs ($13–$16) or `key_limit` of one that runs none.
 CLAIM_RESTRICTED = f"""
 UPDATE queueflow.jobs
    SET status = 'running',
@@ -108,20 +121,33 @@ UPDATE queueflow.jobs
          FROM (SELECT due.*,
                       row_number() OVER (
                           PARTITION BY due.tenant_id, due.queue_name
-                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id, due.queue_name, due.concurrency_key
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS key_nth
                  FROM unnest($1::text[]) AS queue(name),
-                      LATERAL (SELECT j.id, j.tenant_id, j.queue_name, j.priority, j.scheduled_at, j.created_at
+                      LATERAL (SELECT j.id, j.tenant_id, j.queue_name, j.priority, j.scheduled_at, j.created_at,
+                                      j.config->>'concurrency_key' AS concurrency_key
                                  FROM queueflow.jobs AS j
                                 WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
                                   AND j.scheduled_at <= $3
                                   AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS b(tenant_id, queue_name)
                                                    WHERE b.tenant_id = j.tenant_id AND b.queue_name = j.queue_name)
+                                  AND NOT EXISTS (SELECT FROM unnest($17::text[], $18::text[], $19::text[])
+                                                           AS bk(tenant_id, queue_name, key)
+                                                   WHERE bk.tenant_id = j.tenant_id AND bk.queue_name = j.queue_name
+                                                     AND bk.key = j.config->>'concurrency_key')
                                 ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id
                                 LIMIT $2
                                 FOR UPDATE SKIP LOCKED) AS due) AS c
          LEFT JOIN unnest($7::text[], $8::text[], $9::int[]) AS cap(tenant_id, queue_name, slots)
                 ON cap.tenant_id = c.tenant_id AND cap.queue_name = c.queue_name
-        WHERE cap.slots IS NULL OR c.nth <= cap.slots
+         LEFT JOIN unnest($10::text[], $11::text[], $12::int[]) AS kl(tenant_id, queue_name, key_limit)
+                ON kl.tenant_id = c.tenant_id AND kl.queue_name = c.queue_name
+         LEFT JOIN unnest($13::text[], $14::text[], $15::text[], $16::int[]) AS ks(tenant_id, queue_name, key, slots)
+                ON ks.tenant_id = c.tenant_id AND ks.queue_name = c.queue_name AND ks.key = c.concurrency_key
+        WHERE (cap.slots IS NULL OR c.nth <= cap.slots)
+          AND (kl.key_limit IS NULL OR c.concurrency_key IS NULL OR c.key_nth <= coalesce(ks.slots, kl.key_limit))
         ORDER BY c.priority DESC, c.scheduled_at, c.created_at, c.id
         LIMIT $2))
 RETURNING {COLUMNS}
