@@ -7,7 +7,7 @@ import asyncio
 import random
 
 from queueflow.clocks import TestClock
-from queueflow.core.flow import QueueSettingsPatch
+from queueflow.core.flow import QueueSettingsPatch, RateLimit
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
@@ -105,3 +105,27 @@ async def test_eight_leasers_never_run_two_jobs_of_one_key_at_once(
 
     assert max(samples) <= 1, f"{max(samples)} jobs of one key ran at once"
     assert max(samples) == 1, "no keyed job was ever seen running: this run proves nothing"
+
+
+async def test_eight_concurrent_leasers_take_exactly_what_the_rate_limit_allows(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    engine = engine_on(postgres_store, clock)
+    await engine.enqueue_many(T, [NewJob(task_name="t")] * 1000)
+    await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=RateLimit(jobs=50, per_seconds=1)))
+    leased: list[str] = []
+
+    async def drain(store: PostgresJobStore, seed: int) -> None:
+        lessee = engine_on(store, clock, seed=100 + seed)
+        while batch := await lessee.lease(["default"], max_jobs=3):
+            leased.extend(job.id for job in batch)
+
+    async with stores(postgres_url, 8) as leasers:
+        # Ten seconds of the test clock in steps of 0.1 s; at each step all eight race for the tokens.
+        for step in range(101):
+            if step:
+                clock.advance(seconds=0.1)
+            await asyncio.gather(*(drain(store, seed) for seed, store in enumerate(leasers)))
+
+    assert len(set(leased)) == len(leased) == 50 + 10 * 50  # the burst, then 50 a second: never a job more

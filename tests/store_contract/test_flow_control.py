@@ -212,3 +212,41 @@ async def test_both_limits_hold_together(engine: Engine) -> None:
     await engine.configure_queue(T, "default", QueueSettingsPatch(concurrency_limit=None))
     more = await engine.lease(["default"], max_jobs=100)
     assert len(leased) + len(more) == 6  # two per key
+
+
+# ---- rate limit -------------------------------------------------------------------------------------------
+
+
+async def test_the_rate_limit_is_a_token_bucket_with_a_burst_of_jobs(engine: Engine, clock: TestClock) -> None:
+    await enqueue(engine, 100)
+    others = await enqueue(engine, 3, tenant="tenant-b")  # not limited by our rate
+    await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=RateLimit(jobs=5, per_seconds=1)))
+    first = await engine.lease(["default"], max_jobs=100)
+    assert sum(job.tenant_id == T for job in first) == 5  # the burst
+    assert sorted(job.id for job in first if job.tenant_id != T) == sorted(others)
+    assert await engine.lease(["default"], max_jobs=100) == []
+    clock.advance(seconds=0.1)
+    assert await engine.lease(["default"], max_jobs=100) == []  # half a token
+    clock.advance(seconds=0.1)
+    assert len(await engine.lease(["default"], max_jobs=100)) == 1
+    clock.advance(seconds=0.5)
+    assert len(await engine.lease(["default"], max_jobs=100)) == 2  # 2.5 tokens; the half stays
+    clock.advance(seconds=0.1)
+    assert len(await engine.lease(["default"], max_jobs=100)) == 1
+    clock.advance(seconds=60)
+    assert len(await engine.lease(["default"], max_jobs=100)) == 5  # never more than the burst
+
+
+async def test_over_ten_seconds_the_rate_holds_and_a_changed_rate_starts_full(engine: Engine, clock: TestClock) -> None:
+    await enqueue(engine, 1000)
+    await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=RateLimit(jobs=50, per_seconds=1)))
+    leased = [len(await engine.lease(["default"], max_jobs=7))]
+    for _ in range(100):  # ten seconds in steps of 0.1 s, leasing greedily
+        clock.advance(seconds=0.1)
+        while batch := await engine.lease(["default"], max_jobs=7):
+            leased.append(len(batch))
+    assert sum(leased) == 50 + 10 * 50
+    await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=RateLimit(jobs=3, per_seconds=60)))
+    assert len(await engine.lease(["default"], max_jobs=100)) == 3
+    await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=None))
+    assert len(await engine.lease(["default"], max_jobs=100)) == 100

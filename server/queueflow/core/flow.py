@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
 from queueflow.core.errors import FieldError
@@ -75,6 +76,14 @@ class QueueSettingsPatch:
             ),
             rate_limit=settings.rate_limit if self.rate_limit is KEEP else self.rate_limit,
         )
+
+
+def tokens_at(rate: RateLimit, tokens: float, refilled_at: datetime, now: datetime) -> float:
+    """A token bucket's tokens at `now`: `tokens` as of `refilled_at`, refilled continuously at `rate.jobs` per
+    `rate.per_seconds`, never above the burst `rate.jobs`. A `now` before `refilled_at` (another process's clock
+    running behind) adds nothing rather than taking tokens back."""
+    elapsed = max(0.0, (now - refilled_at).total_seconds())
+    return min(float(rate.jobs), tokens + elapsed * rate.jobs / rate.per_seconds)
 
 
 def patch_errors(patch: QueueSettingsPatch) -> list[FieldError]:

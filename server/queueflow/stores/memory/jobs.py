@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from msgspec.structs import replace
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, tokens_at
 from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors, storable_text
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
@@ -70,6 +70,7 @@ class MemoryJobs(Tables):
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         busy, busy_keys = self._running_counts()
+        tokens: dict[tuple[str, str], float] = {}  # the rate-limited groups met so far, tokens left now
         claimed: list[Job] = []
         for job in due:
             if len(claimed) == limit:
@@ -77,8 +78,16 @@ class MemoryJobs(Tables):
             group = (job.tenant_id, job.queue_name)
             keyed = (job.tenant_id, job.queue_name, job.concurrency_key)
             settings = self._queue_settings.get(group)
-            if settings is not None and not _may_lease(settings, busy[group], job.concurrency_key, busy_keys[keyed]):
-                continue
+            if settings is not None:
+                if not _may_lease(settings, busy[group], job.concurrency_key, busy_keys[keyed]):
+                    continue
+                if settings.rate_limit is not None:
+                    if group not in tokens:
+                        held, since = self._buckets[group]
+                        tokens[group] = tokens_at(settings.rate_limit, held, since, now)
+                    if tokens[group] < 1:
+                        continue
+                    tokens[group] -= 1
             busy[group] += 1
             busy_keys[keyed] += 1
             running = replace(
@@ -91,6 +100,8 @@ class MemoryJobs(Tables):
             running = replace(running, locked_until=lease_until(running, now, lease_seconds))
             self._jobs[job.id] = running
             claimed.append(self._out(running))
+        for group, left in tokens.items():
+            self._buckets[group] = (left, now)
         return claimed
 
     def _running_counts(
@@ -289,6 +300,11 @@ class MemoryJobs(Tables):
             raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
         key = (tenant_id, queue_name)
         settings = self._queue_settings[key] = patch.applied_to(self._queue_settings.get(key, QueueSettings()))
+        if patch.rate_limit is not KEEP:  # a new or changed rate starts with a full bucket
+            if settings.rate_limit is None:
+                self._buckets.pop(key, None)
+            else:
+                self._buckets[key] = (float(settings.rate_limit.jobs), now)
         if self._wakeups is not None:
             self._wakeups.notify(queue_name)
         return settings

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from msgspec.structs import replace
 
@@ -29,6 +30,8 @@ class Tables:
         self._workflow_keys: dict[tuple[str, str], str] = {}
         self._schedules: dict[str, Schedule] = {}  # by id
         self._queue_settings: dict[tuple[str, str], QueueSettings] = {}  # by (tenant_id, queue_name)
+        # Each rate limit's token bucket, by (tenant_id, queue_name): its tokens as of a time.
+        self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
         self._wakeups = wakeups
 
     def reset(self) -> None:
@@ -39,6 +42,7 @@ class Tables:
         self._workflow_keys.clear()
         self._schedules.clear()
         self._queue_settings.clear()
+        self._buckets.clear()
 
     def _check_insert(self, jobs: Sequence[Job]) -> None:
         errors: list[FieldError] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -10,7 +11,7 @@ from typing import Any, cast
 import asyncpg
 
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
-from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit, tokens_at
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -58,6 +59,7 @@ from queueflow.stores.postgres.sql import (
     RUNNING_COUNTS,
     RUNNING_KEY_COUNTS,
     SELECT_BY_KEYS,
+    SPEND_TOKENS,
 )
 
 
@@ -190,7 +192,9 @@ class PostgresJobs(Pooled):
         claims of one limited (tenant, queue) run one after another. Each counts the running jobs in a statement
         of its own, after its lock was granted, so it sees every job the claims before it leased (they committed
         before releasing the lock), and claims at most `limit - running` more; the same holds per concurrency_key
-        under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too). Running only goes down outside
+        under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too), and for the rate limit, whose token
+        bucket lives in the locked row itself: refilled to `now`, spent, and written back (SPEND_TOKENS) before the
+        lock is released. Running only goes down outside
         that lock (complete, fail, cancel, the janitor), which can only leave more room than was counted.
         CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
         row is committed; a claim that read the settings before that commit is ordered before the change, as is a
@@ -208,6 +212,17 @@ class PostgresJobs(Pooled):
                 (row["tenant_id"], row["queue_name"]): row["key_concurrency_limit"]
                 for row in settings
                 if not row["paused"] and row["key_concurrency_limit"] is not None
+            }
+            # Each rate limit's bucket, refilled to now: the pair may take floor(tokens) jobs in this claim.
+            tokens = {
+                (row["tenant_id"], row["queue_name"]): tokens_at(
+                    RateLimit(row["rate_jobs"], row["rate_per_seconds"]),
+                    row["rate_tokens"],
+                    row["rate_refilled_at"],
+                    now,
+                )
+                for row in settings
+                if not row["paused"] and row["rate_jobs"] is not None
             }
             running: dict[tuple[str, str], int] = {}
             if limit_of:
@@ -231,7 +246,7 @@ class PostgresJobs(Pooled):
                     limit - len(claimed),
                     now,
                     lease,
-                    *_restrictions(paused, limit_of, running, key_limit_of, running_keys),
+                    *_restrictions(paused, limit_of, running, tokens, key_limit_of, running_keys),
                 )
                 if not rows:
                     break
@@ -240,9 +255,14 @@ class PostgresJobs(Pooled):
                     pair = (row["tenant_id"], row["queue_name"])
                     if pair in limit_of:
                         running[pair] = running.get(pair, 0) + 1
+                    if pair in tokens:
+                        tokens[pair] -= 1
                     key = row["config"].get("concurrency_key")
                     if pair in key_limit_of and key is not None:
                         running_keys[(*pair, key)] = running_keys.get((*pair, key), 0) + 1
+            if tokens:
+                pairs = list(tokens)
+                await db.execute(SPEND_TOKENS, [t for t, _ in pairs], [q for _, q in pairs], list(tokens.values()), now)
             return claimed
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
@@ -423,14 +443,17 @@ def _restrictions(
     paused: list[tuple[str, str]],
     limit_of: dict[tuple[str, str], int],
     running: dict[tuple[str, str], int],
+    tokens: dict[tuple[str, str], float],
     key_limit_of: dict[tuple[str, str], int],
     running_keys: dict[tuple[str, str, str], int],
 ) -> list[list[Any]]:
     """CLAIM_RESTRICTED's parameters $5–$19 (see there) from the limits and what runs now."""
     blocked = list(paused)
     caps: list[tuple[str, str, int]] = []
-    for pair, most in limit_of.items():
-        slots = most - running.get(pair, 0)
+    for pair in limit_of.keys() | tokens.keys():
+        room = [limit_of[pair] - running.get(pair, 0)] if pair in limit_of else []
+        room += [math.floor(tokens[pair])] if pair in tokens else []
+        slots = min(room)
         if slots > 0:
             caps.append((*pair, slots))
         else:

@@ -77,7 +77,8 @@ SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY(
 # these locks until it commits: claims of one restricted queue run one at a time, and each one sees every job
 # the claims before it leased (see `PostgresJobs._claim_restricted`).
 RESTRICTIONS_LOCK = f"""
-SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit
+SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
+       rate_tokens, rate_refilled_at
   FROM queueflow.queue_settings
  WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
  ORDER BY tenant_id, queue_name
@@ -151,6 +152,14 @@ UPDATE queueflow.jobs
         ORDER BY c.priority DESC, c.scheduled_at, c.created_at, c.id
         LIMIT $2))
 RETURNING {COLUMNS}
+"""
+
+# The token buckets a restricted claim spent from, as of its `now` ($4), under the lock RESTRICTIONS_LOCK took.
+SPEND_TOKENS = """
+UPDATE queueflow.queue_settings AS s
+   SET rate_tokens = b.tokens, rate_refilled_at = $4
+  FROM unnest($1::text[], $2::text[], $3::float8[]) AS b(tenant_id, queue_name, tokens)
+ WHERE s.tenant_id = b.tenant_id AND s.queue_name = b.queue_name
 """
 
 SETTINGS_COLUMNS = "queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds"
