@@ -126,8 +126,10 @@ class JobStore(Protocol):
         claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token,
         delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at its timeout.
         Concurrent claimers never claim the same row. Flow control (`queue_settings`) holds jobs back: none of a
-        paused (tenant, queue)'s, and never so many that more than its `concurrency_limit` are running at once,
-        however many claims run concurrently."""
+        paused (tenant, queue)'s, never so many that more than its `concurrency_limit` run at once (nor more than
+        its `key_concurrency_limit` of one `concurrency_key`), and never more than its rate limit's token bucket
+        holds at `now` (each claimed job spends a token), however many claims run concurrently. A job held back
+        is skipped, never waited for: the claim takes what lies behind it."""
         ...
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:

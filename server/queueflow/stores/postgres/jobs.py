@@ -194,11 +194,14 @@ class PostgresJobs(Pooled):
         before releasing the lock), and claims at most `limit - running` more; the same holds per concurrency_key
         under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too), and for the rate limit, whose token
         bucket lives in the locked row itself: refilled to `now`, spent, and written back (SPEND_TOKENS) before the
-        lock is released. Running only goes down outside
-        that lock (complete, fail, cancel, the janitor), which can only leave more room than was counted.
+        lock is released. Running only goes down outside that lock (complete, fail, cancel, the janitor), which can
+        only leave more room than was counted.
         CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
         row is committed; a claim that read the settings before that commit is ordered before the change, as is a
         job that was already running when a limit was set. Queues nobody restricts take none of these locks.
+
+        The price: claims of a restricted queue run one at a time (every restricting row of the queue is locked,
+        a paused tenant's too), and take 3–5 statements instead of one.
         """
         async with db.transaction():
             settings = await db.fetch(RESTRICTIONS_LOCK, queues)
