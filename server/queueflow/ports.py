@@ -134,7 +134,9 @@ class JobStore(Protocol):
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues`: when the next delayed
-        job or retry becomes claimable. None when no such job waits. Reads only."""
+        job or retry becomes claimable — or, if sooner, when an empty rate-limit bucket of one of `queues` gets its
+        next token, so that a lease throttled by the rate wakes as soon as it may take a job. None when neither
+        waits. Reads only."""
         ...
 
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:

@@ -1,6 +1,9 @@
-"""Flow control on every store (API.md, "Flow control"): queue settings, pause, and the concurrency limit."""
+"""Flow control on every store (API.md, "Flow control"): queue settings, pause, both concurrency limits and the
+rate limit."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from queueflow.clocks import TestClock
@@ -250,3 +253,18 @@ async def test_over_ten_seconds_the_rate_holds_and_a_changed_rate_starts_full(en
     assert len(await engine.lease(["default"], max_jobs=100)) == 3
     await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=None))
     assert len(await engine.lease(["default"], max_jobs=100)) == 100
+
+
+async def test_a_lease_throttled_by_the_rate_learns_when_the_next_token_comes(engine: Engine, clock: TestClock) -> None:
+    await enqueue(engine, 5)
+    assert await engine.next_due(["default"]) is None
+    await engine.configure_queue(T, "default", QueueSettingsPatch(rate_limit=RateLimit(jobs=2, per_seconds=10)))
+    assert len(await engine.lease(["default"], max_jobs=10)) == 2
+    assert await engine.next_due(["default"]) == clock.now() + timedelta(seconds=5)
+    clock.advance(seconds=4)
+    assert await engine.lease(["default"]) == []
+    assert await engine.next_due(["default"]) == clock.now() + timedelta(seconds=1)
+    clock.advance(seconds=1)
+    assert await engine.next_due(["default"]) is None  # a token is there: nothing to wait for
+    assert len(await engine.lease(["default"], max_jobs=10)) == 1
+    assert await engine.next_due(["other"]) is None  # only the queues asked about

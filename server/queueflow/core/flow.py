@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
 from queueflow.core.errors import FieldError
@@ -84,6 +84,14 @@ def tokens_at(rate: RateLimit, tokens: float, refilled_at: datetime, now: dateti
     running behind) adds nothing rather than taking tokens back."""
     elapsed = max(0.0, (now - refilled_at).total_seconds())
     return min(float(rate.jobs), tokens + elapsed * rate.jobs / rate.per_seconds)
+
+
+def next_token_at(rate: RateLimit, tokens: float, refilled_at: datetime, now: datetime) -> datetime | None:
+    """When the bucket next holds a whole token, if it holds none at `now` (None: it holds one already)."""
+    held = tokens_at(rate, tokens, refilled_at, now)
+    if held >= 1:
+        return None
+    return now + timedelta(seconds=(1 - held) * rate.per_seconds / rate.jobs)
 
 
 def patch_errors(patch: QueueSettingsPatch) -> list[FieldError]:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from msgspec.structs import replace
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, tokens_at
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, next_token_at, tokens_at
 from queueflow.core.jsonvalue import completion_storage_errors, contains, failure_storage_errors, storable_text
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
@@ -119,14 +119,18 @@ class MemoryJobs(Tables):
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = set(queues)
-        return min(
-            (
-                job.scheduled_at
-                for job in self._jobs.values()
-                if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
-            ),
-            default=None,
-        )
+        due = [
+            job.scheduled_at
+            for job in self._jobs.values()
+            if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
+        ]
+        for (tenant, queue), (tokens, refilled_at) in self._buckets.items():
+            rate = self._queue_settings[tenant, queue].rate_limit
+            if queue in wanted and rate is not None:
+                token = next_token_at(rate, tokens, refilled_at, now)
+                if token is not None:
+                    due.append(token)
+        return min(due, default=None)
 
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:
         job = self._jobs.get(job_id)

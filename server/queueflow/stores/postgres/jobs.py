@@ -11,7 +11,7 @@ from typing import Any, cast
 import asyncpg
 
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
-from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit, tokens_at
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit, next_token_at, tokens_at
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -52,6 +52,7 @@ from queueflow.stores.postgres.sql import (
     QUEUE_COUNTS,
     QUEUE_SETTINGS,
     QUEUE_THROUGHPUT,
+    RATE_BUCKETS,
     RELEASE,
     RESTRICTED_QUEUES,
     RESTRICTIONS_LOCK,
@@ -274,6 +275,12 @@ class PostgresJobs(Pooled):
             return None
         async with self._connection() as db:
             due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
+            buckets = await db.fetch(RATE_BUCKETS, wanted)
+        for row in buckets:
+            rate = RateLimit(row["rate_jobs"], row["rate_per_seconds"])
+            token = next_token_at(rate, row["rate_tokens"], row["rate_refilled_at"], now)
+            if token is not None and (due is None or token < due):
+                due = token
         return due
 
     async def job_heartbeat(self, job_id: str, lease_token: str, now: datetime, lease_seconds: float) -> Job | None:

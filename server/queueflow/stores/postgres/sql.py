@@ -67,6 +67,12 @@ UPDATE queueflow.jobs
 RETURNING {COLUMNS}
 """
 
+# The rate-limit buckets of the queues $1, for a parked lease to sleep until the next token (idle path only).
+RATE_BUCKETS = """
+SELECT rate_jobs, rate_per_seconds, rate_tokens, rate_refilled_at FROM queueflow.queue_settings
+ WHERE queue_name = ANY($1::text[]) AND rate_jobs IS NOT NULL AND NOT paused
+"""
+
 # Which of the queues $1 some tenant restricts (CLAIM left them out).
 RESTRICTED_QUEUES = f"""
 SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
