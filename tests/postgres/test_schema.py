@@ -16,7 +16,7 @@ from tests import pg
 from tests.postgres.helpers import START, T, engine_on
 from tests.postgres.helpers import row as job_row
 
-TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
+TABLES = ["jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -37,7 +37,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0004"
 
 
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,7 +51,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0003"
+        assert pg.blocking(version) == "0004"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
