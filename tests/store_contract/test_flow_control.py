@@ -268,3 +268,56 @@ async def test_a_lease_throttled_by_the_rate_learns_when_the_next_token_comes(en
     assert await engine.next_due(["default"]) is None  # a token is there: nothing to wait for
     assert len(await engine.lease(["default"], max_jobs=10)) == 1
     assert await engine.next_due(["other"]) is None  # only the queues asked about
+
+
+# A restricted queue is claimed by a path of its own (`PostgresJobs._claim_restricted`): a third tenant keeps the
+# queue paused so that it is restricted whatever the setting under test does to the tenants leasing from it.
+RESTRICTIONS = {
+    "limited": [QueueSettingsPatch(concurrency_limit=10)],
+    "key-limited": [QueueSettingsPatch(key_concurrency_limit=10)],
+    "paused-then-resumed": [QueueSettingsPatch(paused=True), QueueSettingsPatch(paused=False)],
+    "rate-limited": [QueueSettingsPatch(rate_limit=RateLimit(jobs=100, per_seconds=1))],
+}
+
+
+async def restrict(engine: Engine, patches: list[QueueSettingsPatch], tenants: list[str]) -> None:
+    await engine.configure_queue("tenant-c", "default", QueueSettingsPatch(paused=True))
+    for tenant in tenants:
+        for patch in patches:
+            await engine.configure_queue(tenant, "default", patch)
+
+
+@pytest.mark.parametrize("restriction", list(RESTRICTIONS))
+async def test_a_tenant_scoped_lease_of_a_restricted_queue_takes_only_that_tenants_jobs(
+    engine: Engine, restriction: str
+) -> None:
+    await restrict(engine, RESTRICTIONS[restriction], [T, "tenant-b"])
+    theirs = await engine.enqueue_many("tenant-b", [NewJob(task_name="t", priority=10, concurrency_key="k")] * 2)
+    mine = await engine.enqueue_many(T, [NewJob(task_name="t", concurrency_key="k")] * 2)
+    leased = await engine.lease(["default"], max_jobs=10, scope=T)
+    assert sorted(job.id for job in leased) == sorted(result.job.id for result in mine)
+    assert all(job.tenant_id == T for job in leased)
+    assert sorted(job.id for job in await engine.lease(["default"], max_jobs=10)) == sorted(
+        result.job.id for result in theirs
+    )
+
+
+@pytest.mark.parametrize("restriction", list(RESTRICTIONS))
+async def test_a_lease_of_task_names_on_a_restricted_queue_takes_only_those_tasks(
+    engine: Engine, restriction: str
+) -> None:
+    await restrict(engine, RESTRICTIONS[restriction], [T])
+    await engine.enqueue_many(T, [NewJob(task_name="other", priority=10, concurrency_key="k")] * 2)
+    sends = await engine.enqueue_many(T, [NewJob(task_name="send", concurrency_key="k")] * 2)
+    leased = await engine.lease(["default"], max_jobs=10, task_names=["send"])
+    assert sorted(job.id for job in leased) == sorted(result.job.id for result in sends)
+    assert {job.task_name for job in leased} == {"send"}
+
+
+async def test_a_tenant_scoped_lease_holds_back_what_flow_control_holds_back(engine: Engine) -> None:
+    await engine.configure_queue(T, "default", QueueSettingsPatch(paused=True))
+    await enqueue(engine, 2)
+    assert await engine.lease(["default"], max_jobs=10, scope=T) == []
+    await engine.configure_queue(T, "default", QueueSettingsPatch(paused=False, concurrency_limit=1))
+    assert len(await engine.lease(["default"], max_jobs=10, scope=T)) == 1
+    assert await engine.lease(["default"], max_jobs=10, scope=T) == []
