@@ -1,5 +1,5 @@
-"""Progress: heartbeats carry an optional `progress` that replaces the job's, which the Job shows (API.md,
-"Progress")."""
+"""Progress: heartbeats carry an optional `progress` that replaces the job's, which the Job shows (README.md,
+"A job's life with curl")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tenant-scoped worker keys (`QUEUEFLOW_WORKER_KEYS="wkey1,wkey2=tenant-a"`): a scoped worker leases only its
-tenant's jobs, and every worker route answers another tenant's job as if it did not exist (API.md, "Tenant-scoped
-worker keys") — even given that job's real lease token, and with exactly the answer a missing job gets."""
+tenant's jobs, and every worker route answers another tenant's job as if it did not exist (README.md, "Credentials")
+— even given that job's real lease token, and with exactly the answer a missing job gets."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Trace context without OpenTelemetry on the server: the W3C headers of an enqueue are stored with the job (and
-with every step job of a workflow) and returned on lease (API.md, "Trace context")."""
+with every step job of a workflow) and returned on lease (README.md, "Traces")."""
 
 from __future__ import annotations
 

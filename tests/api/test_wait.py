@@ -1,5 +1,5 @@
 """`GET /v1/jobs/{id}?wait_seconds=` and `GET /v1/workflows/{id}?wait_seconds=` on the in-memory store: a parked
-request answers when the object finishes, however it finishes (API.md, "Waiting for an outcome")."""
+request answers when the object finishes, however it finishes (README.md, "A job's life with curl")."""
 
 from __future__ import annotations
 

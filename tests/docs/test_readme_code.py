@@ -3,17 +3,20 @@
 
 - a Python program compiles as a script (no `await` outside a function) and names nothing it does not define;
   a fragment compiles with top-level `await` allowed;
-- README.md's Python programs run, here, as written (they use the engine in-process; the SDK README's programs
-  run against a live server in `tests/e2e/test_sdk_readme.py`);
+- README.md's Python programs run, here, as written (they use the engine in-process, or, if they read
+  `DATABASE_URL`, a migrated database of the test session's own; the SDK README's programs run against a live
+  server in `tests/e2e/test_sdk_readme.py`);
 - every TypeScript block type-checks with the SDK's compiler settings (`tsc --noEmit`, strict) against the SDK's
   source, and every JavaScript block parses (`node --check`; the package test runs the quick start, and
   `sdks/typescript/test/readme.test.ts` runs the TypeScript programs against a live server);
-- every shell block parses (`bash -n`), and every block names its language.
+- every shell block parses (`bash -n`), every SQL block is the psql example `tests/postgres/test_readme_sql_enqueue.py`
+  runs on a migrated database, and every block names its language.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from queueflow.stores.postgres.url import asyncpg_dsn
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "sdks" / "typescript"
@@ -87,10 +91,14 @@ RUNNABLE = [block for block in PYTHON if block.readme == ROOT / "README.md" and 
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=ids(RUNNABLE))
-def test_a_readme_program_runs_as_written(block: Block, tmp_path: Path) -> None:
+def test_a_readme_program_runs_as_written(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    env = dict(os.environ)
+    if "DATABASE_URL" in block.code:  # it says what it needs: a database `queueflow migrate` set up
+        env["DATABASE_URL"] = asyncpg_dsn(request.getfixturevalue("postgres_url"))
     done = subprocess.run(
-        [sys.executable, "-c", block.code], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
-    )
+        [sys.executable, "-c", block.code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
     assert done.returncode == 0, f"{block.name}:\n{done.stderr}"
     # A `print(...)  # shown: why` prints what its comment shows.
     for comment in re.findall(r"print\(.*\)  # (.*)", block.code):
@@ -140,4 +148,12 @@ def test_the_shell_blocks_parse() -> None:
 
 def test_every_block_names_its_language() -> None:
     languages = {block.language for readme in READMES for block in every_block(readme)}
-    assert languages <= {"python", "ts", "js", "sh", "bash", "text"}, languages
+    assert languages <= {"python", "ts", "js", "sh", "bash", "sql", "text"}, languages
+
+
+def test_every_sql_block_is_the_one_the_postgres_tests_run() -> None:
+    from tests.postgres.test_readme_sql_enqueue import block as sql_example
+
+    assert [block.code for block in blocks("sql")] == [sql_example("sql")], (
+        "tests/postgres/test_readme_sql_enqueue.py runs README.md's one psql example: run a new SQL block there too"
+    )

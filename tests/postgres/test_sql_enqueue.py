@@ -1,6 +1,6 @@
 """`queueflow.enqueue(...)`: a job enqueued in the caller's own transaction.
 
-API.md, "Transactional enqueue from SQL"."""
+README.md, "Enqueue in your own transaction"."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Waiting for an outcome on PostgreSQL: a finish recorded by another process wakes the waiter within 100 ms, and
-only rows someone waits on notify (API.md, "Waiting for an outcome")."""
+only rows someone waits on notify (README.md, "A job's life with curl")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`jobs.wait`, `jobs.run` and `workflows.wait`: long-polling `GET …?wait_seconds=` until the object finishes.
 
-The server answers as soon as the object finishes (API.md, "Waiting for an outcome"), so nothing here polls on a
+The server answers as soon as the object finishes (README.md, "A job's life with curl"), so nothing here polls on a
 timer: each request waits server-side for up to `chunk` seconds, a little less than the HTTP read timeout (and at
 most the server's 60), and a caller's longer `timeout` (or none) is spent in as many requests as it takes.
 """

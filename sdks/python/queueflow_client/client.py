@@ -399,7 +399,7 @@ class AsyncJobs:
         result: Job = await self._send(_calls.get(job_id))
         return result
 
-    # `timeout`, not asyncio.timeout: the same method, with the same argument, as the sync client's (API.md).
+    # `timeout`, not asyncio.timeout: the same method, with the same argument, as the sync client's.
     async def wait(self, job_id: str, *, timeout: float | None = None) -> Job:  # noqa: ASYNC109
         """The job once it has finished (completed, dead_letter or cancelled), answered by the server as soon as
         it does: no polling. `timeout` seconds (None: no limit) and still unfinished: TimeoutError."""

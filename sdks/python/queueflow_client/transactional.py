@@ -9,8 +9,8 @@
         job_id = enqueue_in_sync(connection, "send_receipt", {"order": 42}, tenant_id="acme")
 
 The job exists if and only if that transaction commits, and workers wake when it does. Both functions call
-`queueflow.enqueue(...)`, the SQL function the server's migrations install (API.md, "Transactional enqueue from
-SQL"), so they need a database migrated by a QueueFlow server and a role that may execute the function (its
+`queueflow.enqueue(...)`, the SQL function the server's migrations install (README.md, "Enqueue in your own
+transaction"), so they need a database migrated by a QueueFlow server and a role that may execute the function (its
 owner, or one granted `queueflow_enqueuer`). The options and their defaults are those of `jobs.enqueue`.
 
 `enqueue_in` takes an asyncpg connection, a psycopg 3 `AsyncConnection` or `AsyncCursor`, or an SQLAlchemy

@@ -9,8 +9,8 @@
  * await client.query("COMMIT"); // the job exists, and workers wake, only now
  * ```
  *
- * It calls `queueflow.enqueue(...)`, the SQL function the server's migrations install (API.md, "Transactional
- * enqueue from SQL"): the same validation, ids and idempotency as `POST /v1/jobs`. `pg` is not a dependency of
+ * It calls `queueflow.enqueue(...)`, the SQL function the server's migrations install (README.md, "Enqueue in your
+ * own transaction"): the same validation, ids and idempotency as `POST /v1/jobs`. `pg` is not a dependency of
  * this package: anything with pg's `query(text, values)` will do. A rejected value rejects with pg's error
  * (`code` "22023", the message naming every bad field), which aborts the transaction as any failed statement does.
  */

@@ -1,6 +1,6 @@
 /**
  * `jobs.wait`, `jobs.run` and `workflows.wait`: long-polling `GET …?wait_seconds=` until the object finishes.
- * The server answers as soon as it does (API.md, "Waiting for an outcome"), so nothing here polls on a timer:
+ * The server answers as soon as it does (README.md, "A job's life with curl"), so nothing here polls on a timer:
  * each request waits server-side up to 60 s, and a longer `timeoutMs` (or none) is spent in as many requests.
  */
 

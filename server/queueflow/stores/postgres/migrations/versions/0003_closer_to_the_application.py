@@ -2,7 +2,7 @@
 and the `queueflow_enqueuer` role that may run it and nothing else; notifications when an awaited job or workflow
 finishes; a job's `progress`; the W3C trace context of a job's (or workflow's) enqueue.
 
-The function checks what `core.validation.new_job_errors` checks (API.md, "Transactional enqueue from SQL"): a bad
+The function checks what `core.validation.new_job_errors` checks (README.md, "Enqueue in your own transaction"): a bad
 value raises SQLSTATE 22023 with every bad field in the message ("priority: must be between -1000 and 1000") and
 the first one in the error's COLUMN field. Ids are `core.ids.new_id`'s: 48 bits of milliseconds, then 80 random
 bits, in Crockford's base32, so they sort with the server's. The insert fires `jobs_notify_work` as the server's
@@ -21,7 +21,7 @@ WHEN clause is checked on each status change, and the function runs (and a notif
 someone waits on, so the drain of jobs nobody waits for pays no notification. Whichever process records the
 finish, every process's notifier hears it.
 
-`concurrency_key` (API.md) is not a parameter yet: jobs have no such column until flow control adds it, and that
+`concurrency_key` is not a parameter yet: jobs have no such column until flow control adds it, and that
 revision will replace this function (a new parameter changes its signature: DROP, CREATE, GRANT again).
 
 Revision ID: 0003
@@ -206,9 +206,9 @@ $fn$
 """
 
 UPGRADE = [
-    # What a task last reported with a heartbeat (API.md, "Progress"); NULL until it reports.
+    # What a task last reported with a heartbeat (README.md, "A job's life with curl"); NULL until it reports.
     "ALTER TABLE queueflow.jobs ADD COLUMN progress JSONB",
-    # W3C traceparent/tracestate of the enqueue (API.md, "Trace context"); a workflow's for its steps' jobs.
+    # W3C traceparent/tracestate of the enqueue (README.md, "Traces"); a workflow's for its steps' jobs.
     "ALTER TABLE queueflow.jobs ADD COLUMN trace_context JSONB",
     "ALTER TABLE queueflow.workflows ADD COLUMN trace_context JSONB",
     # Both new columns have a constant default: adding them rewrites no rows.
