@@ -1,4 +1,4 @@
-"""`GET /v1/queues/{name}` and `PATCH /v1/queues/{name}` (API.md, "Flow control") over HTTP."""
+"""`GET /v1/queues/{name}` and `PATCH /v1/queues/{name}` (README.md, "Flow control") over HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Flow control on every store (API.md, "Flow control"): queue settings, pause, both concurrency limits and the
+"""Flow control on every store (README.md, "Flow control"): queue settings, pause, both concurrency limits and the
 rate limit."""
 
 from __future__ import annotations

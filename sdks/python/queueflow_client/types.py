@@ -168,8 +168,8 @@ class RateLimit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
-    """One queue's counts (disjoint by state; see API.md, "Queue counts") and the tenant's flow-control settings
-    for it (API.md, "Flow control"); None is "no limit"."""
+    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json) and the tenant's flow-control
+    settings for it (README.md, "Flow control"); None is "no limit"."""
 
     name: str
     pending: int

@@ -256,7 +256,7 @@ class RateLimit(_Request):
 
 
 class Queue(Struct, kw_only=True):
-    """A queue's job counts (API.md, "Queue counts") and the tenant's flow-control settings for it."""
+    """A queue's job counts (disjoint by state) and the tenant's flow-control settings for it."""
 
     name: str
     pending: int

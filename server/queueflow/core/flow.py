@@ -1,4 +1,4 @@
-"""Flow control, as data: a tenant's settings for one queue (API.md, "Flow control") and a change to them.
+"""Flow control, as data: a tenant's settings for one queue (README.md, "Flow control") and a change to them.
 
 No I/O here. The stores keep the settings and honour them in the claim; the engine validates a change with
 `patch_errors` before any store sees it.
@@ -95,7 +95,7 @@ def next_token_at(rate: RateLimit, tokens: float, refilled_at: datetime, now: da
 
 
 def patch_errors(patch: QueueSettingsPatch) -> list[FieldError]:
-    """What is out of bounds in `patch` (API.md: limits 1–100,000; rate 1–100,000 jobs per 0.001–86,400 s)."""
+    """What is out of bounds in `patch` (limits 1–100,000; rate 1–100,000 jobs per 0.001–86,400 s)."""
     errors: list[FieldError] = []
     for name in ("concurrency_limit", "key_concurrency_limit"):
         value = getattr(patch, name)

@@ -1,11 +1,11 @@
-"""Flow control: one row of settings per tenant and queue (API.md, "Flow control").
+"""Flow control: one row of settings per tenant and queue (README.md, "Flow control").
 
 A queue nobody configured has no row, and a claim on it reads nothing but `idx_queue_settings_restricting`, a
 partial index that holds only rows that restrict leasing (paused, or with a limit): the probe that keeps the
 claim of an unconfigured queue what it was. The rate limit's token bucket lives in the row too
 (`rate_tokens` as of `rate_refilled_at`), so it is read and spent under the same row lock as the limits.
 
-`queueflow.enqueue(...)` (0003) takes `concurrency_key` now, as API.md lists it: a new parameter changes the
+`queueflow.enqueue(...)` (0003) takes `concurrency_key` now, as the HTTP route takes it: a new parameter changes the
 function's signature, so it is dropped and created again (with 0003's SECURITY DEFINER, search_path, PUBLIC revoked
 and EXECUTE granted to queueflow_enqueuer). The key is stored as the HTTP route stores it, in `config`, and checked
 as the route checks it: 1–200 characters (text cannot hold NUL), else SQLSTATE 22023 naming `concurrency_key`.
