@@ -31,7 +31,13 @@ def admin_url() -> str:
     return os.environ.get(ENV) or LOCAL_URL
 
 
-TABLES = ["queueflow.jobs", "queueflow.workflow_steps", "queueflow.workflows", "queueflow.schedules"]
+TABLES = [
+    "queueflow.jobs",
+    "queueflow.workflow_steps",
+    "queueflow.workflows",
+    "queueflow.schedules",
+    "queueflow.queue_settings",
+]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 
 

@@ -12,7 +12,12 @@ UPDATE queueflow.jobs
        locked_until = LEAST(now() + '30 seconds'::interval, now() + make_interval(secs => timeout_seconds))
  WHERE id = ANY(ARRAY(
        SELECT due.id
-         FROM unnest(ARRAY['raw']::text[]) AS queue(name),
+         FROM (SELECT q.name FROM unnest(ARRAY['raw']::text[]) AS q(name)
+                WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
+                                   WHERE s.queue_name = q.name
+                                     AND (paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL
+                                          OR rate_jobs IS NOT NULL))
+               OFFSET 0) AS queue,
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= now()
                         ORDER BY priority DESC, scheduled_at, created_at, id

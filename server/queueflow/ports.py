@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
     JSON,
@@ -152,12 +153,19 @@ class JobStore(Protocol):
         `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key) in
         claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token, delivery_count + 1,
         started_at = now and locked_until = now + lease_seconds, capped at its timeout.
-        Concurrent claimers never claim the same row."""
+        Concurrent claimers never claim the same row. Flow control (`queue_settings`) holds jobs back: none of a
+        paused (tenant, queue)'s, never so many that more than its `concurrency_limit` run at once (nor more than
+        its `key_concurrency_limit` of one `concurrency_key`), and never more than its rate limit's token bucket
+        holds at `now` (each claimed job spends a token), however many claims run concurrently. A job held back
+        is skipped, never waited for: the claim takes what lies behind it. The task and tenant filters hold on a
+        flow-controlled queue too."""
         ...
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues`: when the next delayed
-        job or retry becomes claimable. None when no such job waits. Reads only."""
+        job or retry becomes claimable — or, if sooner, when an empty rate-limit bucket of one of `queues` gets its
+        next token, so that a lease throttled by the rate wakes as soon as it may take a job. None when neither
+        waits. Reads only."""
         ...
 
     async def job_heartbeat(
@@ -234,6 +242,19 @@ class JobStore(Protocol):
         """Per queue with any of the tenant's jobs, by queue name, counts at `now` (`GET /v1/queues`): due
         (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
         part of the first two."""
+        ...
+
+    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
+        """The tenant's configured queues (every one, or only `queue_name`) and their settings, by queue name.
+        A queue never configured is absent (its settings are the defaults). Reads only."""
+        ...
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        """∅ | stored → stored with `patch` applied, atomically (two patches of different fields both stick).
+        A new or changed rate limit starts with a full bucket. Announces the queue (as an insert does), so that
+        a lessee parked on a queue that was paused or full takes its jobs now. Returns the settings as stored."""
         ...
 
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:

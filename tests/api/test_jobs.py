@@ -13,7 +13,7 @@ JOB_FIELDS = {
     "id", "tenant_id", "queue_name", "task_name", "payload", "status", "priority", "scheduled_at", "locked_until",
     "delivery_count", "retry_count", "max_retries", "backoff", "timeout_seconds", "next_retry_at", "result",
     "error_message", "workflow_id", "workflow_step_id", "metadata", "idempotency_key", "created_at", "started_at",
-    "completed_at", "progress", "trace_context",
+    "completed_at", "progress", "trace_context", "concurrency_key",
 }  # fmt: skip
 
 
@@ -235,6 +235,9 @@ async def test_retry_replays_dead_letter_and_cancelled_jobs_only(client: AsyncCl
     assert (replayed["status"], replayed["retry_count"]) == ("pending", 0)
 
 
+UNCONFIGURED = {"paused": False, "concurrency_limit": None, "key_concurrency_limit": None, "rate_limit": None}
+
+
 async def test_queue_counts(client: AsyncClient) -> None:
     await enqueue(client)
     await enqueue(client, delay_seconds=60)
@@ -248,11 +251,11 @@ async def test_queue_counts(client: AsyncClient) -> None:
         "queues": [
             {
                 "name": "default", "pending": 1, "scheduled": 1, "running": 0, "retrying": 0, "completed": 0,
-                "dead_letter": 0, "cancelled": 0, "oldest_pending_age_seconds": 0.0,
+                "dead_letter": 0, "cancelled": 0, "oldest_pending_age_seconds": 0.0, **UNCONFIGURED,
             },
             {
                 "name": "other", "pending": 0, "scheduled": 0, "running": 1, "retrying": 0, "completed": 0,
-                "dead_letter": 0, "cancelled": 0, "oldest_pending_age_seconds": None,
+                "dead_letter": 0, "cancelled": 0, "oldest_pending_age_seconds": None, **UNCONFIGURED,
             },
         ]
     }  # fmt: skip

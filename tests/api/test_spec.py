@@ -18,6 +18,8 @@ OPERATIONS = {
     ("post", "/v1/jobs/{job_id}/cancel"): "cancelJob",
     ("post", "/v1/jobs/{job_id}/retry"): "retryJob",
     ("get", "/v1/queues"): "listQueues",
+    ("get", "/v1/queues/{name}"): "getQueue",
+    ("patch", "/v1/queues/{name}"): "updateQueue",
     ("post", "/v1/workflows"): "createWorkflow",
     ("get", "/v1/workflows"): "listWorkflows",
     ("get", "/v1/workflows/{workflow_id}"): "getWorkflow",

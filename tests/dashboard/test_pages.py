@@ -374,3 +374,23 @@ async def test_the_api_docs_load_nothing_from_a_cdn(signed_in: Browser) -> None:
     assert '<script src="/ui/static/redoc.standalone.js"' in docs.text
     assert not re.search(r'(src|href)=["\'](https?:)?//', docs.text)
     assert (await signed_in.get("/ui/static/redoc.standalone.js")).status_code == 200
+
+
+async def test_queues_page_shows_each_queues_flow_control(signed_in: Browser) -> None:
+    await api(signed_in, "POST", "/v1/jobs", task_name="t", queue_name="plain")
+    await api(
+        signed_in,
+        "PATCH",
+        "/v1/queues/exports",
+        paused=True,
+        concurrency_limit=3,
+        key_concurrency_limit=1,
+        rate_limit={"jobs": 50, "per_seconds": 60},
+    )
+    page = (await signed_in.get("/ui/queues")).text
+    exports = page.split('data-flow="exports">', 1)[1].split("</td>", 1)[0]
+    assert "paused" in exports
+    assert "≤ 3 running" in exports
+    assert "≤ 1 per key" in exports
+    assert "50 per 60 s" in exports
+    assert "none" in page.split('data-flow="plain">', 1)[1].split("</td>", 1)[0]

@@ -17,6 +17,7 @@ EXPECTED = {
     "Workflows": "completed {'run': 1, 'extract': [1, 2, 3], 'load': 6}\n"
     "[('extract', 'completed'), ('load', 'completed')]",
     "Schedules": "the name is taken\nFalse None 0 3 * * *\n['nightly-report']",
+    "Flow control": "True 3\nFalse 1 None",
 }
 
 

@@ -16,7 +16,7 @@ from tests import pg
 from tests.postgres.helpers import START, T, engine_on
 from tests.postgres.helpers import row as job_row
 
-TABLES = ["jobs", "schedules", "workflow_steps", "workflows"]
+TABLES = ["jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -37,7 +37,26 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0004"
+
+
+async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> None:
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        keyed = "SELECT queueflow.enqueue(tenant_id => 'a', task_name => 't', concurrency_key => 'u1')"
+        assert await connection.fetchval(keyed)
+        await pgschema.downgrade_async(url, "0003")
+        assert await tables(connection) == [table for table in TABLES if table != "queue_settings"]
+        with pytest.raises(asyncpg.UndefinedFunctionError):
+            await connection.fetchval(keyed)
+        assert await connection.fetchval("SELECT queueflow.enqueue(tenant_id => 'a', task_name => 't')")
+        grants = await connection.fetch(
+            "SELECT p.proname, a.grantee::regrole::text AS grantee FROM pg_proc AS p, aclexplode(p.proacl) AS a"
+            " WHERE p.proname = 'enqueue' AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner"
+        )
+        assert [row["grantee"] for row in grants] == ["queueflow_enqueuer"]  # and not PUBLIC (grantee 0)
+        await pgschema.upgrade_async(url)
+        assert await connection.fetchval(keyed)
 
 
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,7 +70,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0003"
+        assert pg.blocking(version) == "0004"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -148,7 +167,7 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[]
 """
 
 
-async def test_an_existing_database_upgrades_to_0003_with_its_jobs_intact() -> None:
+async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> None:
     # Rows as a 0002 server wrote them: its insert statement (which names its columns), and a finished job.
     rows = [job_row(task_name=f"t{i}", payload={"i": i}, idempotency_key=f"k{i}") for i in range(3)]
     done = replace(rows[0], status=JobStatus.COMPLETED, result={"done": True}, completed_at=START)
@@ -173,4 +192,4 @@ async def test_an_existing_database_upgrades_to_0003_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0003"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0004"

@@ -13,8 +13,9 @@ import pytest
 from queueflow.api.schemas import LeaseRequest
 from queueflow.api.worker import lease_or_wait
 from queueflow.clocks import SystemClock
+from queueflow.core.flow import QueueSettingsPatch
 from queueflow.core.ids import new_id
-from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus
+from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.runtime.notifier import Notifier
 from queueflow.settings import Settings
 from queueflow.stores.postgres import PostgresJobStore
@@ -165,6 +166,8 @@ async def _until_blocked(observer: asyncpg.Connection, blocked: asyncpg.Connecti
         ("tenant_id => 'a', task_name => 't', metadata => '\"x\"'", "metadata"),
         (f"tenant_id => 'a', task_name => 't', payload => '{{\"a\": {'[' * 128}{']' * 128}}}'", "payload"),
         ("tenant_id => 'a', task_name => 't', idempotency_key => ''", "idempotency_key"),
+        ("tenant_id => 'a', task_name => 't', concurrency_key => ''", "concurrency_key"),
+        (f"tenant_id => 'a', task_name => 't', concurrency_key => '{'k' * 201}'", "concurrency_key"),
     ],
 )
 async def test_a_bad_value_raises_22023_naming_the_field(
@@ -191,6 +194,38 @@ async def test_the_limits_themselves_are_accepted(postgres_url: str, postgres_st
             deepest,
         )
     assert await postgres_store.job_get(job_id) is not None
+
+
+async def test_a_concurrency_key_is_stored_as_the_http_routes_and_limited_alike(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    engine = engine_on(postgres_store, SystemClock())
+    await engine.configure_queue(T, "exports", QueueSettingsPatch(key_concurrency_limit=1))
+    by_http = (await engine.enqueue(T, NewJob(task_name="export", queue_name="exports", concurrency_key="u1"))).job
+    async with pg.connect(postgres_url) as connection:
+        by_sql = await connection.fetchval(
+            "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'export', queue_name => 'exports',"
+            " concurrency_key => $2)",
+            T,
+            "u" * 199 + "1",
+        )
+        same_key = await connection.fetchval(
+            "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'export', queue_name => 'exports',"
+            " concurrency_key => 'u1')",
+            T,
+        )
+        keys = await connection.fetch("SELECT id, config->>'concurrency_key' AS key FROM queueflow.jobs")
+    assert {row["id"]: row["key"] for row in keys} == {
+        by_http.id: "u1",
+        by_sql: "u" * 199 + "1",
+        same_key: "u1",
+    }
+    stored = await postgres_store.job_get(by_sql, T)
+    assert stored is not None
+    assert stored.concurrency_key == "u" * 199 + "1"
+    # One job per key at a time: of the two "u1" jobs only the first is leased, with the other key's job.
+    leased = await engine.lease(["exports"], max_jobs=10)
+    assert sorted(job.id for job in leased) == sorted([by_http.id, by_sql])
 
 
 async def test_every_bad_field_is_named_at_once(postgres_url: str, postgres_store: PostgresJobStore) -> None:
@@ -250,7 +285,7 @@ async def test_the_enqueuer_role_may_enqueue_and_nothing_else(
             "CREATE FUNCTION queueflow.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'",
             "SELECT * FROM alembic_version",
             "ALTER FUNCTION queueflow.enqueue(text, text, jsonb, text, integer, timestamptz, double precision, integer,"
-            " jsonb, double precision, jsonb, text) SECURITY INVOKER",
+            " jsonb, double precision, jsonb, text, text) SECURITY INVOKER",
         ]
         for sql in refused:
             with pytest.raises(asyncpg.PostgresError) as raised:

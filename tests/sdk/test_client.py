@@ -19,6 +19,7 @@ from queueflow_client import (
     PayloadTooLargeError,
     PermissionDeniedError,
     QueueFlow,
+    RateLimit,
     ValidationError,
     _calls,
 )
@@ -139,6 +140,35 @@ async def test_queues(client: AsyncQueueFlow) -> None:
     assert (queues["default"].pending, queues["default"].scheduled) == (1, 0)
     assert (queues["later"].pending, queues["later"].scheduled) == (0, 1)
     assert queues["later"].oldest_pending_age_seconds is None
+    later = queues["later"]
+    assert (later.paused, later.concurrency_limit, later.rate_limit) == (False, None, None)
+
+
+async def test_concurrency_key_and_a_per_user_limit(client: AsyncQueueFlow) -> None:
+    job = await client.jobs.enqueue("export", queue_name="exports", concurrency_key="user-1")
+    assert job.concurrency_key == "user-1"
+    (other,) = await client.jobs.enqueue_many(
+        [{"task_name": "export", "queue_name": "exports", "concurrency_key": "u2"}]
+    )
+    assert other.concurrency_key == "u2"
+    assert (await client.queues.update("exports", key_concurrency_limit=1)).key_concurrency_limit == 1
+
+
+async def test_queue_settings(client: AsyncQueueFlow) -> None:
+    with pytest.raises(NotFoundError):
+        await client.queues.get("exports")
+    queue = await client.queues.update("exports", concurrency_limit=2, rate_limit=RateLimit(10, 1.5))
+    assert (queue.name, queue.concurrency_limit, queue.rate_limit) == ("exports", 2, RateLimit(10, 1.5))
+    assert (await client.queues.pause("exports")).paused is True
+    queue = await client.queues.get("exports")
+    assert (queue.paused, queue.concurrency_limit, queue.key_concurrency_limit) == (True, 2, None)
+    # None removes a limit; what is not given stays.
+    queue = await client.queues.update("exports", concurrency_limit=None, key_concurrency_limit=1)
+    assert (queue.paused, queue.concurrency_limit, queue.key_concurrency_limit) == (True, None, 1)
+    assert queue.rate_limit == RateLimit(10, 1.5)
+    assert (await client.queues.resume("exports")).paused is False
+    with pytest.raises(ValidationError):
+        await client.queues.update("exports", concurrency_limit=0)
 
 
 # ---- errors from the real app ----------------------------------------------------------------------
@@ -212,6 +242,9 @@ def test_the_sync_client_has_the_same_methods(app: Litestar) -> None:
         assert client.jobs.cancel(job.id).status == "cancelled"
         assert client.jobs.retry(job.id).status == "pending"
         assert [queue.pending for queue in client.queues.list()] == [3]
+        assert client.queues.pause("default").paused is True
+        assert client.queues.update("default", paused=False, concurrency_limit=4).concurrency_limit == 4
+        assert client.queues.get("default").paused is False
         with pytest.raises(NotFoundError):
             client.jobs.get("job_missing")
         with pytest.raises(ValidationError):

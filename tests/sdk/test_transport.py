@@ -30,7 +30,7 @@ JOB = {
     "backoff": {"strategy": "exponential", "base_seconds": 1, "max_seconds": 3600, "jitter": True},
     "timeout_seconds": None, "next_retry_at": None, "result": None, "error_message": None, "workflow_id": None,
     "workflow_step_id": None, "metadata": {}, "idempotency_key": None, "created_at": "2026-03-01T12:00:00Z",
-    "started_at": None, "completed_at": None, "progress": None, "trace_context": None,
+    "started_at": None, "completed_at": None, "progress": None, "trace_context": None, "concurrency_key": None,
 }  # fmt: skip
 UNAVAILABLE = {"type": "about:blank", "title": "Unavailable", "status": 503, "detail": "db", "code": "unavailable"}
 

@@ -32,6 +32,7 @@ RESPONSE_TYPES: dict[str, type] = {
     "Backoff": public.Backoff,
     "TraceContext": public.TraceContext,
     "Queue": public.Queue,
+    "RateLimit": public.RateLimit,
     "AckResult": public.AckResult,
     "HeartbeatResult": public.HeartbeatResult,
     "Workflow": public.Workflow,

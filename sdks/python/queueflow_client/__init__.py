@@ -27,11 +27,13 @@ from queueflow_client.errors import (
 )
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
 from queueflow_client.types import (
+    UNCHANGED,
     Backoff,
     Job,
     LeasedJob,
     Page,
     Queue,
+    RateLimit,
     Schedule,
     Step,
     TraceContext,
@@ -43,6 +45,7 @@ from queueflow_client.worker import Worker
 __version__ = "0.1.0"
 
 __all__ = [
+    "UNCHANGED",
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
@@ -64,6 +67,7 @@ __all__ = [
     "Queue",
     "QueueFlow",
     "QueueFlowError",
+    "RateLimit",
     "Retry",
     "Schedule",
     "Step",

@@ -19,6 +19,8 @@ from queueflow_client._generated.api.jobs import (
     list_queues,
     retry_job,
 )
+from queueflow_client._generated.api.jobs import get_queue as get_queue_operation
+from queueflow_client._generated.api.jobs import update_queue as update_queue_operation
 from queueflow_client._generated.api.schedules import create_schedule as create_schedule_operation
 from queueflow_client._generated.api.schedules import delete_schedule as delete_schedule_operation
 from queueflow_client._generated.api.schedules import get_schedule as get_schedule_operation
@@ -59,10 +61,12 @@ from queueflow_client._generated.models import (
     LeaseRequest,
     ListWorkflowsStatusType1,
     NewWorkflowStep,
+    UpdateQueue,
     UpdateSchedule,
     UpdateSchedulePayload,
 )
 from queueflow_client._generated.models import Backoff as BackoffModel
+from queueflow_client._generated.models import RateLimit as RateLimitModel
 from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
 from queueflow_client._generated.models.list_jobs_status_type_1 import ListJobsStatusType1
 from queueflow_client._generated.types import UNSET
@@ -70,6 +74,7 @@ from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.types import (
+    UNCHANGED,
     AckResult,
     Backoff,
     HeartbeatResult,
@@ -78,8 +83,10 @@ from queueflow_client.types import (
     LeasedJob,
     Page,
     Queue,
+    RateLimit,
     Schedule,
     Step,
+    Unchanged,
     Workflow,
     WorkflowStatus,
 )
@@ -99,6 +106,7 @@ class JobOptions(TypedDict, total=False):
     timeout_seconds: float
     metadata: Mapping[str, Any]
     idempotency_key: str
+    concurrency_key: str
 
 
 def new_idempotency_key() -> str:
@@ -133,7 +141,15 @@ def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: An
         raise ArgumentError(f"{where}task_name must be a string, not {options.get('task_name')!r:.80}")
     # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.
     fields: dict[str, Any] = {"task_name": options["task_name"]}
-    for name in ("queue_name", "priority", "run_at", "delay_seconds", "max_retries", "timeout_seconds"):
+    for name in (
+        "queue_name",
+        "priority",
+        "run_at",
+        "delay_seconds",
+        "max_retries",
+        "timeout_seconds",
+        "concurrency_key",
+    ):
         if options.get(name) is not None:
             fields[name] = options[name]
     if options.get("payload") is not None:
@@ -208,6 +224,35 @@ def retry(job_id: str) -> Call[Job]:
 
 def queues() -> Call[list[Queue]]:
     return call(list_queues, lambda data: [Queue.from_json(queue) for queue in data["queues"]], replayable=True)
+
+
+def get_queue(name: str) -> Call[Queue]:
+    return call(get_queue_operation, Queue.from_json, name, replayable=True)
+
+
+def update_queue(
+    name: str,
+    *,
+    paused: bool | Unchanged,
+    concurrency_limit: int | Unchanged | None,
+    key_concurrency_limit: int | Unchanged | None,
+    rate_limit: RateLimit | Unchanged | None,
+) -> Call[Queue]:
+    # PATCH: an UNCHANGED setting is not sent, None is sent as null (no limit). Replayable: the same settings twice
+    # leave the same queue.
+    body = UpdateQueue(
+        paused=UNSET if paused is UNCHANGED else paused,
+        concurrency_limit=UNSET if concurrency_limit is UNCHANGED else concurrency_limit,
+        key_concurrency_limit=UNSET if key_concurrency_limit is UNCHANGED else key_concurrency_limit,
+        rate_limit=(
+            UNSET
+            if rate_limit is UNCHANGED
+            else RateLimitModel(jobs=rate_limit.jobs, per_seconds=rate_limit.per_seconds)
+            if rate_limit is not None
+            else None
+        ),
+    )
+    return call(update_queue_operation, Queue.from_json, name, replayable=True, body=body)
 
 
 # ---- worker routes ---------------------------------------------------------------------------------

@@ -31,13 +31,16 @@ from queueflow_client._transport import (
 )
 from queueflow_client._waiting import FINISHED_JOB, async_wait, chunk_for, wait
 from queueflow_client.types import (
+    UNCHANGED,
     Backoff,
     Job,
     JobStatus,
     Page,
     Queue,
+    RateLimit,
     Schedule,
     Step,
+    Unchanged,
     Workflow,
     WorkflowStatus,
 )
@@ -93,6 +96,7 @@ class Jobs:
         timeout_seconds: float | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
     ) -> Job:
         """Enqueue one job. With a known `idempotency_key` the server answers with the original job, unchanged."""
         options = {key: value for key, value in locals().items() if key not in ("self", "task_name")}
@@ -178,6 +182,40 @@ class Queues:
         """Every queue of the tenant with its counts by state."""
         result: list[Queue] = self._send(_calls.queues())
         return result
+
+    def get(self, name: str) -> Queue:
+        """One queue's counts and flow-control settings (NotFoundError: no jobs and no settings)."""
+        result: Queue = self._send(_calls.get_queue(name))
+        return result
+
+    def update(
+        self,
+        name: str,
+        *,
+        paused: bool | Unchanged = UNCHANGED,
+        concurrency_limit: int | Unchanged | None = UNCHANGED,
+        key_concurrency_limit: int | Unchanged | None = UNCHANGED,
+        rate_limit: RateLimit | Unchanged | None = UNCHANGED,
+    ) -> Queue:
+        """Change some of a queue's flow-control settings: what is not given stays, None removes a limit."""
+        result: Queue = self._send(
+            _calls.update_queue(
+                name,
+                paused=paused,
+                concurrency_limit=concurrency_limit,
+                key_concurrency_limit=key_concurrency_limit,
+                rate_limit=rate_limit,
+            )
+        )
+        return result
+
+    def pause(self, name: str) -> Queue:
+        """Lease none of the tenant's jobs in this queue until `resume` (enqueue and running jobs go on)."""
+        return self.update(name, paused=True)
+
+    def resume(self, name: str) -> Queue:
+        """Lease the queue's jobs again; parked workers take them at once."""
+        return self.update(name, paused=False)
 
 
 class Workflows:
@@ -345,6 +383,7 @@ class AsyncJobs:
         timeout_seconds: float | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
     ) -> Job:
         """Enqueue one job. With a known `idempotency_key` the server answers with the original job, unchanged."""
         options = {key: value for key, value in locals().items() if key not in ("self", "task_name")}
@@ -433,6 +472,40 @@ class AsyncQueues:
         """Every queue of the tenant with its counts by state."""
         result: list[Queue] = await self._send(_calls.queues())
         return result
+
+    async def get(self, name: str) -> Queue:
+        """One queue's counts and flow-control settings (NotFoundError: no jobs and no settings)."""
+        result: Queue = await self._send(_calls.get_queue(name))
+        return result
+
+    async def update(
+        self,
+        name: str,
+        *,
+        paused: bool | Unchanged = UNCHANGED,
+        concurrency_limit: int | Unchanged | None = UNCHANGED,
+        key_concurrency_limit: int | Unchanged | None = UNCHANGED,
+        rate_limit: RateLimit | Unchanged | None = UNCHANGED,
+    ) -> Queue:
+        """Change some of a queue's flow-control settings: what is not given stays, None removes a limit."""
+        result: Queue = await self._send(
+            _calls.update_queue(
+                name,
+                paused=paused,
+                concurrency_limit=concurrency_limit,
+                key_concurrency_limit=key_concurrency_limit,
+                rate_limit=rate_limit,
+            )
+        )
+        return result
+
+    async def pause(self, name: str) -> Queue:
+        """Lease none of the tenant's jobs in this queue until `resume` (enqueue and running jobs go on)."""
+        return await self.update(name, paused=True)
+
+    async def resume(self, name: str) -> Queue:
+        """Lease the queue's jobs again; parked workers take them at once."""
+        return await self.update(name, paused=False)
 
 
 class AsyncWorkflows:

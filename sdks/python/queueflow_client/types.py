@@ -6,6 +6,7 @@ datetimes are aware (UTC). Fields a newer server adds are ignored.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -91,6 +92,7 @@ class Job:
     workflow_step_id: str | None
     metadata: dict[str, Any]
     idempotency_key: str | None
+    concurrency_key: str | None
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -145,15 +147,29 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "workflow_step_id": data.get("workflow_step_id"),
         "metadata": dict(data.get("metadata") or {}),
         "idempotency_key": data.get("idempotency_key"),
+        "concurrency_key": data.get("concurrency_key"),
         "created_at": _required_time(data["created_at"]),
         "started_at": _time(data.get("started_at")),
         "completed_at": _time(data.get("completed_at")),
     }
 
 
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most `jobs` leases per `per_seconds`, across all workers (a token bucket: burst `jobs`)."""
+
+    jobs: int
+    per_seconds: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RateLimit:
+        return cls(jobs=data["jobs"], per_seconds=data["per_seconds"])
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
-    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json)."""
+    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json) and the tenant's flow-control
+    settings for it (README.md, "Flow control"); None is "no limit"."""
 
     name: str
     pending: int
@@ -164,9 +180,14 @@ class Queue:
     dead_letter: int
     cancelled: int
     oldest_pending_age_seconds: float | None
+    paused: bool = False
+    concurrency_limit: int | None = None
+    key_concurrency_limit: int | None = None
+    rate_limit: RateLimit | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Queue:
+        rate = data.get("rate_limit")
         return cls(
             name=data["name"],
             pending=data["pending"],
@@ -177,7 +198,20 @@ class Queue:
             dead_letter=data["dead_letter"],
             cancelled=data["cancelled"],
             oldest_pending_age_seconds=data.get("oldest_pending_age_seconds"),
+            paused=data.get("paused", False),
+            concurrency_limit=data.get("concurrency_limit"),
+            key_concurrency_limit=data.get("key_concurrency_limit"),
+            rate_limit=RateLimit.from_json(rate) if rate is not None else None,
         )
+
+
+class Unchanged(enum.Enum):
+    """The default of `queues.update`'s arguments: leave the setting as it is (None removes a limit)."""
+
+    UNCHANGED = "unchanged"
+
+
+UNCHANGED = Unchanged.UNCHANGED
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +266,7 @@ class Step:
     max_retries: int | None = None
     backoff: Backoff | None = None
     timeout_seconds: float | None = None
+    concurrency_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -247,6 +282,7 @@ class Step:
             "max_retries": self.max_retries,
             "backoff": self.backoff.to_json() if self.backoff is not None else None,
             "timeout_seconds": self.timeout_seconds,
+            "concurrency_key": self.concurrency_key,
         }
         return body | {key: value for key, value in options.items() if value is not None}
 

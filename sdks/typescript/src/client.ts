@@ -6,7 +6,7 @@ import { toJson } from "./json.js";
 import { paginate } from "./pagination.js";
 import { Schedules } from "./schedules.js";
 import { type RequestOptions, Transport } from "./transport.js";
-import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue } from "./types.js";
+import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue, UpdateQueue } from "./types.js";
 import { FINISHED_JOB, type WaitOptions, waitUntil } from "./waiting.js";
 import { Workflows } from "./workflows.js";
 
@@ -154,5 +154,31 @@ export class Queues {
       { ...options, safe: true },
     );
     return answer.queues;
+  }
+
+  /** One queue's counts and flow-control settings (`NotFoundError` when it has neither jobs nor settings). */
+  get(name: string, options: RequestOptions = {}): Promise<Queue> {
+    return this.#transport.call(
+      (signal) => this.#transport.api.GET("/v1/queues/{name}", { params: { path: { name } }, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** Change the settings given and leave the others (`null` removes a limit); the same change twice is harmless, so it is retried. */
+  update(name: string, changes: UpdateQueue, options: RequestOptions = {}): Promise<Queue> {
+    return this.#transport.call(
+      (signal) => this.#transport.api.PATCH("/v1/queues/{name}", { params: { path: { name } }, body: changes, signal }),
+      { ...options, safe: true },
+    );
+  }
+
+  /** Lease none of the tenant's jobs in this queue until `resume` (enqueue and running jobs go on). */
+  pause(name: string, options: RequestOptions = {}): Promise<Queue> {
+    return this.update(name, { paused: true }, options);
+  }
+
+  /** Lease the queue's jobs again; parked workers take them at once. */
+  resume(name: string, options: RequestOptions = {}): Promise<Queue> {
+    return this.update(name, { paused: false }, options);
   }
 }

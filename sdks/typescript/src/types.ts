@@ -11,7 +11,12 @@ export type Backoff = Schemas["Backoff"];
 export type EnqueueJob = Schemas["EnqueueJob"];
 /** An item of `jobs.enqueueMany`: an `EnqueueJob` with its own optional `idempotency_key`. */
 export type BatchItem = Schemas["BatchItem"];
+/** A queue's counts and the tenant's flow-control settings for it (`null`: no limit). */
 export type Queue = Schemas["Queue"];
+/** At most `jobs` leases per `per_seconds`, across all workers (a token bucket: burst `jobs`). */
+export type RateLimit = Schemas["RateLimit"];
+/** A PATCH of a queue's settings: an absent field stays as it is, `null` removes a limit. */
+export type UpdateQueue = Schemas["UpdateQueue"];
 export type AckResult = Schemas["AckResult"];
 /** One item of a batched heartbeat: `ok` with the lease's new end, or `lease_lost` (`locked_until` null). */
 export type HeartbeatResult = Schemas["HeartbeatResult"];

@@ -258,6 +258,7 @@ export class Worker {
       workflow_step_id: null,
       metadata: {},
       idempotency_key: null,
+      concurrency_key: null,
       created_at: now,
       started_at: now,
       completed_at: null,

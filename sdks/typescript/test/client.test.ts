@@ -126,6 +126,28 @@ describe("queues", () => {
     assert.ok(counted);
     assert.equal(counted.pending, 1);
     assert.equal(counted.scheduled, 1);
+    assert.equal(counted.paused, false);
+    assert.equal(counted.concurrency_limit, null);
+  });
+
+  test("get and update the flow-control settings", async () => {
+    await assert.rejects(client.queues.get("ts-exports"), NotFoundError);
+    let queue = await client.queues.update("ts-exports", { concurrency_limit: 2, rate_limit: { jobs: 10, per_seconds: 1.5 } });
+    assert.equal(queue.concurrency_limit, 2);
+    assert.deepEqual(queue.rate_limit, { jobs: 10, per_seconds: 1.5 });
+    assert.equal((await client.queues.pause("ts-exports")).paused, true);
+    queue = await client.queues.update("ts-exports", { concurrency_limit: null, key_concurrency_limit: 1 });
+    assert.deepEqual([queue.paused, queue.concurrency_limit, queue.key_concurrency_limit], [true, null, 1]);
+    assert.equal((await client.queues.resume("ts-exports")).paused, false);
+    assert.equal((await client.queues.get("ts-exports")).rate_limit?.jobs, 10);
+    await assert.rejects(client.queues.update("ts-exports", { concurrency_limit: 0 }), ValidationError);
+  });
+
+  test("concurrency_key on enqueue, with one job per key at a time", async () => {
+    const job = await client.jobs.enqueue({ task_name: "export", queue_name: "ts-keyed", concurrency_key: "user-1" });
+    assert.equal(job.concurrency_key, "user-1");
+    const queue = await client.queues.update("ts-keyed", { key_concurrency_limit: 1 });
+    assert.equal(queue.key_concurrency_limit, 1);
   });
 });
 

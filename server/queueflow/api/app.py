@@ -13,7 +13,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from queueflow import __version__
 from queueflow.api.auth import DEFAULT_TENANT, Keyring, current_tenant, guard
-from queueflow.api.jobs import JobsController, QueuesController, jobs_options
+from queueflow.api.jobs import JobsController, QueuesController, jobs_options, queue_options
 from queueflow.api.observe import Metrics, Observe
 from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
@@ -57,6 +57,7 @@ def create_app(
         route_handlers=[
             jobs_options,
             JobsController,
+            queue_options,
             QueuesController,
             workflows_options,
             WorkflowsController,

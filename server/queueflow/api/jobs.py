@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Response, get, post
+from litestar import Controller, Response, get, patch, post
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
@@ -28,6 +28,8 @@ from queueflow.api.schemas import (
     JobStatusName,
     Queue,
     QueueList,
+    QueueNamePath,
+    UpdateQueue,
 )
 from queueflow.api.services import Services
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
@@ -58,6 +60,7 @@ IdempotencyKeyHeader = Annotated[
 
 
 jobs_options = options_for("/jobs", "GET", "POST")  # registered before JobsController
+queue_options = options_for("/queues/{name:str}", "GET", "PATCH")  # registered before QueuesController
 
 
 class JobsController(Controller):
@@ -189,8 +192,32 @@ class QueuesController(Controller):
 
     @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
     async def list_queues(self, engine: NamedDependency[Engine], tenant: NamedDependency[str]) -> QueueList:
-        """Count the tenant's jobs per queue and state."""
+        """Count the tenant's jobs per queue and state, with each queue's flow-control settings."""
         return QueueList([Queue.from_domain(stats) for stats in await engine.queue_stats(tenant)])
+
+    @get("/{name:str}", operation_id="getQueue", responses=problem_responses(400, *TENANT_ERRORS, 404))
+    async def get_queue(
+        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], name: QueueNamePath
+    ) -> Queue:
+        """Get one queue's counts and flow-control settings."""
+        return Queue.from_domain(await engine.get_queue(tenant, name))
+
+    @patch(
+        "/{name:str}",
+        operation_id="updateQueue",
+        dto=StrictBody[UpdateQueue],
+        return_dto=None,
+        responses=problem_responses(400, *TENANT_ERRORS, 413),
+    )
+    async def update_queue(
+        self,
+        engine: NamedDependency[Engine],
+        tenant: NamedDependency[str],
+        name: QueueNamePath,
+        data: JSONBody[UpdateQueue],
+    ) -> Queue:
+        """Pause or resume a queue, or change its limits (a queue with no jobs yet too)."""
+        return Queue.from_domain(await engine.configure_queue(tenant, name, data.to_domain()))
 
 
 def _json_object(raw: str, name: str) -> dict[str, Any]:

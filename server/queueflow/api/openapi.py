@@ -3,13 +3,14 @@
 Request Structs reject unknown fields (`forbid_unknown_fields`), and the spec must say so
 (`additionalProperties: false`), or clients and fuzzers take extra fields for allowed ones.
 
-A PATCH field typed `T | UnsetType` means "T, or absent". Litestar documents it as a one-member `oneOf` and, on
-that path, drops falsy bounds (`minimum: 0`); it is documented as plain `T` instead, with every bound.
+A PATCH field typed `T | UnsetType` means "T, or absent" (`T | UnsetType | None`: T, null, or absent).
+Litestar documents it as a one-member `oneOf` and, on that path, drops falsy bounds (`minimum: 0`); it is
+documented as plain `T` (or `T | None`) instead, with every bound.
 """
 
 from __future__ import annotations
 
-from typing import Any, get_type_hints
+from typing import Any, Union, get_type_hints
 
 import msgspec
 
@@ -33,7 +34,10 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
             # msgspec reports an `T | UnsetType` field as an optional `T` with no default at all.
             if field.required or (field.default, field.default_factory) != (msgspec.NODEFAULT, msgspec.NODEFAULT):
                 continue
-            annotation = next(arg for arg in hints[field.name].__args__ if arg is not UnsetType)
+            # Everything but UnsetType: `T | UnsetType | None` (a PATCH's "absent" and "null" both mean something)
+            # stays nullable.
+            kept = tuple(arg for arg in hints[field.name].__args__ if arg is not UnsetType)
+            annotation = kept[0] if len(kept) == 1 else Union[kept]  # noqa: UP007 - a union built at run time
             kwarg_definition, _ = kwarg_definition_from_field(field)
             assert schema.properties is not None
             schema.properties[field.encode_name] = schema_creator.for_field_definition(

@@ -14,9 +14,9 @@ import msgspec
 from litestar.params import PathParameter
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from queueflow.core import flow, validation, workflow
 from queueflow.core import schedule as schedules
 from queueflow.core import types as domain
-from queueflow.core import validation, workflow
 
 NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL; saying so in the spec keeps generated clients and fuzzers honest."""
@@ -87,6 +87,17 @@ def _backoff(policy: domain.BackoffPolicy) -> Backoff:
     )
 
 
+ConcurrencyKey = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        pattern=NO_NUL,
+        description="The group a queue's key_concurrency_limit counts this job in, e.g. a user id",
+    ),
+]
+
+
 class _Task(_Request):
     """What a job runs and how it is delivered: the fields a job and a workflow step share."""
 
@@ -97,6 +108,7 @@ class _Task(_Request):
     max_retries: MaxRetries = 3
     backoff: Backoff = msgspec.field(default_factory=Backoff)
     timeout_seconds: TimeoutSeconds | None = None
+    concurrency_key: ConcurrencyKey | None = None
 
 
 class EnqueueJob(_Task):
@@ -117,6 +129,7 @@ class EnqueueJob(_Task):
             timeout_seconds=self.timeout_seconds,
             metadata=self.metadata,
             idempotency_key=idempotency_key,
+            concurrency_key=self.concurrency_key,
         )
 
 
@@ -159,6 +172,7 @@ class Job(Struct, kw_only=True):
     workflow_step_id: str | None
     metadata: JSONObject
     idempotency_key: str | None
+    concurrency_key: str | None
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -206,6 +220,7 @@ def _job_fields(job: domain.Job) -> dict[str, Any]:
         "workflow_step_id": job.workflow_step_id,
         "metadata": job.metadata,
         "idempotency_key": job.idempotency_key,
+        "concurrency_key": job.concurrency_key,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,
@@ -229,7 +244,20 @@ class JobPage(Struct):
     next_cursor: str | None
 
 
+Limit = Annotated[int, Meta(ge=1, le=flow.MAX_LIMIT)]
+
+
+class RateLimit(_Request):
+    """At most `jobs` leases per `per_seconds`, across all workers: a token bucket (burst `jobs`, refilled
+    continuously)."""
+
+    jobs: Annotated[int, Meta(ge=1, le=flow.MAX_RATE_JOBS)]
+    per_seconds: Annotated[float, Meta(ge=flow.MIN_RATE_SECONDS, le=flow.MAX_RATE_SECONDS)]
+
+
 class Queue(Struct, kw_only=True):
+    """A queue's job counts (disjoint by state) and the tenant's flow-control settings for it."""
+
     name: str
     pending: int
     scheduled: int
@@ -239,14 +267,61 @@ class Queue(Struct, kw_only=True):
     dead_letter: int
     cancelled: int
     oldest_pending_age_seconds: float | None
+    paused: bool
+    concurrency_limit: int | None
+    key_concurrency_limit: int | None
+    rate_limit: RateLimit | None
 
     @classmethod
     def from_domain(cls, stats: domain.QueueStats) -> Queue:
-        return cls(**{name: getattr(stats, name) for name in cls.__struct_fields__})
+        settings = stats.settings
+        rate = settings.rate_limit
+        return cls(
+            name=stats.name,
+            pending=stats.pending,
+            scheduled=stats.scheduled,
+            running=stats.running,
+            retrying=stats.retrying,
+            completed=stats.completed,
+            dead_letter=stats.dead_letter,
+            cancelled=stats.cancelled,
+            oldest_pending_age_seconds=stats.oldest_pending_age_seconds,
+            paused=settings.paused,
+            concurrency_limit=settings.concurrency_limit,
+            key_concurrency_limit=settings.key_concurrency_limit,
+            rate_limit=RateLimit(jobs=rate.jobs, per_seconds=rate.per_seconds) if rate is not None else None,
+        )
 
 
 class QueueList(Struct):
     queues: list[Queue]
+
+
+class UpdateQueue(_Request):
+    """A PATCH of a queue's settings: an absent field stays as it is; `null` removes a limit."""
+
+    paused: bool | UnsetType = UNSET
+    concurrency_limit: Limit | UnsetType | None = UNSET
+    key_concurrency_limit: Limit | UnsetType | None = UNSET
+    rate_limit: RateLimit | UnsetType | None = UNSET
+
+    def to_domain(self) -> flow.QueueSettingsPatch:
+        rate = self.rate_limit
+        return flow.QueueSettingsPatch(
+            paused=flow.KEEP if self.paused is UNSET else self.paused,
+            concurrency_limit=flow.KEEP if self.concurrency_limit is UNSET else self.concurrency_limit,
+            key_concurrency_limit=flow.KEEP if self.key_concurrency_limit is UNSET else self.key_concurrency_limit,
+            rate_limit=(
+                flow.KEEP
+                if rate is UNSET
+                else flow.RateLimit(rate.jobs, rate.per_seconds)
+                if rate is not None
+                else None
+            ),
+        )
+
+
+QueueNamePath = Annotated[str, PathParameter(pattern=validation.NAME_PATTERN.pattern, min_length=1, max_length=100)]
 
 
 # ---- workflows -------------------------------------------------------------------------------------
@@ -282,6 +357,7 @@ class NewWorkflowStep(_Task, kw_only=True):
             max_retries=self.max_retries,
             backoff=self.backoff.to_domain(),
             timeout_seconds=self.timeout_seconds,
+            concurrency_key=self.concurrency_key,
         )
 
 

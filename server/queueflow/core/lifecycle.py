@@ -42,6 +42,7 @@ def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource) -
         timeout_seconds=float(job.timeout_seconds) if job.timeout_seconds is not None else None,
         metadata=job.metadata,
         idempotency_key=job.idempotency_key,
+        concurrency_key=job.concurrency_key,
         created_at=now,
         trace_context=job.trace_context,
     )

@@ -7,12 +7,14 @@ and a `Job` per row, every claim a `Job` per row) are frozen msgspec Structs: co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 import msgspec
+
+from queueflow.core.flow import QueueSettings
 
 T = TypeVar("T")
 
@@ -93,6 +95,8 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str | None = None
     trace_context: dict[str, str] | None = None
     """W3C `traceparent` (and `tracestate`) of the request that enqueued it (`core.tracecontext`)."""
+    concurrency_key: str | None = None
+    """The group a `key_concurrency_limit` counts it in (e.g. a user id); None: not limited by key."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,6 +116,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     metadata: dict[str, JSON]
     created_at: datetime
     idempotency_key: str | None = None
+    concurrency_key: str | None = None
     locked_until: datetime | None = None
     lease_token: str | None = None
     delivery_count: int = 0
@@ -205,6 +210,7 @@ class QueueStats:
     dead_letter: int
     cancelled: int
     oldest_pending_age_seconds: float | None
+    settings: QueueSettings = field(default_factory=QueueSettings)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,8 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
     errors += object_errors(job.metadata, (*loc, "metadata"))
     if job.idempotency_key is not None:
         errors += text_errors(job.idempotency_key, (*loc, "idempotency_key"), max_len=255)
+    if job.concurrency_key is not None:
+        errors += text_errors(job.concurrency_key, (*loc, "concurrency_key"), max_len=200)
     return errors
 
 
@@ -145,6 +147,7 @@ def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
         object_errors(job.payload, ())
         or object_errors(job.metadata, ())
         or (job.idempotency_key is not None and text_errors(job.idempotency_key, (), max_len=255))
+        or (job.concurrency_key is not None and text_errors(job.concurrency_key, (), max_len=200))
         for job in jobs
     )
 

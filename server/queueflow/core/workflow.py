@@ -68,6 +68,7 @@ class NewStep:
     max_retries: int = 3
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     timeout_seconds: float | None = None
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +101,7 @@ class Step:
     backoff: BackoffPolicy
     timeout_seconds: float | None
     job_id: str | None = None
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +167,7 @@ def new_steps(workflow_id: str, workflow: NewWorkflow) -> list[Step]:
             max_retries=step.max_retries,
             backoff=step.backoff,
             timeout_seconds=step.timeout_seconds,
+            concurrency_key=step.concurrency_key,
         )
         for index, step in enumerate(workflow.steps)
     ]
@@ -189,6 +192,7 @@ def _job(step: NewStep | Step, payload: dict[str, JSON]) -> NewJob:
         max_retries=step.max_retries,
         backoff=step.backoff,
         timeout_seconds=step.timeout_seconds,
+        concurrency_key=step.concurrency_key,
     )
 
 

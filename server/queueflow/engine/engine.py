@@ -9,10 +9,11 @@ import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from queueflow.core import validation
+from queueflow.core import flow, validation
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
@@ -34,6 +35,7 @@ from queueflow.core.types import (
     MaintenanceReport,
     NewJob,
     Page,
+    QueueCounts,
     QueueMinute,
     QueueStats,
     Unchanged,
@@ -120,7 +122,29 @@ class Engine:
         return job
 
     async def queue_stats(self, tenant_id: str) -> list[QueueStats]:
+        """Every queue that holds any of the tenant's jobs or that the tenant configured, by name."""
+        return await self._queue_stats(tenant_id, None)
+
+    async def get_queue(self, tenant_id: str, name: str) -> QueueStats:
+        """One queue's counts and settings; NotFound when the tenant has neither jobs in it nor settings for it."""
+        for stats in await self._queue_stats(tenant_id, name):
+            return stats
+        raise NotFound(f"no queue {name}")
+
+    async def configure_queue(self, tenant_id: str, name: str, patch: QueueSettingsPatch) -> QueueStats:
+        """Change some of a queue's flow-control settings (a queue with no jobs yet too); returns the queue."""
+        validation.check(validation.name_errors(name, ("name",)) + flow.patch_errors(patch))
+        await self.store.queue_configure(tenant_id, name, patch, self.clock.now())
+        return await self.get_queue(tenant_id, name)
+
+    async def _queue_stats(self, tenant_id: str, only: str | None) -> list[QueueStats]:
         now = self.clock.now()
+        settings = await self.store.queue_settings(tenant_id, only)
+        counts = {counts.name: counts for counts in await self.store.queue_counts(tenant_id, now)}
+        if only is not None:
+            counts = {only: counts[only]} if only in counts else {}
+        for name in settings.keys() - counts.keys():
+            counts[name] = QueueCounts(name=name)
         return [
             QueueStats(
                 name=counts.name,
@@ -134,8 +158,9 @@ class Engine:
                 oldest_pending_age_seconds=(
                     (now - counts.oldest_due_at).total_seconds() if counts.oldest_due_at is not None else None
                 ),
+                settings=settings.get(counts.name, QueueSettings()),
             )
-            for counts in await self.store.queue_counts(tenant_id, now)
+            for _, counts in sorted(counts.items())
         ]
 
     async def queue_throughput(self, tenant_id: str, minutes: int = 60) -> list[QueueMinute]:

@@ -177,7 +177,7 @@ export interface paths {
         };
         /**
          * ListQueues
-         * @description Count the tenant's jobs per queue and state.
+         * @description Count the tenant's jobs per queue and state, with each queue's flow-control settings.
          */
         get: operations["listQueues"];
         put?: never;
@@ -186,6 +186,30 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GetQueue
+         * @description Get one queue's counts and flow-control settings.
+         */
+        get: operations["getQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * UpdateQueue
+         * @description Pause or resume a queue, or change its limits (a queue with no jobs yet too).
+         */
+        patch: operations["updateQueue"];
         trace?: never;
     };
     "/v1/schedules": {
@@ -478,6 +502,8 @@ export interface components {
         /** BatchItem */
         BatchItem: {
             backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
             delay_seconds?: number | null;
             idempotency_key?: string | null;
             /** @default 3 */
@@ -546,6 +572,8 @@ export interface components {
         /** EnqueueJob */
         EnqueueJob: {
             backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
             delay_seconds?: number | null;
             /** @default 3 */
             max_retries?: number;
@@ -620,6 +648,7 @@ export interface components {
         Job: {
             backoff: components["schemas"]["Backoff"];
             completed_at: string | null;
+            concurrency_key: string | null;
             /** Format: date-time */
             created_at: string;
             delivery_count: number;
@@ -677,6 +706,7 @@ export interface components {
         LeasedJob: {
             backoff: components["schemas"]["Backoff"];
             completed_at: string | null;
+            concurrency_key: string | null;
             /** Format: date-time */
             created_at: string;
             deadline: string | null;
@@ -718,6 +748,8 @@ export interface components {
         /** NewWorkflowStep */
         NewWorkflowStep: {
             backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
             depends_on?: string[];
             /** @default 3 */
             max_retries?: number;
@@ -751,10 +783,14 @@ export interface components {
         Queue: {
             cancelled: number;
             completed: number;
+            concurrency_limit: number | null;
             dead_letter: number;
+            key_concurrency_limit: number | null;
             name: string;
             oldest_pending_age_seconds: number | null;
+            paused: boolean;
             pending: number;
+            rate_limit: components["schemas"]["RateLimit"] | null;
             retrying: number;
             running: number;
             scheduled: number;
@@ -762,6 +798,11 @@ export interface components {
         /** QueueList */
         QueueList: {
             queues: components["schemas"]["Queue"][];
+        };
+        /** RateLimit */
+        RateLimit: {
+            jobs: number;
+            per_seconds: number;
         };
         /** Schedule */
         Schedule: {
@@ -794,6 +835,13 @@ export interface components {
         TraceContext: {
             traceparent: string;
             tracestate: string | null;
+        };
+        /** UpdateQueue */
+        UpdateQueue: {
+            concurrency_limit?: number | null;
+            key_concurrency_limit?: number | null;
+            paused?: boolean;
+            rate_limit?: components["schemas"]["RateLimit"] | null;
         };
         /** UpdateSchedule */
         UpdateSchedule: {
@@ -1403,6 +1451,144 @@ export interface operations {
             };
             /** @description forbidden: this kind of key may not call this route */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateQueue"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

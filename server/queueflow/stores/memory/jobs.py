@@ -10,13 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 from msgspec.structs import replace
 
-from queueflow.core.errors import ValidationError
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, next_token_at, tokens_at
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     contains,
     failure_storage_errors,
     held_progress_errors,
     progress_errors,
+    storable_text,
 )
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.types import (
@@ -93,8 +95,27 @@ class MemoryJobs(Tables):
             and (tenant_id is None or job.tenant_id == tenant_id)
         ]
         due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
-        claimed = []
-        for job in due[:limit]:
+        busy, busy_keys = self._running_counts()
+        tokens: dict[tuple[str, str], float] = {}  # the rate-limited groups met so far, tokens left now
+        claimed: list[Job] = []
+        for job in due:
+            if len(claimed) == limit:
+                break
+            group = (job.tenant_id, job.queue_name)
+            keyed = (job.tenant_id, job.queue_name, job.concurrency_key)
+            settings = self._queue_settings.get(group)
+            if settings is not None:
+                if not _may_lease(settings, busy[group], job.concurrency_key, busy_keys[keyed]):
+                    continue
+                if settings.rate_limit is not None:
+                    if group not in tokens:
+                        held, since = self._buckets[group]
+                        tokens[group] = tokens_at(settings.rate_limit, held, since, now)
+                    if tokens[group] < 1:
+                        continue
+                    tokens[group] -= 1
+            busy[group] += 1
+            busy_keys[keyed] += 1
             running = replace(
                 job,
                 status=JobStatus.RUNNING,
@@ -105,18 +126,37 @@ class MemoryJobs(Tables):
             running = replace(running, locked_until=lease_until(running, now, lease_seconds))
             self._jobs[job.id] = running
             claimed.append(self._out(running))
+        for group, left in tokens.items():
+            self._buckets[group] = (left, now)
         return claimed
+
+    def _running_counts(
+        self,
+    ) -> tuple[defaultdict[tuple[str, str], int], defaultdict[tuple[str, str, str | None], int]]:
+        """Running jobs per (tenant, queue), and per (tenant, queue, concurrency_key): what the limits count."""
+        running: defaultdict[tuple[str, str], int] = defaultdict(int)
+        by_key: defaultdict[tuple[str, str, str | None], int] = defaultdict(int)
+        if self._queue_settings:
+            for job in self._jobs.values():
+                if job.status is JobStatus.RUNNING:
+                    running[job.tenant_id, job.queue_name] += 1
+                    by_key[job.tenant_id, job.queue_name, job.concurrency_key] += 1
+        return running, by_key
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = set(queues)
-        return min(
-            (
-                job.scheduled_at
-                for job in self._jobs.values()
-                if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
-            ),
-            default=None,
-        )
+        due = [
+            job.scheduled_at
+            for job in self._jobs.values()
+            if job.queue_name in wanted and job.status in CLAIMABLE and job.scheduled_at > now
+        ]
+        for (tenant, queue), (tokens, refilled_at) in self._buckets.items():
+            rate = self._queue_settings[tenant, queue].rate_limit
+            if queue in wanted and rate is not None:
+                token = next_token_at(rate, tokens, refilled_at, now)
+                if token is not None:
+                    due.append(token)
+        return min(due, default=None)
 
     async def job_heartbeat(
         self,
@@ -300,6 +340,29 @@ class MemoryJobs(Tables):
             for name, by_state in sorted(counts.items())
         ]
 
+    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
+        return {
+            queue: settings
+            for (tenant, queue), settings in sorted(self._queue_settings.items())
+            if tenant == tenant_id and (queue_name is None or queue == queue_name)
+        }
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        if not (storable_text(tenant_id) and storable_text(queue_name)):
+            raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
+        key = (tenant_id, queue_name)
+        settings = self._queue_settings[key] = patch.applied_to(self._queue_settings.get(key, QueueSettings()))
+        if patch.rate_limit is not KEEP:  # a new or changed rate starts with a full bucket
+            if settings.rate_limit is None:
+                self._buckets.pop(key, None)
+            else:
+                self._buckets[key] = (float(settings.rate_limit.jobs), now)
+        if self._wakeups is not None:
+            self._wakeups.notify(queue_name)
+        return settings
+
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
         counts: dict[tuple[str, datetime], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for job in self._tenant_jobs(tenant_id):
@@ -307,6 +370,17 @@ class MemoryJobs(Tables):
                 minute = job.completed_at.astimezone(UTC).replace(second=0, microsecond=0)
                 counts[job.queue_name, minute][_ENDED[job.status]] += 1
         return [QueueMinute(name=name, minute=minute, **by_end) for (name, minute), by_end in sorted(counts.items())]
+
+
+def _may_lease(settings: QueueSettings, running: int, key: str | None, running_with_key: int) -> bool:
+    """Whether a (tenant, queue) with `settings` and `running` jobs running, `running_with_key` of them with the
+    job's concurrency `key`, may have one more leased."""
+    if settings.paused:
+        return False
+    if settings.concurrency_limit is not None and running >= settings.concurrency_limit:
+        return False
+    limit = settings.key_concurrency_limit
+    return key is None or limit is None or running_with_key < limit
 
 
 def _matches(job: Job, where: JobFilter) -> bool:

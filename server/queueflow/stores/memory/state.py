@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from msgspec.structs import replace
 
 from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import Job, JobStatus
@@ -27,15 +29,20 @@ class Tables:
         self._workflows: dict[str, Workflow] = {}
         self._workflow_keys: dict[tuple[str, str], str] = {}
         self._schedules: dict[str, Schedule] = {}  # by id
+        self._queue_settings: dict[tuple[str, str], QueueSettings] = {}  # by (tenant_id, queue_name)
+        # Each rate limit's token bucket, by (tenant_id, queue_name): its tokens as of a time.
+        self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
         self._wakeups = wakeups
 
     def reset(self) -> None:
-        """Forget every job, workflow and schedule."""
+        """Forget every job, workflow, schedule and queue setting."""
         self._jobs.clear()
         self._idempotency.clear()
         self._workflows.clear()
         self._workflow_keys.clear()
         self._schedules.clear()
+        self._queue_settings.clear()
+        self._buckets.clear()
 
     def _check_insert(self, jobs: Sequence[Job]) -> None:
         errors: list[FieldError] = []

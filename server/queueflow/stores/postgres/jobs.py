@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+import asyncpg
+
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
+from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit, next_token_at, tokens_at
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -32,13 +36,15 @@ from queueflow.core.types import (
     QueueMinute,
     Unchanged,
 )
-from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
     CANCEL,
     CLAIM,
     CLAIM_FOR_TENANT,
+    CLAIM_RESTRICTED,
+    CLAIM_RESTRICTED_FOR_TENANT,
     COLUMNS,
     COMPLETE,
     COMPLETE_BRIEF,
@@ -51,11 +57,19 @@ from queueflow.stores.postgres.sql import (
     JOB_AWAIT,
     LEASE_EXPIRED,
     NEXT_DUE,
+    QUEUE_CONFIGURE,
     QUEUE_COUNTS,
+    QUEUE_SETTINGS,
     QUEUE_THROUGHPUT,
+    RATE_BUCKETS,
     RELEASE,
+    RESTRICTED_QUEUES,
+    RESTRICTIONS_LOCK,
     RETRY,
+    RUNNING_COUNTS,
+    RUNNING_KEY_COUNTS,
     SELECT_BY_KEYS,
+    SPEND_TOKENS,
 )
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -189,10 +203,117 @@ class PostgresJobs(Pooled):
                 rows = await db.fetch(CLAIM, wanted, limit, now, lease, tasks)
             else:
                 rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, lease, tasks, tenant_id)
+            # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
+            # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
+            if len(rows) < limit:
+                restricted = await db.fetch(RESTRICTED_QUEUES, wanted)
+                if restricted:
+                    queues_left = [row["queue_name"] for row in restricted]
+                    rows += await self._claim_restricted(
+                        db, queues_left, limit - len(rows), now, lease, tasks, tenant_id
+                    )
         # RETURNING comes in no particular order; a multi-job lease answers in claim order.
         jobs = [job_from_row(row) for row in rows]
         jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
         return jobs
+
+    async def _claim_restricted(
+        self,
+        db: Db,
+        queues: list[str],
+        limit: int,
+        now: datetime,
+        lease: timedelta,
+        tasks: list[str] | None,
+        tenant_id: str | None,
+    ) -> list[asyncpg.Record]:
+        """CLAIM for queues on which some tenant restricts leasing, exact under any number of concurrent claims,
+        with the same task (`tasks`) and tenant (`tenant_id`) filters as CLAIM and CLAIM_FOR_TENANT.
+
+        Why no limit is ever exceeded: every claim of a restricted queue locks all of that queue's restricting
+        settings rows (RESTRICTIONS_LOCK) before it counts or claims, and holds them until it commits, so the
+        claims of one limited (tenant, queue) run one after another. Each counts the running jobs in a statement
+        of its own, after its lock was granted, so it sees every job the claims before it leased (they committed
+        before releasing the lock), and claims at most `limit - running` more; the same holds per concurrency_key
+        under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too), and for the rate limit, whose token
+        bucket lives in the locked row itself: refilled to `now`, spent, and written back (SPEND_TOKENS) before the
+        lock is released. Running only goes down outside that lock (complete, fail, cancel, the janitor), which can
+        only leave more room than was counted.
+        CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
+        row is committed; a claim that read the settings before that commit is ordered before the change, as is a
+        job that was already running when a limit was set. Queues nobody restricts take none of these locks.
+
+        The price: claims of a restricted queue run one at a time (every restricting row of the queue is locked,
+        a paused tenant's too), and take 3–5 statements instead of one.
+        """
+        async with db.transaction():
+            settings = await db.fetch(RESTRICTIONS_LOCK, queues)
+            paused = [(row["tenant_id"], row["queue_name"]) for row in settings if row["paused"]]
+            limit_of = {
+                (row["tenant_id"], row["queue_name"]): row["concurrency_limit"]
+                for row in settings
+                if not row["paused"] and row["concurrency_limit"] is not None
+            }
+            key_limit_of = {
+                (row["tenant_id"], row["queue_name"]): row["key_concurrency_limit"]
+                for row in settings
+                if not row["paused"] and row["key_concurrency_limit"] is not None
+            }
+            # Each rate limit's bucket, refilled to now: the pair may take floor(tokens) jobs in this claim.
+            tokens = {
+                (row["tenant_id"], row["queue_name"]): tokens_at(
+                    RateLimit(row["rate_jobs"], row["rate_per_seconds"]),
+                    row["rate_tokens"],
+                    row["rate_refilled_at"],
+                    now,
+                )
+                for row in settings
+                if not row["paused"] and row["rate_jobs"] is not None
+            }
+            running: dict[tuple[str, str], int] = {}
+            if limit_of:
+                pairs = list(limit_of)
+                rows = await db.fetch(RUNNING_COUNTS, [t for t, _ in pairs], [q for _, q in pairs])
+                running = {(row["tenant_id"], row["queue_name"]): row["running"] for row in rows}
+            running_keys: dict[tuple[str, str, str], int] = {}
+            if key_limit_of:
+                pairs = list(key_limit_of)
+                rows = await db.fetch(RUNNING_KEY_COUNTS, [t for t, _ in pairs], [q for _, q in pairs])
+                running_keys = {(row["tenant_id"], row["queue_name"], row["key"]): row["running"] for row in rows}
+            # Rounds: a round's candidates are the first `limit` rows the scan finds, and the caps may cut some;
+            # the next round leaves out every group a round filled, so it finds what lay behind them. Each round
+            # claims at least one job while any may be claimed (the first candidate is never cut), so there are at
+            # most `limit` rounds, and almost always one.
+            claimed: list[asyncpg.Record] = []
+            # The tenant is a parameter of the scoped statement only: asyncpg wants exactly the ones it names.
+            sql, scope = (CLAIM_RESTRICTED, ()) if tenant_id is None else (CLAIM_RESTRICTED_FOR_TENANT, (tenant_id,))
+            while len(claimed) < limit:
+                rows = await db.fetch(
+                    sql,
+                    queues,
+                    limit - len(claimed),
+                    now,
+                    lease,
+                    *_restrictions(paused, limit_of, running, tokens, key_limit_of, running_keys),
+                    tasks,
+                    *scope,
+                )
+                if not rows:
+                    break
+                claimed += rows
+                for row in rows:
+                    pair = (row["tenant_id"], row["queue_name"])
+                    if pair in limit_of:
+                        running[pair] = running.get(pair, 0) + 1
+                    if pair in tokens:
+                        tokens[pair] -= 1
+                    key = row["config"].get("concurrency_key")
+                    if pair in key_limit_of and key is not None:
+                        running_keys[(*pair, key)] = running_keys.get((*pair, key), 0) + 1
+            if tokens:
+                pairs = list(tokens)
+                await db.execute(SPEND_TOKENS, [t for t, _ in pairs], [q for _, q in pairs], list(tokens.values()), now)
+            return claimed
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = _queue_names(queues)
@@ -200,6 +321,12 @@ class PostgresJobs(Pooled):
             return None
         async with self._connection() as db:
             due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
+            buckets = await db.fetch(RATE_BUCKETS, wanted)
+        for row in buckets:
+            rate = RateLimit(row["rate_jobs"], row["rate_per_seconds"])
+            token = next_token_at(rate, row["rate_tokens"], row["rate_refilled_at"], now)
+            if token is not None and (due is None or token < due):
+                due = token
         return due
 
     async def job_heartbeat(
@@ -352,6 +479,40 @@ class PostgresJobs(Pooled):
         # Sorted here, by code point as the in-memory store does, whatever the database's collation.
         return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
 
+    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
+        if not storable_text(tenant_id) or (queue_name is not None and not storable_text(queue_name)):
+            return {}
+        async with self._connection() as db:
+            rows = await db.fetch(QUEUE_SETTINGS, tenant_id, queue_name)
+        return {row["queue_name"]: _settings_from_row(row) for row in sorted(rows, key=lambda r: r["queue_name"])}
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        if not (storable_text(tenant_id) and storable_text(queue_name)):
+            raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
+        rate = patch.rate_limit
+        async with self._connection() as db:
+            row = await db.fetchrow(
+                QUEUE_CONFIGURE,
+                tenant_id,
+                queue_name,
+                patch.paused is not KEEP,
+                patch.paused if patch.paused is not KEEP else None,
+                patch.concurrency_limit is not KEEP,
+                patch.concurrency_limit if patch.concurrency_limit is not KEEP else None,
+                patch.key_concurrency_limit is not KEEP,
+                patch.key_concurrency_limit if patch.key_concurrency_limit is not KEEP else None,
+                rate is not KEEP,
+                rate.jobs if isinstance(rate, RateLimit) else None,
+                rate.per_seconds if isinstance(rate, RateLimit) else None,
+                now,
+            )
+        assert row is not None  # an upsert always answers its row
+        if self._signal is not None:
+            self._signal.notify(queue_name)
+        return _settings_from_row(row)
+
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
         if not storable_text(tenant_id):
             return []
@@ -360,6 +521,61 @@ class PostgresJobs(Pooled):
         return sorted(
             (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
         )
+
+
+def _restrictions(
+    paused: list[tuple[str, str]],
+    limit_of: dict[tuple[str, str], int],
+    running: dict[tuple[str, str], int],
+    tokens: dict[tuple[str, str], float],
+    key_limit_of: dict[tuple[str, str], int],
+    running_keys: dict[tuple[str, str, str], int],
+) -> list[list[Any]]:
+    """CLAIM_RESTRICTED's parameters $5–$19 (see there) from the limits and what runs now."""
+    blocked = list(paused)
+    caps: list[tuple[str, str, int]] = []
+    for pair in limit_of.keys() | tokens.keys():
+        room = [limit_of[pair] - running.get(pair, 0)] if pair in limit_of else []
+        room += [math.floor(tokens[pair])] if pair in tokens else []
+        slots = min(room)
+        if slots > 0:
+            caps.append((*pair, slots))
+        else:
+            blocked.append(pair)
+    key_slots: list[tuple[str, str, str, int]] = []
+    blocked_keys: list[tuple[str, str, str]] = []
+    for (tenant, queue, key), count in running_keys.items():
+        slots = key_limit_of[tenant, queue] - count
+        if slots > 0:
+            key_slots.append((tenant, queue, key, slots))
+        else:
+            blocked_keys.append((tenant, queue, key))
+    return [
+        [t for t, _ in blocked],
+        [q for _, q in blocked],
+        [t for t, _, _ in caps],
+        [q for _, q, _ in caps],
+        [n for _, _, n in caps],
+        [t for t, _ in key_limit_of],
+        [q for _, q in key_limit_of],
+        list(key_limit_of.values()),
+        [t for t, _, _, _ in key_slots],
+        [q for _, q, _, _ in key_slots],
+        [k for _, _, k, _ in key_slots],
+        [n for _, _, _, n in key_slots],
+        [t for t, _, _ in blocked_keys],
+        [q for _, q, _ in blocked_keys],
+        [k for _, _, k in blocked_keys],
+    ]
+
+
+def _settings_from_row(row: asyncpg.Record) -> QueueSettings:
+    return QueueSettings(
+        paused=row["paused"],
+        concurrency_limit=row["concurrency_limit"],
+        key_concurrency_limit=row["key_concurrency_limit"],
+        rate_limit=RateLimit(row["rate_jobs"], row["rate_per_seconds"]) if row["rate_jobs"] is not None else None,
+    )
 
 
 def _queue_names(queues: Sequence[str]) -> list[str]:

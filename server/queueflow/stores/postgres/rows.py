@@ -24,7 +24,7 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.queue_name for job in jobs],
         [job.task_name for job in jobs],
         [json_text(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
-        [json_text({"backoff": job.backoff.to_json()}, loc(i, "backoff")) for i, job in enumerate(jobs)],
+        [json_text(_config(job), loc(i, "backoff")) for i, job in enumerate(jobs)],
         [job.priority for job in jobs],
         [job.scheduled_at for job in jobs],
         [job.max_retries for job in jobs],
@@ -37,6 +37,16 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [None if job.trace_context is None else json_text(job.trace_context, loc(i, "trace_context"))
          for i, job in enumerate(jobs)],
     ]  # fmt: skip
+
+
+def _config(job: Job) -> dict[str, Any]:
+    """The `config` column: the job's policy that no index reads. `concurrency_key` lives here, not in a column of
+    its own: only the claim of a queue with a `key_concurrency_limit` reads it (`config->>'concurrency_key'`), and
+    a column would widen every row and every insert for it."""
+    config: dict[str, Any] = {"backoff": job.backoff.to_json()}
+    if job.concurrency_key is not None:
+        config["concurrency_key"] = job.concurrency_key
+    return config
 
 
 # Every claimed, completed or read job is built from a row: its status and backoff policy are looked up, not
@@ -53,7 +63,8 @@ def _policy(strategy: str, base_seconds: float, max_seconds: float, jitter: bool
 
 def job_from_row(row: asyncpg.Record) -> Job:
     token = row["lease_token"]
-    backoff = row["config"]["backoff"]
+    config = row["config"]
+    backoff = config["backoff"]
     return Job(
         id=row["id"],
         tenant_id=row["tenant_id"],
@@ -69,6 +80,7 @@ def job_from_row(row: asyncpg.Record) -> Job:
         metadata=row["metadata"],
         created_at=row["created_at"],
         idempotency_key=row["idempotency_key"],
+        concurrency_key=config.get("concurrency_key"),
         locked_until=row["locked_until"],
         lease_token=str(token) if token is not None else None,
         delivery_count=row["delivery_count"],

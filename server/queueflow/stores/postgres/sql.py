@@ -37,6 +37,9 @@ SELECT {COLUMNS} FROM queueflow.jobs
  WHERE (tenant_id, idempotency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 """
 
+# Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
+RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL OR rate_jobs IS NOT NULL)"
+
 # The claim. For each queue, the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another
 # claimer holds and stops after LIMIT; the best of those per-queue candidates are claimed. (One
 # `queue_name = ANY(...)` scan cannot read several queues in order, so it sorts every due row: with a backlog,
@@ -44,6 +47,11 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
 # primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
 # ignores a NULL timeout). `$5`, the task names a worker can run (NULL: any), filters the index scan's rows.
+# This statement leaves out every queue on which some tenant restricts leasing (one probe of
+# idx_queue_settings_restricting per queue, which finds nothing on a queue nobody configured); those queues
+# are claimed by CLAIM_RESTRICTED, under the settings rows' locks (see `PostgresJobs._claim_restricted`).
+# OFFSET 0 is an optimisation fence: without it the planner ran the probe after the LATERAL scan, which had
+# already locked (and then discarded) a restricted queue's candidates, hiding them from CLAIM_RESTRICTED.
 CLAIM = f"""
 UPDATE queueflow.jobs
    SET status = 'running',
@@ -53,7 +61,10 @@ UPDATE queueflow.jobs
        locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
  WHERE id = ANY(ARRAY(
        SELECT due.id
-         FROM unnest($1::text[]) AS queue(name),
+         FROM (SELECT q.name FROM unnest($1::text[]) AS q(name)
+                WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
+                                   WHERE s.queue_name = q.name AND {RESTRICTING})
+               OFFSET 0) AS queue,
               LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
                           AND ($5::text[] IS NULL OR task_name = ANY($5::text[]))
@@ -69,6 +80,148 @@ RETURNING {COLUMNS}
 # CLAIM, so the two never drift apart.
 CLAIM_FOR_TENANT = CLAIM.replace("AND scheduled_at <= $3\n", "AND scheduled_at <= $3 AND tenant_id = $6\n", 1)
 assert CLAIM_FOR_TENANT != CLAIM
+
+# The rate-limit buckets of the queues $1, for a parked lease to sleep until the next token (idle path only).
+RATE_BUCKETS = """
+SELECT rate_jobs, rate_per_seconds, rate_tokens, rate_refilled_at FROM queueflow.queue_settings
+ WHERE queue_name = ANY($1::text[]) AND rate_jobs IS NOT NULL AND NOT paused
+"""
+
+# Which of the queues $1 some tenant restricts (CLAIM left them out).
+RESTRICTED_QUEUES = f"""
+SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
+"""
+
+# Of the queues $1 some tenant restricts, every restricting row, locked in one global order (tenant,
+# queue) so that two claims never wait on each other's locks in a cycle. A claim of a restricted queue holds
+# these locks until it commits: claims of one restricted queue run one at a time, and each one sees every job
+# the claims before it leased (see `PostgresJobs._claim_restricted`).
+RESTRICTIONS_LOCK = f"""
+SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
+       rate_tokens, rate_refilled_at
+  FROM queueflow.queue_settings
+ WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
+ ORDER BY tenant_id, queue_name
+   FOR UPDATE
+"""
+
+# Running jobs per limited (tenant, queue), read by a statement of its own after RESTRICTIONS_LOCK is granted:
+# in READ COMMITTED each statement takes a fresh snapshot, so this one sees the jobs the previous holder of the
+# lock leased (it committed before the lock came free). Counted within the lock, in the same statement as the
+# lock, the snapshot would predate that commit and the count would be short.
+RUNNING_COUNTS = """
+SELECT g.tenant_id, g.queue_name,
+       (SELECT count(*) FROM queueflow.jobs AS j
+         WHERE j.status = 'running' AND j.tenant_id = g.tenant_id AND j.queue_name = g.queue_name) AS running
+  FROM unnest($1::text[], $2::text[]) AS g(tenant_id, queue_name)
+"""
+
+# Running jobs per concurrency_key of each key-limited (tenant, queue), read after RESTRICTIONS_LOCK as RUNNING_COUNTS.
+RUNNING_KEY_COUNTS = """
+SELECT j.tenant_id, j.queue_name, j.config->>'concurrency_key' AS key, count(*) AS running
+  FROM unnest($1::text[], $2::text[]) AS g(tenant_id, queue_name)
+  JOIN queueflow.jobs AS j ON j.tenant_id = g.tenant_id AND j.queue_name = g.queue_name
+ WHERE j.status = 'running' AND j.config ? 'concurrency_key'
+ GROUP BY 1, 2, 3
+"""
+
+# CLAIM for restricted queues: no job of a blocked (tenant, queue) ($5, $6: paused, or at its limit) or of a
+# concurrency key at its limit ($17, $18, $19) — left out of the scan itself, so that a blocked group's backlog
+# never fills the candidates and starves the others — and, counted in claim order over the candidates, at most
+# `slots` of a limited (tenant, queue) ($7, $8, $9) and, in a key-limited one ($10, $11, $12: key_limit), at most
+# `slots` of a key that already runs jobs ($13–$16) or `key_limit` of one that runs none. `$20`, the task names
+# a worker can run (NULL: any), filters the scan as in CLAIM.
+CLAIM_RESTRICTED = f"""
+UPDATE queueflow.jobs
+   SET status = 'running',
+       lease_token = gen_random_uuid(),
+       delivery_count = delivery_count + 1,
+       started_at = $3,
+       locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
+ WHERE id = ANY(ARRAY(
+       SELECT c.id
+         FROM (SELECT due.*,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id, due.queue_name
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id, due.queue_name, due.concurrency_key
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS key_nth
+                 FROM unnest($1::text[]) AS queue(name),
+                      LATERAL (SELECT j.id, j.tenant_id, j.queue_name, j.priority, j.scheduled_at, j.created_at,
+                                      j.config->>'concurrency_key' AS concurrency_key
+                                 FROM queueflow.jobs AS j
+                                WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+                                  AND j.scheduled_at <= $3
+                                  AND ($20::text[] IS NULL OR j.task_name = ANY($20::text[]))
+                                  AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS b(tenant_id, queue_name)
+                                                   WHERE b.tenant_id = j.tenant_id AND b.queue_name = j.queue_name)
+                                  AND NOT EXISTS (SELECT FROM unnest($17::text[], $18::text[], $19::text[])
+                                                           AS bk(tenant_id, queue_name, key)
+                                                   WHERE bk.tenant_id = j.tenant_id AND bk.queue_name = j.queue_name
+                                                     AND bk.key = j.config->>'concurrency_key')
+                                ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id
+                                LIMIT $2
+                                FOR UPDATE SKIP LOCKED) AS due) AS c
+         LEFT JOIN unnest($7::text[], $8::text[], $9::int[]) AS cap(tenant_id, queue_name, slots)
+                ON cap.tenant_id = c.tenant_id AND cap.queue_name = c.queue_name
+         LEFT JOIN unnest($10::text[], $11::text[], $12::int[]) AS kl(tenant_id, queue_name, key_limit)
+                ON kl.tenant_id = c.tenant_id AND kl.queue_name = c.queue_name
+         LEFT JOIN unnest($13::text[], $14::text[], $15::text[], $16::int[]) AS ks(tenant_id, queue_name, key, slots)
+                ON ks.tenant_id = c.tenant_id AND ks.queue_name = c.queue_name AND ks.key = c.concurrency_key
+        WHERE (cap.slots IS NULL OR c.nth <= cap.slots)
+          AND (kl.key_limit IS NULL OR c.concurrency_key IS NULL OR c.key_nth <= coalesce(ks.slots, kl.key_limit))
+        ORDER BY c.priority DESC, c.scheduled_at, c.created_at, c.id
+        LIMIT $2))
+RETURNING {COLUMNS}
+"""
+
+# CLAIM_RESTRICTED for a tenant-scoped worker key ($21), derived from it as CLAIM_FOR_TENANT is from CLAIM: a scoped
+# key never leases another tenant's job, from a restricted queue either.
+CLAIM_RESTRICTED_FOR_TENANT = CLAIM_RESTRICTED.replace(
+    "AND j.scheduled_at <= $3\n", "AND j.scheduled_at <= $3 AND j.tenant_id = $21\n", 1
+)
+assert CLAIM_RESTRICTED_FOR_TENANT != CLAIM_RESTRICTED
+
+# The token buckets a restricted claim spent from, as of its `now` ($4), under the lock RESTRICTIONS_LOCK took.
+SPEND_TOKENS = """
+UPDATE queueflow.queue_settings AS s
+   SET rate_tokens = b.tokens, rate_refilled_at = $4
+  FROM unnest($1::text[], $2::text[], $3::float8[]) AS b(tenant_id, queue_name, tokens)
+ WHERE s.tenant_id = b.tenant_id AND s.queue_name = b.queue_name
+"""
+
+SETTINGS_COLUMNS = "queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds"
+
+QUEUE_SETTINGS = f"""
+SELECT {SETTINGS_COLUMNS} FROM queueflow.queue_settings
+ WHERE tenant_id = $1 AND ($2::text IS NULL OR queue_name = $2)
+"""
+
+# A PATCH in one statement: each field is replaced only when its flag ($3, $5, $7, $9) says it was sent, so two
+# patches of different fields never undo each other. A new rate limit starts with a full bucket. An UPDATE
+# fires no insert trigger, so the queue is announced here: lessees parked on a paused or full queue look again.
+QUEUE_CONFIGURE = f"""
+WITH saved AS (
+    INSERT INTO queueflow.queue_settings AS s
+           (tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
+            rate_tokens, rate_refilled_at, updated_at)
+    VALUES ($1, $2, $3 AND $4, CASE WHEN $5 THEN $6::int END, CASE WHEN $7 THEN $8::int END,
+            CASE WHEN $9 THEN $10::int END, CASE WHEN $9 THEN $11::float8 END, CASE WHEN $9 THEN $10::float8 END,
+            CASE WHEN $9 AND $10 IS NOT NULL THEN $12::timestamptz END, $12)
+    ON CONFLICT (tenant_id, queue_name) DO UPDATE
+       SET paused = CASE WHEN $3 THEN $4 ELSE s.paused END,
+           concurrency_limit = CASE WHEN $5 THEN $6::int ELSE s.concurrency_limit END,
+           key_concurrency_limit = CASE WHEN $7 THEN $8::int ELSE s.key_concurrency_limit END,
+           rate_jobs = CASE WHEN $9 THEN $10::int ELSE s.rate_jobs END,
+           rate_per_seconds = CASE WHEN $9 THEN $11::float8 ELSE s.rate_per_seconds END,
+           rate_tokens = CASE WHEN $9 THEN $10::float8 ELSE s.rate_tokens END,
+           rate_refilled_at = CASE WHEN $9 THEN CASE WHEN $10 IS NOT NULL THEN $12::timestamptz END
+                                   ELSE s.rate_refilled_at END,
+           updated_at = $12
+    RETURNING {SETTINGS_COLUMNS})
+SELECT saved.*, pg_notify('queueflow_work', queue_name) FROM saved
+"""
 
 # The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due
 # after now (the claim index, ordered by priority first, cannot answer this without reading every row).

@@ -208,7 +208,16 @@ def _step(row: asyncpg.Record) -> Step:
         backoff=BackoffPolicy.from_json(row["config"]["backoff"]),
         timeout_seconds=row["timeout_seconds"],
         job_id=row["job_id"],
+        concurrency_key=row["config"].get("concurrency_key"),
     )
+
+
+def _step_config(step: Step) -> dict[str, Any]:
+    """As a job's `config` (`rows._config`): the step's backoff, and its concurrency_key when it has one."""
+    config: dict[str, Any] = {"backoff": step.backoff.to_json()}
+    if step.concurrency_key is not None:
+        config["concurrency_key"] = step.concurrency_key
+    return config
 
 
 def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
@@ -224,6 +233,6 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.queue_name for step in steps],
         [step.priority for step in steps],
         [step.max_retries for step in steps],
-        [json_text({"backoff": step.backoff.to_json()}, ("steps", step.idx, "backoff")) for step in steps],
+        [json_text(_step_config(step), ("steps", step.idx, "backoff")) for step in steps],
         [step.timeout_seconds for step in steps],
     ]

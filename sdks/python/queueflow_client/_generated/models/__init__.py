@@ -59,10 +59,12 @@ from .problem import Problem
 from .problem_code import ProblemCode
 from .queue import Queue
 from .queue_list import QueueList
+from .rate_limit import RateLimit
 from .schedule import Schedule
 from .schedule_page import SchedulePage
 from .schedule_payload import SchedulePayload
 from .trace_context import TraceContext
+from .update_queue import UpdateQueue
 from .update_schedule import UpdateSchedule
 from .update_schedule_payload import UpdateSchedulePayload
 from .workflow import Workflow
@@ -133,10 +135,12 @@ __all__ = (
     "ProblemCode",
     "Queue",
     "QueueList",
+    "RateLimit",
     "Schedule",
     "SchedulePage",
     "SchedulePayload",
     "TraceContext",
+    "UpdateQueue",
     "UpdateSchedule",
     "UpdateSchedulePayload",
     "Workflow",

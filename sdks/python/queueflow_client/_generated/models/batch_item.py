@@ -23,6 +23,8 @@ class BatchItem:
     Attributes:
         task_name (str):
         backoff (Backoff | Unset):
+        concurrency_key (None | str | Unset): The group a queue's key_concurrency_limit counts this job in, e.g. a user
+            id
         delay_seconds (float | None | Unset):
         idempotency_key (None | str | Unset):
         max_retries (int | Unset):  Default: 3.
@@ -36,6 +38,7 @@ class BatchItem:
 
     task_name: str
     backoff: Backoff | Unset = UNSET
+    concurrency_key: None | str | Unset = UNSET
     delay_seconds: float | None | Unset = UNSET
     idempotency_key: None | str | Unset = UNSET
     max_retries: int | Unset = 3
@@ -52,6 +55,12 @@ class BatchItem:
         backoff: dict[str, Any] | Unset = UNSET
         if not isinstance(self.backoff, Unset):
             backoff = self.backoff.to_dict()
+
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
 
         delay_seconds: float | None | Unset
         if isinstance(self.delay_seconds, Unset):
@@ -102,6 +111,8 @@ class BatchItem:
         )
         if backoff is not UNSET:
             field_dict["backoff"] = backoff
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
         if delay_seconds is not UNSET:
             field_dict["delay_seconds"] = delay_seconds
         if idempotency_key is not UNSET:
@@ -138,6 +149,15 @@ class BatchItem:
             backoff = UNSET
         else:
             backoff = Backoff.from_dict(_backoff)
+
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
 
         def _parse_delay_seconds(data: object) -> float | None | Unset:
             if data is None:
@@ -206,6 +226,7 @@ class BatchItem:
         batch_item = cls(
             task_name=task_name,
             backoff=backoff,
+            concurrency_key=concurrency_key,
             delay_seconds=delay_seconds,
             idempotency_key=idempotency_key,
             max_retries=max_retries,

@@ -25,6 +25,7 @@ class Job:
     Attributes:
         backoff (Backoff):
         completed_at (datetime.datetime | None):
+        concurrency_key (None | str):
         created_at (datetime.datetime):
         delivery_count (int):
         error_message (None | str):
@@ -53,6 +54,7 @@ class Job:
 
     backoff: Backoff
     completed_at: datetime.datetime | None
+    concurrency_key: None | str
     created_at: datetime.datetime
     delivery_count: int
     error_message: None | str
@@ -89,6 +91,9 @@ class Job:
             completed_at = self.completed_at.isoformat()
         else:
             completed_at = self.completed_at
+
+        concurrency_key: None | str
+        concurrency_key = self.concurrency_key
 
         created_at = self.created_at.isoformat()
 
@@ -165,6 +170,7 @@ class Job:
             {
                 "backoff": backoff,
                 "completed_at": completed_at,
+                "concurrency_key": concurrency_key,
                 "created_at": created_at,
                 "delivery_count": delivery_count,
                 "error_message": error_message,
@@ -218,6 +224,13 @@ class Job:
             return cast(datetime.datetime | None, data)
 
         completed_at = _parse_completed_at(d.pop("completed_at"))
+
+        def _parse_concurrency_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key"))
 
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
@@ -347,6 +360,7 @@ class Job:
         job = cls(
             backoff=backoff,
             completed_at=completed_at,
+            concurrency_key=concurrency_key,
             created_at=created_at,
             delivery_count=delivery_count,
             error_message=error_message,

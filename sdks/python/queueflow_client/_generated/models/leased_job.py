@@ -25,6 +25,7 @@ class LeasedJob:
     Attributes:
         backoff (Backoff):
         completed_at (datetime.datetime | None):
+        concurrency_key (None | str):
         created_at (datetime.datetime):
         deadline (datetime.datetime | None):
         delivery_count (int):
@@ -55,6 +56,7 @@ class LeasedJob:
 
     backoff: Backoff
     completed_at: datetime.datetime | None
+    concurrency_key: None | str
     created_at: datetime.datetime
     deadline: datetime.datetime | None
     delivery_count: int
@@ -93,6 +95,9 @@ class LeasedJob:
             completed_at = self.completed_at.isoformat()
         else:
             completed_at = self.completed_at
+
+        concurrency_key: None | str
+        concurrency_key = self.concurrency_key
 
         created_at = self.created_at.isoformat()
 
@@ -177,6 +182,7 @@ class LeasedJob:
             {
                 "backoff": backoff,
                 "completed_at": completed_at,
+                "concurrency_key": concurrency_key,
                 "created_at": created_at,
                 "deadline": deadline,
                 "delivery_count": delivery_count,
@@ -232,6 +238,13 @@ class LeasedJob:
             return cast(datetime.datetime | None, data)
 
         completed_at = _parse_completed_at(d.pop("completed_at"))
+
+        def _parse_concurrency_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key"))
 
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
@@ -378,6 +391,7 @@ class LeasedJob:
         leased_job = cls(
             backoff=backoff,
             completed_at=completed_at,
+            concurrency_key=concurrency_key,
             created_at=created_at,
             deadline=deadline,
             delivery_count=delivery_count,

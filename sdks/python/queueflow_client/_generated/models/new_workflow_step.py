@@ -23,6 +23,8 @@ class NewWorkflowStep:
         name (str):
         task_name (str):
         backoff (Backoff | Unset):
+        concurrency_key (None | str | Unset): The group a queue's key_concurrency_limit counts this job in, e.g. a user
+            id
         depends_on (list[str] | Unset):
         max_retries (int | Unset):  Default: 3.
         on_failure (NewWorkflowStepOnFailure | Unset):  Default: NewWorkflowStepOnFailure.HALT.
@@ -35,6 +37,7 @@ class NewWorkflowStep:
     name: str
     task_name: str
     backoff: Backoff | Unset = UNSET
+    concurrency_key: None | str | Unset = UNSET
     depends_on: list[str] | Unset = UNSET
     max_retries: int | Unset = 3
     on_failure: NewWorkflowStepOnFailure | Unset = NewWorkflowStepOnFailure.HALT
@@ -51,6 +54,12 @@ class NewWorkflowStep:
         backoff: dict[str, Any] | Unset = UNSET
         if not isinstance(self.backoff, Unset):
             backoff = self.backoff.to_dict()
+
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
 
         depends_on: list[str] | Unset = UNSET
         if not isinstance(self.depends_on, Unset):
@@ -86,6 +95,8 @@ class NewWorkflowStep:
         )
         if backoff is not UNSET:
             field_dict["backoff"] = backoff
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
         if depends_on is not UNSET:
             field_dict["depends_on"] = depends_on
         if max_retries is not UNSET:
@@ -119,6 +130,15 @@ class NewWorkflowStep:
             backoff = UNSET
         else:
             backoff = Backoff.from_dict(_backoff)
+
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
 
         depends_on = cast(list[str], d.pop("depends_on", UNSET))
 
@@ -155,6 +175,7 @@ class NewWorkflowStep:
             name=name,
             task_name=task_name,
             backoff=backoff,
+            concurrency_key=concurrency_key,
             depends_on=depends_on,
             max_retries=max_retries,
             on_failure=on_failure,

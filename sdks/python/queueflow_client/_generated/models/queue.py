@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.rate_limit import RateLimit
+
 
 T = TypeVar("T", bound="Queue")
 
@@ -15,10 +19,14 @@ class Queue:
     Attributes:
         cancelled (int):
         completed (int):
+        concurrency_limit (int | None):
         dead_letter (int):
+        key_concurrency_limit (int | None):
         name (str):
         oldest_pending_age_seconds (float | None):
+        paused (bool):
         pending (int):
+        rate_limit (None | RateLimit):
         retrying (int):
         running (int):
         scheduled (int):
@@ -26,28 +34,48 @@ class Queue:
 
     cancelled: int
     completed: int
+    concurrency_limit: int | None
     dead_letter: int
+    key_concurrency_limit: int | None
     name: str
     oldest_pending_age_seconds: float | None
+    paused: bool
     pending: int
+    rate_limit: None | RateLimit
     retrying: int
     running: int
     scheduled: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.rate_limit import RateLimit
+
         cancelled = self.cancelled
 
         completed = self.completed
 
+        concurrency_limit: int | None
+        concurrency_limit = self.concurrency_limit
+
         dead_letter = self.dead_letter
+
+        key_concurrency_limit: int | None
+        key_concurrency_limit = self.key_concurrency_limit
 
         name = self.name
 
         oldest_pending_age_seconds: float | None
         oldest_pending_age_seconds = self.oldest_pending_age_seconds
 
+        paused = self.paused
+
         pending = self.pending
+
+        rate_limit: dict[str, Any] | None
+        if isinstance(self.rate_limit, RateLimit):
+            rate_limit = self.rate_limit.to_dict()
+        else:
+            rate_limit = self.rate_limit
 
         retrying = self.retrying
 
@@ -61,10 +89,14 @@ class Queue:
             {
                 "cancelled": cancelled,
                 "completed": completed,
+                "concurrency_limit": concurrency_limit,
                 "dead_letter": dead_letter,
+                "key_concurrency_limit": key_concurrency_limit,
                 "name": name,
                 "oldest_pending_age_seconds": oldest_pending_age_seconds,
+                "paused": paused,
                 "pending": pending,
+                "rate_limit": rate_limit,
                 "retrying": retrying,
                 "running": running,
                 "scheduled": scheduled,
@@ -75,12 +107,28 @@ class Queue:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.rate_limit import RateLimit
+
         d = dict(src_dict)
         cancelled = d.pop("cancelled")
 
         completed = d.pop("completed")
 
+        def _parse_concurrency_limit(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        concurrency_limit = _parse_concurrency_limit(d.pop("concurrency_limit"))
+
         dead_letter = d.pop("dead_letter")
+
+        def _parse_key_concurrency_limit(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        key_concurrency_limit = _parse_key_concurrency_limit(d.pop("key_concurrency_limit"))
 
         name = d.pop("name")
 
@@ -91,7 +139,24 @@ class Queue:
 
         oldest_pending_age_seconds = _parse_oldest_pending_age_seconds(d.pop("oldest_pending_age_seconds"))
 
+        paused = d.pop("paused")
+
         pending = d.pop("pending")
+
+        def _parse_rate_limit(data: object) -> None | RateLimit:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                rate_limit_type_0 = RateLimit.from_dict(data)
+
+                return rate_limit_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RateLimit, data)
+
+        rate_limit = _parse_rate_limit(d.pop("rate_limit"))
 
         retrying = d.pop("retrying")
 
@@ -102,10 +167,14 @@ class Queue:
         queue = cls(
             cancelled=cancelled,
             completed=completed,
+            concurrency_limit=concurrency_limit,
             dead_letter=dead_letter,
+            key_concurrency_limit=key_concurrency_limit,
             name=name,
             oldest_pending_age_seconds=oldest_pending_age_seconds,
+            paused=paused,
             pending=pending,
+            rate_limit=rate_limit,
             retrying=retrying,
             running=running,
             scheduled=scheduled,

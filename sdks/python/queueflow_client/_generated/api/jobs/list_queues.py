@@ -62,7 +62,7 @@ def sync_detailed(
 ) -> Response[Problem | QueueList]:
     """ListQueues
 
-     Count the tenant's jobs per queue and state.
+     Count the tenant's jobs per queue and state, with each queue's flow-control settings.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -87,7 +87,7 @@ def sync(
 ) -> Problem | QueueList | None:
     """ListQueues
 
-     Count the tenant's jobs per queue and state.
+     Count the tenant's jobs per queue and state, with each queue's flow-control settings.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -108,7 +108,7 @@ async def asyncio_detailed(
 ) -> Response[Problem | QueueList]:
     """ListQueues
 
-     Count the tenant's jobs per queue and state.
+     Count the tenant's jobs per queue and state, with each queue's flow-control settings.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -131,7 +131,7 @@ async def asyncio(
 ) -> Problem | QueueList | None:
     """ListQueues
 
-     Count the tenant's jobs per queue and state.
+     Count the tenant's jobs per queue and state, with each queue's flow-control settings.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
