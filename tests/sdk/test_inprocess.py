@@ -114,7 +114,9 @@ async def test_claims_and_acks_in_batches(engine: Engine, wakeups: WatchedWakeup
         await recorded.until(50)
     assert sum(claims) == 50
     assert claims[0] == 20  # at first, concurrency + as many again, in one claim
-    assert len([claim for claim in claims if claim]) <= 3  # then more ahead, as the tasks prove short
+    # Then more, never one job at a time: a lease asks only once half the places are free, so each later claim
+    # takes at least 5 of the 30 left (how many more ahead depends on how fast the tasks prove to be).
+    assert len([claim for claim in claims if claim]) <= 1 + 30 // 5
     assert len(worker.loop.ack_batches) < 50
 
 
