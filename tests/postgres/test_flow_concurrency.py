@@ -27,11 +27,15 @@ SELECT coalesce(max(running), 0) FROM (
 async def lease_all_while_sampling(
     postgres_url: str, clock: TestClock, jobs: int, sample_sql: str
 ) -> tuple[list[int], list[int]]:
-    """Eight leasers take every one of tenant T's `jobs` (1–4 a lease) and end each at once by complete, cancel or
-    a final fail, while a ninth connection runs `sample_sql` in a loop. Returns (leases per leaser, samples)."""
+    """Eight leasers take every one of tenant T's `jobs` (1–4 a lease) and end each by complete, cancel or a final
+    fail, while a ninth connection runs `sample_sql` in a loop. Returns (leases per leaser, samples).
+
+    A leaser holds what it leased until the sampler has read the database once more, so samples are taken while
+    jobs run, whatever the machine's speed (ending each at once, a fast machine was never seen at the limit)."""
     start_line = asyncio.Barrier(9)
     finished = asyncio.Event()
     done: list[str] = []
+    sampled = [asyncio.Event()]  # set after the next sample, then replaced
 
     async def leaser(store: PostgresJobStore, seed: int) -> int:
         engine = engine_on(store, clock, seed=100 + seed)  # ids of its own: the seed also draws them
@@ -41,6 +45,8 @@ async def lease_all_while_sampling(
         while len(done) < jobs:
             batch = await engine.lease(["default"], max_jobs=rng.randint(1, 4))
             leases += 1
+            if batch:
+                await sampled[-1].wait()
             for job in batch:
                 if job.tenant_id != T:
                     await engine.complete(job.id, job.lease_token or "")
@@ -62,6 +68,8 @@ async def lease_all_while_sampling(
             await start_line.wait()
             while not finished.is_set():
                 samples.append(await connection.fetchval(sample_sql, T))
+                sampled.append(asyncio.Event())
+                sampled[-2].set()
         return samples
 
     watching = asyncio.create_task(sampler())
