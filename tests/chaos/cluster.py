@@ -186,7 +186,7 @@ def server(
 
 def sdk_worker(name: str, base_url: str, queues: Sequence[str], log_dir: Path, ledger: Path, lease: float) -> Process:
     argv = [sys.executable, "-m", "tests.chaos.sdk_worker", base_url, WORKER_KEY, ",".join(queues), "16", str(lease)]
-    return Process(name, argv, {"QUEUEFLOW_CHAOS_LEDGER": str(ledger)}, log_dir, ready_line="leasing from")
+    return Process(name, argv, {"QUEUEFLOW_CHAOS_LEDGER": str(ledger)}, log_dir, ready_line=": started; queues:")
 
 
 class OwnPostgres:

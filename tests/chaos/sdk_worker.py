@@ -14,7 +14,7 @@ from tests.chaos.tasks import registry
 def main() -> None:
     base_url, key, queues, concurrency, lease_seconds = sys.argv[1:6]
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s sdk-worker %(levelname)s %(message)s")
-    logging.getLogger("queueflow_client.worker").setLevel(logging.INFO)  # its "leasing from" line says it is up
+    logging.getLogger("queueflow_client.worker").setLevel(logging.INFO)  # its "started; queues:" line says it is up
     Worker(
         base_url,
         key,
