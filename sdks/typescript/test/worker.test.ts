@@ -598,10 +598,10 @@ test("an outcome recorded while an ack is in flight is sent, and so is every lat
     return globalThis.fetch(request);
   };
   const finished: string[] = [];
-  const w = worker("w-ack-chain", { concurrency: 1, prefetch: 0, ackIntervalMs: 300, fetch }).task<{ name: string }>(
+  const w = worker("w-ack-chain", { concurrency: 2, prefetch: 0, ackIntervalMs: 300, fetch }).task<{ name: string }>(
     "step",
     async ({ name }) => {
-      if (name === "b") await ackHeld.promise; // ends while the first ack is in flight
+      if (name === "b") await ackHeld.promise; // ends while the first ack (a's) is in flight: two slots, whichever runs first
       finished.push(name);
       return name;
     },
