@@ -560,15 +560,23 @@ export class Worker {
   #flush(): Promise<void> {
     clearTimeout(this.#ackTimer);
     this.#ackTimer = undefined;
-    this.#acking ??= (async () => {
+    // Only with something to send: a chain started on nothing would end before it is stored here, and the
+    // settled promise stored after its end would then pass for a chain in flight forever — no outcome sent
+    // again while the jobs stay in `#leases`, heartbeated for ever.
+    if (this.#acking === undefined && this.#outcomes.length > 0) this.#acking = this.#sendOutcomes();
+    return this.#acking ?? Promise.resolve();
+  }
+
+  async #sendOutcomes(): Promise<void> {
+    try {
       while (this.#outcomes.length > 0) {
         const batch = this.#outcomes.slice(0, MAX_BATCH);
         this.#outcomes = this.#outcomes.slice(MAX_BATCH);
         await this.#ack(batch);
       }
-      this.#acking = undefined;
-    })();
-    return this.#acking;
+    } finally {
+      this.#acking = undefined; // also if #ack threw (an `onError` that throws): the next flush starts a new chain
+    }
   }
 
   async #ack(batch: Recorded[]): Promise<void> {

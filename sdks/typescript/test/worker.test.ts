@@ -581,3 +581,54 @@ test("a busy worker at concurrency 32 drains many jobs, and Node printed no warn
     [],
   );
 });
+
+test("an outcome recorded while an ack is in flight is sent, and so is every later one (the ack chain never sticks)", { timeout: 15_000 }, async () => {
+  // The first ack is held until the second job's outcome is recorded: the chain sends that one too, and ends
+  // before the timer that outcome armed fires; that timer then finds nothing to send. Every later outcome must
+  // still go out (the chain once stayed "in flight" forever from there, and its jobs were heartbeated forever).
+  const ackHeld = deferred();
+  const releaseAck = deferred();
+  let acks = 0;
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    if (request.url.endsWith("/v1/worker/ack") && ++acks === 1) {
+      ackHeld.resolve();
+      await releaseAck.promise;
+    }
+    return globalThis.fetch(request);
+  };
+  const finished: string[] = [];
+  const w = worker("w-ack-chain", { concurrency: 2, prefetch: 0, ackIntervalMs: 300, fetch }).task<{ name: string }>(
+    "step",
+    async ({ name }) => {
+      if (name === "b") await ackHeld.promise; // ends while the first ack (a's) is in flight: two slots, whichever runs first
+      finished.push(name);
+      return name;
+    },
+  );
+  const [a, b] = await client.jobs.enqueueMany([
+    { task_name: "step", queue_name: "w-ack-chain", payload: { name: "a" } },
+    { task_name: "step", queue_name: "w-ack-chain", payload: { name: "b" } },
+  ]);
+  w.start();
+  try {
+    await waitFor(
+      async () => finished.length,
+      (count) => count === 2,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 30)); // b's outcome is recorded, its timer armed
+    releaseAck.resolve();
+    await settled(a!.id, "completed");
+    await settled(b!.id, "completed");
+    await new Promise((resolve) => setTimeout(resolve, 400)); // b's timer has fired, with nothing left to send
+    const c = await client.jobs.enqueue({ task_name: "step", queue_name: "w-ack-chain", payload: { name: "c" } });
+    const done = await waitFor(
+      () => client.jobs.get(c.id),
+      (job) => job.status === "completed",
+      3_000,
+    );
+    assert.equal(done.result, "c");
+  } finally {
+    await w.stop();
+  }
+});
