@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -59,10 +58,6 @@ class DrainRun:
     def cpu_per_1000(self) -> float:
         """Worker plus server CPU seconds per 1,000 jobs."""
         return (self.worker_cpu + self.server_cpu) / self.jobs * 1000
-
-
-def ts_ready() -> bool:
-    return (TS_SDK / "dist" / "index.js").exists() and shutil.which("node") is not None
 
 
 def build_ts() -> None:
