@@ -17,6 +17,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from queueflow.core import flow, validation, workflow
 from queueflow.core import schedule as schedules
 from queueflow.core import types as domain
+from queueflow.core.backoff import policy
 
 NO_NUL = r"^[^\x00]*$"
 """PostgreSQL text cannot hold NUL; saying so in the spec keeps generated clients and fuzzers honest."""
@@ -63,20 +64,14 @@ class Backoff(_Request):
     jitter: bool = True
 
     def to_domain(self) -> domain.BackoffPolicy:
-        return _policy(self.strategy, self.base_seconds, self.max_seconds, self.jitter)
+        return policy(self.strategy, self.base_seconds, self.max_seconds, self.jitter)
 
     @classmethod
     def from_domain(cls, policy: domain.BackoffPolicy) -> Backoff:
         return _backoff(policy)
 
 
-# A batch of a thousand jobs nearly always shares one policy: build each distinct one once. Both values are only
-# read, never changed, so sharing them is safe.
-@functools.lru_cache(maxsize=256)
-def _policy(strategy: str, base_seconds: float, max_seconds: float, jitter: bool) -> domain.BackoffPolicy:
-    return domain.BackoffPolicy(domain.BackoffStrategy(strategy), base_seconds, max_seconds, jitter)
-
-
+# Each distinct policy's wire form is built once (see `core.backoff.policy` for the other direction).
 @functools.lru_cache(maxsize=256)
 def _backoff(policy: domain.BackoffPolicy) -> Backoff:
     return Backoff(

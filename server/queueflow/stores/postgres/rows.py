@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
-from queueflow.core.types import BackoffPolicy, Job, JobStatus
+from queueflow.core.backoff import policy
+from queueflow.core.types import Job, JobStatus
 from queueflow.stores.postgres.errors import json_text
 
 
@@ -50,15 +50,8 @@ def _config(job: Job) -> dict[str, Any]:
 
 
 # Every claimed, completed or read job is built from a row: its status and backoff policy are looked up, not
-# constructed (an Enum call and a policy per row were a third of job_from_row's time).
+# constructed (an Enum call and a policy per row were a third of job_from_row's time; see `core.backoff.policy`).
 _STATUSES = {status.value: status for status in JobStatus}
-
-
-@functools.lru_cache(maxsize=256)
-def _policy(strategy: str, base_seconds: float, max_seconds: float, jitter: bool) -> BackoffPolicy:
-    return BackoffPolicy.from_json(
-        {"strategy": strategy, "base_seconds": base_seconds, "max_seconds": max_seconds, "jitter": jitter}
-    )
 
 
 def job_from_row(row: asyncpg.Record) -> Job:
@@ -75,7 +68,7 @@ def job_from_row(row: asyncpg.Record) -> Job:
         priority=row["priority"],
         scheduled_at=row["scheduled_at"],
         max_retries=row["max_retries"],
-        backoff=_policy(backoff["strategy"], backoff["base_seconds"], backoff["max_seconds"], backoff["jitter"]),
+        backoff=policy(backoff["strategy"], backoff["base_seconds"], backoff["max_seconds"], backoff["jitter"]),
         timeout_seconds=row["timeout_seconds"],
         metadata=row["metadata"],
         created_at=row["created_at"],
