@@ -29,13 +29,16 @@ async function observed(input, init) {
   const response = await fetch(request);
   if (acking) {
     // The worker records outcomes in batches: one ledger row per item, acked when the server answered it "ok".
+    // The answer lists the completions' results, then the failures', in order: matched by position, since one
+    // batch may hold two deliveries of one job.
     const answered = response.status === 200 ? (await response.clone().json()).results : [];
-    const held = new Map(answered.map((result) => [result.id, result.outcome === "ok" ? 1 : 0]));
-    for (const item of body.complete ?? []) {
-      record("outcomes", { job_id: item.id, kind: "complete", nonce: item.result?.nonce ?? null, acked: held.get(item.id) ?? 0 });
+    const acked = answered.map((result) => (result.outcome === "ok" ? 1 : 0));
+    const complete = body.complete ?? [];
+    for (const [index, item] of complete.entries()) {
+      record("outcomes", { job_id: item.id, kind: "complete", nonce: item.result?.nonce ?? null, acked: acked[index] ?? 0 });
     }
-    for (const item of body.fail ?? []) {
-      record("outcomes", { job_id: item.id, kind: "fail", nonce: null, acked: held.get(item.id) ?? 0 });
+    for (const [index, item] of (body.fail ?? []).entries()) {
+      record("outcomes", { job_id: item.id, kind: "fail", nonce: null, acked: acked[complete.length + index] ?? 0 });
     }
   }
   return response;

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from queueflow.core.types import Job, NewJob
 from queueflow.engine import Engine
-from queueflow.runtime.inprocess import InProcessWorker, load_runner
+from queueflow.runtime.inprocess import EngineSource, InProcessWorker, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry
 from queueflow_client.loop import Outcome
@@ -130,3 +130,17 @@ def test_load_runner_and_settings() -> None:
     assert (settings.tasks, settings.task_queues, settings.task_concurrency) == ("m:t", ("a", "b"), 4)
     with pytest.raises(SettingsError, match="api mode"):
         Settings.load({}, tasks="m:t", mode="api")
+
+
+async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job(
+    engine: Engine, wakeups: WatchedWakeups
+) -> None:
+    # An expired delivery's completion and the new delivery's failure of the same job in one batch: the stale one
+    # is lease_lost, the other recorded. Matched by job id, both would pass for recorded.
+    source = EngineSource(engine, wakeups, ["default"], lease_seconds=30, poll=60)
+    await engine.enqueue("default", NewJob(task_name="t", max_retries=3))
+    (job,) = await engine.lease(["default"])
+    stale = Outcome(job.id, "an-expired-token", result={"n": 1})
+    current = Outcome(job.id, job.lease_token or "", error="boom")
+    assert await source.ack([stale, current]) == [False, True]
+    assert (await engine.get_job("default", job.id)).status == "retrying"

@@ -42,6 +42,7 @@ class Source:
         self.beats: list[list[str]] = []
         self.beaten = asyncio.Event()
         self.interrupted = asyncio.Event()
+        self.more = asyncio.Event()
         self.emptied = asyncio.Event()
         """Set once the backlog was handed out and a lease came back for more."""
 
@@ -52,8 +53,18 @@ class Source:
             jobs, self.backlog = self.backlog[:max_jobs], self.backlog[max_jobs:]
             return jobs
         self.emptied.set()
-        await self.interrupted.wait()
+        more = asyncio.ensure_future(self.more.wait())
+        await asyncio.wait([more, asyncio.ensure_future(self.interrupted.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if more.done() and not self.interrupted.is_set():
+            self.more.clear()
+            jobs, self.backlog = self.backlog[:max_jobs], self.backlog[max_jobs:]
+            return jobs
         return []
+
+    def deliver(self, *jobs: FakeJob) -> None:
+        """Answer the parked lease with `jobs`."""
+        self.backlog += jobs
+        self.more.set()
 
     def interrupt(self) -> None:
         self.interrupted.set()
@@ -112,6 +123,38 @@ async def test_a_job_lost_while_it_waits_for_a_slot_is_dropped_and_never_run() -
     await loop.stop()
     assert started == ["a"]
     assert [outcome.job_id for outcome in source.acked] == ["a"]
+
+
+async def test_a_job_delivered_again_while_its_earlier_delivery_runs_drops_the_earlier_one() -> None:
+    # The earlier lease expired and the janitor handed the job out anew, to this same worker: the earlier
+    # delivery's lease is lost, so its task is cancelled and only the new delivery's outcome is recorded.
+    gate, started = asyncio.Event(), Started()
+    first, again = FakeJob("a", lease_token="t1"), FakeJob("a", lease_token="t2", delivery_count=2)
+    source = Source([first])
+    loop = WorkerLoop(source, gated(gate, started), concurrency=2, prefetch=0, ack_interval=0)
+    await loop.start()
+    await started.until(1)
+    source.deliver(again)
+    await started.until(2)
+    gate.set()
+    await loop.stop()
+    assert [(o.job_id, o.lease_token) for o in source.acked] == [("a", "t2")]
+
+
+async def test_a_job_delivered_again_while_its_earlier_delivery_waits_runs_once() -> None:
+    gate, started = asyncio.Event(), Started()
+    jobs = [FakeJob("x", lease_token="tx"), FakeJob("a", lease_token="t1"), FakeJob("a", lease_token="t2")]
+    source = Source(jobs)
+    loop = WorkerLoop(source, gated(gate, started), concurrency=1, prefetch=5, ack_interval=0)
+    await loop.start()
+    await started.until(1)
+    async with asyncio.timeout(5):
+        await source.emptied.wait()
+    assert loop.held == 2  # x running, and only the new delivery of a waiting
+    gate.set()
+    await loop.stop()
+    assert started == ["x", "a"]
+    assert [(o.job_id, o.lease_token) for o in source.acked] == [("x", "tx"), ("a", "t2")]
 
 
 async def test_a_task_that_outlives_the_drain_is_cancelled_and_its_outcome_not_recorded() -> None:

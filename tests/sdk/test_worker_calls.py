@@ -7,9 +7,11 @@ from datetime import timedelta
 
 import httpx
 from queueflow.clocks import TestClock
-from queueflow_client import AsyncQueueFlow, _calls
+from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker, _calls
 from queueflow_client._transport import AsyncTransport, RetryPolicy
+from queueflow_client.outcomes import Outcome
 from queueflow_client.types import HeartbeatResult
+from queueflow_client.worker import _HttpSource
 
 from tests.sdk.conftest import BASE
 
@@ -29,3 +31,68 @@ async def test_heartbeat_many_answers_each_lease_on_its_own(
         HeartbeatResult(job.id, "ok", clock.now() + timedelta(seconds=60)),
         HeartbeatResult(job.id, "lease_lost", None),
     ]
+
+
+def _scripted_worker(*answers: httpx.Response | Exception) -> tuple[Worker, _HttpSource, list[httpx.Request]]:
+    """A worker's HTTP source on a scripted transport: each request gets the next answer."""
+    seen: list[httpx.Request] = []
+    queue = list(answers)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        answer = queue.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    worker = Worker(BASE, "key-w", TaskRegistry())
+    transport = AsyncTransport(BASE, "key-w", timeout=30.0, retry=RetryPolicy(base_delay=0), http_client=http)
+    return worker, _HttpSource(transport, worker), seen
+
+
+SETTLED_BY_ANOTHER = httpx.Response(
+    200, json={"results": [{"id": "job_1", "outcome": "lease_lost", "status": "completed"}]}
+)
+UNAVAILABLE = httpx.Response(503, json={"title": "Unavailable", "status": 503, "code": "unavailable", "detail": "db"})
+
+
+async def test_an_ack_answered_lease_lost_on_a_completed_job_was_not_held() -> None:
+    # Another delivery completed the job (this one's lease had expired): this outcome was never recorded, so it
+    # must not pass for an acknowledged completion — two workers would each believe they finished the job.
+    _, source, seen = _scripted_worker(SETTLED_BY_ANOTHER)
+    assert await source.ack([Outcome("job_1", "token", result={"n": 1})]) == [False]
+    assert len(seen) == 1
+
+
+async def test_after_a_503_the_repeat_is_the_only_attempt_that_could_land() -> None:
+    # A 503 means the server did nothing, so the repeat's lease_lost is as certain as a first answer.
+    _, source, seen = _scripted_worker(UNAVAILABLE, SETTLED_BY_ANOTHER)
+    assert await source.ack([Outcome("job_1", "token", result={"n": 1})]) == [False]
+    assert len(seen) == 2
+
+
+async def test_a_replayed_ack_that_finds_the_job_settled_cannot_tell_whose_outcome_landed() -> None:
+    # The first attempt was sent and its answer lost: it may have completed the job, and then the repeat is
+    # answered lease_lost. Unknown, never "held".
+    _, source, seen = _scripted_worker(httpx.ReadTimeout("lost"), SETTLED_BY_ANOTHER)
+    assert await source.ack([Outcome("job_1", "token", result={"n": 1})]) == [None]
+    assert len(seen) == 2
+
+
+async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job() -> None:
+    # The answer lists completions, then failures: matched by position, a stale completion and the new
+    # delivery's failure of one job each get their own.
+    answer = httpx.Response(
+        200,
+        json={
+            "results": [
+                {"id": "job_1", "outcome": "lease_lost", "status": "running"},
+                {"id": "job_1", "outcome": "ok", "status": "retrying"},
+            ]
+        },
+    )
+    _, source, _ = _scripted_worker(answer)
+    stale = Outcome("job_1", "expired", result={"n": 1})
+    current = Outcome("job_1", "current", error="boom")
+    assert await source.ack([current, stale]) == [True, False]

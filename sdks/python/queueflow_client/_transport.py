@@ -192,16 +192,24 @@ class AsyncTransport:
         self.retry = retry
 
     async def __call__(self, call: Call[T]) -> T:
+        result, _ = await self.send(call)
+        return result
+
+    async def send(self, call: Call[T]) -> tuple[T, bool]:
+        """The answer, and whether an earlier attempt may have reached the server (it was sent and then failed,
+        and the call was replayed): then a write's answer may describe the effect of that earlier attempt."""
         attempt = 0
+        replayed = False
         while True:
             try:
                 response = await call.asend(client=self.client)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
                     raise _failure(exc, attempt, self.http.base_url) from exc
+                replayed = replayed or not isinstance(exc, _NOT_SENT)
             else:
                 if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
-                    return _result(call, response)
+                    return _result(call, response), replayed
             await asyncio.sleep(self.retry.delay(attempt))
             attempt += 1
 

@@ -75,8 +75,9 @@ class LeaseSource(Protocol):
         """The loop is stopping: a waiting `lease` answers now, and later ones answer none."""
         ...
 
-    async def ack(self, outcomes: Sequence[Outcome]) -> Sequence[bool]:
-        """Record the outcomes (at most `MAX_BATCH`); per item, whether the lease still held the job."""
+    async def ack(self, outcomes: Sequence[Outcome]) -> Sequence[bool | None]:
+        """Record the outcomes (at most `MAX_BATCH`); per item, whether the lease still held the job (None: it
+        cannot be known, as when a replayed request finds the job settled, perhaps by its own first attempt)."""
         ...
 
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> Sequence[bool]:
@@ -326,6 +327,11 @@ class WorkerLoop:
 
     def _take(self, job: LeasedDelivery) -> None:
         token = job.lease_token or ""
+        earlier = self._leases.get(job.id)
+        if earlier is not None and earlier != token:
+            # Delivered again while an earlier delivery is still here (its lease expired while it waited or ran,
+            # and the janitor handed the job out anew): that lease is lost, so its delivery is dropped.
+            self._lost(job.id, earlier)
         self._leases[job.id] = token
         if len(self._running) < self.concurrency:
             self._start(job, token)
@@ -503,7 +509,7 @@ class WorkerLoop:
                 task.cancel()  # a sync task's thread cannot be stopped: it has `ctx.cancelled` to look at
                 return
         for job in self._waiting:
-            if job.id == job_id:
+            if job.id == job_id and job.lease_token == token:
                 self._waiting.remove(job)
                 del self._leases[job_id]
                 log.info("job %s: the lease was lost while it waited for a slot", job_id)

@@ -221,7 +221,7 @@ class _Unopened:
     def interrupt(self) -> None:
         pass
 
-    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
+    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool | None]:
         raise RuntimeError("the worker is not started")
 
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
@@ -269,7 +269,7 @@ class _HttpSource:
         if self._poll is not None:
             self._poll.cancel()
 
-    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
+    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool | None]:
         complete = [
             AckComplete(id=o.job_id, lease_token=o.lease_token, result=o.result) for o in outcomes if o.error is None
         ]
@@ -284,17 +284,24 @@ class _HttpSource:
             for o in outcomes
             if o.error is not None
         ]
-        results = await self._transport(_calls.ack(complete, fail))
-        answered = {(result.id): result for result in results}
-        held = []
+        results, replayed = await self._transport.send(_calls.ack(complete, fail))
+        # The answer lists the completions' results, then the failures', each in the order sent. Matched by
+        # position, never by job id: one batch may hold two deliveries of one job (an expired lease's and the
+        # new one's), each with its own answer.
+        answers = iter(results)
+        answered = {id(o): next(answers, None) for o in outcomes if o.error is None}
+        answered |= {id(o): next(answers, None) for o in outcomes if o.error is not None}
+        held: list[bool | None] = []
         for outcome in outcomes:
-            result = answered.get(outcome.job_id)
-            ok = result is not None and result.outcome == "ok"
-            if result is not None and not ok and result.status in ("completed", "retrying", "dead_letter"):
-                # The ack was retried after a first attempt that landed, or the job was settled for us: a
-                # lease_lost answer on an already finished job is the expected end, not a failure.
-                log.info("job %s: already settled as %s", outcome.job_id, result.status)
-                ok = True
+            result = answered[id(outcome)]
+            ok: bool | None = result is not None and result.outcome == "ok"
+            if replayed and not ok and result is not None and result.status in ("completed", "retrying", "dead_letter"):
+                # An attempt that was sent and then failed may have landed: this lease_lost may be its own effect
+                # (a repeat is answered lease_lost, never applied twice) or another delivery's. Neither can be
+                # told apart here, so the outcome is reported as unknown, never as held: a once-only guarantee
+                # must not rest on it.
+                log.info("job %s: settled as %s, perhaps by this worker's first attempt", outcome.job_id, result.status)
+                ok = None
             held.append(ok)
         return held
 

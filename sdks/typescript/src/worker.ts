@@ -133,6 +133,7 @@ export class Worker {
   readonly #transport: Transport;
   readonly #handlers = new Map<string, TaskHandler<never>>();
   /** Running jobs, by id. */
+  /** Running jobs by lease token: one job may be here twice (an expired lease's delivery and the new one). */
   readonly #held = new Map<string, HeldJob>();
   /** Jobs leased ahead, waiting for a slot. */
   #waiting: LeasedJob[] = [];
@@ -457,6 +458,10 @@ export class Worker {
   }
 
   #take(job: LeasedJob): void {
+    const earlier = this.#leases.get(job.id);
+    // Delivered again while an earlier delivery is still here (its lease expired while it waited or ran, and the
+    // janitor handed the job out anew): that lease is lost, so its delivery is dropped.
+    if (earlier !== undefined && earlier !== job.lease_token) this.#lost(job.id, earlier);
     this.#leases.set(job.id, job.lease_token);
     if (this.#held.size < this.#options.concurrency) this.#run(job);
     else this.#waiting.push(job);
@@ -464,7 +469,7 @@ export class Worker {
 
   #run(job: LeasedJob): void {
     const held = new HeldJob(job);
-    this.#held.set(job.id, held);
+    this.#held.set(job.lease_token, held);
     if (job.deadline) {
       const ms = Date.parse(job.deadline) - Date.now();
       held.deadline = setTimeout(() => held.abort(new DeadlineError(`job ${job.id} passed its deadline`)), Math.max(ms, 0));
@@ -472,7 +477,7 @@ export class Worker {
     const began = performance.now();
     held.settled = this.#execute(held).then((outcome) => {
       clearTimeout(held.deadline);
-      this.#held.delete(job.id);
+      this.#held.delete(job.lease_token);
       const ms = performance.now() - began;
       if (held.lost) {
         // The lease is void: the server already moved the job on (cancelled, reclaimed).
@@ -641,13 +646,13 @@ export class Worker {
 
   #lost(id: string, token: string): void {
     if (this.#leases.get(id) !== token) return; // settled meanwhile
-    const running = this.#held.get(id);
-    if (running && running.job.lease_token === token) {
+    const running = this.#held.get(token);
+    if (running) {
       running.lost = true;
       running.abort(new LeaseLostError(409, "lease_lost", `job ${id}: the lease was lost (cancelled or reclaimed)`));
       return;
     }
-    const waiting = this.#waiting.findIndex((job) => job.id === id);
+    const waiting = this.#waiting.findIndex((job) => job.id === id && job.lease_token === token);
     if (waiting >= 0) {
       this.#waiting.splice(waiting, 1);
       this.#leases.delete(id);

@@ -6,6 +6,7 @@ import {
   defineTask,
   FatalError,
   type Job,
+  type LeasedJob,
   LeaseLostError,
   PermissionDeniedError,
   QueueFlow,
@@ -631,4 +632,51 @@ test("an outcome recorded while an ack is in flight is sent, and so is every lat
   } finally {
     await w.stop();
   }
+});
+
+test("a job delivered again while its earlier delivery runs: the earlier one is aborted and never reported", async () => {
+  // What a worker sees when a lease it holds expires and the janitor hands the job to it anew: the same job twice,
+  // under two tokens. The first lease answer is doctored to show it (a copy of the job under a stale token ahead of
+  // the real delivery); the server knows only the real token.
+  const acked: string[] = [];
+  let doctored = false;
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const request = input instanceof Request ? input : new Request(input, init);
+    const path = new URL(request.url).pathname;
+    if (path === "/v1/worker/ack") {
+      const body = (await request.clone().json()) as { complete?: { lease_token: string }[]; fail?: { lease_token: string }[] };
+      for (const item of [...(body.complete ?? []), ...(body.fail ?? [])]) acked.push(item.lease_token);
+    }
+    const response = await globalThis.fetch(request);
+    if (path !== "/v1/worker/lease" || doctored) return response;
+    const answer = (await response.json()) as { jobs: LeasedJob[] };
+    if (answer.jobs[0] !== undefined) {
+      doctored = true;
+      answer.jobs = [{ ...answer.jobs[0], lease_token: "expired-token" }, ...answer.jobs];
+    }
+    return new Response(JSON.stringify(answer), { status: response.status, headers: response.headers });
+  };
+  const gate = deferred();
+  const signals: AbortSignal[] = [];
+  const w = worker("w-again", { concurrency: 2, fetch }).task("gated", async (_payload, { signal }) => {
+    signals.push(signal);
+    await gate.promise;
+    return "done";
+  });
+  const job = await client.jobs.enqueue({ task_name: "gated", queue_name: "w-again" });
+  w.start();
+  try {
+    await waitFor(
+      async () => signals.length,
+      (count) => count === 2,
+    );
+    assert.equal(signals[0]?.aborted, true, "the earlier delivery's handler is told its lease is lost");
+    assert.equal(signals[1]?.aborted, false);
+    gate.resolve();
+    assert.equal((await settled(job.id, "completed")).result, "done");
+  } finally {
+    await w.stop();
+  }
+  assert.equal(acked.includes("expired-token"), false, `acked ${JSON.stringify(acked)}`);
+  assert.equal(acked.length, 1);
 });

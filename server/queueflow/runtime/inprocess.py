@@ -113,8 +113,12 @@ class EngineSource:
             for o in outcomes
             if o.error is not None
         ]
-        results = {result.id: result for result in await self.engine.ack(complete, fail)}
-        return [results[o.job_id].outcome is AckOutcome.OK for o in outcomes]
+        # Results come for the completions, then the failures, each in order. Matched by position, never by job
+        # id: one batch may hold two deliveries of one job (an expired lease's and the new one's).
+        results = iter(await self.engine.ack(complete, fail))
+        held = {id(o): next(results).outcome is AckOutcome.OK for o in outcomes if o.error is None}
+        held |= {id(o): next(results).outcome is AckOutcome.OK for o in outcomes if o.error is not None}
+        return [held[id(o)] for o in outcomes]
 
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         held = [HeldLease(job_id, token) for job_id, token in leases]
