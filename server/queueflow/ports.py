@@ -249,6 +249,13 @@ class JobStore(Protocol):
         A queue never configured is absent (its settings are the defaults). Reads only."""
         ...
 
+    async def queue_overview(
+        self, tenant_id: str, now: datetime, queue_name: str | None = None
+    ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
+        """`queue_settings` and `queue_counts` together (only `queue_name`'s, if given), read through one
+        connection (`GET /v1/queues`): a request that waits for a pooled connection waits once."""
+        ...
+
     async def queue_configure(
         self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
     ) -> QueueSettings:

@@ -10,6 +10,7 @@ import pytest
 from msgspec.structs import replace
 from queueflow.core.advance import Transition
 from queueflow.core.errors import ValidationError
+from queueflow.core.flow import QueueSettingsPatch
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.types import (
     BackoffPolicy,
@@ -286,3 +287,19 @@ async def test_queue_counts_count_each_of_the_tenants_queues_by_state_at_now(sto
     assert await store.queue_counts(OTHER, at(10)) == [QueueCounts(name="c", pending=1, oldest_due_at=START)]
     assert await store.queue_counts("nobody", at(10)) == []
     assert await store.queue_counts("nul\x00", at(10)) == []
+
+
+async def test_queue_overview_reads_the_settings_and_the_counts_together(store: Store) -> None:
+    await inserted(store, job(queue_name="a"), job(queue_name="b", now=at(3)))
+    await store.queue_configure(T, "idle", QueueSettingsPatch(paused=True), at(0))
+    await store.queue_configure(T, "a", QueueSettingsPatch(concurrency_limit=2), at(0))
+
+    settings, counts = await store.queue_overview(T, at(10))
+    assert settings == await store.queue_settings(T)
+    assert set(settings) == {"a", "idle"}
+    assert settings["idle"].paused
+    assert counts == await store.queue_counts(T, at(10))
+    assert await store.queue_overview(T, at(10), "a") == ({"a": settings["a"]}, counts[:1])
+    assert await store.queue_overview(T, at(10), "idle") == ({"idle": settings["idle"]}, [])
+    assert await store.queue_overview("nul\x00", at(10)) == ({}, [])
+    assert await store.queue_overview(T, at(10), "nul\x00") == ({}, [])

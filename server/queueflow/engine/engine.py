@@ -139,10 +139,8 @@ class Engine:
 
     async def _queue_stats(self, tenant_id: str, only: str | None) -> list[QueueStats]:
         now = self.clock.now()
-        settings = await self.store.queue_settings(tenant_id, only)
-        counts = {counts.name: counts for counts in await self.store.queue_counts(tenant_id, now)}
-        if only is not None:
-            counts = {only: counts[only]} if only in counts else {}
+        settings, every = await self.store.queue_overview(tenant_id, now, only)
+        counts = {counts.name: counts for counts in every}
         for name in settings.keys() - counts.keys():
             counts[name] = QueueCounts(name=name)
         return [

@@ -347,6 +347,14 @@ class MemoryJobs(Tables):
             if tenant == tenant_id and (queue_name is None or queue == queue_name)
         }
 
+    async def queue_overview(
+        self, tenant_id: str, now: datetime, queue_name: str | None = None
+    ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
+        counts = await self.queue_counts(tenant_id, now)
+        if queue_name is not None:
+            counts = [queue for queue in counts if queue.name == queue_name]
+        return await self.queue_settings(tenant_id, queue_name), counts
+
     async def queue_configure(
         self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
     ) -> QueueSettings:

@@ -475,16 +475,24 @@ class PostgresJobs(Pooled):
         if not storable_text(tenant_id):
             return []
         async with self._connection() as db:
-            rows = await db.fetch(QUEUE_COUNTS, tenant_id, now)
-        # Sorted here, by code point as the in-memory store does, whatever the database's collation.
-        return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
+            return await _queue_counts(db, tenant_id, now)
 
     async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
         if not storable_text(tenant_id) or (queue_name is not None and not storable_text(queue_name)):
             return {}
         async with self._connection() as db:
-            rows = await db.fetch(QUEUE_SETTINGS, tenant_id, queue_name)
-        return {row["queue_name"]: _settings_from_row(row) for row in sorted(rows, key=lambda r: r["queue_name"])}
+            return await _queue_settings(db, tenant_id, queue_name)
+
+    async def queue_overview(
+        self, tenant_id: str, now: datetime, queue_name: str | None = None
+    ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
+        if not storable_text(tenant_id) or (queue_name is not None and not storable_text(queue_name)):
+            return {}, []
+        async with self._connection() as db:
+            settings, counts = await _queue_settings(db, tenant_id, queue_name), await _queue_counts(db, tenant_id, now)
+        if queue_name is not None:
+            counts = [queue for queue in counts if queue.name == queue_name]
+        return settings, counts
 
     async def queue_configure(
         self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
@@ -605,3 +613,14 @@ def _token(lease_token: str) -> str | None:
     """The token, if it is a UUID written the way this store writes them (else it matches no row). Checked by
     pattern, not parsed: the driver encodes the text itself, and parsing each token was 7% of a batched ack."""
     return lease_token if isinstance(lease_token, str) and _CANONICAL_UUID.fullmatch(lease_token) else None
+
+
+async def _queue_counts(db: Db, tenant_id: str, now: datetime) -> list[QueueCounts]:
+    rows = await db.fetch(QUEUE_COUNTS, tenant_id, now)
+    # Sorted here, by code point as the in-memory store does, whatever the database's collation.
+    return sorted((QueueCounts(**dict(row.items())) for row in rows), key=lambda queue: queue.name)
+
+
+async def _queue_settings(db: Db, tenant_id: str, queue_name: str | None) -> dict[str, QueueSettings]:
+    rows = await db.fetch(QUEUE_SETTINGS, tenant_id, queue_name)
+    return {row["queue_name"]: _settings_from_row(row) for row in sorted(rows, key=lambda r: r["queue_name"])}
