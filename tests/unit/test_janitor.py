@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 
 import pytest
 from queueflow.core.errors import StoreUnavailable
-from queueflow.core.types import Job, JobStatus, NewJob
+from queueflow.core.types import Failure, Job, JobStatus, NewJob
 from queueflow.runtime.janitor import Janitor
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow.testing import TestClock, make_engine
@@ -45,4 +46,33 @@ async def test_the_janitor_survives_an_unavailable_store(caplog: pytest.LogCaptu
 
     assert janitor.sweeps >= 3
     assert sum("store is unavailable" in record.message for record in caplog.records) == 2
+    assert (await engine.get_job("t", job.id)).status is JobStatus.RETRYING
+
+
+class FailsOnce(InMemoryJobStore):
+    """The write after the janitor's re-lease fails once, as when the database goes away between the two."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+        if not self.failed:
+            self.failed = True
+            raise StoreUnavailable("the database went away")
+        return await super().job_fail_many(failures, now)
+
+
+async def test_a_sweep_cut_short_after_its_re_lease_holds_the_job_for_seconds_not_a_minute() -> None:
+    store, clock = FailsOnce(), TestClock()
+    engine = make_engine(store, clock)
+    job = (await engine.enqueue("t", NewJob(task_name="t"))).job
+    await engine.lease(["default"], lease_seconds=10)
+    clock.advance(seconds=11)
+    with pytest.raises(StoreUnavailable):
+        await engine.run_maintenance()
+    assert (await engine.get_job("t", job.id)).status is JobStatus.RUNNING  # re-leased to the janitor, undecided
+
+    clock.advance(seconds=6)
+    assert (await engine.run_maintenance()).reclaimed == 1
     assert (await engine.get_job("t", job.id)).status is JobStatus.RETRYING

@@ -12,5 +12,9 @@ class EngineSettings:
     """Finished jobs older than this are deleted by maintenance; None keeps them forever."""
     sweep_limit: int = 100
     """Rows one maintenance sweep reclaims (and deletes) at most; schedules one scheduler tick fires at most."""
-    janitor_lease_seconds: float = 60.0
-    """How long the janitor holds an expired job while it routes it through the failure policy."""
+    janitor_lease_seconds: float = 5.0
+    """How long the janitor holds an expired job while it routes it through the failure policy: the decision is
+    made in memory and written by the very next statement, so this covers a round trip. It is also how long the
+    job waits if that statement never comes (the janitor's process killed, the database gone between the two);
+    at 60 s, the chaos suite's database-fault scenarios took 55–62 s to settle. A janitor slower than this loses
+    the job to the next sweep's new token, harmlessly: its own write is then refused."""
