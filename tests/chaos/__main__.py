@@ -25,20 +25,25 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, help="jobs per scenario (default: the profile's)")
     args = parser.parse_args()
     profile = scenario.SHORT if args.short else scenario.FULL
-    if args.jobs is not None:
-        profile = dataclasses.replace(profile, jobs=args.jobs)
+
+    def sized(name: str) -> scenario.Profile:
+        chosen = scenario.SOAK if name == "soak" and not args.short else profile
+        return dataclasses.replace(chosen, jobs=args.jobs) if args.jobs is not None else chosen
+
     began = time.monotonic()
     load_before = os.getloadavg()[0]
     outcomes = []
     for name in args.scenario or [name for name in scenario.FAULTS if name != "mixed"]:
         print(f"chaos: {name} …", flush=True)
-        outcomes.append(asyncio.run(scenario.run(name, profile)))
+        outcomes.append(asyncio.run(scenario.run(name, sized(name))))
     findings = asyncio.run(probes.run_all())
     took = time.monotonic() - began
     # Other people's tests share the machine: its load says how far the timings can be trusted.
     load = f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load}"
-    size = f"{'short' if args.short else 'full'} profile, {profile.jobs:,} jobs a scenario"
+    jobs = args.jobs or profile.jobs
+    soak = "" if args.short or args.jobs else f" ({scenario.SOAK.jobs:,} in the soak)"
+    size = f"{'short' if args.short else 'full'} profile, {jobs:,} jobs a scenario{soak}"
     heading = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {machine} · {size}"
     report = "\n".join([heading, "", table(outcomes), "", probes.describe(findings), "", f"took {took:.0f} s"])
     print(report)

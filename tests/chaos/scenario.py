@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import asyncpg
@@ -54,7 +54,11 @@ class Profile:
 SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seconds=10, fault_every=1.5)
 FULL = Profile(jobs=10_000, workflows=100, schedules=20, sdk_workers=5, load_seconds=30, fault_every=2.5)
 """Sized so that `make chaos` runs all seven scenarios in under 20 minutes on a 2-core machine (at 20,000 jobs a
-scenario the six it then had took 43 minutes: the cluster drains 100–200 jobs/s there)."""
+scenario the six it then had took 43 minutes, when the cluster drained 100–200 jobs/s; since the batched workers,
+10,000 jobs take about 35 s of load a scenario)."""
+SOAK = replace(FULL, jobs=100_000, workflows=200, sdk_workers=7)
+"""The full profile's soak: 100,000 jobs and 200 workflows on eight workers (seven SDK workers and one server's
+in-process runner); about 90 s of load at some 1,400 jobs/s on a 2-core machine."""
 
 
 POOLER_CONNECTIONS = 10
