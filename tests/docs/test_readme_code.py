@@ -9,8 +9,9 @@
 - every TypeScript block type-checks with the SDK's compiler settings (`tsc --noEmit`, strict) against the SDK's
   source, and every JavaScript block parses (`node --check`; the package test runs the quick start, and
   `sdks/typescript/test/readme.test.ts` runs the TypeScript programs against a live server);
-- every shell block parses (`bash -n`), every SQL block is the psql example `tests/postgres/test_readme_sql_enqueue.py`
-  runs on a migrated database, and every block names its language.
+- every shell block parses (`bash -n`), and README.md's curl calls run (`test_readme_curl.py`);
+- every SQL block is the psql example `tests/postgres/test_readme_sql_enqueue.py` runs on a migrated database;
+- every block names its language.
 """
 
 from __future__ import annotations
