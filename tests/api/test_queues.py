@@ -120,3 +120,30 @@ async def test_one_job_per_key_at_a_time_over_http(client: AsyncClient) -> None:
     leased = await lease(client, ["exports"], max_jobs=10)
     assert sorted(job["concurrency_key"] for job in leased) == ["ada", "bob"]
     assert await lease(client, ["exports"], max_jobs=10) == []
+
+
+@pytest.mark.parametrize("ending", ["complete", "fail", "cancel"])
+async def test_a_lease_the_concurrency_limit_held_back_wakes_when_a_slot_frees(
+    client: AsyncClient, wakeups: WatchedWakeups, ending: str
+) -> None:
+    # Not on the safety poll (5 s): the ending of the running job announces the queue.
+    await client.patch("/v1/queues/mail", json={"concurrency_limit": 1}, headers=TENANT_A)
+    jobs = {(await enqueue(client, queue_name="mail"))["id"] for _ in range(2)}
+    (running,) = await lease(client, ["mail"])
+    (waiting,) = jobs - {running["id"]}
+    parked = asyncio.create_task(
+        client.post("/v1/worker/lease", json={"queues": ["mail"], "wait_seconds": 30}, headers=WORKER)
+    )
+    await wakeups.until_waiting(1)
+    token = {"lease_token": running["lease_token"]}
+    if ending == "complete":
+        ended = await client.post(f"/v1/worker/jobs/{running['id']}/complete", json=token, headers=WORKER)
+    elif ending == "fail":
+        body = {**token, "error": "boom", "retryable": False}
+        ended = await client.post(f"/v1/worker/jobs/{running['id']}/fail", json=body, headers=WORKER)
+    else:
+        ended = await client.post(f"/v1/jobs/{running['id']}/cancel", headers=TENANT_A)
+    assert ended.status_code == 200, ended.text
+    async with asyncio.timeout(2):
+        response = await parked
+    assert [leased["id"] for leased in response.json()["jobs"]] == [waiting]

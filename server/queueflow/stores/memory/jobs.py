@@ -264,6 +264,7 @@ class MemoryJobs(Tables):
         job = self._jobs[job_id] = replace(job, lease_token=None, locked_until=None, **changes)
         if job.status in FINISHED:
             self._announce_finished([job_id])
+        self._slot_freed(job)
         return self._out(job)
 
     async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -274,6 +275,7 @@ class MemoryJobs(Tables):
             job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
         )
         self._announce_finished([job_id])
+        self._slot_freed(job)
         return self._out(job)
 
     async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:

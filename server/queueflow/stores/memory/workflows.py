@@ -80,10 +80,11 @@ class MemoryWorkflows(Tables):
         for job_id in recording.cancel_jobs:
             job = self._jobs.get(job_id)
             if job is not None and job.status in CANCELLABLE:
-                self._jobs[job_id] = replace(
+                job = self._jobs[job_id] = replace(
                     job, status=JobStatus.CANCELLED, lease_token=None, locked_until=None, completed_at=now
                 )
                 self._announce_finished([job_id])
+                self._slot_freed(job)
         if workflow.status is WorkflowStatus.RUNNING and recording.workflow.status is not WorkflowStatus.RUNNING:
             self._announce_finished([workflow_id])
         return self._workflow_out(recording.workflow)

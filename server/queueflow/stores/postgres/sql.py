@@ -236,6 +236,16 @@ SELECT min(due.scheduled_at)
 
 HOLDS_LEASE = "j.status = 'running' AND j.lease_token = {token} AND j.locked_until > {now}"
 
+# A job of queue {queue} has just ended. If some tenant caps how many of its jobs run there, a slot came free: the
+# queue is announced, and a lease the cap held back takes the next job at once rather than on the safety poll. (A
+# cancelled job may not have been running; a spare wake-up is harmless.) One probe of
+# idx_queue_settings_restricting per row, which finds nothing on a queue nobody configured; identical
+# notifications of one transaction fold into one.
+SLOT_FREED = """CASE WHEN EXISTS (SELECT FROM queueflow.queue_settings AS fs
+                    WHERE fs.queue_name = {queue}
+                      AND (fs.concurrency_limit IS NOT NULL OR fs.key_concurrency_limit IS NOT NULL))
+          THEN pg_notify('queueflow_work', {queue}) END"""
+
 HEARTBEAT = f"""
 UPDATE queueflow.jobs AS j
    SET locked_until = LEAST($3 + $4::interval, j.started_at + make_interval(secs => j.timeout_seconds))
@@ -268,7 +278,7 @@ UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
-RETURNING {J_COLUMNS}, c.lease_token::text AS held_token
+RETURNING {J_COLUMNS}, c.lease_token::text AS held_token, {SLOT_FREED.format(queue="j.queue_name")}
 """
 
 # A claim handed back: the row as the claim found it, but for started_at when an earlier delivery is left (the
@@ -293,7 +303,8 @@ UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
-RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id
+RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id,
+          {SLOT_FREED.format(queue="j.queue_name")}
 """
 
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
@@ -310,14 +321,16 @@ WITH failed AS (
       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[]) AS f(id, lease_token, error, retry_at)
      WHERE j.id = f.id AND {HOLDS_LEASE.format(token="f.lease_token", now="$5")}
     RETURNING {J_COLUMNS}, f.lease_token::text AS held_token)
-SELECT failed.*, CASE WHEN status = 'retrying' THEN pg_notify('queueflow_work', queue_name) END FROM failed
+SELECT failed.*, CASE WHEN status = 'retrying' THEN pg_notify('queueflow_work', queue_name) END,
+       {SLOT_FREED.format(queue="failed.queue_name")}
+  FROM failed
 """
 
 CANCEL = f"""
-UPDATE queueflow.jobs
+UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $3
- WHERE id = $2 AND tenant_id = $1 AND status IN ('pending', 'retrying', 'running')
-RETURNING {COLUMNS}
+ WHERE j.id = $2 AND j.tenant_id = $1 AND j.status IN ('pending', 'retrying', 'running')
+RETURNING {J_COLUMNS}, {SLOT_FREED.format(queue="j.queue_name")}
 """
 
 # An UPDATE does not fire the insert trigger, so a replayed job announces itself.
@@ -444,10 +457,11 @@ UPDATE queueflow.workflow_steps AS s
  WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
 """
 
-CANCEL_STEP_JOBS = """
-UPDATE queueflow.jobs
+CANCEL_STEP_JOBS = f"""
+UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $2
- WHERE id = ANY($1::text[]) AND status IN ('pending', 'retrying', 'running')
+ WHERE j.id = ANY($1::text[]) AND j.status IN ('pending', 'retrying', 'running')
+RETURNING {SLOT_FREED.format(queue="j.queue_name")}
 """
 
 # Running workflows only (idx_workflows_running), their enqueued steps by primary key, each step's job by id.
