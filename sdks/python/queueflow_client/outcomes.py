@@ -10,12 +10,15 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from queueflow_client.tasks import Delivery, Fatal, Retry
 
-__all__ = ["MAX_ERROR_CHARS", "Outcome", "error_text", "fate", "outcome_of"]
+__all__ = ["MAX_ERROR_CHARS", "Outcome", "answers_in_order", "error_text", "fate", "outcome_of"]
+
+T = TypeVar("T")
 
 MAX_ERROR_CHARS = 65_536
 """The longest `error_message` the server stores."""
@@ -31,6 +34,16 @@ class Outcome:
     error: str | None = None
     retryable: bool = True
     retry_after_seconds: float | None = None
+
+
+def answers_in_order(outcomes: Sequence[Outcome], answers: Sequence[T]) -> list[T | None]:
+    """Per outcome, its answer from an ack that sent the completions, then the failures, each in `outcomes`' order
+    (as `POST /v1/worker/ack` and `Engine.ack` answer; None where the answer is short). Matched by position, never
+    by job id: one batch may hold two deliveries of one job (an expired lease's and the new one's)."""
+    sent = [o for o in outcomes if o.error is None] + [o for o in outcomes if o.error is not None]
+    answered = iter(answers)
+    by_outcome = {id(o): next(answered, None) for o in sent}
+    return [by_outcome[id(o)] for o in outcomes]
 
 
 def fate(job: Delivery, outcome: Outcome) -> str:

@@ -45,6 +45,7 @@ from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, AsyncTransport, RetryPolicy
 from queueflow_client.errors import AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError
 from queueflow_client.loop import Outcome, WorkerLoop
+from queueflow_client.outcomes import answers_in_order
 from queueflow_client.tasks import TaskRegistry
 from queueflow_client.types import LeasedJob
 
@@ -285,15 +286,8 @@ class _HttpSource:
             if o.error is not None
         ]
         results, replayed = await self._transport.send(_calls.ack(complete, fail))
-        # The answer lists the completions' results, then the failures', each in the order sent. Matched by
-        # position, never by job id: one batch may hold two deliveries of one job (an expired lease's and the
-        # new one's), each with its own answer.
-        answers = iter(results)
-        answered = {id(o): next(answers, None) for o in outcomes if o.error is None}
-        answered |= {id(o): next(answers, None) for o in outcomes if o.error is not None}
         held: list[bool | None] = []
-        for outcome in outcomes:
-            result = answered[id(outcome)]
+        for outcome, result in zip(outcomes, answers_in_order(outcomes, results), strict=True):
             ok: bool | None = result is not None and result.outcome == "ok"
             if replayed and not ok and result is not None and result.status in ("completed", "retrying", "dead_letter"):
                 # An attempt that was sent and then failed may have landed: this lease_lost may be its own effect

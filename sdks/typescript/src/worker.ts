@@ -132,7 +132,6 @@ export class Worker {
 
   readonly #transport: Transport;
   readonly #handlers = new Map<string, TaskHandler<never>>();
-  /** Running jobs, by id. */
   /** Running jobs by lease token: one job may be here twice (an expired lease's delivery and the new one). */
   readonly #held = new Map<string, HeldJob>();
   /** Jobs leased ahead, waiting for a slot. */

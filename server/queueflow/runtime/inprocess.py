@@ -113,12 +113,10 @@ class EngineSource:
             for o in outcomes
             if o.error is not None
         ]
-        # Results come for the completions, then the failures, each in order. Matched by position, never by job
-        # id: one batch may hold two deliveries of one job (an expired lease's and the new one's).
-        results = iter(await self.engine.ack(complete, fail))
-        held = {id(o): next(results).outcome is AckOutcome.OK for o in outcomes if o.error is None}
-        held |= {id(o): next(results).outcome is AckOutcome.OK for o in outcomes if o.error is not None}
-        return [held[id(o)] for o in outcomes]
+        from queueflow_client.outcomes import answers_in_order  # the SDK, as for every EngineSource
+
+        results = answers_in_order(outcomes, await self.engine.ack(complete, fail))
+        return [result is not None and result.outcome is AckOutcome.OK for result in results]
 
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         held = [HeldLease(job_id, token) for job_id, token in leases]
