@@ -35,7 +35,9 @@ JOB = {
 UNAVAILABLE = {"type": "about:blank", "title": "Unavailable", "status": 503, "detail": "db", "code": "unavailable"}
 
 
-def scripted(*answers: httpx.Response | Exception) -> tuple[httpx.Client, list[httpx.Request]]:
+def scripted_transport(*answers: httpx.Response | Exception) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    """A transport (for a sync or an async client) that gives each request the next answer, or raises it; and
+    the requests it saw."""
     seen: list[httpx.Request] = []
     queue = list(answers)
 
@@ -46,7 +48,12 @@ def scripted(*answers: httpx.Response | Exception) -> tuple[httpx.Client, list[h
             raise answer
         return answer
 
-    return httpx.Client(transport=httpx.MockTransport(handle)), seen
+    return httpx.MockTransport(handle), seen
+
+
+def scripted(*answers: httpx.Response | Exception) -> tuple[httpx.Client, list[httpx.Request]]:
+    transport, seen = scripted_transport(*answers)
+    return httpx.Client(transport=transport), seen
 
 
 def client_for(http: httpx.Client, **options: Any) -> QueueFlow:

@@ -14,6 +14,7 @@ from queueflow_client.types import HeartbeatResult
 from queueflow_client.worker import _HttpSource
 
 from tests.sdk.conftest import BASE
+from tests.sdk.test_transport import scripted_transport
 
 
 async def test_heartbeat_many_answers_each_lease_on_its_own(
@@ -35,17 +36,8 @@ async def test_heartbeat_many_answers_each_lease_on_its_own(
 
 def _scripted_worker(*answers: httpx.Response | Exception) -> tuple[Worker, _HttpSource, list[httpx.Request]]:
     """A worker's HTTP source on a scripted transport: each request gets the next answer."""
-    seen: list[httpx.Request] = []
-    queue = list(answers)
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        answer = queue.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    http = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    scripted, seen = scripted_transport(*answers)
+    http = httpx.AsyncClient(transport=scripted)
     worker = Worker(BASE, "key-w", TaskRegistry())
     transport = AsyncTransport(BASE, "key-w", timeout=30.0, retry=RetryPolicy(base_delay=0), http_client=http)
     return worker, _HttpSource(transport, worker), seen
