@@ -148,11 +148,15 @@ class JobStore(Protocol):
         lease_seconds: float,
         task_names: Sequence[str] | None = None,
         tenant_id: str | None = None,
+        after_tenant: str | None = None,
     ) -> list[Job]:
         """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (and, when
-        `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key) in
-        claim order (priority desc, scheduled_at, created_at). Each gets a fresh lease_token, delivery_count + 1,
-        started_at = now and locked_until = now + lease_seconds, capped at its timeout.
+        `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key), in
+        turns (`core.turns.in_turns`): the tenants with due jobs served round by round, each round starting with the
+        first tenant after `after_tenant`, and each tenant's jobs in claim order (priority desc, scheduled_at,
+        created_at), so that one tenant's backlog never holds another's jobs back. Returned in that order. Each gets
+        a fresh lease_token, delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at
+        its timeout.
         Concurrent claimers never claim the same row. Flow control (`queue_settings`) holds jobs back: none of a
         paused (tenant, queue)'s, never so many that more than its `concurrency_limit` run at once (nor more than
         its `key_concurrency_limit` of one `concurrency_key`), and never more than its rate limit's token bucket

@@ -18,8 +18,9 @@ HISTORY = 100_000
 async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     # A prepared claim may be planned once and reused (a generic plan): that plan must use the index too.
     await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-    await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval, text[]) AS {CLAIM}")
-    rows = await connection.fetch(f"EXPLAIN EXECUTE claim('{{default}}', 10, '{START.isoformat()}', '30 s', NULL)")
+    await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval, text[], text) AS {CLAIM}")
+    arguments = f"'{{default}}', 10, '{START.isoformat()}', '30 s', NULL, NULL"
+    rows = await connection.fetch(f"EXPLAIN EXECUTE claim({arguments})")
     return "\n".join(row[0] for row in rows)
 
 
@@ -49,3 +50,35 @@ async def test_the_claim_uses_the_partial_claim_index(
         explained = await plan(connection, plan_cache_mode)
     assert "idx_jobs_claim" in explained, explained
     assert "Seq Scan" not in explained, explained
+    # A plan whose estimated cost passes jit_above_cost is compiled on every execution (tens of milliseconds).
+    assert "JIT" not in explained, explained
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
+async def test_a_burst_across_tenants_is_claimed_off_the_claim_index_before_any_analyze(
+    postgres_url: str, postgres_store: PostgresJobStore, plan_cache_mode: str
+) -> None:
+    """100 tenants × 100 due jobs written since the last ANALYZE: every probe of the fair claim reads idx_jobs_claim.
+    (On the statistics of an empty table the planner once took idx_jobs_due for them and sorted the queue's
+    pending rows in every probe: 2 s per single-job lease.)"""
+    await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
+    async with pg.connect(postgres_url) as connection:
+        await connection.execute("ANALYZE queueflow.jobs")
+        await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
+        try:
+            await connection.execute(
+                """
+                INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, config, scheduled_at, created_at)
+                SELECT 'job_burst_' || lpad(i::text, 5, '0'), 'tenant-' || lpad((i % 100)::text, 3, '0'), 'default',
+                       't', '{"backoff": {"strategy": "fixed", "base_seconds": 1, "max_seconds": 1, "jitter": false}}',
+                       $2, $2
+                  FROM generate_series(1, $1::int) AS i
+                """,
+                10_000,
+                START,
+            )
+            explained = await plan(connection, plan_cache_mode)
+        finally:  # the database outlives this test
+            await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
+    assert "idx_jobs_due" not in explained, explained
+    assert "Seq Scan on jobs" not in explained, explained

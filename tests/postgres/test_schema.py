@@ -37,7 +37,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0004"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0005"
 
 
 async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> None:
@@ -59,6 +59,17 @@ async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> No
         assert await connection.fetchval(keyed)
 
 
+async def test_0005_down_to_0004_restores_the_claim_index_without_the_tenant() -> None:
+    query = "SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_jobs_claim'"
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        assert "(queue_name, tenant_id, priority DESC" in await connection.fetchval(query)
+        await pgschema.downgrade_async(url, "0004")
+        assert "(queue_name, priority DESC, scheduled_at, created_at, id)" in await connection.fetchval(query)
+        await pgschema.upgrade_async(url)
+        assert "(queue_name, tenant_id, priority DESC" in await connection.fetchval(query)
+
+
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
     url = pg.blocking(pg.create_database)
     try:
@@ -70,7 +81,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0004"
+        assert pg.blocking(version) == "0005"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -86,7 +97,7 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         rows = await connection.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs'")
     indexes = {row["indexname"]: row["indexdef"].split(" USING ", 1)[1] for row in rows}
     assert indexes["idx_jobs_claim"] == (
-        "btree (queue_name, priority DESC, scheduled_at, created_at, id)"
+        "btree (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)"
         " WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]))"
     )
     assert indexes["idx_jobs_lease_expiry"] == "btree (locked_until) WHERE (status = 'running'::text)"
@@ -98,7 +109,8 @@ async def test_jobs_indexes(postgres_url: str) -> None:
     assert indexes["idx_jobs_tenant_created"] == "btree (tenant_id, created_at DESC, id DESC)"
     assert indexes["idx_jobs_metadata"] == "gin (metadata jsonb_path_ops) WHERE (metadata <> '{}'::jsonb)"
     assert indexes["idx_jobs_due"] == (
-        "btree (queue_name, scheduled_at) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]))"
+        "btree (queue_name, scheduled_at)"
+        " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (scheduled_at > created_at))"
     )
     assert indexes["idx_jobs_finished"] == (
         "btree (completed_at) WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
@@ -192,4 +204,4 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0004"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0005"

@@ -46,6 +46,9 @@ from queueflow.engine.settings import EngineSettings
 from queueflow.engine.workflows import Workflows
 from queueflow.ports import Clock, Store
 
+# How many sets of queues a process remembers whose turn it is (a worker leases the same few sets again and again).
+MAX_TURNS = 1024
+
 
 class Engine:
     def __init__(
@@ -65,6 +68,8 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.workflows = Workflows(store, clock, self.rng)
         self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
+        # Per set of queues leased, the tenant the last lease served last (see `lease`).
+        self._turns: dict[tuple[str, ...], str] = {}
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -186,9 +191,19 @@ class Engine:
         """Claim up to `max_jobs` due jobs across `queues` (of `task_names` only, if given: the tasks the lessee
         can run), in claim order, each with a fresh lease token."""
         validation.check(validation.lease_errors(queues, max_jobs, lease_seconds, task_names))
-        return await self.store.job_claim(
-            list(dict.fromkeys(queues)), max_jobs, self.clock.now(), lease_seconds, task_names, scope
+        wanted = tuple(dict.fromkeys(queues))
+        # Whose turn it is (README.md, "Fairness"): the tenant this process's previous lease of these queues served
+        # last. A scoped key leases one tenant only, so it neither reads nor moves the turn.
+        after = None if scope is not None else self._turns.get(wanted)
+        jobs = await self.store.job_claim(
+            list(wanted), max_jobs, self.clock.now(), lease_seconds, task_names, scope, after
         )
+        if jobs and scope is None:
+            self._turns.pop(wanted, None)  # re-inserted last: the oldest entry goes first when the table is full
+            self._turns[wanted] = jobs[-1].tenant_id
+            if len(self._turns) > MAX_TURNS:
+                del self._turns[next(iter(self._turns))]
+        return jobs
 
     async def _check_scope(self, job_id: str, scope: str | None) -> None:
         if scope is not None and await self.store.job_get(job_id, scope) is None:

@@ -21,6 +21,7 @@ from queueflow.core.jsonvalue import (
     storable_text,
 )
 from queueflow.core.lifecycle import holds_lease, lease_until
+from queueflow.core.turns import in_turns
 from queueflow.core.types import (
     CANCELLABLE,
     CLAIMABLE,
@@ -82,6 +83,7 @@ class MemoryJobs(Tables):
         lease_seconds: float,
         task_names: Sequence[str] | None = None,
         tenant_id: str | None = None,
+        after_tenant: str | None = None,
     ) -> list[Job]:
         wanted = set(queues)
         tasks = None if task_names is None else set(task_names)
@@ -94,7 +96,7 @@ class MemoryJobs(Tables):
             and (tasks is None or job.task_name in tasks)
             and (tenant_id is None or job.tenant_id == tenant_id)
         ]
-        due.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
+        due = in_turns(due, after_tenant)
         busy, busy_keys = self._running_counts()
         tokens: dict[tuple[str, str], float] = {}  # the rate-limited groups met so far, tokens left now
         claimed: list[Job] = []

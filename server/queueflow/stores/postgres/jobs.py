@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -11,7 +12,14 @@ from typing import Any, cast
 import asyncpg
 
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
-from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, RateLimit, next_token_at, tokens_at
+from queueflow.core.flow import (
+    KEEP,
+    QueueSettings,
+    QueueSettingsPatch,
+    RateLimit,
+    next_token_at,
+    tokens_at,
+)
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     failure_storage_errors,
@@ -21,6 +29,7 @@ from queueflow.core.jsonvalue import (
     storable_text,
     storage_errors,
 )
+from queueflow.core.turns import in_turns
 from queueflow.core.types import (
     JSON,
     UNCHANGED,
@@ -192,15 +201,18 @@ class PostgresJobs(Pooled):
         lease_seconds: float,
         task_names: Sequence[str] | None = None,
         tenant_id: str | None = None,
+        after_tenant: str | None = None,
     ) -> list[Job]:
         wanted = _queue_names(queues)
         tasks = None if task_names is None else [name for name in dict.fromkeys(task_names) if storable_text(name)]
         if not wanted or tasks == [] or (tenant_id is not None and not storable_text(tenant_id)):
             return []
         lease = timedelta(seconds=lease_seconds)
+        # A tenant name PostgreSQL cannot store is nobody's: every tenant comes after it.
+        after = after_tenant if after_tenant is not None and storable_text(after_tenant) else None
         async with self._connection() as db:
             if tenant_id is None:
-                rows = await db.fetch(CLAIM, wanted, limit, now, lease, tasks)
+                rows = await _claim_in_turns(db, wanted, limit, now, lease, tasks, after)
             else:
                 rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, lease, tasks, tenant_id)
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
@@ -210,12 +222,10 @@ class PostgresJobs(Pooled):
                 if restricted:
                     queues_left = [row["queue_name"] for row in restricted]
                     rows += await self._claim_restricted(
-                        db, queues_left, limit - len(rows), now, lease, tasks, tenant_id
+                        db, queues_left, limit - len(rows), now, lease, tasks, tenant_id, after
                     )
-        # RETURNING comes in no particular order; a multi-job lease answers in claim order.
-        jobs = [job_from_row(row) for row in rows]
-        jobs.sort(key=lambda job: (-job.priority, job.scheduled_at, job.created_at, job.id))
-        return jobs
+        # RETURNING comes in no particular order; a multi-job lease answers in the order it took the jobs.
+        return in_turns((job_from_row(row) for row in rows), after)
 
     async def _claim_restricted(
         self,
@@ -226,6 +236,7 @@ class PostgresJobs(Pooled):
         lease: timedelta,
         tasks: list[str] | None,
         tenant_id: str | None,
+        after_tenant: str | None,
     ) -> list[asyncpg.Record]:
         """CLAIM for queues on which some tenant restricts leasing, exact under any number of concurrent claims,
         with the same task (`tasks`) and tenant (`tenant_id`) filters as CLAIM and CLAIM_FOR_TENANT.
@@ -296,6 +307,7 @@ class PostgresJobs(Pooled):
                     lease,
                     *_restrictions(paused, limit_of, running, tokens, key_limit_of, running_keys),
                     tasks,
+                    after_tenant,
                     *scope,
                 )
                 if not rows:
@@ -529,6 +541,30 @@ class PostgresJobs(Pooled):
         return sorted(
             (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
         )
+
+
+async def _claim_in_turns(
+    db: Db,
+    queues: list[str],
+    limit: int,
+    now: datetime,
+    lease: timedelta,
+    tasks: list[str] | None,
+    after_tenant: str | None,
+) -> list[asyncpg.Record]:
+    """CLAIM, again while it comes back short and some tenant took its whole share (`fair_share`): that tenant may
+    have more, which the tenants with fewer jobs than their share left room for. Each round claims at least one
+    job or ends the claim, and a round's tenants that ran short have no claimable job left, so rounds are few
+    (with one tenant, never more than one)."""
+    rows = await db.fetch(CLAIM, queues, limit, now, lease, tasks, after_tenant)
+    last = rows
+    while last and len(rows) < limit:
+        taken = Counter(row["tenant_id"] for row in last)
+        if max(taken.values()) < last[0]["fair_share"]:
+            break
+        last = await db.fetch(CLAIM, queues, limit - len(rows), now, lease, tasks, after_tenant)
+        rows += last
+    return rows
 
 
 def _restrictions(

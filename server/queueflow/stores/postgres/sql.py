@@ -40,46 +40,138 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
 RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL OR rate_jobs IS NOT NULL)"
 
-# The claim. For each queue, the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another
-# claimer holds and stops after LIMIT; the best of those per-queue candidates are claimed. (One
-# `queue_name = ANY(...)` scan cannot read several queues in order, so it sorts every due row: with a backlog,
-# milliseconds instead of microseconds.) Candidates cut by the outer LIMIT stay locked only until this
-# statement commits. `id = ANY(ARRAY(...))` keeps even a generic plan (whose LIMIT $2 is a guess) on the
-# primary key instead of a hash join over the table. A lease never runs past the delivery's timeout (LEAST
-# ignores a NULL timeout). `$5`, the task names a worker can run (NULL: any), filters the index scan's rows.
+
+# What a claim writes into each job it takes ($3: now, $4: the lease). A lease never runs past the delivery's
+# timeout (LEAST ignores a NULL timeout).
+LEASE = """UPDATE queueflow.jobs
+   SET status = 'running',
+       lease_token = gen_random_uuid(),
+       delivery_count = delivery_count + 1,
+       started_at = $3,
+       locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))"""
+
+
+def _tenants_in_turn(queues: str, claimable: str) -> str:
+    """The CTEs a fair claim starts with (README.md, "Fairness"): `tenant`, every (queue_name, tenant_id) of the
+    queues `queues` (a query of one column, `name`) with a job that `claimable` (a condition on `j`) holds for, and
+    `share`, how many of `$2` jobs each tenant gets if all have enough: ceil($2 / tenants).
+
+    The tenants are found by a skip scan of idx_jobs_claim (queue_name, tenant_id, …): one index descent per tenant
+    with pending or retrying jobs, each for the next tenant_id after the previous one, however many jobs each holds
+    — then kept if one of its jobs is claimable, which reads its jobs in claim order until the first one that is.
+    Written so that no plan does otherwise: each subquery orders by the whole index order, which no other index
+    gives (ordered by `tenant_id` alone, a generic plan walked idx_jobs_tenant_created filtering the queue, and an
+    unordered check scanned the table), and the claimable check is a LIMIT 1 subquery, run per tenant (as EXISTS,
+    the planner made it a semi-join over every due row).
+    """
+    return f"""
+WITH RECURSIVE queue AS ({queues}),
+pending AS (
+    SELECT queue.name AS queue_name,
+           (SELECT j.tenant_id FROM queueflow.jobs AS j
+             WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+             ORDER BY j.tenant_id, j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1) AS tenant_id
+      FROM queue
+    UNION ALL
+    SELECT pending.queue_name,
+           (SELECT j.tenant_id FROM queueflow.jobs AS j
+             WHERE j.queue_name = pending.queue_name AND j.status IN ('pending', 'retrying')
+               AND j.tenant_id > pending.tenant_id
+             ORDER BY j.tenant_id, j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1)
+      FROM pending
+     WHERE pending.tenant_id IS NOT NULL
+),
+tenant AS (
+    SELECT pending.queue_name, pending.tenant_id FROM pending
+     WHERE pending.tenant_id IS NOT NULL
+       AND (SELECT true FROM queueflow.jobs AS j
+             WHERE j.queue_name = pending.queue_name AND j.tenant_id = pending.tenant_id AND {claimable}
+             ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1)
+),
+share AS (SELECT ceil($2::float8 / greatest(count(DISTINCT tenant_id), 1))::int AS per_tenant,
+                 array_agg(queue_name) AS queue_names, array_agg(tenant_id) AS tenant_ids
+            FROM tenant)"""
+
+
+def _shares(columns: str, claimable: str) -> str:
+    """`due`: for each (queue, tenant) of `_tenants_in_turn`, its `columns` of up to `share.per_tenant` jobs that
+    `claimable` holds for, locked, read off idx_jobs_claim in claim order past the rows other claimers hold.
+
+    The inner LIMIT $2 changes nothing (a share is at most $2) but gives the planner a bound: under a LIMIT it
+    cannot evaluate, it estimates a tenth of the index's rows per tenant, and on a backlog of 100,000 jobs the
+    claim's estimated cost passed jit_above_cost, so that PostgreSQL compiled it on every execution.
+    """
+    return f"""share, unnest(share.queue_names, share.tenant_ids) AS tenant(queue_name, tenant_id),
+                      LATERAL (SELECT * FROM (
+                               SELECT {columns}
+                                 FROM queueflow.jobs AS j
+                                WHERE j.queue_name = tenant.queue_name AND j.tenant_id = tenant.tenant_id
+                                  AND {claimable}
+                                ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id
+                                LIMIT $2
+                                FOR UPDATE SKIP LOCKED) AS ahead
+                                LIMIT share.per_tenant) AS due"""
+
+
+# Which jobs CLAIM may take: due, of the tasks a worker can run ($5, NULL: any).
+CLAIMABLE = (
+    "j.status IN ('pending', 'retrying') AND j.scheduled_at <= $3"
+    " AND ($5::text[] IS NULL OR j.task_name = ANY($5::text[]))"
+)
+
+# The claim, fair across tenants (README.md, "Fairness"). For each (queue, tenant) with a claimable job
+# (`_tenants_in_turn`), the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another claimer holds
+# and stops after the tenant's share; of a tenant's candidates from all its queues, its first `share` are its next
+# jobs in claim order (`nth`, across the queues), and of those the claim takes `$2` in turns: each tenant's first,
+# tenant after tenant starting after $6 (the tenant the previous lease served last, NULL: none) in code-point
+# order, then each one's second, and so on, as `core.turns.in_turns` orders them. A tenant that has fewer jobs than
+# its share leaves the claim short; it comes back with `fair_share` so that the store can claim the rest from the
+# tenants that filled theirs (`_claim_in_turns`). With one tenant and one queue the share is `$2`: one statement.
+# Candidates cut by the outer LIMIT stay locked only until this statement commits. `id = ANY(ARRAY(...))` keeps
+# even a generic plan (whose LIMIT is a guess) on the primary key instead of a hash join over the table.
 # This statement leaves out every queue on which some tenant restricts leasing (one probe of
 # idx_queue_settings_restricting per queue, which finds nothing on a queue nobody configured); those queues
 # are claimed by CLAIM_RESTRICTED, under the settings rows' locks (see `PostgresJobs._claim_restricted`).
 # OFFSET 0 is an optimisation fence: without it the planner ran the probe after the LATERAL scan, which had
 # already locked (and then discarded) a restricted queue's candidates, hiding them from CLAIM_RESTRICTED.
-CLAIM = f"""
-UPDATE queueflow.jobs
-   SET status = 'running',
-       lease_token = gen_random_uuid(),
-       delivery_count = delivery_count + 1,
-       started_at = $3,
-       locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
+UNRESTRICTED_QUEUES = f"""SELECT q.name FROM unnest($1::text[]) AS q(name)
+                          WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
+                                             WHERE s.queue_name = q.name AND {RESTRICTING})
+                         OFFSET 0"""
+CLAIM = f"""{_tenants_in_turn(UNRESTRICTED_QUEUES, CLAIMABLE)}
+{LEASE}
+ WHERE id = ANY(ARRAY(
+       SELECT c.id
+         FROM (SELECT due.id, due.tenant_id, share.per_tenant,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth
+                 FROM {_shares("j.id, j.tenant_id, j.priority, j.scheduled_at, j.created_at", CLAIMABLE)}) AS c
+        WHERE c.nth <= c.per_tenant
+        ORDER BY c.nth, c.tenant_id COLLATE "C" <= $6::text, c.tenant_id COLLATE "C"
+        LIMIT $2))
+RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share
+"""
+
+# The claim of a tenant-scoped worker key ($6): one tenant, so no turns; per queue, that tenant's range of
+# idx_jobs_claim in claim order.
+CLAIM_FOR_TENANT = f"""
+{LEASE}
  WHERE id = ANY(ARRAY(
        SELECT due.id
          FROM (SELECT q.name FROM unnest($1::text[]) AS q(name)
                 WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
                                    WHERE s.queue_name = q.name AND {RESTRICTING})
                OFFSET 0) AS queue,
-              LATERAL (SELECT id, priority, scheduled_at, created_at FROM queueflow.jobs
-                        WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at <= $3
-                          AND ($5::text[] IS NULL OR task_name = ANY($5::text[]))
-                        ORDER BY priority DESC, scheduled_at, created_at, id
+              LATERAL (SELECT j.id, j.priority, j.scheduled_at, j.created_at FROM queueflow.jobs AS j
+                        WHERE j.queue_name = queue.name AND j.tenant_id = $6 AND {CLAIMABLE}
+                        ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id
                         LIMIT $2
                         FOR UPDATE SKIP LOCKED) AS due
         ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id
         LIMIT $2))
 RETURNING {COLUMNS}
 """
-
-# The claim of a tenant-scoped worker key: the same statement, reading past other tenants' due rows. Derived from
-# CLAIM, so the two never drift apart.
-CLAIM_FOR_TENANT = CLAIM.replace("AND scheduled_at <= $3\n", "AND scheduled_at <= $3 AND tenant_id = $6\n", 1)
-assert CLAIM_FOR_TENANT != CLAIM
 
 # The rate-limit buckets of the queues $1, for a parked lease to sleep until the next token (idle path only).
 RATE_BUCKETS = """
@@ -125,63 +217,66 @@ SELECT j.tenant_id, j.queue_name, j.config->>'concurrency_key' AS key, count(*) 
  GROUP BY 1, 2, 3
 """
 
-# CLAIM for restricted queues: no job of a blocked (tenant, queue) ($5, $6: paused, or at its limit) or of a
-# concurrency key at its limit ($17, $18, $19) — left out of the scan itself, so that a blocked group's backlog
-# never fills the candidates and starves the others — and, counted in claim order over the candidates, at most
-# `slots` of a limited (tenant, queue) ($7, $8, $9) and, in a key-limited one ($10, $11, $12: key_limit), at most
-# `slots` of a key that already runs jobs ($13–$16) or `key_limit` of one that runs none. `$20`, the task names
-# a worker can run (NULL: any), filters the scan as in CLAIM.
-CLAIM_RESTRICTED = f"""
-UPDATE queueflow.jobs
-   SET status = 'running',
-       lease_token = gen_random_uuid(),
-       delivery_count = delivery_count + 1,
-       started_at = $3,
-       locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))
- WHERE id = ANY(ARRAY(
-       SELECT c.id
-         FROM (SELECT due.*,
-                      row_number() OVER (
-                          PARTITION BY due.tenant_id, due.queue_name
-                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth,
-                      row_number() OVER (
-                          PARTITION BY due.tenant_id, due.queue_name, due.concurrency_key
-                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS key_nth
-                 FROM unnest($1::text[]) AS queue(name),
-                      LATERAL (SELECT j.id, j.tenant_id, j.queue_name, j.priority, j.scheduled_at, j.created_at,
-                                      j.config->>'concurrency_key' AS concurrency_key
-                                 FROM queueflow.jobs AS j
-                                WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
-                                  AND j.scheduled_at <= $3
+# Which jobs CLAIM_RESTRICTED may take: due, of the tasks a worker can run ($20, NULL: any), and none of a blocked
+# (tenant, queue) ($5, $6: paused, or at its limit) or of a concurrency key at its limit ($17, $18, $19) — left
+# out of the scan itself, so that a blocked group's backlog never fills the candidates and starves the others.
+RESTRICTED_CLAIMABLE = """j.status IN ('pending', 'retrying') AND j.scheduled_at <= $3
                                   AND ($20::text[] IS NULL OR j.task_name = ANY($20::text[]))
                                   AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS b(tenant_id, queue_name)
                                                    WHERE b.tenant_id = j.tenant_id AND b.queue_name = j.queue_name)
                                   AND NOT EXISTS (SELECT FROM unnest($17::text[], $18::text[], $19::text[])
                                                            AS bk(tenant_id, queue_name, key)
                                                    WHERE bk.tenant_id = j.tenant_id AND bk.queue_name = j.queue_name
-                                                     AND bk.key = j.config->>'concurrency_key')
-                                ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id
-                                LIMIT $2
-                                FOR UPDATE SKIP LOCKED) AS due) AS c
+                                                     AND bk.key = j.config->>'concurrency_key')"""
+
+
+KEYED_CANDIDATE = (
+    "j.id, j.tenant_id, j.queue_name, j.priority, j.scheduled_at, j.created_at,"
+    " j.config->>'concurrency_key' AS concurrency_key"
+)
+
+
+def _claim_restricted(claimable: str) -> str:
+    """CLAIM for restricted queues ($1), of the jobs `claimable` holds for, in turns as CLAIM (after $21).
+
+    Counted in claim order over each tenant's candidates: at most `slots` of a limited (tenant, queue) ($7, $8,
+    $9) and, in a key-limited one ($10, $11, $12: key_limit), at most `slots` of a key that already runs jobs
+    ($13–$16) or `key_limit` of one that runs none.
+    """
+    return f"""{_tenants_in_turn("SELECT q.name FROM unnest($1::text[]) AS q(name)", claimable)}
+{LEASE}
+ WHERE id = ANY(ARRAY(
+       SELECT c.id
+         FROM (SELECT due.*, share.per_tenant,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id, due.queue_name
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id, due.queue_name, due.concurrency_key
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS key_nth,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS turn
+                 FROM {_shares(KEYED_CANDIDATE, claimable)}) AS c
          LEFT JOIN unnest($7::text[], $8::text[], $9::int[]) AS cap(tenant_id, queue_name, slots)
                 ON cap.tenant_id = c.tenant_id AND cap.queue_name = c.queue_name
          LEFT JOIN unnest($10::text[], $11::text[], $12::int[]) AS kl(tenant_id, queue_name, key_limit)
                 ON kl.tenant_id = c.tenant_id AND kl.queue_name = c.queue_name
          LEFT JOIN unnest($13::text[], $14::text[], $15::text[], $16::int[]) AS ks(tenant_id, queue_name, key, slots)
                 ON ks.tenant_id = c.tenant_id AND ks.queue_name = c.queue_name AND ks.key = c.concurrency_key
-        WHERE (cap.slots IS NULL OR c.nth <= cap.slots)
+        WHERE c.turn <= c.per_tenant AND (cap.slots IS NULL OR c.nth <= cap.slots)
           AND (kl.key_limit IS NULL OR c.concurrency_key IS NULL OR c.key_nth <= coalesce(ks.slots, kl.key_limit))
-        ORDER BY c.priority DESC, c.scheduled_at, c.created_at, c.id
+        ORDER BY c.turn, c.tenant_id COLLATE "C" <= $21::text, c.tenant_id COLLATE "C"
         LIMIT $2))
 RETURNING {COLUMNS}
 """
 
-# CLAIM_RESTRICTED for a tenant-scoped worker key ($21), derived from it as CLAIM_FOR_TENANT is from CLAIM: a scoped
-# key never leases another tenant's job, from a restricted queue either.
-CLAIM_RESTRICTED_FOR_TENANT = CLAIM_RESTRICTED.replace(
-    "AND j.scheduled_at <= $3\n", "AND j.scheduled_at <= $3 AND j.tenant_id = $21\n", 1
-)
-assert CLAIM_RESTRICTED_FOR_TENANT != CLAIM_RESTRICTED
+
+CLAIM_RESTRICTED = _claim_restricted(RESTRICTED_CLAIMABLE)
+
+# CLAIM_RESTRICTED for a tenant-scoped worker key ($22): a scoped key never leases another tenant's job, from a
+# restricted queue either.
+CLAIM_RESTRICTED_FOR_TENANT = _claim_restricted(f"j.tenant_id = $22 AND {RESTRICTED_CLAIMABLE}")
 
 # The token buckets a restricted claim spent from, as of its `now` ($4), under the lock RESTRICTIONS_LOCK took.
 SPEND_TOKENS = """
@@ -224,12 +319,15 @@ SELECT saved.*, pg_notify('queueflow_work', queue_name) FROM saved
 """
 
 # The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due
-# after now (the claim index, ordered by priority first, cannot answer this without reading every row).
+# after now (the claim index, ordered by priority first, cannot answer this without reading every row). That
+# index holds only the jobs written ahead of their time (`scheduled_at > created_at`, see migration 0005): a job
+# due when it was written is never due after now, unless a clock behind the one that wrote it reads it.
 NEXT_DUE = """
 SELECT min(due.scheduled_at)
   FROM unnest($1::text[]) AS queue(name),
        LATERAL (SELECT scheduled_at FROM queueflow.jobs
                  WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at > $2
+                   AND scheduled_at > created_at
                  ORDER BY scheduled_at
                  LIMIT 1) AS due
 """

@@ -1,0 +1,158 @@
+"""Fair leasing across tenants on every store (README.md, "Fairness"): with k tenants holding due jobs in a queue,
+any k consecutive single-job leases serve each of them, whatever their backlogs; a multi-job lease takes its jobs
+round-robin across them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from queueflow.clocks import TestClock
+from queueflow.core.flow import QueueSettingsPatch
+from queueflow.core.types import NewJob
+from queueflow.engine import Engine
+from queueflow.ports import Store
+
+
+async def enqueue(engine: Engine, tenant: str, n: int, *, queue: str = "default", priority: int = 0) -> list[str]:
+    ids = []
+    for start in range(0, n, 1000):  # a batch holds at most 1,000 jobs
+        jobs = [NewJob(task_name="t", queue_name=queue, priority=priority)] * min(1000, n - start)
+        ids += [result.job.id for result in await engine.enqueue_many(tenant, jobs)]
+    return ids
+
+
+async def single_leases(engine: Engine, n: int, queues: tuple[str, ...] = ("default",)) -> list[str]:
+    """The tenants n single-job leases served, in order."""
+    served = []
+    for _ in range(n):
+        (job,) = await engine.lease(list(queues))
+        served.append(job.tenant_id)
+    return served
+
+
+async def test_a_burst_never_holds_another_tenants_jobs_back(engine: Engine, clock: TestClock) -> None:
+    await enqueue(engine, "a", 10_000)
+    clock.advance(seconds=1)
+    theirs = set(await enqueue(engine, "b", 10))
+    clock.advance(seconds=1)
+    served: list[str] = []
+    for _ in range(20):
+        (job,) = await engine.lease(["default"])
+        served.append(job.id)
+    assert theirs <= set(served)
+
+
+async def test_with_100_tenants_every_one_is_served_within_the_first_100_leases(
+    engine: Engine, clock: TestClock
+) -> None:
+    tenants = [f"tenant-{i:03}" for i in range(100)]
+    for tenant in reversed(tenants):  # the last tenant's jobs are the oldest: claim order alone would serve it only
+        await enqueue(engine, tenant, 100)
+        clock.advance(seconds=1)
+    assert sorted(await single_leases(engine, 100)) == tenants
+
+
+async def test_single_leases_take_the_tenants_in_turn_and_each_tenants_jobs_in_claim_order(
+    engine: Engine, clock: TestClock
+) -> None:
+    async def one(tenant: str, priority: int = 0) -> str:
+        clock.advance(seconds=1)  # one created_at each: claim order is then the order of these calls
+        (job_id,) = await enqueue(engine, tenant, 1, priority=priority)
+        return job_id
+
+    a = [await one("a") for _ in range(3)]
+    urgent_a = await one("a", priority=5)
+    b = [await one("b") for _ in range(2)]
+    c = await one("c")
+    served = [(await engine.lease(["default"]))[0].id for _ in range(7)]
+    # Round one: a, b, c; then the tenants that still have jobs, in the same turn.
+    assert served == [urgent_a, b[0], c, a[0], b[1], a[1], a[2]]
+    assert await engine.lease(["default"]) == []
+
+
+async def test_the_turn_goes_on_where_the_previous_lease_stopped(engine: Engine, clock: TestClock) -> None:
+    for tenant in ("a", "b", "c"):
+        await enqueue(engine, tenant, 4)
+    clock.advance(seconds=1)
+    assert [job.tenant_id for job in await engine.lease(["default"], max_jobs=2)] == ["a", "b"]
+    assert await single_leases(engine, 1) == ["c"]
+    assert [job.tenant_id for job in await engine.lease(["default"], max_jobs=4)] == ["a", "b", "c", "a"]
+    # A tenant that comes in is served at its place in the turn.
+    await enqueue(engine, "bb", 1)
+    assert await single_leases(engine, 4) == ["b", "bb", "c", "a"]
+
+
+async def test_a_multi_job_lease_takes_its_jobs_round_robin_and_fills_up_from_the_tenants_with_more(
+    engine: Engine, clock: TestClock
+) -> None:
+    await enqueue(engine, "a", 50)
+    await enqueue(engine, "b", 2)
+    await enqueue(engine, "c", 1)
+    clock.advance(seconds=1)
+    leased = await engine.lease(["default"], max_jobs=30)
+    assert [job.tenant_id for job in leased[:6]] == ["a", "b", "c", "a", "b", "a"]
+    assert [job.tenant_id for job in leased[6:]] == ["a"] * 24
+    assert len({job.id for job in leased}) == 30
+
+
+async def test_turns_span_the_queues_of_one_lease(engine: Engine, clock: TestClock) -> None:
+    await enqueue(engine, "a", 5, queue="mail")
+    await enqueue(engine, "a", 5, queue="sms", priority=1)
+    await enqueue(engine, "b", 1, queue="sms")
+    clock.advance(seconds=1)
+    leased = await engine.lease(["mail", "sms"], max_jobs=4)
+    assert [(job.tenant_id, job.queue_name) for job in leased] == [
+        ("a", "sms"),
+        ("b", "sms"),
+        ("a", "sms"),
+        ("a", "sms"),
+    ]
+
+
+async def test_tenants_held_back_by_flow_control_give_up_their_turn(engine: Engine, clock: TestClock) -> None:
+    await enqueue(engine, "a", 20)
+    await enqueue(engine, "b", 20)
+    await enqueue(engine, "c", 20)
+    await engine.configure_queue("a", "default", QueueSettingsPatch(concurrency_limit=2))
+    await engine.configure_queue("b", "default", QueueSettingsPatch(paused=True))
+    clock.advance(seconds=1)
+    # The restricted claim serves in turn too: a until its limit, never b, c whenever a may not.
+    assert await single_leases(engine, 5) == ["a", "c", "a", "c", "c"]
+    leased = await engine.lease(["default"], max_jobs=6)
+    assert [job.tenant_id for job in leased] == ["c"] * 6
+
+
+async def test_a_scoped_key_leases_its_own_tenant_and_leaves_the_turn_alone(engine: Engine, clock: TestClock) -> None:
+    for tenant in ("a", "b", "c"):
+        await enqueue(engine, tenant, 3)
+    clock.advance(seconds=1)
+    assert await single_leases(engine, 1) == ["a"]
+    assert [job.tenant_id for job in await engine.lease(["default"], max_jobs=2, scope="c")] == ["c", "c"]
+    assert await single_leases(engine, 3) == ["b", "c", "a"]
+
+
+async def test_the_store_claims_in_turns_after_the_tenant_it_is_given(store: Store, clock: TestClock) -> None:
+    engine = Engine(store, clock)
+    for tenant in ("a", "b", "c", "d"):
+        await enqueue(engine, tenant, 2)
+    clock.advance(seconds=1)
+    claimed = await store.job_claim(["default"], 5, clock.now(), 30, after_tenant="b")
+    assert [job.tenant_id for job in claimed] == ["c", "d", "a", "b", "c"]
+    # A name no tenant has still has a place in the turn; one PostgreSQL cannot store comes before every tenant.
+    claimed = await store.job_claim(["default"], 2, clock.now(), 30, after_tenant="bz")
+    assert [job.tenant_id for job in claimed] == ["d", "a"]
+    assert [job.tenant_id for job in await store.job_claim(["default"], 1, clock.now(), 30, after_tenant="\x00")] == [
+        "b"
+    ]
+
+
+async def test_concurrent_claims_across_tenants_never_take_the_same_job(store: Store, clock: TestClock) -> None:
+    engine = Engine(store, clock)
+    ids = [job_id for tenant in ("a", "b", "c") for job_id in await enqueue(engine, tenant, 30)]
+    clock.advance(seconds=1)
+    claims = await asyncio.gather(*(store.job_claim(["default"], 10, clock.now(), 30) for _ in range(9)))
+    claimed = [job.id for claim in claims for job in claim]
+    assert len(set(claimed)) == len(claimed)
+    # A claim skips the rows another one holds, so some may have come back short; none left a job behind.
+    rest = await store.job_claim(["default"], 100, clock.now(), 30)
+    assert sorted(claimed + [job.id for job in rest]) == sorted(ids)
