@@ -12,7 +12,7 @@ from queueflow.clocks import TestClock
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 
-from tests.api.conftest import TENANT_B
+from tests.api.conftest import TENANT_A, TENANT_B
 from tests.dashboard.conftest import Browser, api
 
 PAGES = ["/ui", "/ui/queues", "/ui/jobs", "/ui/dead-letters", "/ui/workflows", "/ui/schedules"]
@@ -122,6 +122,9 @@ async def test_every_form_needs_the_csrf_token(signed_in: Browser, token: str | 
         "/ui/schedules/s/enable",
         "/ui/schedules/s/disable",
         "/ui/schedules/s/delete",
+        "/ui/queues/q/pause",
+        "/ui/queues/q/resume",
+        "/ui/queues/q/limits",
         "/ui/sign-out",
         "/ui/sign-in",
     ]:
@@ -129,6 +132,7 @@ async def test_every_form_needs_the_csrf_token(signed_in: Browser, token: str | 
         assert response.status_code == 403, path
         assert "did not come from this dashboard" in response.text
     assert (await api(signed_in, "GET", f"/v1/jobs/{job['id']}"))["status"] == "pending"
+    assert (await signed_in.client.get("/v1/queues/q", headers=TENANT_A)).status_code == 404  # never configured
 
 
 async def test_a_csrf_token_from_another_browser_is_refused(app: object, signed_in: Browser) -> None:

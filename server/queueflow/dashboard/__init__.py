@@ -18,7 +18,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
-from queueflow.dashboard import dead_letters, flows, jobs, signin
+from queueflow.dashboard import dead_letters, flow, flows, jobs, signin
 from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
@@ -30,6 +30,10 @@ __all__ = ["DashboardPlugin"]
 
 PAGES = [
     jobs.queues_page,
+    flow.queue_page,
+    flow.pause_queue,
+    flow.resume_queue,
+    flow.set_limits,
     jobs.jobs_page,
     jobs.job_page,
     jobs.cancel_job,

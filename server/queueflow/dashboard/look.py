@@ -10,6 +10,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from queueflow.core.flow import QueueSettings
+
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 MAX_JSON_CHARS = 65_536
@@ -29,12 +31,16 @@ STATUS_SYMBOLS = {
     "skipped": "↷",
     "enabled": "●",
     "disabled": "○",
+    # queues
+    "paused": "⏸\ufe0e",  # text, not emoji, presentation
 }
 
 
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined)
-    env.filters.update(badge=badge, pretty_json=pretty_json, utc=utc, ago=ago, count=count, seconds=seconds)
+    env.filters.update(
+        badge=badge, pretty_json=pretty_json, utc=utc, ago=ago, count=count, seconds=seconds, limits=limits
+    )
     return env
 
 
@@ -85,3 +91,17 @@ def seconds(value: float | None) -> str:
 
 def count(value: int) -> str:
     return f"{value:,}"
+
+
+def limits(settings: QueueSettings) -> str:
+    """A queue's limits in words ("≤ 3 running, ≤ 1 per key, 50 per 60 s"); empty when it has none."""
+    rate = settings.rate_limit
+    return ", ".join(
+        part
+        for part in (
+            f"≤ {settings.concurrency_limit:,} running" if settings.concurrency_limit is not None else "",
+            f"≤ {settings.key_concurrency_limit:,} per key" if settings.key_concurrency_limit is not None else "",
+            f"{rate.jobs:,} per {rate.per_seconds:g} s" if rate is not None else "",
+        )
+        if part
+    )
