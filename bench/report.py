@@ -18,6 +18,10 @@ HOW = """## How each figure is measured
   file). The load generator is bench/httpclient.py (keep-alive HTTP/1.1 on asyncio streams, pre-encoded bodies) in
   the harness's own process; its CPU per 1,000 jobs is in the details, to show it is not the bottleneck. Drains start
   from seeded (and vacuumed) backlogs like the raw ones; server CPU is utime + stime from /proc.
+- **Batched drain across 100 tenants**: the same drain of the same number of jobs, spread evenly over 100 tenants,
+  each enqueuing through its own API key in bursts of random size (20 jobs on average), the bursts of all tenants
+  shuffled together (seeded), so that no stretch of the backlog is one tenant's; the same 4 workers and worker key
+  drain it. Its ratio is ÷ the one-tenant drain of the same repetitions, measured right before it.
 - **Wake-up, new job**: a lease parks (`wait_seconds`), a tenant enqueues one job; from the enqueue's answer to the
   lease's answer. **Due later**: leases park on queues of their own, each queue gets a job due 0.3–0.8 s later (by
   `delay_seconds`, or a failure with `retry_after_seconds`); from the job's `scheduled_at` to the lease's answer.

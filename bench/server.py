@@ -1,7 +1,9 @@
 """A `queueflow serve --mode all` process under measurement: its port, its CPU time and its peak memory.
 
 It runs as a user would run it: API keys and worker keys on, the access log at its default, its log on stderr
-(written to a file, so the logging cost stays in the measured path and no pipe ever fills up).
+(written to a file, so the logging cost stays in the measured path and no pipe ever fills up). Besides the bench
+tenant, MANY_TENANTS tenants have a key each, for the drain whose backlog is spread over them; the one worker key
+drains every tenant.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TENANT_KEY = "bench-tenant-key"
 WORKER_KEY = "bench-worker-key"
 TENANT = "bench"
+MANY_TENANTS = 100
+MANY_TENANT_KEYS = {f"{TENANT_KEY}-{n:03d}": f"{TENANT}-{n:03d}" for n in range(MANY_TENANTS)}
+"""API key → tenant, for each of the MANY_TENANTS tenants besides the bench one."""
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -47,7 +52,9 @@ class QueueFlowServer:
     def start(self, timeout: float = 60) -> QueueFlowServer:
         env = {
             **os.environ,
-            "QUEUEFLOW_API_KEYS": f"{TENANT_KEY}={TENANT}",
+            "QUEUEFLOW_API_KEYS": ",".join(
+                f"{key}={tenant}" for key, tenant in {TENANT_KEY: TENANT, **MANY_TENANT_KEYS}.items()
+            ),
             "QUEUEFLOW_WORKER_KEYS": WORKER_KEY,
         }
         with self.log_path.open("wb") as log:

@@ -1,10 +1,12 @@
 """HTTP throughput against a live server: batch enqueue, single drain (lease 1 + complete 1), batched drain
-(lease 100 + ack 100). Every client keeps its connection alive; jobs are no-ops, so the server is what is timed.
+(lease 100 + ack 100), of one tenant's backlog and of one spread over MANY_TENANTS tenants. Every client keeps its
+connection alive; jobs are no-ops, so the server is what is timed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import resource
 import time
 from dataclasses import dataclass
@@ -13,12 +15,14 @@ import msgspec
 
 from bench.database import BenchDatabase, SessionCounter
 from bench.httpclient import Connection, close_all, connections
-from bench.server import TENANT_KEY, WORKER_KEY, QueueFlowServer
+from bench.server import MANY_TENANT_KEYS, MANY_TENANTS, TENANT_KEY, WORKER_KEY, QueueFlowServer
 
 QUEUE = "bench"
 CLIENTS = 4
 ENQUEUE_BATCH = 1000
 DRAIN_BATCH = 100
+MEAN_BURST = 20
+"""Jobs a tenant enqueues in one request of the spread backlog, on average (1 to its share, exponentially)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,34 @@ async def enqueue_all(tenants: list[Connection], rows: int, queue: str = QUEUE) 
     await asyncio.gather(*(client(connection) for connection in tenants))
 
 
+def bursts(tenants: list[Connection], jobs: int) -> list[list[tuple[Connection, bytes]]]:
+    """`jobs` spread evenly over `tenants`, each tenant's share cut into bursts of random size, the bursts of all
+    tenants shuffled together, as independent applications enqueue: any stretch of the backlog holds many tenants'
+    jobs, none sorted by tenant. One list of (tenant, batch body) a client; each tenant in one list only, since a
+    connection carries one request at a time. Seeded, so every repetition drains the same backlog."""
+    rng = random.Random(0)
+    plan: list[tuple[int, int]] = []
+    for number in range(len(tenants)):
+        left = jobs // len(tenants) + (number < jobs % len(tenants))
+        while left:
+            size = min(left, 1 + int(rng.expovariate(1 / MEAN_BURST)))
+            plan.append((number, size))
+            left -= size
+    rng.shuffle(plan)
+    streams: list[list[tuple[Connection, bytes]]] = [[] for _ in range(CLIENTS)]
+    for number, size in plan:
+        streams[number % CLIENTS].append((tenants[number], enqueue_body(size)))
+    return streams
+
+
+async def enqueue_bursts(streams: list[list[tuple[Connection, bytes]]]) -> None:
+    async def client(stream: list[tuple[Connection, bytes]]) -> None:
+        for connection, body in stream:
+            await connection.post("/v1/jobs/batch", body, 201, decode=False)
+
+    await asyncio.gather(*(client(stream) for stream in streams))
+
+
 async def drain_single(workers: list[Connection], queue: str = QUEUE) -> int:
     lease = msgspec.json.encode({"queues": [queue], "max_jobs": 1, "lease_seconds": 60})
 
@@ -123,7 +155,8 @@ async def drain_batched(workers: list[Connection], queue: str = QUEUE) -> int:
 
 
 class Throughput:
-    """The three HTTP throughput phases against one server, on 4 tenant and 4 worker connections kept open.
+    """The HTTP throughput phases against one server, on 4 tenant and 4 worker connections kept open, and one for
+    each of the MANY_TENANTS tenants.
 
     Each phase is one repetition, so that the run can interleave them with their raw baselines: on a shared
     machine the load drifts over minutes, and a figure and its baseline should see the same."""
@@ -132,20 +165,26 @@ class Throughput:
         self._server, self._database, self._settle = server, database, settle
         self._tenants: list[Connection] = []
         self._workers: list[Connection] = []
+        self._many: list[Connection] = []
 
     async def open(self) -> Throughput:
         self._tenants = await connections("127.0.0.1", self._server.port, TENANT_KEY, CLIENTS)
         self._workers = await connections("127.0.0.1", self._server.port, WORKER_KEY, CLIENTS)
+        self._many = list(
+            await asyncio.gather(*(Connection("127.0.0.1", self._server.port, key).open() for key in MANY_TENANT_KEYS))
+        )
         return self
 
     async def close(self) -> None:
-        await close_all(self._tenants + self._workers)
+        await close_all(self._tenants + self._workers + self._many)
 
     async def warm_up(self, jobs: int) -> None:
         """The server's pool fills, its statements are prepared, Python's caches are warm."""
         await enqueue_all(self._tenants, jobs // 10)
         await drain_single(self._workers)
         await enqueue_all(self._tenants, jobs)
+        await drain_batched(self._workers)
+        await enqueue_bursts(bursts(self._many, jobs))
         await drain_batched(self._workers)
 
     async def enqueue(self, rows: int) -> HttpRun:
@@ -161,18 +200,23 @@ class Throughput:
             done = await drain_single(self._workers)
         return _checked(phase.run(done), jobs, "single drain")
 
-    async def batched_drain(self, jobs: int) -> tuple[HttpRun, int]:
-        """The run, and the server's peak RSS during it."""
-        await self._seed(jobs)
+    async def batched_drain(self, jobs: int, *, spread: bool = False) -> tuple[HttpRun, int]:
+        """The run, and the server's peak RSS during it. `spread`: the backlog is MANY_TENANTS tenants', each
+        enqueuing through its own key (see `bursts`); the same workers drain it with the same worker key."""
+        await self._seed(jobs, spread=spread)
         self._server.reset_peak_rss()
         async with Phase(self._server, self._database, self._settle) as phase:
             done = await drain_batched(self._workers)
-        return _checked(phase.run(done), jobs, "batched drain"), self._server.peak_rss_bytes()
+        what = f"batched drain across {MANY_TENANTS} tenants" if spread else "batched drain"
+        return _checked(phase.run(done), jobs, what), self._server.peak_rss_bytes()
 
-    async def _seed(self, jobs: int) -> None:
+    async def _seed(self, jobs: int, *, spread: bool = False) -> None:
         """Pending jobs through the API, untimed, then the same VACUUM the raw baseline gets."""
         await self._database.reset_jobs()
-        await enqueue_all(self._tenants, jobs)
+        if spread:
+            await enqueue_bursts(bursts(self._many, jobs))
+        else:
+            await enqueue_all(self._tenants, jobs)
         await self._database.vacuum()
 
 

@@ -16,6 +16,7 @@ from tests import pg
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIGURES = [
     "HTTP batched drain",
+    "HTTP batched drain across 100 tenants",
     "HTTP single drain",
     "HTTP batch enqueue",
     "server peak RSS",
@@ -43,3 +44,4 @@ def test_every_scenario_runs_in_the_smoke_profile(tmp_path: Path) -> None:
     missing = [figure for figure in FIGURES if f"| {figure}" not in table]
     assert not missing, table
     assert "raw claim 100 + complete 100, 4 clients:" in table, table
+    assert "| one tenant:" in table, table
