@@ -533,6 +533,54 @@ test("outcomes and heartbeats go out in batches: no request per job", async () =
   assert.ok(w.ackBatches.length < 60, `${w.ackBatches.length} acks for 60 jobs`);
 });
 
+test("a job whose handler never reads ctx.signal gets no AbortSignal made for it; one that reads it gets a live one", async () => {
+  // Node 20 makes each AbortSignal with Object.setPrototypeOf, and V8 then carries it into the old generation
+  // even when it is garbage: one per job filled the old generation of a busy worker (its peak RSS).
+  const { fetch, calls } = countingFetch();
+  const requests = () => [...calls.values()].reduce((a, b) => a + b, 0);
+  const ran = deferred();
+  let count = 0;
+  const signals: AbortSignal[] = [];
+  const w = worker("w-signal", { fetch })
+    .task("blind", async () => {
+      if (++count === 100) ran.resolve();
+      return null;
+    })
+    .task("reads", async (_payload, ctx) => {
+      signals.push(ctx.signal);
+      return ctx.signal.aborted;
+    });
+  const blind = await client.jobs.enqueueMany(Array.from({ length: 100 }, () => ({ task_name: "blind", queue_name: "w-signal" })));
+  // Counted while only the worker makes requests: each makes a few (undici's Requests, a lease call's own), and
+  // the worker sends a handful for 100 jobs; one a job would make over 100.
+  const made: AbortController[] = [];
+  const Original = globalThis.AbortController;
+  globalThis.AbortController = class extends Original {
+    constructor() {
+      super();
+      made.push(this);
+    }
+  };
+  let sent: number;
+  try {
+    w.start();
+    await ran.promise;
+    sent = requests();
+  } finally {
+    globalThis.AbortController = Original;
+  }
+  try {
+    assert.ok(made.length < 50, `${made.length} AbortControllers for ${sent} requests and 100 jobs`);
+    for (const job of blind) await settled(job.id, "completed");
+    const reads = await client.jobs.enqueue({ task_name: "reads", queue_name: "w-signal" });
+    assert.equal((await settled(reads.id, "completed")).result, false);
+    assert.equal(signals.length, 1);
+    assert.ok(signals[0] instanceof AbortSignal);
+  } finally {
+    await w.stop();
+  }
+});
+
 test("jobs are leased ahead of free slots, up to `prefetch`, and all run", async () => {
   const gate = deferred();
   let arrived = 0;
