@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
-from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
     JSON,
@@ -258,6 +258,11 @@ class JobStore(Protocol):
     ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
         """`queue_settings` and `queue_counts` together (only `queue_name`'s, if given), read through one
         connection (`GET /v1/queues`): a request that waits for a pooled connection waits once."""
+        ...
+
+    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
+        """Every (tenant, queue) whose settings restrict leasing, with its rate bucket's tokens at `now` and its
+        due (scheduled_at ≤ now) and running jobs, per concurrency_key, for `flow.held_back`. Reads only."""
         ...
 
     async def queue_configure(

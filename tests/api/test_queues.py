@@ -147,3 +147,27 @@ async def test_a_lease_the_concurrency_limit_held_back_wakes_when_a_slot_frees(
     async with asyncio.timeout(2):
         response = await parked
     assert [leased["id"] for leased in response.json()["jobs"]] == [waiting]
+
+
+async def test_metrics_count_the_jobs_flow_control_holds_back_by_queue_and_reason(client: AsyncClient) -> None:
+    for headers in (TENANT_A, TENANT_B):
+        await client.patch("/v1/queues/paused", json={"paused": True}, headers=headers)
+        await enqueue(client, headers, queue_name="paused")
+    await client.patch("/v1/queues/capped", json={"concurrency_limit": 1}, headers=TENANT_A)
+    await client.patch("/v1/queues/keyed", json={"key_concurrency_limit": 1}, headers=TENANT_A)
+    await client.patch("/v1/queues/rated", json={"rate_limit": {"jobs": 1, "per_seconds": 3600}}, headers=TENANT_A)
+    for queue, keys in (("capped", [None] * 3), ("keyed", ["u1", "u1", "u2", None]), ("rated", [None] * 3)):
+        for key in keys:
+            await enqueue(client, queue_name=queue, **({} if key is None else {"concurrency_key": key}))
+    await lease(client, ["capped", "keyed", "rated"], max_jobs=100)
+
+    text = (await client.get("/metrics")).text
+
+    assert 'queueflow_jobs_held_back{queue="paused",reason="paused"} 2.0' in text  # summed over both tenants
+    assert 'queueflow_jobs_held_back{queue="capped",reason="concurrency"} 2.0' in text
+    assert 'queueflow_jobs_held_back{queue="keyed",reason="key_concurrency"} 1.0' in text  # u1's second job
+    assert 'queueflow_jobs_held_back{queue="rated",reason="rate"} 2.0' in text
+    assert 'queueflow_jobs_held_back{queue="rated",reason="paused"} 0.0' in text
+    await client.patch("/v1/queues/paused", json={"paused": False}, headers=TENANT_A)
+    text = (await client.get("/metrics")).text
+    assert 'queueflow_jobs_held_back{queue="paused",reason="paused"} 1.0' in text

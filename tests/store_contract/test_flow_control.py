@@ -321,3 +321,22 @@ async def test_a_tenant_scoped_lease_holds_back_what_flow_control_holds_back(eng
     await engine.configure_queue(T, "default", QueueSettingsPatch(paused=False, concurrency_limit=1))
     assert len(await engine.lease(["default"], max_jobs=10, scope=T)) == 1
     assert await engine.lease(["default"], max_jobs=10, scope=T) == []
+
+
+async def test_backlogs_report_what_the_claim_sees_of_each_restricted_queue(engine: Engine, clock: TestClock) -> None:
+    await engine.configure_queue(T, "keyed", QueueSettingsPatch(key_concurrency_limit=1))
+    await engine.configure_queue(T, "rated", QueueSettingsPatch(rate_limit=RateLimit(2, 10)))
+    await engine.configure_queue(T, "open", QueueSettingsPatch(concurrency_limit=None))  # restricts nothing
+    for key in ("u1", "u1", "u2", None):
+        await engine.enqueue(T, NewJob(task_name="t", queue_name="keyed", concurrency_key=key))
+    await engine.enqueue(T, NewJob(task_name="t", queue_name="keyed", delay_seconds=60))  # not due
+    await enqueue(engine, 3, queue="rated")
+    assert len(await engine.lease(["keyed"], max_jobs=10)) == 3  # one of u1, u2, and the job without a key
+    assert len(await engine.lease(["rated"], max_jobs=10)) == 2  # the bucket's two tokens
+    clock.advance(seconds=1)
+    keyed, rated = await engine.store.queue_backlogs(clock.now())
+    assert (keyed.queue_name, keyed.running, keyed.tokens) == ("keyed", 3, None)
+    assert (keyed.due_by_key, keyed.running_by_key) == ({"u1": 1}, {"u1": 1, "u2": 1})
+    assert (rated.queue_name, rated.running, rated.due_by_key, rated.running_by_key) == ("rated", 2, {None: 1}, {})
+    assert rated.tokens == pytest.approx(0.2)  # 1 s of refill at 2 per 10 s
+    assert await engine.held_back() == {("keyed", "key_concurrency"): 1, ("rated", "rate"): 1}

@@ -13,6 +13,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.types import Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
 
@@ -52,6 +53,12 @@ class Metrics:
         )
         self.depth = Gauge(
             "queueflow_queue_depth", "Jobs by queue and state", ["queue", "state"], registry=self.registry
+        )
+        self.held_back = Gauge(
+            "queueflow_jobs_held_back",
+            "Due jobs flow control holds back, by queue and reason (paused, concurrency, key_concurrency, rate)",
+            ["queue", "reason"],
+            registry=self.registry,
         )
         self.lease_waiters = Gauge(
             "queueflow_lease_waiters", "Long-polling lease requests parked in this process", registry=self.registry
@@ -107,6 +114,13 @@ class Metrics:
         self.depth.clear()
         for (queue_name, state), count in totals.items():
             self.depth.labels(queue_name, state).set(count)
+
+    def set_held_back(self, held: dict[tuple[str, str], int]) -> None:
+        """Replace the held-back gauge with `held` (by queue and reason); a reason that holds nothing reads 0."""
+        self.held_back.clear()
+        for queue_name in {queue for queue, _ in held}:
+            for reason in HELD_BACK_REASONS:
+                self.held_back.labels(queue_name, reason).set(held.get((queue_name, reason), 0))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -56,9 +56,11 @@ async def prometheus_metrics(
     metrics.lease_waiters.set(wakeups.waiting)
     try:
         stats = [queue for tenant in settings.tenants for queue in await engine.queue_stats(tenant)]
+        held = await engine.held_back()
     except QueueFlowError as exc:
         # The process's own counters are still worth scraping while the database is away.
         log.warning("queue depth not refreshed: %s", exc.detail)
     else:
         metrics.set_depth(stats)
+        metrics.set_held_back(held)
     return Response(metrics.render(), media_type=PROMETHEUS_TEXT)

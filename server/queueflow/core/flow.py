@@ -78,6 +78,50 @@ class QueueSettingsPatch:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backlog:
+    """A restricted (tenant, queue) as a claim would find it at one instant: its settings, its rate bucket's tokens
+    then (None without a rate limit), and its due and running jobs, in all and per `concurrency_key`."""
+
+    queue_name: str
+    settings: QueueSettings
+    tokens: float | None
+    running: int
+    due_by_key: dict[str | None, int]
+    running_by_key: dict[str, int]
+
+
+HELD_BACK_REASONS = ("paused", "concurrency", "key_concurrency", "rate")
+
+
+def held_back(backlog: Backlog) -> dict[str, int]:
+    """How many of the backlog's due jobs flow control holds back now, by reason (`HELD_BACK_REASONS`), each job
+    under the first reason that holds it: a pause holds everything, a full concurrency limit everything else, a
+    concurrency key at its limit that key's jobs, and an empty rate bucket whatever is left."""
+    settings = backlog.settings
+    due = sum(backlog.due_by_key.values())
+    if not due:
+        return {}
+    if settings.paused:
+        return {"paused": due}
+    if settings.concurrency_limit is not None and backlog.running >= settings.concurrency_limit:
+        return {"concurrency": due}
+    held: dict[str, int] = {}
+    limit = settings.key_concurrency_limit
+    if limit is not None:
+        keyed = sum(
+            count
+            for key, count in backlog.due_by_key.items()
+            if key is not None and backlog.running_by_key.get(key, 0) >= limit
+        )
+        if keyed:
+            held["key_concurrency"] = keyed
+            due -= keyed
+    if due and backlog.tokens is not None and backlog.tokens < 1:
+        held["rate"] = due
+    return held
+
+
 def tokens_at(rate: RateLimit, tokens: float, refilled_at: datetime, now: datetime) -> float:
     """A token bucket's tokens at `now`: `tokens` as of `refilled_at`, refilled continuously at `rate.jobs` per
     `rate.per_seconds`, never above the burst `rate.jobs`. A `now` before `refilled_at` (another process's clock

@@ -136,6 +136,15 @@ class Engine:
             return stats
         raise NotFound(f"no queue {name}")
 
+    async def held_back(self) -> dict[tuple[str, str], int]:
+        """Due jobs that flow control holds back now, by (queue, reason), summed over tenants (for /metrics)."""
+        totals: dict[tuple[str, str], int] = {}
+        for backlog in await self.store.queue_backlogs(self.clock.now()):
+            for reason, count in flow.held_back(backlog).items():
+                key = (backlog.queue_name, reason)
+                totals[key] = totals.get(key, 0) + count
+        return totals
+
     async def configure_queue(self, tenant_id: str, name: str, patch: QueueSettingsPatch) -> QueueStats:
         """Change some of a queue's flow-control settings (a queue with no jobs yet too); returns the queue."""
         validation.check(validation.name_errors(name, ("name",)) + flow.patch_errors(patch))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from msgspec.structs import replace
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.flow import KEEP, QueueSettings, QueueSettingsPatch, next_token_at, tokens_at
+from queueflow.core.flow import KEEP, Backlog, QueueSettings, QueueSettingsPatch, next_token_at, tokens_at
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     contains,
@@ -358,6 +358,33 @@ class MemoryJobs(Tables):
         if queue_name is not None:
             counts = [queue for queue in counts if queue.name == queue_name]
         return await self.queue_settings(tenant_id, queue_name), counts
+
+    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
+        backlogs = []
+        for (tenant, queue), settings in sorted(self._queue_settings.items()):
+            if not settings.restricts:
+                continue
+            mine = [job for job in self._jobs.values() if job.tenant_id == tenant and job.queue_name == queue]
+            running = [job for job in mine if job.status is JobStatus.RUNNING]
+            due_by_key: Counter[str | None] = Counter(
+                job.concurrency_key for job in mine if job.status in CLAIMABLE and job.scheduled_at <= now
+            )
+            running_by_key = Counter(job.concurrency_key for job in running if job.concurrency_key is not None)
+            tokens = None
+            if settings.rate_limit is not None:
+                held, since = self._buckets[tenant, queue]
+                tokens = tokens_at(settings.rate_limit, held, since, now)
+            backlogs.append(
+                Backlog(
+                    queue_name=queue,
+                    settings=settings,
+                    tokens=tokens,
+                    running=len(running),
+                    due_by_key=dict(due_by_key),
+                    running_by_key=dict(running_by_key),
+                )
+            )
+        return backlogs
 
     async def queue_configure(
         self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime

@@ -14,6 +14,7 @@ import asyncpg
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
 from queueflow.core.flow import (
     KEEP,
+    Backlog,
     QueueSettings,
     QueueSettingsPatch,
     RateLimit,
@@ -72,7 +73,9 @@ from queueflow.stores.postgres.sql import (
     QUEUE_THROUGHPUT,
     RATE_BUCKETS,
     RELEASE,
+    RESTRICTED_BACKLOGS,
     RESTRICTED_QUEUES,
+    RESTRICTIONS,
     RESTRICTIONS_LOCK,
     RETRY,
     RUNNING_COUNTS,
@@ -326,6 +329,39 @@ class PostgresJobs(Pooled):
                 pairs = list(tokens)
                 await db.execute(SPEND_TOKENS, [t for t, _ in pairs], [q for _, q in pairs], list(tokens.values()), now)
             return claimed
+
+    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
+        async with self._connection() as db:
+            settings = await db.fetch(RESTRICTIONS)
+            counts = await db.fetch(RESTRICTED_BACKLOGS, now)
+        due_by_key: dict[tuple[str, str], dict[str | None, int]] = {}
+        running_by_key: dict[tuple[str, str], dict[str, int]] = {}
+        running: Counter[tuple[str, str]] = Counter()
+        for row in counts:
+            pair = (row["tenant_id"], row["queue_name"])
+            if row["due"]:
+                due_by_key.setdefault(pair, {})[row["key"]] = row["due"]
+            running[pair] += row["running"]
+            if row["key"] is not None and row["running"]:
+                running_by_key.setdefault(pair, {})[row["key"]] = row["running"]
+        backlogs = []
+        for row in sorted(settings, key=lambda row: (row["tenant_id"], row["queue_name"])):
+            pair = (row["tenant_id"], row["queue_name"])
+            queue = _settings_from_row(row)
+            tokens = None
+            if queue.rate_limit is not None:
+                tokens = tokens_at(queue.rate_limit, row["rate_tokens"], row["rate_refilled_at"], now)
+            backlogs.append(
+                Backlog(
+                    queue_name=row["queue_name"],
+                    settings=queue,
+                    tokens=tokens,
+                    running=running[pair],
+                    due_by_key=due_by_key.get(pair, {}),
+                    running_by_key=running_by_key.get(pair, {}),
+                )
+            )
+        return backlogs
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = _queue_names(queues)

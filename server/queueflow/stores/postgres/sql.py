@@ -286,6 +286,26 @@ UPDATE queueflow.queue_settings AS s
  WHERE s.tenant_id = b.tenant_id AND s.queue_name = b.queue_name
 """
 
+# Every restricting settings row, with its bucket (`flow.held_back`, for /metrics).
+RESTRICTIONS = f"""
+SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
+       rate_tokens, rate_refilled_at
+  FROM queueflow.queue_settings
+ WHERE {RESTRICTING}
+"""
+
+# Due (as of $1) and running jobs per concurrency_key of every restricted (tenant, queue).
+RESTRICTED_BACKLOGS = f"""
+SELECT s.tenant_id, s.queue_name, j.config->>'concurrency_key' AS key,
+       count(*) FILTER (WHERE j.status <> 'running') AS due,
+       count(*) FILTER (WHERE j.status = 'running') AS running
+  FROM queueflow.queue_settings AS s
+  JOIN queueflow.jobs AS j ON j.tenant_id = s.tenant_id AND j.queue_name = s.queue_name
+ WHERE {RESTRICTING}
+   AND (j.status = 'running' OR (j.status IN ('pending', 'retrying') AND j.scheduled_at <= $1))
+ GROUP BY 1, 2, 3
+"""
+
 SETTINGS_COLUMNS = "queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds"
 
 QUEUE_SETTINGS = f"""
