@@ -11,9 +11,12 @@ import asyncio
 import glob
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from queueflow.stores.postgres.sql import CLAIM
 
 from bench.database import BenchDatabase
 
@@ -49,7 +52,7 @@ async def pgbench(database: BenchDatabase, script: str, transactions: int, **var
     args += ["-h", host, "-p", str(url.port or 5432), "-U", url.username or "postgres"]
     for name, value in variables.items():
         args += ["-D", f"{name}={value}"]
-    args += ["-f", str(SCRIPTS / script), database.name]
+    args += ["-f", str(SCRIPTS / script), database.name]  # an absolute `script` is taken as it is
     process = await asyncio.create_subprocess_exec(
         *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
@@ -60,12 +63,33 @@ async def pgbench(database: BenchDatabase, script: str, transactions: int, **var
     return CLIENTS * transactions / float(match.group(1))
 
 
+def claim_complete_script() -> str:
+    """bench/pgbench/claim_complete.sql with the store's CLAIM in place of its `{claim}` line, written for pgbench:
+    the claim's CTEs first, then the UPDATE as the CTE `claimed`, its parameters as the script's values."""
+    ctes, update = CLAIM.strip().split("\nUPDATE queueflow.jobs", 1)
+    claim = f"{ctes},\nclaimed AS (\nUPDATE queueflow.jobs{update})"
+    for parameter, value in [
+        ("$1::text[]", "ARRAY['raw']::text[]"),
+        ("$2", ":batch"),
+        ("$3", "now()"),
+        ("$4::interval", "'30 seconds'::interval"),
+        ("$5::text[]", "NULL::text[]"),
+        ("$6::text", "NULL::text"),
+    ]:
+        claim = claim.replace(parameter, value)
+    assert "$" not in claim, claim
+    return (SCRIPTS / "claim_complete.sql").read_text().replace("\n{claim}\n", f"\n{claim}\n", 1)
+
+
 async def claim_complete(database: BenchDatabase, batch: int, transactions: int) -> RawRun:
     """Claim `batch` + complete `batch`, 4 clients, on exactly as many pending rows as they will take."""
     jobs = CLIENTS * transactions * batch
     await database.reset_jobs()
     await database.seed_pending("raw", jobs)
-    seconds = await pgbench(database, "claim_complete.sql", transactions, batch=batch)
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory) / "claim_complete.sql"
+        script.write_text(claim_complete_script())
+        seconds = await pgbench(database, str(script), transactions, batch=batch)
     done = await database.count("status = 'completed'")
     if done != jobs:
         raise RuntimeError(f"raw claim {batch} + complete {batch}: {done} of {jobs} jobs completed")
