@@ -184,14 +184,17 @@ RESTRICTED_QUEUES = f"""
 SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
 """
 
+# A settings row as the claim and the held-back gauge read it: the limits and the rate bucket.
+RESTRICTION_ROWS = """SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit,
+       rate_jobs, rate_per_seconds, rate_tokens, rate_refilled_at
+  FROM queueflow.queue_settings"""
+
 # Of the queues $1 some tenant restricts, every restricting row, locked in one global order (tenant,
 # queue) so that two claims never wait on each other's locks in a cycle. A claim of a restricted queue holds
 # these locks until it commits: claims of one restricted queue run one at a time, and each one sees every job
 # the claims before it leased (see `PostgresJobs._claim_restricted`).
 RESTRICTIONS_LOCK = f"""
-SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
-       rate_tokens, rate_refilled_at
-  FROM queueflow.queue_settings
+{RESTRICTION_ROWS}
  WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
  ORDER BY tenant_id, queue_name
    FOR UPDATE
@@ -288,9 +291,7 @@ UPDATE queueflow.queue_settings AS s
 
 # Every restricting settings row, with its bucket (`flow.held_back`, for /metrics).
 RESTRICTIONS = f"""
-SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
-       rate_tokens, rate_refilled_at
-  FROM queueflow.queue_settings
+{RESTRICTION_ROWS}
  WHERE {RESTRICTING}
 """
 
