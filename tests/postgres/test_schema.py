@@ -37,7 +37,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0005"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0006"
 
 
 async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> None:
@@ -70,6 +70,18 @@ async def test_0005_down_to_0004_restores_the_claim_index_without_the_tenant() -
         assert "(queue_name, tenant_id, priority DESC" in await connection.fetchval(query)
 
 
+async def test_0006_down_to_0005_drops_the_key_index_and_the_key_turn() -> None:
+    query = "SELECT count(*) FROM pg_indexes WHERE indexname = 'idx_jobs_keyed'"
+    column = "SELECT count(*) FROM information_schema.columns WHERE table_name = 'queue_settings' AND column_name = $1"
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        assert (await connection.fetchval(query), await connection.fetchval(column, "key_turn")) == (1, 1)
+        await pgschema.downgrade_async(url, "0005")
+        assert (await connection.fetchval(query), await connection.fetchval(column, "key_turn")) == (0, 0)
+        await pgschema.upgrade_async(url)
+        assert (await connection.fetchval(query), await connection.fetchval(column, "key_turn")) == (1, 1)
+
+
 def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.CaptureFixture[str]) -> None:
     url = pg.blocking(pg.create_database)
     try:
@@ -81,7 +93,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0005"
+        assert pg.blocking(version) == "0006"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -112,12 +124,19 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         "btree (queue_name, scheduled_at)"
         " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (scheduled_at > created_at))"
     )
+    # Only jobs with a concurrency key, which the claim's key turns find by a skip scan (migration 0006).
+    assert indexes["idx_jobs_keyed"] == (
+        "btree (queue_name, tenant_id, ((config ->> 'concurrency_key'::text)) COLLATE \"C\", priority DESC,"
+        " scheduled_at, created_at, id)"
+        " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (config ? 'concurrency_key'::text))"
+    )
     assert indexes["idx_jobs_finished"] == (
         "btree (completed_at) WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
     )
     # Every index is one a statement or the janitor reads: each costs a write on every non-HOT update.
     assert sorted(indexes) == [
-        "idx_jobs_claim", "idx_jobs_due", "idx_jobs_finished", "idx_jobs_lease_expiry", "idx_jobs_metadata",
+        "idx_jobs_claim", "idx_jobs_due", "idx_jobs_finished", "idx_jobs_keyed", "idx_jobs_lease_expiry",
+        "idx_jobs_metadata",
         "idx_jobs_tenant_created", "idx_jobs_workflow", "jobs_pkey", "uq_jobs_tenant_idempotency_key",
     ]  # fmt: skip
 
@@ -204,4 +223,4 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0005"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0006"

@@ -156,3 +156,95 @@ async def test_concurrent_claims_across_tenants_never_take_the_same_job(store: S
     # A claim skips the rows another one holds, so some may have come back short; none left a job behind.
     rest = await store.job_claim(["default"], 100, clock.now(), 30)
     assert sorted(claimed + [job.id for job in rest]) == sorted(ids)
+
+
+# Concurrency keys under a key_concurrency_limit take turns within a tenant the same way.
+
+
+async def enqueue_keyed(engine: Engine, clock: TestClock, tenant: str, key: str | None, n: int) -> list[str]:
+    clock.advance(seconds=1)  # each call's jobs come after the previous call's in claim order
+    results = await engine.enqueue_many(tenant, [NewJob(task_name="t", concurrency_key=key)] * n)
+    return [result.job.id for result in results]
+
+
+async def leased_keys(engine: Engine, n: int = 1, *, finish: bool = True) -> list[str | None]:
+    """The keys one lease of up to n jobs served, in order; each job completed at once when `finish`."""
+    jobs = await engine.lease(["default"], max_jobs=n)
+    if finish:
+        for job in jobs:
+            await engine.complete(job.id, job.lease_token or "")
+    return [job.concurrency_key for job in jobs]
+
+
+async def test_one_keys_backlog_never_holds_the_other_keys_back_by_more_than_a_turn(
+    engine: Engine, clock: TestClock
+) -> None:
+    await engine.configure_queue("a", "default", QueueSettingsPatch(key_concurrency_limit=10))
+    await enqueue_keyed(engine, clock, "a", "user-1", 200)
+    keys = [f"user-{i}" for i in range(2, 51)]
+    for key in keys:
+        await enqueue_keyed(engine, clock, "a", key, 2)
+    served = [key for _ in range(50) for key in await leased_keys(engine)]
+    # 50 keys: every one within the first 50 single leases, though user-1's 200 jobs come first in claim order.
+    assert sorted(served, key=str) == sorted(["user-1", *keys], key=str)
+    assert [key for _ in range(3) for key in await leased_keys(engine)] == ["user-1", "user-10", "user-11"]
+
+
+async def test_a_multi_job_lease_takes_the_keys_round_robin_starting_after_the_key_served_last(
+    engine: Engine, clock: TestClock
+) -> None:
+    await enqueue_keyed(engine, clock, "a", "k1", 10)
+    await enqueue_keyed(engine, clock, "a", "k3", 1)
+    await enqueue_keyed(engine, clock, "a", "k2", 10)
+    await engine.configure_queue("a", "default", QueueSettingsPatch(key_concurrency_limit=3))
+    # In code-point order of the keys, each key's jobs in claim order.
+    assert await leased_keys(engine, 5) == ["k1", "k2", "k3", "k1", "k2"]
+    # The next lease goes on after k2, and skips a key at its limit: k1 and k2 have 3 slots each.
+    assert await leased_keys(engine, 1, finish=False) == ["k1"]
+    assert await leased_keys(engine, 10, finish=False) == ["k2", "k1", "k2", "k1", "k2"]
+    assert await leased_keys(engine, 10) == []
+
+
+async def test_a_job_without_a_key_keeps_its_place_in_claim_order(engine: Engine, clock: TestClock) -> None:
+    await enqueue_keyed(engine, clock, "a", "k1", 3)
+    await enqueue_keyed(engine, clock, "a", None, 1)
+    await enqueue_keyed(engine, clock, "a", "k2", 3)
+    await engine.configure_queue("a", "default", QueueSettingsPatch(key_concurrency_limit=5))
+    # No key limit holds it, so it takes no turn: the keyed jobs fill their own places in key turns around it.
+    assert await leased_keys(engine, 7) == ["k1", "k2", "k1", None, "k2", "k1", "k2"]
+
+
+async def test_keys_take_turns_within_each_tenant_and_tenants_between_each_other(
+    engine: Engine, clock: TestClock
+) -> None:
+    for tenant in ("a", "b"):
+        await engine.configure_queue(tenant, "default", QueueSettingsPatch(key_concurrency_limit=5))
+        await enqueue_keyed(engine, clock, tenant, "x", 5)
+        await enqueue_keyed(engine, clock, tenant, "y", 5)
+    leased = await engine.lease(["default"], max_jobs=6)
+    assert [(job.tenant_id, job.concurrency_key) for job in leased] == [
+        ("a", "x"),
+        ("b", "x"),
+        ("a", "y"),
+        ("b", "y"),
+        ("a", "x"),
+        ("b", "x"),
+    ]
+
+
+async def test_without_a_key_limit_keys_are_leased_in_claim_order(engine: Engine, clock: TestClock) -> None:
+    await engine.configure_queue("a", "default", QueueSettingsPatch(concurrency_limit=10))
+    await enqueue_keyed(engine, clock, "a", "k1", 3)
+    await enqueue_keyed(engine, clock, "a", "k2", 3)
+    assert await leased_keys(engine, 4) == ["k1", "k1", "k1", "k2"]
+
+
+async def test_the_key_turn_is_the_stores_and_goes_on_from_any_engine(store: Store, clock: TestClock) -> None:
+    first, second = Engine(store, clock), Engine(store, clock)
+    await first.configure_queue("a", "default", QueueSettingsPatch(key_concurrency_limit=2))
+    for key in ("k1", "k2", "k3"):
+        await enqueue_keyed(first, clock, "a", key, 3)
+    assert await leased_keys(first) == ["k1"]
+    assert await leased_keys(second) == ["k2"]
+    assert await leased_keys(first, 2) == ["k3", "k1"]
+    assert await leased_keys(second) == ["k2"]

@@ -21,7 +21,7 @@ from queueflow.core.jsonvalue import (
     storable_text,
 )
 from queueflow.core.lifecycle import holds_lease, lease_until
-from queueflow.core.turns import in_turns
+from queueflow.core.turns import in_turns, last_keys
 from queueflow.core.types import (
     CANCELLABLE,
     CLAIMABLE,
@@ -96,7 +96,13 @@ class MemoryJobs(Tables):
             and (tasks is None or job.task_name in tasks)
             and (tenant_id is None or job.tenant_id == tenant_id)
         ]
-        due = in_turns(due, after_tenant)
+        # The key-limited queues' concurrency keys take turns too, each after the key last served there.
+        key_turns = {
+            group: self._key_turns.get(group)
+            for group, settings in self._queue_settings.items()
+            if settings.key_concurrency_limit is not None
+        }
+        due = in_turns(due, after_tenant, key_turns)
         busy, busy_keys = self._running_counts()
         tokens: dict[tuple[str, str], float] = {}  # the rate-limited groups met so far, tokens left now
         claimed: list[Job] = []
@@ -130,6 +136,7 @@ class MemoryJobs(Tables):
             claimed.append(self._out(running))
         for group, left in tokens.items():
             self._buckets[group] = (left, now)
+        self._key_turns.update(last_keys(claimed, key_turns))
         return claimed
 
     def _running_counts(

@@ -32,6 +32,8 @@ class Tables:
         self._queue_settings: dict[tuple[str, str], QueueSettings] = {}  # by (tenant_id, queue_name)
         # Each rate limit's token bucket, by (tenant_id, queue_name): its tokens as of a time.
         self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
+        # Where each key-limited (tenant_id, queue_name)'s key turn goes on: the key it served last (`core.turns`).
+        self._key_turns: dict[tuple[str, str], str] = {}
         self._wakeups = wakeups
 
     def reset(self) -> None:
@@ -42,6 +44,7 @@ class Tables:
         self._workflow_keys.clear()
         self._schedules.clear()
         self._queue_settings.clear()
+        self._key_turns.clear()
         self._buckets.clear()
 
     def _check_insert(self, jobs: Sequence[Job]) -> None:

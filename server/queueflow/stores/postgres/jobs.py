@@ -30,7 +30,7 @@ from queueflow.core.jsonvalue import (
     storable_text,
     storage_errors,
 )
-from queueflow.core.turns import in_turns
+from queueflow.core.turns import KeyTurns, in_turns, last_keys
 from queueflow.core.types import (
     JSON,
     UNCHANGED,
@@ -80,6 +80,7 @@ from queueflow.stores.postgres.sql import (
     RETRY,
     RUNNING_COUNTS,
     RUNNING_KEY_COUNTS,
+    SAVE_KEY_TURNS,
     SELECT_BY_KEYS,
     SPEND_TOKENS,
 )
@@ -213,22 +214,25 @@ class PostgresJobs(Pooled):
         lease = timedelta(seconds=lease_seconds)
         # A tenant name PostgreSQL cannot store is nobody's: every tenant comes after it.
         after = after_tenant if after_tenant is not None and storable_text(after_tenant) else None
+        key_turns: KeyTurns = {}
         async with self._connection() as db:
             if tenant_id is None:
                 rows = await _claim_in_turns(db, wanted, limit, now, lease, tasks, after)
             else:
                 rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, lease, tasks, tenant_id)
+            jobs = [job_from_row(row) for row in rows]
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
-            if len(rows) < limit:
+            if len(jobs) < limit:
                 restricted = await db.fetch(RESTRICTED_QUEUES, wanted)
                 if restricted:
                     queues_left = [row["queue_name"] for row in restricted]
-                    rows += await self._claim_restricted(
-                        db, queues_left, limit - len(rows), now, lease, tasks, tenant_id, after
+                    more, key_turns = await self._claim_restricted(
+                        db, queues_left, limit - len(jobs), now, lease, tasks, tenant_id, after
                     )
+                    jobs += more
         # RETURNING comes in no particular order; a multi-job lease answers in the order it took the jobs.
-        return in_turns((job_from_row(row) for row in rows), after)
+        return in_turns(jobs, after, key_turns)
 
     async def _claim_restricted(
         self,
@@ -240,7 +244,7 @@ class PostgresJobs(Pooled):
         tasks: list[str] | None,
         tenant_id: str | None,
         after_tenant: str | None,
-    ) -> list[asyncpg.Record]:
+    ) -> tuple[list[Job], KeyTurns]:
         """CLAIM for queues on which some tenant restricts leasing, exact under any number of concurrent claims,
         with the same task (`tasks`) and tenant (`tenant_id`) filters as CLAIM and CLAIM_FOR_TENANT.
 
@@ -251,7 +255,8 @@ class PostgresJobs(Pooled):
         before releasing the lock), and claims at most `limit - running` more; the same holds per concurrency_key
         under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too), and for the rate limit, whose token
         bucket lives in the locked row itself: refilled to `now`, spent, and written back (SPEND_TOKENS) before the
-        lock is released. Running only goes down outside that lock (complete, fail, cancel, the janitor), which can
+        lock is released; so is each key-limited pair's key turn (SAVE_KEY_TURNS), which makes it one turn for all
+        processes. Running only goes down outside that lock (complete, fail, cancel, the janitor), which can
         only leave more room than was counted.
         CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
         row is committed; a claim that read the settings before that commit is ordered before the change, as is a
@@ -272,6 +277,11 @@ class PostgresJobs(Pooled):
                 (row["tenant_id"], row["queue_name"]): row["key_concurrency_limit"]
                 for row in settings
                 if not row["paused"] and row["key_concurrency_limit"] is not None
+            }
+            key_turns = {
+                (row["tenant_id"], row["queue_name"]): row["key_turn"]
+                for row in settings
+                if (row["tenant_id"], row["queue_name"]) in key_limit_of
             }
             # Each rate limit's bucket, refilled to now: the pair may take floor(tokens) jobs in this claim.
             tokens = {
@@ -301,6 +311,7 @@ class PostgresJobs(Pooled):
             claimed: list[asyncpg.Record] = []
             # The tenant is a parameter of the scoped statement only: asyncpg wants exactly the ones it names.
             sql, scope = (CLAIM_RESTRICTED, ()) if tenant_id is None else (CLAIM_RESTRICTED_FOR_TENANT, (tenant_id,))
+            turns_after = list(key_turns.values())  # aligned with key_limit_of, as `_restrictions` sends it
             while len(claimed) < limit:
                 rows = await db.fetch(
                     sql,
@@ -311,6 +322,7 @@ class PostgresJobs(Pooled):
                     *_restrictions(paused, limit_of, running, tokens, key_limit_of, running_keys),
                     tasks,
                     after_tenant,
+                    turns_after,
                     *scope,
                 )
                 if not rows:
@@ -328,7 +340,11 @@ class PostgresJobs(Pooled):
             if tokens:
                 pairs = list(tokens)
                 await db.execute(SPEND_TOKENS, [t for t, _ in pairs], [q for _, q in pairs], list(tokens.values()), now)
-            return claimed
+            jobs = in_turns((job_from_row(row) for row in claimed), after_tenant, key_turns)
+            if served := last_keys(jobs, key_turns):
+                pairs = list(served)
+                await db.execute(SAVE_KEY_TURNS, [t for t, _ in pairs], [q for _, q in pairs], list(served.values()))
+            return jobs, key_turns
 
     async def queue_backlogs(self, now: datetime) -> list[Backlog]:
         async with self._connection() as db:

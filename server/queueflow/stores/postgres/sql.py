@@ -186,7 +186,7 @@ SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY(
 
 # A settings row as the claim and the held-back gauge read it: the limits and the rate bucket.
 RESTRICTION_ROWS = """SELECT tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit,
-       rate_jobs, rate_per_seconds, rate_tokens, rate_refilled_at
+       rate_jobs, rate_per_seconds, rate_tokens, rate_refilled_at, key_turn
   FROM queueflow.queue_settings"""
 
 # Of the queues $1 some tenant restricts, every restricting row, locked in one global order (tenant,
@@ -223,53 +223,167 @@ SELECT j.tenant_id, j.queue_name, j.config->>'concurrency_key' AS key, count(*) 
 # Which jobs CLAIM_RESTRICTED may take: due, of the tasks a worker can run ($20, NULL: any), and none of a blocked
 # (tenant, queue) ($5, $6: paused, or at its limit) or of a concurrency key at its limit ($17, $18, $19) — left
 # out of the scan itself, so that a blocked group's backlog never fills the candidates and starves the others.
+# OFFSET 0 keeps each NOT EXISTS a filter on the rows of the index scan, in index order: without it the planner
+# made them anti-joins, which lose that order, so that every probe and share read and sorted all of a tenant's
+# jobs (a sequential scan of the table, 18 ms per probe with 10,000 jobs).
 RESTRICTED_CLAIMABLE = """j.status IN ('pending', 'retrying') AND j.scheduled_at <= $3
                                   AND ($20::text[] IS NULL OR j.task_name = ANY($20::text[]))
                                   AND NOT EXISTS (SELECT FROM unnest($5::text[], $6::text[]) AS b(tenant_id, queue_name)
-                                                   WHERE b.tenant_id = j.tenant_id AND b.queue_name = j.queue_name)
+                                                   WHERE b.tenant_id = j.tenant_id AND b.queue_name = j.queue_name
+                                                  OFFSET 0)
                                   AND NOT EXISTS (SELECT FROM unnest($17::text[], $18::text[], $19::text[])
                                                            AS bk(tenant_id, queue_name, key)
                                                    WHERE bk.tenant_id = j.tenant_id AND bk.queue_name = j.queue_name
-                                                     AND bk.key = j.config->>'concurrency_key')"""
+                                                     AND bk.key = j.config->>'concurrency_key'
+                                                  OFFSET 0)"""
 
 
-KEYED_CANDIDATE = (
+CANDIDATE = (
     "j.id, j.tenant_id, j.queue_name, j.priority, j.scheduled_at, j.created_at,"
     " j.config->>'concurrency_key' AS concurrency_key"
 )
+CLAIM_ORDER = "priority DESC, scheduled_at, created_at, id"
+J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
+
+# A job's concurrency key in idx_jobs_keyed (migration 0006), in code-point order: the order keys take turns in.
+KEY = "(j.config->>'concurrency_key') COLLATE \"C\""
+# The predicate of idx_jobs_keyed, stated so that the planner may read it.
+KEYED_PENDING = "j.status IN ('pending', 'retrying') AND j.config ? 'concurrency_key'"
+
+
+def _keys_in_turn(claimable: str) -> str:
+    """The CTEs that find the concurrency keys of each key-limited (tenant, queue) among `tenant` (README.md,
+    "Fairness"): `key_limited`, those pairs ($10, $11: under key limit $12) with the key their last lease served
+    ($22), and `part`, the keys a claim may take from, each with how many jobs it may give: its part of the tenant's
+    share, ceil(share / keys), never more than its free slots ($13–$16; a key that runs nothing has `key_limit`).
+
+    The keys are read in the turn's order, as `_tenants_in_turn` reads the tenants: a skip scan of idx_jobs_keyed
+    (code-point order), one descent per key, from the first key after the one served last, wrapping around to the
+    first key and ending with that one; each key is probed for a claimable job (in claim order, LIMIT 1; none for a
+    key at its limit: `claimable` leaves those out). The scan stops once it has found `share` claimable keys, which
+    are all a claim can reach (each gives one job then), so a queue with thousands of keys costs a claim the keys
+    it serves, not all of them.
+    """
+    after = f"""(SELECT {KEY} FROM queueflow.jobs AS j
+                    WHERE j.queue_name = {{pair}}.queue_name AND j.tenant_id = {{pair}}.tenant_id AND {KEYED_PENDING}
+                          AND {KEY} > {{after}}
+                    ORDER BY {KEY}, {J_CLAIM_ORDER} LIMIT 1)"""
+    first = f"""(SELECT {KEY} FROM queueflow.jobs AS j
+                    WHERE j.queue_name = {{pair}}.queue_name AND j.tenant_id = {{pair}}.tenant_id AND {KEYED_PENDING}
+                    ORDER BY {KEY}, {J_CLAIM_ORDER} LIMIT 1)"""
+    probe = f"""(SELECT true FROM queueflow.jobs AS j
+              WHERE j.queue_name = {{pair}}.queue_name AND j.tenant_id = {{pair}}.tenant_id AND {KEYED_PENDING}
+                AND {KEY} = k.key AND {claimable}
+              ORDER BY {KEY}, {J_CLAIM_ORDER} LIMIT 1) IS NOT NULL"""
+    return f""",
+key_limited AS (
+    SELECT tenant.queue_name, tenant.tenant_id, kl.key_limit, kl.key_turn
+      FROM tenant
+      JOIN unnest($10::text[], $11::text[], $12::int[], $22::text[]) AS kl(tenant_id, queue_name, key_limit, key_turn)
+        ON kl.tenant_id = tenant.tenant_id AND kl.queue_name = tenant.queue_name
+),
+key_scan AS (
+    SELECT kl.queue_name, kl.tenant_id, kl.key_turn, k.key, k.wrapped, {probe.format(pair="kl")} AS claimable,
+           0 AS found
+      FROM key_limited AS kl,
+           LATERAL (SELECT * FROM (SELECT {after.format(pair="kl", after="kl.key_turn")} AS key, false AS wrapped
+                                   UNION ALL
+                                   SELECT {first.format(pair="kl")}, true) AS k
+                     WHERE k.key IS NOT NULL
+                     ORDER BY k.wrapped LIMIT 1) AS k
+    UNION ALL
+    SELECT ks.queue_name, ks.tenant_id, ks.key_turn, k.key, k.wrapped, {probe.format(pair="ks")},
+           ks.found + ks.claimable::int
+      FROM key_scan AS ks, share,
+           LATERAL (SELECT * FROM (SELECT {after.format(pair="ks", after="ks.key")} AS key, ks.wrapped AS wrapped
+                                   UNION ALL
+                                   SELECT {first.format(pair="ks")}, true WHERE NOT ks.wrapped) AS k
+                     WHERE k.key IS NOT NULL AND NOT coalesce(k.wrapped AND k.key > ks.key_turn, false)
+                     ORDER BY k.wrapped LIMIT 1) AS k
+     WHERE ks.found + ks.claimable::int < share.per_tenant
+),
+part AS (
+    SELECT key_scan.queue_name, key_scan.tenant_id, key_scan.key,
+           coalesce(ks.slots, key_limited.key_limit) AS slots,
+           ceil(share.per_tenant::float8 / count(*) OVER (PARTITION BY key_scan.queue_name, key_scan.tenant_id))::int
+           AS per_key
+      FROM share, key_scan
+      JOIN key_limited ON key_limited.queue_name = key_scan.queue_name AND key_limited.tenant_id = key_scan.tenant_id
+      LEFT JOIN unnest($13::text[], $14::text[], $15::text[], $16::int[]) AS ks(tenant_id, queue_name, key, slots)
+             ON ks.tenant_id = key_scan.tenant_id AND ks.queue_name = key_scan.queue_name AND ks.key = key_scan.key
+     WHERE key_scan.claimable
+)"""
 
 
 def _claim_restricted(claimable: str) -> str:
-    """CLAIM for restricted queues ($1), of the jobs `claimable` holds for, in turns as CLAIM (after $21).
+    """CLAIM for restricted queues ($1), of the jobs `claimable` holds for, in turns as CLAIM (after $21), and
+    within a key-limited (tenant, queue) in key turns (`_keys_in_turn`, after $22), as `core.turns.in_turns`
+    orders them.
 
-    Counted in claim order over each tenant's candidates: at most `slots` of a limited (tenant, queue) ($7, $8,
-    $9) and, in a key-limited one ($10, $11, $12: key_limit), at most `slots` of a key that already runs jobs
-    ($13–$16) or `key_limit` of one that runs none.
+    `due` holds the candidates: each tenant's share, read per (queue, tenant) in claim order as CLAIM reads it, and
+    in a key-limited one each key's `part` too; a key's jobs past its free slots are left out. In a (queue, tenant),
+    the keyed jobs of a key-limited one keep their places in claim order (`place`: the nth such job has the place
+    of the nth in claim order) and fill them in key turns (`kpos`); every other job keeps its own. A tenant's
+    `turn` follows the places, and at most `slots` of a limited (tenant, queue) ($7, $8, $9) are taken, the first
+    by place. A key with fewer jobs than its part leaves the claim short; the store claims again
+    (`PostgresJobs._claim_restricted`), and the next rounds of the turn come from the keys that have more.
     """
-    return f"""{_tenants_in_turn("SELECT q.name FROM unnest($1::text[]) AS q(name)", claimable)}
+    keyed_part = f"""SELECT due.* FROM part,
+           LATERAL (SELECT * FROM (
+                    SELECT {CANDIDATE} FROM queueflow.jobs AS j
+                     WHERE j.queue_name = part.queue_name AND j.tenant_id = part.tenant_id AND {KEYED_PENDING}
+                       AND {KEY} = part.key AND {claimable}
+                     ORDER BY {KEY}, {J_CLAIM_ORDER}
+                     LIMIT $2
+                     FOR UPDATE SKIP LOCKED) AS ahead
+                     LIMIT least(part.per_key, part.slots)) AS due"""
+    return f"""{_tenants_in_turn("SELECT q.name FROM unnest($1::text[]) AS q(name)", claimable)}{_keys_in_turn(claimable)},
+due AS (
+    SELECT due.* FROM {_shares(CANDIDATE, claimable)}
+    UNION
+    {keyed_part}
+),
+keyed AS (
+    SELECT due.*, kl.key_turn,
+           CASE WHEN kl.key_limit IS NOT NULL THEN due.concurrency_key END AS turn_key,
+           coalesce(ks.slots, kl.key_limit) AS key_slots,
+           row_number() OVER (
+               PARTITION BY due.tenant_id, due.queue_name, due.concurrency_key ORDER BY {CLAIM_ORDER}) AS key_round
+      FROM due
+      LEFT JOIN key_limited AS kl ON kl.queue_name = due.queue_name AND kl.tenant_id = due.tenant_id
+      LEFT JOIN unnest($13::text[], $14::text[], $15::text[], $16::int[]) AS ks(tenant_id, queue_name, key, slots)
+             ON ks.tenant_id = due.tenant_id AND ks.queue_name = due.queue_name AND ks.key = due.concurrency_key
+),
+ranked AS (
+    SELECT keyed.*, share.per_tenant,
+           row_number() OVER (
+               PARTITION BY keyed.tenant_id, keyed.queue_name, keyed.turn_key IS NULL ORDER BY {CLAIM_ORDER}) AS nth,
+           row_number() OVER (
+               PARTITION BY keyed.tenant_id, keyed.queue_name, keyed.turn_key IS NULL
+               ORDER BY CASE WHEN keyed.turn_key IS NOT NULL THEN keyed.key_round END,
+                        keyed.turn_key COLLATE "C" <= keyed.key_turn, keyed.turn_key COLLATE "C", {CLAIM_ORDER}) AS kpos
+      FROM share, keyed
+     WHERE keyed.turn_key IS NULL OR keyed.key_round <= keyed.key_slots
+),
+placed AS (
+    SELECT r.id, r.tenant_id, r.queue_name, r.per_tenant,
+           row_number() OVER (
+               PARTITION BY r.tenant_id ORDER BY s.priority DESC, s.scheduled_at, s.created_at, s.id) AS turn,
+           row_number() OVER (
+               PARTITION BY r.tenant_id, r.queue_name
+               ORDER BY s.priority DESC, s.scheduled_at, s.created_at, s.id) AS place
+      FROM ranked AS r
+      JOIN ranked AS s ON s.tenant_id = r.tenant_id AND s.queue_name = r.queue_name
+                      AND (s.turn_key IS NULL) = (r.turn_key IS NULL) AND s.nth = r.kpos
+)
 {LEASE}
  WHERE id = ANY(ARRAY(
-       SELECT c.id
-         FROM (SELECT due.*, share.per_tenant,
-                      row_number() OVER (
-                          PARTITION BY due.tenant_id, due.queue_name
-                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth,
-                      row_number() OVER (
-                          PARTITION BY due.tenant_id, due.queue_name, due.concurrency_key
-                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS key_nth,
-                      row_number() OVER (
-                          PARTITION BY due.tenant_id
-                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS turn
-                 FROM {_shares(KEYED_CANDIDATE, claimable)}) AS c
+       SELECT p.id
+         FROM placed AS p
          LEFT JOIN unnest($7::text[], $8::text[], $9::int[]) AS cap(tenant_id, queue_name, slots)
-                ON cap.tenant_id = c.tenant_id AND cap.queue_name = c.queue_name
-         LEFT JOIN unnest($10::text[], $11::text[], $12::int[]) AS kl(tenant_id, queue_name, key_limit)
-                ON kl.tenant_id = c.tenant_id AND kl.queue_name = c.queue_name
-         LEFT JOIN unnest($13::text[], $14::text[], $15::text[], $16::int[]) AS ks(tenant_id, queue_name, key, slots)
-                ON ks.tenant_id = c.tenant_id AND ks.queue_name = c.queue_name AND ks.key = c.concurrency_key
-        WHERE c.turn <= c.per_tenant AND (cap.slots IS NULL OR c.nth <= cap.slots)
-          AND (kl.key_limit IS NULL OR c.concurrency_key IS NULL OR c.key_nth <= coalesce(ks.slots, kl.key_limit))
-        ORDER BY c.turn, c.tenant_id COLLATE "C" <= $21::text, c.tenant_id COLLATE "C"
+                ON cap.tenant_id = p.tenant_id AND cap.queue_name = p.queue_name
+        WHERE p.turn <= p.per_tenant AND (cap.slots IS NULL OR p.place <= cap.slots)
+        ORDER BY p.turn, p.tenant_id COLLATE "C" <= $21::text, p.tenant_id COLLATE "C"
         LIMIT $2))
 RETURNING {COLUMNS}
 """
@@ -277,9 +391,9 @@ RETURNING {COLUMNS}
 
 CLAIM_RESTRICTED = _claim_restricted(RESTRICTED_CLAIMABLE)
 
-# CLAIM_RESTRICTED for a tenant-scoped worker key ($22): a scoped key never leases another tenant's job, from a
+# CLAIM_RESTRICTED for a tenant-scoped worker key ($23): a scoped key never leases another tenant's job, from a
 # restricted queue either.
-CLAIM_RESTRICTED_FOR_TENANT = _claim_restricted(f"j.tenant_id = $22 AND {RESTRICTED_CLAIMABLE}")
+CLAIM_RESTRICTED_FOR_TENANT = _claim_restricted(f"j.tenant_id = $23 AND {RESTRICTED_CLAIMABLE}")
 
 # The token buckets a restricted claim spent from, as of its `now` ($4), under the lock RESTRICTIONS_LOCK took.
 SPEND_TOKENS = """
@@ -287,6 +401,15 @@ UPDATE queueflow.queue_settings AS s
    SET rate_tokens = b.tokens, rate_refilled_at = $4
   FROM unnest($1::text[], $2::text[], $3::float8[]) AS b(tenant_id, queue_name, tokens)
  WHERE s.tenant_id = b.tenant_id AND s.queue_name = b.queue_name
+"""
+
+# Where the key turn of each key-limited (tenant, queue) a restricted claim leased from goes on: the key it served
+# last ('' for a job without one), under the lock RESTRICTIONS_LOCK took.
+SAVE_KEY_TURNS = """
+UPDATE queueflow.queue_settings AS s
+   SET key_turn = t.key
+  FROM unnest($1::text[], $2::text[], $3::text[]) AS t(tenant_id, queue_name, key)
+ WHERE s.tenant_id = t.tenant_id AND s.queue_name = t.queue_name
 """
 
 # Every restricting settings row, with its bucket (`flow.held_back`, for /metrics).
