@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import asyncpg
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.sql import CLAIM
+from queueflow.stores.postgres.sql import CLAIM, CLAIM_RESTRICTED
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on
@@ -82,3 +84,54 @@ async def test_a_burst_across_tenants_is_claimed_off_the_claim_index_before_any_
             await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
     assert "idx_jobs_due" not in explained, explained
     assert "Seq Scan on jobs" not in explained, explained
+
+
+RESTRICTED_TYPES = (
+    "text[], int, timestamptz, interval, text[], text[], text[], text[], int[], text[], text[], int[], text[], text[],"
+    " text[], int[], text[], text[], text[], text[], text, text[]"
+)
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
+@pytest.mark.parametrize("limit", [1, 10])
+async def test_a_key_limited_claim_reads_only_the_keys_it_serves(
+    postgres_url: str, postgres_store: PostgresJobStore, plan_cache_mode: str, limit: int
+) -> None:
+    """5,000 concurrency keys × 3 due jobs under a key limit: the claim's key turn reads idx_jobs_keyed from the key
+    after the one served last, and stops after the keys one claim can serve (a share: `limit` keys), instead of
+    visiting all 5,000 (200 ms per claim, measured, before it stopped early)."""
+    await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
+    async with pg.connect(postgres_url) as connection:
+        await connection.execute(
+            """
+            INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, config, scheduled_at, created_at)
+            SELECT 'job_keyed_' || lpad(i::text, 6, '0'), $3, 'default', 't',
+                   jsonb_build_object('concurrency_key', 'user-' || (i % 5000),
+                                      'backoff', '{"strategy": "fixed", "base_seconds": 1, "max_seconds": 1,
+                                                  "jitter": false}'::jsonb),
+                   $2, $2
+              FROM generate_series(1, $1::int) AS i
+            """,
+            15_000,
+            START,
+            T,
+        )
+        await connection.execute("ANALYZE queueflow.jobs")
+        await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+        await connection.execute(f"PREPARE claim({RESTRICTED_TYPES}) AS {CLAIM_RESTRICTED}")
+        nothing = "'{}', '{}'"
+        arguments = (
+            f"'{{default}}', {limit}, '{START.isoformat()}', '30 s', {nothing}, {nothing}, '{{}}',"
+            f" '{{{T}}}', '{{default}}', '{{2}}', {nothing}, {nothing}, {nothing}, '{{}}', NULL, NULL, '{{user-2000}}'"
+        )
+        for _ in range(6):  # past the custom plans `auto` tries first
+            await connection.execute(f"EXPLAIN ANALYZE EXECUTE claim({arguments})")
+        rows = await connection.fetch(f"EXPLAIN ANALYZE EXECUTE claim({arguments})")
+    explained = "\n".join(row[0] for row in rows)
+    assert "idx_jobs_keyed" in explained, explained
+    assert "Seq Scan on jobs" not in explained, explained
+    assert "JIT" not in explained, explained
+    lines = explained.splitlines()
+    scan = lines[next(n for n, line in enumerate(lines) if "CTE key_scan" in line) + 1]
+    visited = int(re.search(r"actual time=\S+ rows=(\d+)", scan).group(1))  # type: ignore[union-attr]
+    assert visited <= limit + 1, scan

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
+from msgspec.structs import replace
 from hypothesis import strategies as st
-from queueflow.core.turns import in_turns
+from queueflow.core.turns import in_turns, last_keys
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -54,4 +55,66 @@ def test_any_k_consecutive_jobs_of_the_full_rounds_hold_k_tenants(tenants: list[
     # Within a tenant, claim order.
     for tenant in set(tenants):
         mine = [j.scheduled_at for j in ordered if j.tenant_id == tenant]
+        assert mine == sorted(mine)
+
+
+def keyed(n: int, key: str | None, tenant: str = "a", queue: str = "default") -> Job:
+    return replace(job(n, tenant), concurrency_key=key, queue_name=queue)
+
+
+def test_the_keys_of_a_key_limited_queue_take_turns_after_the_key_served_last() -> None:
+    jobs = [keyed(1, "k1"), keyed(2, "k1"), keyed(3, None), keyed(4, "k2"), keyed(5, "k3"), keyed(6, "k1")]
+    turns = {("a", "default"): "k1"}
+    # The keyed jobs' places (all but the third) are refilled in key turns from k2 on; the keyless job keeps its own.
+    assert [j.id for j in in_turns(jobs, None, turns)] == [
+        "job_0004", "job_0005", "job_0003", "job_0001", "job_0002", "job_0006",
+    ]  # fmt: skip
+    assert [j.id for j in in_turns(jobs, None, {("a", "default"): None})] == [
+        "job_0001", "job_0004", "job_0003", "job_0005", "job_0002", "job_0006",
+    ]  # fmt: skip
+    # Without a key limit (no entry), claim order; another tenant's or queue's keys are not this queue's.
+    assert [j.id for j in in_turns(jobs, None)] == [f"job_000{n}" for n in range(1, 7)]
+    assert [j.id for j in in_turns(jobs, None, {("b", "default"): None})] == [f"job_000{n}" for n in range(1, 7)]
+    assert last_keys(in_turns(jobs, None, turns), turns) == {("a", "default"): "k1"}
+    assert last_keys([keyed(7, None)], turns) == {}
+
+
+def test_a_key_limited_queue_keeps_its_places_among_the_tenants_other_queues() -> None:
+    jobs = [keyed(1, "k1"), keyed(2, None, queue="other"), keyed(3, "k1"), keyed(4, "k2")]
+    ordered = in_turns(jobs, None, {("a", "default"): None})
+    assert [(j.queue_name, j.concurrency_key) for j in ordered] == [
+        ("default", "k1"), ("other", None), ("default", "k2"), ("default", "k1"),
+    ]  # fmt: skip
+
+
+@given(
+    st.lists(st.sampled_from(["k1", "k2", "k3", "é", "Z", None]), min_size=1, max_size=60),
+    st.none() | st.sampled_from(["k1", "k2", "zz", "A"]),
+)
+def test_any_k_consecutive_keyed_jobs_of_the_full_rounds_hold_k_keys(keys: list[str | None], after: str | None) -> None:
+    jobs = [keyed(n, key) for n, key in enumerate(keys)]
+    ordered = in_turns(jobs, None, {("a", "default"): after})
+    assert sorted(j.id for j in ordered) == sorted(j.id for j in jobs)
+    # Jobs without a key keep their places in claim order.
+    assert [n for n, j in enumerate(ordered) if j.concurrency_key is None] == [
+        n for n, key in enumerate(keys) if key is None
+    ]
+    present = {key for key in keys if key is not None}
+    turned = [j.concurrency_key for j in ordered if j.concurrency_key is not None]
+    if not present:
+        return
+    k = len(present)
+    rounds = min(keys.count(key) for key in present)
+    full = turned[: k * rounds]
+    for start in range(len(full) - k + 1):
+        assert len(set(full[start : start + k])) == k
+    # Each round starts after `after`, in code-point order.
+    first_round = turned[:k]
+    expected = sorted(present)
+    if after is not None:
+        expected = [key for key in expected if key > after] + [key for key in expected if key <= after]
+    assert first_round == expected
+    # Within a key, claim order.
+    for key in present:
+        mine = [j.scheduled_at for j in ordered if j.concurrency_key == key]
         assert mine == sorted(mine)
