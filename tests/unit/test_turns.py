@@ -1,12 +1,12 @@
-"""The order a lease takes jobs in across tenants (README.md, "Fairness"), as a property of `in_turns`."""
+"""The order a lease takes jobs in across tenants and concurrency keys (README.md, "Fairness"), as properties of `in_turns`."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
-from msgspec.structs import replace
 from hypothesis import strategies as st
+from msgspec.structs import replace
 from queueflow.core.turns import in_turns, last_keys
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 

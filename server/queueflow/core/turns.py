@@ -6,6 +6,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import zip_longest
+
 from queueflow.core.types import Job
 
 KeyTurns = Mapping[tuple[str, str], str | None]

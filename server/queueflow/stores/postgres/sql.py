@@ -337,7 +337,8 @@ def _claim_restricted(claimable: str) -> str:
                      LIMIT $2
                      FOR UPDATE SKIP LOCKED) AS ahead
                      LIMIT least(part.per_key, part.slots)) AS due"""
-    return f"""{_tenants_in_turn("SELECT q.name FROM unnest($1::text[]) AS q(name)", claimable)}{_keys_in_turn(claimable)},
+    tenants = _tenants_in_turn("SELECT q.name FROM unnest($1::text[]) AS q(name)", claimable)
+    return f"""{tenants}{_keys_in_turn(claimable)},
 due AS (
     SELECT due.* FROM {_shares(CANDIDATE, claimable)}
     UNION
