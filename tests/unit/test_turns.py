@@ -1,4 +1,4 @@
-"""The order a lease takes jobs in across tenants and concurrency keys (README.md, "Fairness"), as properties of `in_turns`."""
+"""Properties of `in_turns`: the order a lease takes jobs in across tenants and concurrency keys (README, Fairness)."""
 
 from __future__ import annotations
 
