@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 from litestar import Litestar
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,6 +25,7 @@ from queueflow.engine import Engine
 from queueflow.runtime.inprocess import InProcessWorker
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry, Worker
+from queueflow_client.local import LocalJob
 
 from tests.inprocess import WatchedWakeups
 from tests.sdk.conftest import BASE, SETTINGS
@@ -157,3 +160,64 @@ async def test_the_in_process_runner_traces_a_task_under_its_jobs_context(
     assert task.context is not None
     assert task.parent is not None
     assert (f"{task.context.trace_id:032x}", f"{task.parent.span_id:016x}") == (parent[3:35], parent[36:52])
+
+
+@dataclass(frozen=True)
+class TracedJob(LocalJob):
+    """A delivery as a worker gets it, with the trace context it was enqueued with."""
+
+    trace_context: dict[str, str] | None = None
+
+
+class HeldLease:
+    async def heartbeat(self) -> bool:
+        return True
+
+    async def progress(self, value: Any) -> bool:
+        return True
+
+
+def current_span_registry(provider: Any = None) -> TaskRegistry:
+    """A registry whose task `seen` answers the span context it runs in."""
+    tasks = TaskRegistry(tracer_provider=provider)
+
+    @tasks.task("seen")
+    async def seen(payload: dict[str, Any], ctx: JobContext) -> Any:
+        return trace.get_current_span().get_span_context()
+
+    return tasks
+
+
+async def run_seen(tasks: TaskRegistry, job: TracedJob) -> Any:
+    function = tasks.function("seen")
+    assert function is not None
+    return await tasks.invoke(function, job, JobContext(job, HeldLease()))
+
+
+async def test_without_a_tracer_provider_an_untraced_job_starts_no_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The global provider is OpenTelemetry's default proxy here (no test sets a global one): every span is a no-op.
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+    def no_tracer(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a tracer was asked for a span that records nothing")
+
+    monkeypatch.setattr(trace, "get_tracer", no_tracer)
+    assert not (await run_seen(current_span_registry(), TracedJob("seen"))).is_valid
+
+
+async def test_without_a_tracer_provider_a_task_still_runs_in_its_jobs_trace() -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    seen = await run_seen(current_span_registry(), TracedJob("seen", trace_context={"traceparent": parent}))
+    assert (f"{seen.trace_id:032x}", f"{seen.span_id:016x}") == (parent[3:35], parent[36:52])
+
+
+async def test_a_global_tracer_provider_set_after_the_registry_traces_untraced_jobs(
+    monkeypatch: pytest.MonkeyPatch, spans: Spans
+) -> None:
+    provider, exporter = spans
+    tasks = current_span_registry()  # made before the provider is set, as a worker's registry at import time is
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    seen = await run_seen(tasks, TracedJob("seen"))
+    (task,) = named(list(exporter.get_finished_spans()), "queueflow.task seen")
+    assert task.context is not None
+    assert seen.span_id == task.context.span_id

@@ -36,9 +36,13 @@ if TYPE_CHECKING:
 try:  # the optional `otel` extra: opentelemetry-api
     from opentelemetry import propagate as otel_propagate
     from opentelemetry import trace as otel_trace
+
+    _NoProvider: tuple[type, ...] = (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)
+    """The global providers whose spans record nothing: the default one (until an SDK's is set) and the no-op."""
 except ImportError:  # pragma: no cover - exercised where the extra is not installed
     otel_propagate = None  # type: ignore[assignment]
     otel_trace = None  # type: ignore[assignment]
+    _NoProvider = ()
 
 __all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "TaskRegistry"]
 
@@ -231,6 +235,10 @@ async def _traced(tracer_provider: Any, job: Delivery, work: Awaitable[Any]) -> 
     if otel_trace is None:
         return await work
     carrier = _carrier(getattr(job, "trace_context", None))
+    if not carrier and tracer_provider is None and isinstance(otel_trace.get_tracer_provider(), _NoProvider):
+        # No tracer provider is set and there is no trace to join: the span would be a no-op, and making it was
+        # a sixth of the in-process runner's CPU per job. Checked per job, so a provider set later is used.
+        return await work
     parent = otel_propagate.extract(carrier) if carrier else None
     tracer = otel_trace.get_tracer("queueflow_client", tracer_provider=tracer_provider)
     attributes: dict[str, str | int] = {
