@@ -213,8 +213,9 @@ class QueueStats:
     settings: QueueSettings = field(default_factory=QueueSettings)
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+# The values a worker's lease, ack and heartbeat make per job are frozen Structs, as Job is: a frozen dataclass's
+# __init__ sets each field through object.__setattr__, four times the cost, and these are made by the thousand.
+class Completion(msgspec.Struct, frozen=True):
     job_id: str
     lease_token: str
     result: JSON = None
@@ -231,8 +232,7 @@ UNCHANGED = Unchanged()
 """A heartbeat that reports no progress (None would be a progress of JSON null)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HeldLease:
+class HeldLease(msgspec.Struct, frozen=True):
     """A worker's claim to hold a job: the job and the lease token its claim minted (a batched heartbeat's item),
     and the progress it reports, if any."""
 
@@ -241,8 +241,7 @@ class HeldLease:
     progress: JSON | Unchanged = UNCHANGED
 
 
-@dataclass(frozen=True, slots=True)
-class Ended:
+class Ended(msgspec.Struct, frozen=True):
     """What a worker's batched completion needs back of a job it ended (the whole row costs more to read)."""
 
     id: str
@@ -251,8 +250,7 @@ class Ended:
     workflow_id: str | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FailureRequest:
+class FailureRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A worker's report that a delivery failed; the engine turns it into a `Failure`."""
 
     job_id: str
@@ -262,8 +260,7 @@ class FailureRequest:
     retry_after_seconds: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(msgspec.Struct, frozen=True):
     """A decided failure, for the store to record: `retry_at` set → retrying, None → dead_letter."""
 
     job_id: str
@@ -277,8 +274,7 @@ class AckOutcome(StrEnum):
     LEASE_LOST = "lease_lost"
 
 
-@dataclass(frozen=True, slots=True)
-class AckResult:
+class AckResult(msgspec.Struct, frozen=True):
     id: str
     outcome: AckOutcome
     status: JobStatus | None
@@ -286,8 +282,7 @@ class AckResult:
     """The job's queue (None when the job does not exist), so callers can account per queue."""
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatResult:
+class HeartbeatResult(msgspec.Struct, frozen=True):
     id: str
     locked_until: datetime | None
     """The lease's new end; None when the token no longer held the job (`lease_lost`)."""
