@@ -24,9 +24,10 @@ MAX_ERROR_CHARS = 65_536
 """The longest `error_message` the server stores."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
-    """How one delivery ended, to record: completed with `result` when `error` is None, else failed."""
+    """How one delivery ended, to record: completed with `result` when `error` is None, else failed. Not changed
+    once made (not frozen only because a frozen dataclass's __init__ costs four times as much, once per job)."""
 
     job_id: str
     lease_token: str

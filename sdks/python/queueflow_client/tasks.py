@@ -174,6 +174,8 @@ class TaskRegistry:
 
     def __init__(self, *, tracer_provider: Any = None) -> None:
         self._tasks: dict[str, TaskFunction] = {}
+        self._coroutines: set[TaskFunction] = set()
+        """The registered functions that are `async def` (asked once, not per job)."""
         self._tracer_provider = tracer_provider
 
     def task(self, name: str) -> Callable[[Callable[[P, JobContext], R]], Task[P, R]]:
@@ -194,6 +196,8 @@ class TaskRegistry:
         if name in self._tasks:
             raise ValueError(f"task {name!r} is already registered")
         self._tasks[name] = runnable(function)
+        if inspect.iscoroutinefunction(self._tasks[name]):
+            self._coroutines.add(self._tasks[name])
 
     @property
     def names(self) -> list[str]:
@@ -226,7 +230,8 @@ class TaskRegistry:
     async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
         """Run one delivery's function on its payload, inside the delivery's span when OpenTelemetry is
         installed (see the class docstring)."""
-        return await _traced(self._tracer_provider, job, invoke(function, dict(job.payload), ctx))
+        coroutine = function in self._coroutines or None
+        return await _traced(self._tracer_provider, job, invoke(function, dict(job.payload), ctx, coroutine))
 
 
 async def _traced(tracer_provider: Any, job: Delivery, work: Awaitable[Any]) -> Any:
@@ -235,7 +240,7 @@ async def _traced(tracer_provider: Any, job: Delivery, work: Awaitable[Any]) -> 
     if otel_trace is None:
         return await work
     carrier = _carrier(getattr(job, "trace_context", None))
-    if not carrier and tracer_provider is None and isinstance(otel_trace.get_tracer_provider(), _NoProvider):
+    if not carrier and tracer_provider is None and type(otel_trace.get_tracer_provider()) in _NoProvider:
         # No tracer provider is set and there is no trace to join: the span would be a no-op, and making it was
         # a sixth of the in-process runner's CPU per job. Checked per job, so a provider set later is used.
         return await work
@@ -263,9 +268,12 @@ def _carrier(context: Any) -> Mapping[str, str]:
     return headers
 
 
-async def invoke(function: TaskFunction, payload: dict[str, Any], ctx: JobContext) -> Any:
-    """Call a task: an async one on the loop, a plain one in a thread."""
-    if inspect.iscoroutinefunction(function):
+async def invoke(
+    function: TaskFunction, payload: dict[str, Any], ctx: JobContext, coroutine: bool | None = None
+) -> Any:
+    """Call a task: an async one on the loop, a plain one in a thread. `coroutine`: True when `function` is known
+    to be `async def` (None: look)."""
+    if coroutine or inspect.iscoroutinefunction(function):
         return await function(payload, ctx)
     result = await asyncio.to_thread(function, payload, ctx)
     if inspect.isawaitable(result):  # a callable object whose __call__ is async
