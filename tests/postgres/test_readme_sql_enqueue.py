@@ -38,11 +38,14 @@ async def test_the_psql_and_python_examples_run_as_written(postgres_url: str) ->
             )
             stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
             assert process.returncode == 0, stderr.decode()
-            rows = await connection.fetch("SELECT id, payload, queue_name FROM queueflow.jobs ORDER BY payload::text")
+            rows = await connection.fetch(
+                "SELECT id, payload, queue_name, config->>'concurrency_key' AS concurrency_key FROM queueflow.jobs"
+                " ORDER BY payload::text"
+            )
             assert stdout.decode().strip() == f"enqueued {rows[1]['id']}"
-            assert [(row["payload"], row["queue_name"]) for row in rows] == [
-                ('{"order": 42}', "mail"),
-                ('{"order": 43}', "mail"),
+            assert [(row["payload"], row["queue_name"], row["concurrency_key"]) for row in rows] == [
+                ('{"order": 42}', "mail", "customer-7"),
+                ('{"order": 43}', "mail", None),
             ]
             assert await connection.fetchval("SELECT count(*) FROM orders") == 2
         finally:

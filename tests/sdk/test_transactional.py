@@ -29,6 +29,7 @@ OPTIONS: dict[str, Any] = {
     "backoff": Backoff("linear", 2.5, 10.0, False),
     "timeout_seconds": 12,
     "metadata": {"order": 42, "name": "Ada ✓"},
+    "concurrency_key": "user-42",
 }
 
 
@@ -60,7 +61,9 @@ async def check(url: str, job_id: str, tenant: str) -> None:
         "priority": 9,
         "scheduled_at": AT,
         "max_retries": 1,
-        "config": '{"backoff": {"jitter": false, "strategy": "linear", "max_seconds": 10.0, "base_seconds": 2.5}}',
+        # Where the server keeps a job's concurrency_key, so that a key_concurrency_limit holds these jobs too.
+        "config": '{"backoff": {"jitter": false, "strategy": "linear", "max_seconds": 10.0, "base_seconds": 2.5},'
+        ' "concurrency_key": "user-42"}',
         "timeout_seconds": 12.0,
         "metadata": '{"name": "Ada ✓", "order": 42}',
     }
@@ -150,6 +153,11 @@ async def test_a_bad_value_is_the_drivers_error_naming_the_field(postgres_url: s
             await enqueue_in(connection, "send", tenant_id="t-bad", priority=5000)
     with psycopg.connect(psycopg_url(postgres_url)) as sync, pytest.raises(psycopg.errors.InvalidParameterValue):
         enqueue_in_sync(sync, "send", tenant_id="t-bad", backoff={"strategy": "sometimes"})
+    with (
+        psycopg.connect(psycopg_url(postgres_url)) as sync,
+        pytest.raises(psycopg.errors.InvalidParameterValue, match=r"concurrency_key: must be 1–200 characters long"),
+    ):
+        enqueue_in_sync(sync, "send", tenant_id="t-bad", concurrency_key="")
     engine = create_engine(sqlalchemy_url(postgres_url, "psycopg"), poolclass=NullPool)
     try:
         with engine.begin() as connection, pytest.raises(DBAPIError, match=r"queue_name: must match"):

@@ -45,6 +45,7 @@ _TYPES = {
     "timeout_seconds": "double precision",
     "metadata": "jsonb",
     "idempotency_key": "text",
+    "concurrency_key": "text",
 }
 
 
@@ -63,6 +64,7 @@ async def enqueue_in(
     timeout_seconds: float | None = None,
     metadata: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
 ) -> str:
     """Enqueue a job in `connection`'s current transaction (an async driver's); returns the job's id."""
     params = _params(locals())
@@ -99,6 +101,7 @@ def enqueue_in_sync(
     timeout_seconds: float | None = None,
     metadata: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
+    concurrency_key: str | None = None,
 ) -> str:
     """Enqueue a job in `connection`'s current transaction (a sync driver's); returns the job's id."""
     params = _params(locals())

@@ -22,7 +22,7 @@ export interface Queryable {
   query(text: string, values: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 
-/** A job for `queueflow.enqueue(...)`: the fields of `POST /v1/jobs`, the tenant and an optional key. */
+/** A job for `queueflow.enqueue(...)`: the fields of `POST /v1/jobs` (`concurrency_key` too) and the tenant. */
 export interface TransactionalJob {
   tenant_id: string;
   task_name: string;
@@ -36,6 +36,7 @@ export interface TransactionalJob {
   timeout_seconds?: number;
   metadata?: Record<string, unknown>;
   idempotency_key?: string;
+  concurrency_key?: string;
 }
 
 const TYPES: Record<keyof TransactionalJob, string> = {
@@ -51,6 +52,7 @@ const TYPES: Record<keyof TransactionalJob, string> = {
   timeout_seconds: "double precision",
   metadata: "jsonb",
   idempotency_key: "text",
+  concurrency_key: "text",
 };
 
 /** Enqueue `job` in `client`'s current transaction; resolves to the job's id (the original one for a repeated key). */

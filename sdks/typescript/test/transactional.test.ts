@@ -45,6 +45,7 @@ test("a job enqueued in a committed transaction exists, with every option", { sk
       backoff: { strategy: "linear", base_seconds: 2.5 },
       timeout_seconds: 12,
       metadata: { order: 42 },
+      concurrency_key: "user-42",
     });
     assert.match(id, /^job_[0-9A-HJKMNP-TV-Z]{26}$/);
     await client.query("COMMIT");
@@ -56,7 +57,11 @@ test("a job enqueued in a committed transaction exists, with every option", { sk
       priority: 9,
       scheduled_at: new Date("2031-05-06T07:08:09Z"),
       max_retries: 1,
-      config: { backoff: { strategy: "linear", base_seconds: 2.5, max_seconds: 3600.0, jitter: true } },
+      // Where the server keeps a job's concurrency_key, so that a key_concurrency_limit holds this job too.
+      config: {
+        backoff: { strategy: "linear", base_seconds: 2.5, max_seconds: 3600.0, jitter: true },
+        concurrency_key: "user-42",
+      },
       timeout_seconds: 12,
       metadata: { order: 42 },
       idempotency_key: null,
@@ -91,4 +96,17 @@ test("a bad value rejects with SQLSTATE 22023 naming the field", { skip }, async
     assert.match(failure.message, /priority: must be between -1000 and 1000/);
     return true;
   });
+});
+
+test("a concurrency key out of bounds rejects with SQLSTATE 22023 naming concurrency_key", { skip }, async () => {
+  for (const concurrency_key of ["", "k".repeat(201)]) {
+    const rejected = enqueueTx(pool, { tenant_id: "ts-acme", task_name: "send", concurrency_key });
+    await assert.rejects(rejected, (error: unknown) => {
+      const failure = error as { code?: string; column?: string; message: string };
+      assert.equal(failure.code, "22023");
+      assert.equal(failure.column, "concurrency_key");
+      assert.match(failure.message, /concurrency_key: must be 1–200 characters long/);
+      return true;
+    });
+  }
 });
