@@ -41,6 +41,8 @@ def answers_in_order(outcomes: Sequence[Outcome], answers: Sequence[T]) -> list[
     """Per outcome, its answer from an ack that sent the completions, then the failures, each in `outcomes`' order
     (as `POST /v1/worker/ack` and `Engine.ack` answer; None where the answer is short). Matched by position, never
     by job id: one batch may hold two deliveries of one job (an expired lease's and the new one's)."""
+    if len(answers) == len(outcomes) and all(o.error is None for o in outcomes):
+        return list(answers)  # only completions: the answers are in the outcomes' order (a worker's usual ack)
     sent = [o for o in outcomes if o.error is None] + [o for o in outcomes if o.error is not None]
     answered = iter(answers)
     by_outcome = {id(o): next(answered, None) for o in sent}
