@@ -82,19 +82,31 @@ export class Transport {
     }
   }
 
-  async #once<T>(attempt: Attempt<T>, options: CallOptions) {
+  async #once<T>(attempt: Attempt<T>, options: CallOptions){
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const outer = options.signal;
+    if (outer?.aborted) throw outer.reason;
+    // A timer cleared once the answer is in, not `AbortSignal.timeout`: that one's timer (and the signal it holds)
+    // stayed alive for the whole `timeoutMs` after the request ended, a few thousand at once in a busy worker,
+    // each surviving young-generation collections into the old generation.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
+    }, timeoutMs);
+    const onAbort = () => controller.abort(outer?.reason);
+    outer?.addEventListener("abort", onAbort, { once: true });
     try {
-      return await attempt(signal);
+      return await attempt(controller.signal);
     } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      if (timeout.aborted) {
-        throw new TimeoutError(`no answer from ${this.#baseUrl} within ${timeoutMs} ms`, { cause: error });
-      }
+      if (outer?.aborted) throw outer.reason;
+      if (timedOut) throw new TimeoutError(`no answer from ${this.#baseUrl} within ${timeoutMs} ms`, { cause: error });
       // A ConnectionError from `naming`; anything else (an ArgumentError, a bug) surfaces as is.
       throw error;
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", onAbort);
     }
   }
 }
