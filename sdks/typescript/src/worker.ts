@@ -778,13 +778,15 @@ interface OtelSpan {
   end(): void;
 }
 interface OtelApi {
+  ProxyTracerProvider: new () => { getDelegate(): unknown };
   trace: {
+    getTracerProvider(): unknown;
     getTracer(name: string, version?: string): {
       startActiveSpan<T>(name: string, options: object, context: unknown, run: (span: OtelSpan) => T): T;
     };
     setSpanContext(context: unknown, spanContext: object): unknown;
   };
-  context: { active(): unknown };
+  context: { active(): unknown; with<T>(context: unknown, run: () => T): T };
   SpanKind: { CONSUMER: number };
   SpanStatusCode: { ERROR: number };
 }
@@ -798,6 +800,15 @@ function loadOtel(): Promise<OtelApi | null> {
     () => null,
   );
   return otel;
+}
+
+let noopProvider: unknown;
+
+/** Whether a tracer provider is registered: the global one is a proxy, whose delegate is then not the no-op one. */
+function recording(api: OtelApi): boolean {
+  noopProvider ??= new api.ProxyTracerProvider().getDelegate();
+  const provider = api.trace.getTracerProvider();
+  return !(provider instanceof api.ProxyTracerProvider) || provider.getDelegate() !== noopProvider;
 }
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/;
@@ -819,6 +830,10 @@ async function traced<T>(job: LeasedJob, run: () => T | Promise<T>): Promise<T> 
       isRemote: true,
     });
   }
+  // No tracer provider registered (the API installed, as a dependency of something, but no SDK): no span could be
+  // recorded, so none is made — its contexts, attributes and closures were a quarter of a no-op job's garbage.
+  // The job's trace context is still the handler's, for a propagator of its own.
+  if (!recording(api)) return match ? api.context.with(parent, run) : run();
   const options = {
     kind: api.SpanKind.CONSUMER,
     attributes: {
