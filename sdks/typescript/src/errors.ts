@@ -120,7 +120,7 @@ const BY_STATUS: Record<number, typeof APIError> = {
 };
 
 /** The error for a non-2xx answer; `body` is the parsed problem, or whatever came back instead of one. */
-export function apiError(response: Response, body: unknown): APIError {
+export function apiError(response: Pick<Response, "status" | "statusText" | "headers">, body: unknown): APIError {
   const problem = isProblem(body) ? body : undefined;
   const code = problem?.code ?? codeForStatus(response.status);
   const detail = problem?.detail ?? (typeof body === "string" && body ? body : response.statusText);

@@ -8,6 +8,7 @@ import createClient, { type Client } from "openapi-fetch";
 import { APIError, ConnectionError, TimeoutError, UnavailableError, apiError } from "./errors.js";
 import type { paths } from "./generated/schema.js";
 import { serializeBody } from "./json.js";
+import { type Answered, KeepAlive } from "./keepalive.js";
 
 export interface TransportOptions {
   /** Where the server listens, e.g. `http://127.0.0.1:8000`. */
@@ -35,41 +36,83 @@ interface CallOptions extends RequestOptions {
   safe: boolean;
 }
 
-type Attempt<T> = (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>;
+type Attempt<T> = (signal: AbortSignal) => Promise<Answered<T>>;
+
+/** The worker's routes: called thousands of times a second by a busy worker. */
+export type WorkerRoute = "/v1/worker/lease" | "/v1/worker/ack" | "/v1/worker/heartbeat";
+type JsonBody<P extends WorkerRoute> = NonNullable<paths[P]["post"]["requestBody"]>["content"]["application/json"];
+type JsonAnswer<P extends WorkerRoute> = paths[P]["post"]["responses"][200]["content"]["application/json"];
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_RETRIES = 2;
 const MAX_RETRY_DELAY_MS = 8_000;
 
 export class Transport {
-  /** The generated, typed openapi-fetch client: every route of the spec, for what the wrappers do not cover. */
-  readonly api: Client<paths>;
   readonly timeoutMs: number;
   readonly #maxRetries: number;
   readonly #baseUrl: string;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof globalThis.fetch | undefined;
+  #api: Client<paths> | undefined;
+  /** The worker routes' way when no `fetch` was given (see keepalive.ts). */
+  readonly #keepAlive: KeepAlive | undefined;
 
   constructor(options: TransportOptions) {
     if (!options.baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-    const headers: Record<string, string> = { Accept: "application/json" };
-    if (options.token) headers.Authorization = `Bearer ${options.token}`;
+    this.#headers = { Accept: "application/json" };
+    if (options.token) this.#headers.Authorization = `Bearer ${options.token}`;
     this.#baseUrl = options.baseUrl;
-    this.api = createClient<paths>({
-      baseUrl: options.baseUrl,
-      headers,
+    this.#fetch = options.fetch;
+    this.#keepAlive = options.fetch ? undefined : new KeepAlive(options.baseUrl, this.#headers);
+  }
+
+  /**
+   * The generated, typed openapi-fetch client: every route of the spec, for what the wrappers do not cover.
+   * Made on first use: creating it reads `globalThis.Request`, which loads all of Node's fetch (undici, TLS,
+   * about 7 MB RSS), and a worker without a `fetch` option may never need it.
+   */
+  get api(): Client<paths> {
+    this.#api ??= createClient<paths>({
+      baseUrl: this.#baseUrl,
+      headers: this.#headers,
       bodySerializer: serializeBody,
-      fetch: naming(options.fetch ?? globalThis.fetch),
+      fetch: naming(this.#fetch ?? globalThis.fetch),
     });
+    return this.#api;
   }
 
   /** Run `attempt` until it answers 2xx, retrying connection errors and 503s when the call is safe. */
-  async call<T>(attempt: Attempt<T>, options: CallOptions): Promise<T> {
+  call<T>(attempt: Attempt<T>, options: CallOptions): Promise<T> {
+    return this.#retrying(() => this.#once(attempt, options), options);
+  }
+
+  /**
+   * POST to a worker route, as `call` does through openapi-fetch; without a `fetch` option, over `node:http`
+   * with a keep-alive agent instead (see keepalive.ts), with the same timeout, retries and errors.
+   */
+  post<P extends WorkerRoute>(path: P, body: JsonBody<P>, options: CallOptions): Promise<JsonAnswer<P>> {
+    const keepAlive = this.#keepAlive;
+    if (!keepAlive) {
+      return this.call((signal) => this.api.POST(path as "/v1/worker/ack", { body: body as JsonBody<"/v1/worker/ack">, signal }) as never, options);
+    }
+    const json = serializeBody(body);
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    return this.#retrying(() => keepAlive.post<JsonAnswer<P>>(path, json, timeoutMs, options.signal), options);
+  }
+
+  /** Close idle keep-alive sockets (a stopped worker leaves none open). */
+  close(): void {
+    this.#keepAlive?.close();
+  }
+
+  async #retrying<T>(once: () => Promise<Answered<T>>, options: CallOptions): Promise<T> {
     const retries = options.safe ? this.#maxRetries : 0;
     for (let tries = 0; ; tries++) {
       let failure: APIError | ConnectionError;
       try {
-        const { data, error, response } = await this.#once(attempt, options);
+        const { data, error, response } = await once();
         if (response.ok) return data as T;
         failure = apiError(response, error);
       } catch (error) {
@@ -82,19 +125,31 @@ export class Transport {
     }
   }
 
-  async #once<T>(attempt: Attempt<T>, options: CallOptions) {
+  async #once<T>(attempt: Attempt<T>, options: CallOptions): Promise<Answered<T>> {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const outer = options.signal;
+    if (outer?.aborted) throw outer.reason;
+    // A timer cleared once the answer is in, not `AbortSignal.timeout`: that one's timer (and the signal it holds)
+    // stayed alive for the whole `timeoutMs` after the request ended, a few thousand at once in a busy worker,
+    // each surviving young-generation collections into the old generation.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
+    }, timeoutMs);
+    const onAbort = () => controller.abort(outer?.reason);
+    outer?.addEventListener("abort", onAbort, { once: true });
     try {
-      return await attempt(signal);
+      return await attempt(controller.signal);
     } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      if (timeout.aborted) {
-        throw new TimeoutError(`no answer from ${this.#baseUrl} within ${timeoutMs} ms`, { cause: error });
-      }
+      if (outer?.aborted) throw outer.reason;
+      if (timedOut) throw new TimeoutError(`no answer from ${this.#baseUrl} within ${timeoutMs} ms`, { cause: error });
       // A ConnectionError from `naming`; anything else (an ArgumentError, a bug) surfaces as is.
       throw error;
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", onAbort);
     }
   }
 }

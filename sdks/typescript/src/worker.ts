@@ -63,6 +63,10 @@ export interface WorkerOptions {
   workerId?: string | undefined;
   timeoutMs?: number | undefined;
   maxRetries?: number | undefined;
+  /**
+   * Send every call through this `fetch`. Without it, lease, ack and heartbeat go over `node:http` on a keep-alive
+   * agent (Node's fetch leaves per-call garbage that a busy worker turns into tens of MB of RSS).
+   */
   fetch?: typeof globalThis.fetch | undefined;
   /** Told about failures the worker survives (a lease call that failed, a lost heartbeat); default `console.error`. */
   onError?: ((error: unknown, job?: LeasedJob) => void) | undefined;
@@ -430,8 +434,9 @@ export class Worker {
     };
     const call = (this.#leaseCall = new AbortController());
     try {
-      const answer = await this.#transport.call(
-        (signal) => this.#transport.api.POST("/v1/worker/lease", { body, signal }),
+      const answer = await this.#transport.post(
+        "/v1/worker/lease",
+        body,
         // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
         // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
         { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: call.signal },
@@ -600,9 +605,7 @@ export class Worker {
     }
     try {
       // May be repeated: a duplicate is answered `lease_lost`, never applied twice.
-      await this.#transport.call((signal) => this.#transport.api.POST("/v1/worker/ack", { body: { complete, fail }, signal }), {
-        safe: true,
-      });
+      await this.#transport.post("/v1/worker/ack", { complete, fail }, { safe: true });
     } catch (error) {
       // Left to the leases' expiry: the jobs are delivered again.
       if (!this.#refused(error)) this.#options.onError(error);
@@ -624,9 +627,7 @@ export class Worker {
         const body = { jobs: chunk.map(([id, lease_token]) => ({ id, lease_token })), lease_seconds: this.#options.leaseSeconds };
         let answer;
         try {
-          answer = await this.#transport.call((signal) => this.#transport.api.POST("/v1/worker/heartbeat", { body, signal }), {
-            safe: true,
-          });
+          answer = await this.#transport.post("/v1/worker/heartbeat", body, { safe: true });
         } catch (error) {
           // Unreachable for now: the leases may still hold; try again next time.
           if (!this.#refused(error)) this.#options.onError(error);
@@ -716,6 +717,7 @@ export class Worker {
     await this.#flush();
     clearInterval(this.#heartbeats);
     this.#heartbeats = undefined;
+    this.#transport.close();
     this.#options.logger.info(`worker ${this.#options.workerId}: stopped`);
   }
 }
@@ -776,13 +778,15 @@ interface OtelSpan {
   end(): void;
 }
 interface OtelApi {
+  ProxyTracerProvider: new () => { getDelegate(): unknown };
   trace: {
+    getTracerProvider(): unknown;
     getTracer(name: string, version?: string): {
       startActiveSpan<T>(name: string, options: object, context: unknown, run: (span: OtelSpan) => T): T;
     };
     setSpanContext(context: unknown, spanContext: object): unknown;
   };
-  context: { active(): unknown };
+  context: { active(): unknown; with<T>(context: unknown, run: () => T): T };
   SpanKind: { CONSUMER: number };
   SpanStatusCode: { ERROR: number };
 }
@@ -796,6 +800,15 @@ function loadOtel(): Promise<OtelApi | null> {
     () => null,
   );
   return otel;
+}
+
+let noopProvider: unknown;
+
+/** Whether a tracer provider is registered: the global one is a proxy, whose delegate is then not the no-op one. */
+function recording(api: OtelApi): boolean {
+  noopProvider ??= new api.ProxyTracerProvider().getDelegate();
+  const provider = api.trace.getTracerProvider();
+  return !(provider instanceof api.ProxyTracerProvider) || provider.getDelegate() !== noopProvider;
 }
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/;
@@ -817,6 +830,10 @@ async function traced<T>(job: LeasedJob, run: () => T | Promise<T>): Promise<T> 
       isRemote: true,
     });
   }
+  // No tracer provider registered (the API installed, as a dependency of something, but no SDK): no span could be
+  // recorded, so none is made — its contexts, attributes and closures were a quarter of a no-op job's garbage.
+  // The job's trace context is still the handler's, for a propagator of its own.
+  if (!recording(api)) return match ? api.context.with(parent, run) : run();
   const options = {
     kind: api.SpanKind.CONSUMER,
     attributes: {
