@@ -38,6 +38,10 @@ class Source:
         self.lost = set(lost)
         self.fail_acks = fail_acks
         self.asked: list[int] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.most_parked = 0
+        self.parked = 0
         self.acked: list[Outcome] = []
         self.beats: list[list[str]] = []
         self.beaten = asyncio.Event()
@@ -47,6 +51,14 @@ class Source:
         """Set once the backlog was handed out and a lease came back for more."""
 
     async def lease(self, max_jobs: int) -> list[FakeJob]:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await self._lease(max_jobs)
+        finally:
+            self.in_flight -= 1
+
+    async def _lease(self, max_jobs: int) -> list[FakeJob]:
         self.asked.append(max_jobs)
         if self.backlog:
             await asyncio.sleep(self.round_trip)
@@ -54,7 +66,14 @@ class Source:
             return jobs
         self.emptied.set()
         more = asyncio.ensure_future(self.more.wait())
-        await asyncio.wait([more, asyncio.ensure_future(self.interrupted.wait())], return_when=asyncio.FIRST_COMPLETED)
+        self.parked += 1
+        self.most_parked = max(self.most_parked, self.parked)
+        try:
+            await asyncio.wait(
+                [more, asyncio.ensure_future(self.interrupted.wait())], return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            self.parked -= 1
         if more.done() and not self.interrupted.is_set():
             self.more.clear()
             jobs, self.backlog = self.backlog[:max_jobs], self.backlog[max_jobs:]
@@ -196,3 +215,39 @@ async def test_short_tasks_make_it_lease_further_ahead() -> None:
     assert source.asked[0] == 4
     assert max(source.asked) > 4  # measured tasks are short: more ahead
     assert len(source.acked) == 200
+
+
+def quick_tasks() -> TaskRegistry:
+    tasks = TaskRegistry()
+
+    @tasks.task("t")
+    async def quick(payload: dict[str, Any], ctx: JobContext) -> None:
+        return None
+
+    return tasks
+
+
+async def test_a_deep_backlog_keeps_two_leases_in_flight_and_an_idle_worker_parks_one() -> None:
+    # One claim at a time, each of at most half the places, capped a fast worker at one claim's round trip.
+    source = Source([FakeJob(f"j{n}") for n in range(400)], round_trip=0.005)
+    loop = WorkerLoop(source, quick_tasks(), concurrency=4, prefetch=40, ack_interval=0)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()
+    assert source.most_in_flight == 2
+    assert source.parked == 1
+    await loop.stop()
+    assert source.most_parked == 1
+    assert sorted(o.job_id for o in source.acked) == sorted(f"j{n}" for n in range(400))
+    assert max(source.asked) <= 44  # together the leases never hold more than the places
+
+
+async def test_a_short_answer_ends_the_overlap() -> None:
+    source = Source([FakeJob(f"j{n}") for n in range(3)], round_trip=0.005)
+    loop = WorkerLoop(source, quick_tasks(), concurrency=4, prefetch=40, ack_interval=0)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()
+    await loop.stop()
+    assert source.most_in_flight == 1  # the first answer was short: no lease ever overlapped another
+    assert len(source.acked) == 3

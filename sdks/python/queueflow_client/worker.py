@@ -238,7 +238,8 @@ class _HttpSource:
     def __init__(self, transport: AsyncTransport, worker: Worker) -> None:
         self._transport = transport
         self._worker = worker
-        self._poll: asyncio.Future[list[LeasedJob]] | None = None
+        self._polls: set[asyncio.Future[list[LeasedJob]]] = set()
+        """The leases in flight (the loop overlaps them while the backlog is deep)."""
         self._interrupted = False
         self._task_names = worker.tasks.names
 
@@ -254,7 +255,8 @@ class _HttpSource:
             worker_id=worker.worker_id,
             task_names=self._task_names,  # only the tasks it can run
         )
-        poll = self._poll = asyncio.ensure_future(self._transport(call))
+        poll = asyncio.ensure_future(self._transport(call))
+        self._polls.add(poll)
         try:
             return await poll
         except asyncio.CancelledError:
@@ -263,12 +265,12 @@ class _HttpSource:
                 return []  # closed by interrupt(): the server claims nothing for a request whose client left
             raise
         finally:
-            self._poll = None
+            self._polls.discard(poll)
 
     def interrupt(self) -> None:
         self._interrupted = True
-        if self._poll is not None:
-            self._poll.cancel()
+        for poll in self._polls:
+            poll.cancel()
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool | None]:
         complete = [

@@ -75,30 +75,37 @@ class EngineSource:
         self.lease_seconds = lease_seconds
         self.poll = poll
         self._interrupted = False
-        self._watch: Watch | None = None
+        self._watches: set[Watch] = set()
+        """The watches of the leases in flight (the loop overlaps them while the backlog is deep)."""
 
     async def lease(self, max_jobs: int) -> list[Job]:
         with self.wakeups.watching(self.queues) as watch:
-            self._watch = watch
-            while not self._interrupted:
-                try:
-                    jobs = await self.engine.lease(
-                        self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
-                    )
-                except StoreUnavailable as exc:
-                    log.warning("cannot claim, the store is unavailable: %s", exc)
-                    jobs = []
-                if jobs:
-                    return jobs
-                # Watching since before the claim, so work that arrived meanwhile is never missed. A claim in
-                # flight is never cancelled by interrupt(): whatever it claims is returned and run.
-                await watch.wait(self.poll)
+            self._watches.add(watch)
+            try:
+                return await self._claim(watch, max_jobs)
+            finally:
+                self._watches.discard(watch)
+
+    async def _claim(self, watch: Watch, max_jobs: int) -> list[Job]:
+        while not self._interrupted:
+            try:
+                jobs = await self.engine.lease(
+                    self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
+                )
+            except StoreUnavailable as exc:
+                log.warning("cannot claim, the store is unavailable: %s", exc)
+                jobs = []
+            if jobs:
+                return jobs
+            # Watching since before the claim, so work that arrived meanwhile is never missed. A claim in
+            # flight is never cancelled by interrupt(): whatever it claims is returned and run.
+            await watch.wait(self.poll)
         return []
 
     def interrupt(self) -> None:
         self._interrupted = True
-        if self._watch is not None:
-            self._watch.event.set()
+        for watch in self._watches:
+            watch.event.set()
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
         complete = [Completion(o.job_id, o.lease_token, o.result) for o in outcomes if o.error is None]
