@@ -32,6 +32,7 @@ import { performance } from "node:perf_hooks";
 import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError, QueueFlowError } from "./errors.js";
 import type { components } from "./generated/schema.js";
 import { type Outcome, SHUT_DOWN, failure, jobLine, seconds, summary } from "./outcomes.js";
+import { Table } from "./table.js";
 import type { TaskDefinition } from "./tasks.js";
 import { Transport, sleep } from "./transport.js";
 import type { LeasedJob } from "./types.js";
@@ -137,11 +138,11 @@ export class Worker {
   readonly #transport: Transport;
   readonly #handlers = new Map<string, TaskHandler<never>>();
   /** Running jobs by lease token: one job may be here twice (an expired lease's delivery and the new one). */
-  readonly #held = new Map<string, HeldJob>();
+  readonly #held = new Table<HeldJob>();
   /** Jobs leased ahead, waiting for a slot. */
   #waiting: LeasedJob[] = [];
   /** Every job held until its outcome is recorded: id → lease token (what a heartbeat extends). */
-  readonly #leases = new Map<string, string>();
+  readonly #leases = new Table<string>();
   #outcomes: Recorded[] = [];
   #acking: Promise<void> | undefined;
   #ackTimer: ReturnType<typeof setTimeout> | undefined;
@@ -621,7 +622,7 @@ export class Worker {
     if (this.#heartbeating || this.#leases.size === 0) return;
     this.#heartbeating = true;
     try {
-      const held = [...this.#leases];
+      const held = this.#leases.entries();
       for (let start = 0; start < held.length; start += MAX_BATCH) {
         const chunk = held.slice(start, start + MAX_BATCH);
         const body = { jobs: chunk.map(([id, lease_token]) => ({ id, lease_token })), lease_seconds: this.#options.leaseSeconds };
