@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from queueflow_client import JobContext, TaskRegistry
-from queueflow_client.loop import Outcome, WorkerLoop
+from queueflow_client.loop import ACK_BATCHES_KEPT, Outcome, WorkerLoop
 
 
 @dataclass
@@ -251,3 +251,16 @@ async def test_a_short_answer_ends_the_overlap() -> None:
     await loop.stop()
     assert source.most_in_flight == 1  # the first answer was short: no lease ever overlapped another
     assert len(source.acked) == 3
+
+
+async def test_it_keeps_the_sizes_of_the_latest_acks_only() -> None:
+    source = Source([])
+    loop = WorkerLoop(source, quick_tasks())
+    for size in range(1, ACK_BATCHES_KEPT + 6):
+        await loop._send([Outcome(f"j{n}", "token") for n in range(size % 3 + 1)])
+    assert len(loop.ack_batches) == ACK_BATCHES_KEPT  # a worker that runs for days does not grow by one per ack
+    assert list(loop.ack_batches)[-3:] == [
+        (ACK_BATCHES_KEPT + 3) % 3 + 1,
+        (ACK_BATCHES_KEPT + 4) % 3 + 1,
+        (ACK_BATCHES_KEPT + 5) % 3 + 1,
+    ]

@@ -99,7 +99,7 @@ async def test_results_ready_together_are_acked_in_one_batch(client: AsyncQueueF
     gate.open.set()
     await worker.stop()
 
-    assert worker.loop.ack_batches == [4]  # results that became ready together went out together
+    assert list(worker.loop.ack_batches) == [4]  # results that became ready together went out together
     assert [job.status async for job in client.jobs.list()] == ["completed"] * 4
 
 

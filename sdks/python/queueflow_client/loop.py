@@ -56,6 +56,8 @@ job_log = logging.getLogger("queueflow_client.worker.jobs")
 
 MAX_BATCH = 1000
 """The most items the server takes in one lease, ack or heartbeat."""
+ACK_BATCHES_KEPT = 1000
+"""How many of the latest ack sizes `WorkerLoop.ack_batches` keeps."""
 LEASES_IN_FLIGHT = 2
 """How many leases overlap while the backlog is deep (see the module docstring)."""
 SMOOTHING = 0.2
@@ -169,8 +171,9 @@ class WorkerLoop:
         self.peak_held = 0
         """The most jobs held at once so far, waiting ones included (for tests and metrics)."""
         self.peak_running = 0
-        self.ack_batches: list[int] = []
-        """The size of every ack sent (for tests and metrics)."""
+        self.ack_batches: deque[int] = deque(maxlen=ACK_BATCHES_KEPT)
+        """The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics): bounded, so a
+        worker that runs for days does not grow by a number per ack."""
         self._waiting: deque[LeasedDelivery] = deque()
         self._running: dict[asyncio.Task[Any], _Running] = {}
         self._leases: dict[str, str] = {}  # job id → token, for every job held until its outcome is recorded

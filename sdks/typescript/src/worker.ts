@@ -124,6 +124,9 @@ interface Recorded {
   outcome: Outcome;
 }
 
+/** How many of the latest ack sizes `Worker.ackBatches` keeps (at least; up to twice as many between trims). */
+const ACK_BATCHES_KEPT = 1000;
+
 export class Worker {
   /** The default of each setting: the same as the Python SDK's `Worker` (its names in snake_case, in seconds). */
   static readonly defaults = Object.freeze({
@@ -177,7 +180,7 @@ export class Worker {
   #idle: (() => void) | undefined;
   #taskMs: number | undefined;
   #leaseMs: number | undefined;
-  /** The size of every ack sent (for tests and metrics). */
+  /** The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics). */
   readonly ackBatches: number[] = [];
 
   constructor(options: WorkerOptions) {
@@ -590,6 +593,8 @@ export class Worker {
 
   async #ack(batch: Recorded[]): Promise<void> {
     this.ackBatches.push(batch.length);
+    // Bounded, so a worker that runs for days does not grow by a number per ack (trimmed in bulk: amortised O(1)).
+    if (this.ackBatches.length >= 2 * ACK_BATCHES_KEPT) this.ackBatches.splice(0, ACK_BATCHES_KEPT);
     const complete: Schemas["AckComplete"][] = [];
     const fail: Schemas["AckFail"][] = [];
     for (const { id, lease_token, outcome } of batch) {
