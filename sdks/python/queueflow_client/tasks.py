@@ -195,9 +195,9 @@ class TaskRegistry:
 
         if name in self._tasks:
             raise ValueError(f"task {name!r} is already registered")
-        self._tasks[name] = runnable(function)
-        if inspect.iscoroutinefunction(self._tasks[name]):
-            self._coroutines.add(self._tasks[name])
+        task = self._tasks[name] = runnable(function)
+        if inspect.iscoroutinefunction(task):
+            self._coroutines.add(task)
 
     @property
     def names(self) -> list[str]:
