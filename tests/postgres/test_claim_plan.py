@@ -9,7 +9,15 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.sql import CLAIM, CLAIM_RESTRICTED
+from queueflow.stores.postgres.sql import (
+    CLAIM,
+    CLAIM_RESTRICTED,
+    COMPLETE,
+    COMPLETE_BRIEF,
+    FAIL,
+    HEARTBEAT_MANY,
+    RELEASE,
+)
 
 from tests import pg
 from tests.postgres.helpers import START, T, engine_on
@@ -135,3 +143,74 @@ async def test_a_key_limited_claim_reads_only_the_keys_it_serves(
     scan = lines[next(n for n, line in enumerate(lines) if "CTE key_scan" in line) + 1]
     visited = int(re.search(r"actual time=\S+ rows=(\d+)", scan).group(1))  # type: ignore[union-attr]
     assert visited <= limit + 1, scan
+
+
+HELD = 20_000
+BATCH = 100
+NOW = f"'{START.isoformat()}'::timestamptz"
+# Each batch statement that checks leases: its parameter types, and its arguments after the ids and tokens ($1, $2)
+# for a batch of BATCH leases, as a batched ack, heartbeat or hand-back sends them.
+BATCH_STATEMENTS = {
+    "complete_brief": (
+        COMPLETE_BRIEF,
+        "text[], uuid[], jsonb[], timestamptz",
+        f"array_fill('null'::jsonb, ARRAY[{BATCH}]), {NOW}",
+    ),
+    "complete": (COMPLETE, "text[], uuid[], jsonb[], timestamptz", f"array_fill('null'::jsonb, ARRAY[{BATCH}]), {NOW}"),
+    "fail": (
+        FAIL,
+        "text[], uuid[], text[], timestamptz[], timestamptz",
+        f"array_fill('boom'::text, ARRAY[{BATCH}]), array_fill(NULL::timestamptz, ARRAY[{BATCH}]), {NOW}",
+    ),
+    "heartbeat_many": (
+        HEARTBEAT_MANY,
+        "text[], uuid[], timestamptz, interval, bool[], jsonb[]",
+        f"{NOW}, '30 s', array_fill(false, ARRAY[{BATCH}]), array_fill(NULL::jsonb, ARRAY[{BATCH}])",
+    ),
+    "release": (RELEASE, "text[], uuid[], timestamptz", NOW),
+}
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
+@pytest.mark.parametrize("statement", sorted(BATCH_STATEMENTS))
+async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
+    postgres_url: str, postgres_store: PostgresJobStore, plan_cache_mode: str, statement: str
+) -> None:
+    """20,000 jobs leased since the last ANALYZE (taken on a near-empty table, as after a quiet spell): an ack,
+    heartbeat or hand-back of 100 leases probes the primary key for them. (The lease check once let the planner read
+    every running job through idx_jobs_lease_expiry and hash them, on every ack: an in-process worker leasing ahead
+    on a 100,000-job backlog slowed each ack further, until its acks outlived the statement timeout.)"""
+    sql, types, arguments = BATCH_STATEMENTS[statement]
+    await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
+    async with pg.connect(postgres_url) as connection:
+        await connection.execute("ANALYZE queueflow.jobs")
+        await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
+        try:
+            held = await connection.fetch(
+                """
+                INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, status, config, scheduled_at,
+                                            created_at, started_at, delivery_count, lease_token, locked_until)
+                SELECT 'job_held_' || lpad(i::text, 5, '0'), $3, 'default', 't', 'running',
+                       '{"backoff": {"strategy": "fixed", "base_seconds": 1, "max_seconds": 1, "jitter": false}}',
+                       $2, $2, $2, 1, gen_random_uuid(), $2::timestamptz + interval '5 minutes'
+                  FROM generate_series(1, $1::int) AS i
+                RETURNING id, lease_token
+                """,
+                HELD,
+                START,
+                T,
+            )
+            batch = held[:: HELD // BATCH]
+            ids = "ARRAY[" + ", ".join(f"'{row['id']}'" for row in batch) + "]"
+            tokens = "ARRAY[" + ", ".join(f"'{row['lease_token']}'" for row in batch) + "]::uuid[]"
+            await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+            await connection.execute(f"PREPARE batch({types}) AS {sql}")
+            for _ in range(6):  # past the custom plans `auto` tries first (the first run ends these leases)
+                await connection.execute(f"EXPLAIN ANALYZE EXECUTE batch({ids}, {tokens}, {arguments})")
+            rows = await connection.fetch(f"EXPLAIN ANALYZE EXECUTE batch({ids}, {tokens}, {arguments})")
+        finally:  # the database outlives this test
+            await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
+    explained = "\n".join(row[0] for row in rows)
+    assert "idx_jobs_lease_expiry" not in explained, explained
+    assert "Seq Scan on jobs" not in explained, explained
+    assert "Index Scan using jobs_pkey on jobs" in explained, explained

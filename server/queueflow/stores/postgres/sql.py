@@ -477,7 +477,13 @@ SELECT min(due.scheduled_at)
                  LIMIT 1) AS due
 """
 
-HOLDS_LEASE = "j.status = 'running' AND j.lease_token = {token} AND j.locked_until > {now}"
+# The lease {token} still holds job j. The status test sits inside CASE so that it does not imply the predicate of
+# idx_jobs_lease_expiry (status = 'running'): the planner then reaches j only by its primary key, and a batch
+# (ack, heartbeat, release) costs its own size. With the test in plain sight, statistics that lagged a burst of
+# inserts (taken while the table was near empty) made the planner read every running job through that index and
+# hash them, on every ack: a worker that leased ahead faster than it acked slowed each ack further, until acks of
+# 1,000 outcomes outlived the statement timeout on a 100,000-job backlog (tests/postgres/test_claim_plan.py).
+HOLDS_LEASE = "CASE WHEN j.status = 'running' THEN j.lease_token END = {token} AND j.locked_until > {now}"
 
 # A job of queue {queue} has just ended. If some tenant caps how many of its jobs run there, a slot came free: the
 # queue is announced, and a lease the cap held back takes the next job at once rather than on the safety poll. (A
