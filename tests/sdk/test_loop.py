@@ -253,6 +253,38 @@ async def test_a_short_answer_ends_the_overlap() -> None:
     assert len(source.acked) == 3
 
 
+class SlowAcks(Source):
+    """Its acks answer only once `open` is set."""
+
+    def __init__(self, backlog: Sequence[FakeJob]) -> None:
+        super().__init__(backlog)
+        self.open = asyncio.Event()
+        self.acking = asyncio.Event()
+
+    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        self.acking.set()
+        await self.open.wait()
+        return await super().ack(outcomes)
+
+
+async def test_it_stops_leasing_while_a_whole_capacity_of_outcomes_waits_for_its_acks() -> None:
+    # Leasing on while acks lagged filled a slow store with leases the worker could not record in time.
+    source = SlowAcks([FakeJob(f"j{n}") for n in range(100)])
+    loop = WorkerLoop(source, quick_tasks(), concurrency=2, prefetch=2, ack_interval=0)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.acking.wait()
+    for _ in range(500):  # the event loop runs on (no clock involved): leases come and go while they may
+        await asyncio.sleep(0)
+    handed_out = 100 - len(source.backlog)
+    assert handed_out <= 2 * loop.capacity  # the outcomes waiting (a capacity), and the places (another)
+    source.open.set()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()
+    await loop.stop()
+    assert sorted(o.job_id for o in source.acked) == sorted(f"j{n}" for n in range(100))
+
+
 async def test_it_keeps_the_sizes_of_the_latest_acks_only() -> None:
     source = Source([])
     loop = WorkerLoop(source, quick_tasks())

@@ -15,7 +15,8 @@ here, written once:
 - **batched acks**: an outcome is queued when its task ends and its slot is freed at once; the queue is sent in
   one call when it reaches `ack_batch` or `ack_interval` after its first item, whichever comes first, one call
   at a time. A job whose outcome is still queued when the process dies is delivered again once its lease expires
-  (at-least-once, as after any crash).
+  (at-least-once, as after any crash). While a whole capacity of outcomes waits for its acks (a slow store), no
+  more jobs are leased: they would only wait with them.
 - **batched heartbeats**: every `heartbeat_every` one call extends every lease held, waiting ones included. A
   lease found lost (the job was cancelled, or reclaimed after expiring) tells its task: an async task is
   cancelled, a sync one sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
@@ -178,6 +179,8 @@ class WorkerLoop:
         self._running: dict[asyncio.Task[Any], _Running] = {}
         self._leases: dict[str, str] = {}  # job id → token, for every job held until its outcome is recorded
         self._outcomes: list[Outcome] = []
+        self._unacked = 0
+        """Outcomes recorded whose ack has not answered yet: queued, or being sent."""
         self._room = asyncio.Event()
         self._idle = asyncio.Event()
         self._ack_due = asyncio.Event()
@@ -215,9 +218,11 @@ class WorkerLoop:
         """How many jobs to ask for now: 0 until half the places are free (so claims come in batches), or, while
         the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a quarter."""
         overlap = LEASES_IN_FLIGHT if self._deep else 1
-        if len(self._leasing) >= overlap:
-            return 0
         capacity = self.capacity
+        if len(self._leasing) >= overlap or self._unacked >= capacity:
+            # A whole capacity of outcomes waits for its acks (a slow or unreachable store): more jobs would
+            # only wait too, their leases running out, so leasing waits until acks catch up.
+            return 0
         want = min(capacity - self.held - self._asked, MAX_BATCH)
         least = max(1, capacity // (2 * overlap))
         return want if want >= least or (want > 0 and not self.held and not self._asked) else 0
@@ -488,6 +493,7 @@ class WorkerLoop:
 
     def _record(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
+        self._unacked += 1
         self._ack_due.set()
         if len(self._outcomes) >= self.ack_batch:
             self._ack_full.set()
@@ -516,6 +522,9 @@ class WorkerLoop:
             if not self._fatal(exc):
                 log.exception("%s: could not record %d outcomes", self.name, len(batch))
             held = [None] * len(batch)
+        self._unacked -= len(batch)
+        if not self._room.is_set() and self._room_for_lease():
+            self._room.set()
         for outcome, ok in zip(batch, held, strict=True):
             if self._leases.get(outcome.job_id) == outcome.lease_token:
                 del self._leases[outcome.job_id]
