@@ -214,3 +214,22 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
     assert "idx_jobs_lease_expiry" not in explained, explained
     assert "Seq Scan on jobs" not in explained, explained
     assert "Index Scan using jobs_pkey on jobs" in explained, explained
+
+
+async def test_the_claim_is_planned_once_not_on_every_lease(postgres_url: str) -> None:
+    """A single-job lease once spent more time planning the claim than running it: PostgreSQL judged the claim's
+    generic plan too costly to keep, and planned it anew for every execution."""
+    await pg.empty(postgres_url)
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:  # one connection: its statements
+        engine = engine_on(store, TestClock(START))
+        await engine.enqueue_many(T, [NewJob(task_name="t")] * 12)
+        for _ in range(12):
+            assert len(await engine.lease(["default"])) == 1
+        async with store._connection() as db:
+            plans = await db.fetchrow(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE $1",
+                "%WITH RECURSIVE queue AS%FOR UPDATE SKIP LOCKED%",
+            )
+    assert plans is not None
+    assert plans["custom_plans"] == 0, dict(plans)
+    assert plans["generic_plans"] >= 12, dict(plans)

@@ -60,6 +60,7 @@ from queueflow.stores.postgres.sql import (
     COMPLETE_BRIEF,
     DELETE_FINISHED,
     FAIL,
+    GENERIC_PLANS,
     HEARTBEAT,
     HEARTBEAT_MANY,
     HEARTBEAT_WITH_PROGRESS,
@@ -216,10 +217,12 @@ class PostgresJobs(Pooled):
         after = after_tenant if after_tenant is not None and storable_text(after_tenant) else None
         key_turns: KeyTurns = {}
         async with self._connection() as db:
-            if tenant_id is None:
-                rows = await _claim_in_turns(db, wanted, limit, now, lease, tasks, after)
-            else:
-                rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, lease, tasks, tenant_id)
+            async with db.transaction():
+                await db.execute(GENERIC_PLANS)
+                if tenant_id is None:
+                    rows = await _claim_in_turns(db, wanted, limit, now, lease, tasks, after)
+                else:
+                    rows = await db.fetch(CLAIM_FOR_TENANT, wanted, limit, now, lease, tasks, tenant_id)
             jobs = [job_from_row(row) for row in rows]
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
