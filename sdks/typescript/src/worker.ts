@@ -611,7 +611,7 @@ export class Worker {
     }
     try {
       // May be repeated: a duplicate is answered `lease_lost`, never applied twice.
-      await this.#transport.post("/v1/worker/ack", { complete, fail }, { safe: true });
+      await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: true });
     } catch (error) {
       // Left to the leases' expiry: the jobs are delivered again.
       if (!this.#refused(error)) this.#options.onError(error);
