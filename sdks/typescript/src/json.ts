@@ -23,31 +23,52 @@ const HINTS: Record<string, string> = {
   bigint: "a number or a string, e.g. value.toString()",
 };
 
-function checkJson(body: unknown, root: string): void {
-  const pending: [unknown, string][] = [[body, root]];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [value, path] = next;
+/**
+ * Throws an `ArgumentError` naming the first value (by its path) that JSON cannot carry. Paths are spelled out only
+ * in a second walk, once a value failed: spelling one for every value of a valid body (a string each) was most of
+ * what a worker's ack cost to serialise. That second walk calls each `toJSON` again.
+ */
+function checkJson(body: unknown, root: string, named = false): void {
+  const values: unknown[] = [body];
+  const paths: string[] = [root];
+  while (values.length > 0) {
+    const value = values.pop();
+    const path = paths.pop() ?? root;
     const json = hasToJSON(value) ? value.toJSON() : value; // a Date becomes its ISO string, as JSON.stringify does
+    let problem: ArgumentError;
     switch (typeof json) {
       case "string":
       case "boolean":
       case "undefined": // dropped from an object, null in an array: JSON.stringify's own, documented behaviour
         continue;
       case "number":
-        if (!Number.isFinite(json)) throw new ArgumentError(`${where(path)} is ${json}, which JSON cannot carry: send a finite number or null`);
-        continue;
+        if (Number.isFinite(json)) continue;
+        problem = new ArgumentError(`${where(path)} is ${json}, which JSON cannot carry: send a finite number or null`);
+        break;
       case "object":
         if (json === null) continue;
         if (Array.isArray(json)) {
-          json.forEach((item, index) => pending.push([item, `${path}[${index}]`]));
+          for (let index = 0; index < json.length; index++) {
+            values.push(json[index]);
+            paths.push(named ? `${path}[${index}]` : "");
+          }
           continue;
         }
-        if (json instanceof Map || json instanceof Set) throw unsupported(path, json.constructor.name);
-        for (const [key, item] of Object.entries(json)) pending.push([item, path ? `${path}.${key}` : key]);
+        if (json instanceof Map || json instanceof Set) {
+          problem = unsupported(path, json.constructor.name);
+          break;
+        }
+        for (const key in json) {
+          if (!Object.hasOwn(json, key)) continue; // JSON.stringify writes own enumerable keys only
+          values.push((json as Record<string, unknown>)[key]);
+          paths.push(named ? (path ? `${path}.${key}` : key) : "");
+        }
         continue;
       default: // bigint, function, symbol
-        throw unsupported(path, typeof json);
+        problem = unsupported(path, typeof json);
     }
+    if (named) throw problem;
+    checkJson(body, root, true);
   }
 }
 

@@ -54,8 +54,11 @@ export class KeepAlive {
     this.#headers = { ...headers, "Content-Type": "application/json" };
   }
 
-  /** POST `json` (already serialised) to `path` under the base URL; one attempt, no retries. */
-  post<T>(path: string, json: string, timeoutMs: number, signal?: AbortSignal): Promise<Answered<T>> {
+  /**
+   * POST `json` (already serialised) to `path` under the base URL; one attempt, no retries. With `read` false, a
+   * 2xx answer's body is drained unread (`data` undefined): the caller has no use for it.
+   */
+  post<T>(path: string, json: string, timeoutMs: number, signal?: AbortSignal, read = true): Promise<Answered<T>> {
     const url = `${this.#base.origin}${this.#prefix}${path}`;
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -64,6 +67,8 @@ export class KeepAlive {
         failure ??= error;
         request.destroy();
       };
+      // Encoded once, outside V8's heap: the socket writes these bytes as they are, and their length is the header.
+      const body = Buffer.from(json);
       const options: RequestOptions = {
         protocol: this.#base.protocol,
         hostname: this.#base.hostname,
@@ -71,7 +76,7 @@ export class KeepAlive {
         path: this.#prefix + path,
         method: "POST",
         agent: this.#agent,
-        headers: { ...this.#headers, "Content-Length": Buffer.byteLength(json) },
+        headers: { ...this.#headers, "Content-Length": body.length },
       };
       const request = this.#request(options);
       const timer = setTimeout(() => fail(new TimeoutError(`no answer from ${this.#base.origin} within ${timeoutMs} ms`)), timeoutMs);
@@ -88,10 +93,12 @@ export class KeepAlive {
       };
       request.on("error", broken);
       request.on("response", (response: IncomingMessage) => {
-        let text = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => {
-          text += chunk;
+        // The body's bytes as they came, decoded once at the end: chunks decoded one by one (`setEncoding`) were
+        // a string each, joined into a rope that `JSON.parse` then copies flat again — three copies in V8's heap.
+        const chunks: Buffer[] = [];
+        const keep = read || !isOk(response);
+        response.on("data", (chunk: Buffer) => {
+          if (keep) chunks.push(chunk);
         });
         response.on("error", broken);
         response.on("close", () => {
@@ -101,13 +108,13 @@ export class KeepAlive {
           settle();
           if (failure !== undefined) return reject(failure);
           try {
-            resolve(answered(response, text));
+            resolve(answered(response, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
           } catch (error) {
             reject(error);
           }
         });
       });
-      request.end(json);
+      request.end(body);
     });
   }
 
@@ -117,9 +124,15 @@ export class KeepAlive {
   }
 }
 
-function answered<T>(response: IncomingMessage, text: string): Answered<T> {
+function isOk(response: IncomingMessage): boolean {
   const status = response.statusCode ?? 0;
-  const ok = status >= 200 && status < 300;
+  return status >= 200 && status < 300;
+}
+
+function answered<T>(response: IncomingMessage, body: Buffer | undefined): Answered<T> {
+  const status = response.statusCode ?? 0;
+  const ok = isOk(response);
+  const text = body?.toString() ?? "";
   if (ok) {
     // No `Headers` made: nothing reads a success's, and the first one made loads all of undici (about 7 MB).
     return {

@@ -93,13 +93,25 @@ export class Transport {
    * with a keep-alive agent instead (see keepalive.ts), with the same timeout, retries and errors.
    */
   post<P extends WorkerRoute>(path: P, body: JsonBody<P>, options: CallOptions): Promise<JsonAnswer<P>> {
+    return this.#post(path, body, options, true);
+  }
+
+  /**
+   * `post` for a caller that does not read the answer (the ack: its outcomes are settled whatever it says): over
+   * `node:http`, a 2xx answer's body is not even parsed. A failure still rejects as `post`'s does.
+   */
+  async send<P extends WorkerRoute>(path: P, body: JsonBody<P>, options: CallOptions): Promise<void> {
+    await this.#post(path, body, options, false);
+  }
+
+  #post<P extends WorkerRoute>(path: P, body: JsonBody<P>, options: CallOptions, read: boolean): Promise<JsonAnswer<P>> {
     const keepAlive = this.#keepAlive;
     if (!keepAlive) {
       return this.call((signal) => this.api.POST(path as "/v1/worker/ack", { body: body as JsonBody<"/v1/worker/ack">, signal }) as never, options);
     }
     const json = serializeBody(body);
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    return this.#retrying(() => keepAlive.post<JsonAnswer<P>>(path, json, timeoutMs, options.signal), options);
+    return this.#retrying(() => keepAlive.post<JsonAnswer<P>>(path, json, timeoutMs, options.signal, read), options);
   }
 
   /** Close idle keep-alive sockets (a stopped worker leaves none open). */

@@ -536,15 +536,16 @@ export class Worker {
     if (this.#wake && this.#roomForLease() > 0) this.#wakeLoop();
   }
 
-  async #execute(held: HeldJob): Promise<Outcome> {
+  /** Not an async function: a handler's promise is the one promise waited on, with no others chained to it. */
+  #execute(held: HeldJob): Promise<Outcome> {
     const { job } = held;
     const handler = this.#handlers.get(job.task_name);
-    if (!handler) return this.#unknown(job);
+    if (!handler) return Promise.resolve(this.#unknown(job));
     try {
-      const result = await traced(job, () => handler(job.payload as never, new JobContext(held, (value) => this.#progress(held, value))));
-      return { result: result === undefined ? null : result };
+      const result = traced(job, () => handler(job.payload as never, new JobContext(held, (value) => this.#progress(held, value))));
+      return Promise.resolve(result).then(completed, failure);
     } catch (error) {
-      return failure(error);
+      return Promise.resolve(failure(error)); // thrown before the handler's promise (or by a function handler)
     }
   }
 
@@ -611,7 +612,7 @@ export class Worker {
     }
     try {
       // May be repeated: a duplicate is answered `lease_lost`, never applied twice.
-      await this.#transport.post("/v1/worker/ack", { complete, fail }, { safe: true });
+      await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: true });
     } catch (error) {
       // Left to the leases' expiry: the jobs are delivered again.
       if (!this.#refused(error)) this.#options.onError(error);
@@ -728,6 +729,10 @@ export class Worker {
   }
 }
 
+function completed(result: unknown): Outcome {
+  return { result: result === undefined ? null : result };
+}
+
 function average(current: number | undefined, sample: number): number {
   return current === undefined ? sample : current + SMOOTHING * (sample - current);
 }
@@ -799,11 +804,13 @@ interface OtelApi {
 
 const OTEL_MODULE = "@opentelemetry/api";
 let otel: Promise<OtelApi | null> | undefined;
+/** The module once loaded (null: not installed); undefined until then. */
+let otelApi: OtelApi | null | undefined;
 
 function loadOtel(): Promise<OtelApi | null> {
   otel ??= import(OTEL_MODULE).then(
-    (module: OtelApi) => module,
-    () => null,
+    (module: OtelApi) => (otelApi = module),
+    () => (otelApi = null),
   );
   return otel;
 }
@@ -822,9 +829,13 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/
 /**
  * Run a task in a span `queueflow.task <name>` whose parent is the job's trace context (that of the request that
  * enqueued it), when `@opentelemetry/api` is installed; a thrown error is recorded on the span.
+ *
+ * Once the module is loaded (or known absent) and no span is made, `run` is called directly and what it returns
+ * or throws is the caller's: no promise of its own per job, nor one to wait for the module again.
  */
-async function traced<T>(job: LeasedJob, run: () => T | Promise<T>): Promise<T> {
-  const api = await loadOtel();
+function traced(job: LeasedJob, run: () => unknown): unknown {
+  if (otelApi === undefined) return loadOtel().then(() => traced(job, run));
+  const api = otelApi;
   if (!api) return run();
   let parent = api.context.active();
   const match = job.trace_context ? TRACEPARENT.exec(job.trace_context.traceparent) : null;
