@@ -248,3 +248,24 @@ async def test_the_key_turn_is_the_stores_and_goes_on_from_any_engine(store: Sto
     assert await leased_keys(second) == ["k2"]
     assert await leased_keys(first, 2) == ["k3", "k1"]
     assert await leased_keys(second) == ["k2"]
+
+
+async def test_a_tenant_whose_most_urgent_job_is_not_due_yet_still_gets_its_turn(
+    engine: Engine, clock: TestClock
+) -> None:
+    # PostgreSQL takes a tenant's first pending job in claim order as proof that it has a claimable one, and looks
+    # further only when that job is not due or a task filter applies: both must still find the tenant's due jobs.
+    await engine.enqueue_many("a", [NewJob(task_name="later", priority=9, delay_seconds=60)])
+    (a_due,) = await enqueue(engine, "a", 1)
+    await enqueue(engine, "b", 5)
+    clock.advance(seconds=1)
+    taken = await engine.lease(["default"], max_jobs=2)
+    assert sorted(job.tenant_id for job in taken) == ["a", "b"]
+    assert a_due in {job.id for job in taken}
+    await engine.enqueue_many("c", [NewJob(task_name="other")])
+    await enqueue(engine, "c", 1)
+    await enqueue(engine, "d", 1)
+    clock.advance(seconds=1)
+    only_t = await engine.lease(["default"], max_jobs=3, task_names=["t"])
+    assert sorted(job.tenant_id for job in only_t) == ["b", "c", "d"]
+    assert {job.task_name for job in only_t} == {"t"}

