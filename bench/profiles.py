@@ -32,6 +32,10 @@ class Profile:
     worker_jobs: int = 0
     """No-op jobs each worker drain (in-process, Python SDK, TypeScript SDK; default settings, then concurrency 10
     and 100) takes from a backlog."""
+    worker_repetitions: int = 0
+    """Repetitions of the worker drains and of PgQueuer's drain, their baseline (0: `repetitions`). A drain of
+    20,000 no-op jobs lasts about a second, so one repetition moves with the machine's load; five medians hold
+    steadier than three."""
     worker_long_jobs: int = 0
     """A longer drain per SDK worker, whose peak RSS shows whether memory stays flat (0: none)."""
     session_settle: float = 1.2
@@ -58,6 +62,7 @@ FULL = Profile(
     pgqueuer_jobs=30_000,
     procrastinate_jobs=1_000,
     worker_jobs=20_000,
+    worker_repetitions=5,
     worker_long_jobs=200_000,
 )
 

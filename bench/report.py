@@ -37,7 +37,8 @@ HOW = """## How each figure is measured
   (bench/workers/sdk_worker.py) and the TypeScript SDK's (bench/workers/ts_worker.mjs), the SDK ones against one
   `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the worker has run a
   first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU is the worker's
-  and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain.
+  and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain. The worker
+  drains, and PgQueuer's drain (their baseline), are repeated 5 times in the full profile: each lasts about a second.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
   1,000 a call; one worker, concurrency 4).
