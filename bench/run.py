@@ -208,9 +208,12 @@ async def _workers(
             if not await step("build the TypeScript SDK", _sync(workers.build_ts)):
                 shapes = [shape for shape in shapes if shape[0] != "TypeScript SDK"]
             for number in range(1, (profile.worker_repetitions or profile.repetitions) + 1):
+                # Every other repetition in reverse: a shape compared with the one run before it (concurrency 100
+                # with the default) does not always come second, after the same neighbour.
+                order = shapes if number % 2 else shapes[::-1]
 
-                async def repetition() -> None:
-                    for kind, concurrency in shapes:
+                async def repetition(order: list[tuple[str, int | None]] = order) -> None:
+                    for kind, concurrency in order:
                         run = await workers.drain(
                             kind, database, profile.worker_jobs, logs, server=server, concurrency=concurrency
                         )
