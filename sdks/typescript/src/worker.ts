@@ -147,6 +147,8 @@ export class Worker {
   /** Every job held until its outcome is recorded: id → lease token (what a heartbeat extends). */
   readonly #leases = new Table<string>();
   #outcomes: Recorded[] = [];
+  /** Outcomes recorded whose ack has not answered yet: queued, or being sent. */
+  #unacked = 0;
   #acking: Promise<void> | undefined;
   #ackTimer: ReturnType<typeof setTimeout> | undefined;
   #heartbeats: ReturnType<typeof setInterval> | undefined;
@@ -382,9 +384,14 @@ export class Worker {
     return Math.min(MAX_BATCH, Math.floor(2 * perMs * this.#leaseMs) + 1);
   }
 
-  /** How many jobs to ask for now: none until half the places are free, so claims come in batches. */
+  /**
+   * How many jobs to ask for now: none until half the places are free, so claims come in batches; none either while
+   * a whole capacity of outcomes waits for its acks (a slow server): more jobs would only wait with them, their
+   * leases running out.
+   */
   #roomForLease(): number {
     const capacity = this.#options.concurrency + this.#ahead();
+    if (this.#unacked >= capacity) return 0;
     const want = Math.min(capacity - this.activeJobs, MAX_BATCH);
     return want >= Math.max(1, Math.floor(capacity / 2)) || (want > 0 && this.activeJobs === 0) ? want : 0;
   }
@@ -565,6 +572,7 @@ export class Worker {
 
   #record(recorded: Recorded): void {
     this.#outcomes.push(recorded);
+    this.#unacked += 1;
     if (this.#outcomes.length >= this.#options.ackBatch) this.#flush();
     else this.#ackTimer ??= setTimeout(() => this.#flush(), this.#options.ackIntervalMs);
   }
@@ -620,6 +628,8 @@ export class Worker {
       for (const { id, lease_token } of batch) {
         if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
       }
+      this.#unacked -= batch.length;
+      if (this.#wake && this.#roomForLease() > 0) this.#wakeLoop();
     }
   }
 

@@ -605,6 +605,48 @@ test("jobs are leased ahead of free slots, up to `prefetch`, and all run", async
   }
 });
 
+test("while a whole capacity of outcomes waits for its acks, it leases no more", async () => {
+  // Leasing on while acks lagged filled a slow server with leases the worker could not record in time.
+  const gate = deferred();
+  let acking = false;
+  let leasing = 0;
+  let ran = 0;
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    if (request.url.endsWith("/v1/worker/ack")) {
+      acking = true;
+      await gate.promise;
+      return globalThis.fetch(request);
+    }
+    leasing += 1;
+    try {
+      return await globalThis.fetch(request);
+    } finally {
+      leasing -= 1;
+    }
+  };
+  const w = worker("w-ack-lag", { concurrency: 2, prefetch: 2, fetch }).task("quick", () => {
+    ran += 1;
+    return null;
+  });
+  const jobs = await client.jobs.enqueueMany(Array.from({ length: 40 }, () => ({ task_name: "quick", queue_name: "w-ack-lag" })));
+  w.start();
+  try {
+    // Reached only when the loop waits for acks: while it leases on, a lease (a long-poll, once the queue is
+    // empty) is always in flight.
+    await waitFor(
+      async () => ({ acking, leasing, active: w.activeJobs, ran }),
+      (state) => state.acking && state.leasing === 0 && state.active === 0,
+    );
+    assert.ok(ran <= 8, `${ran} jobs ran while the first ack hung`); // the outcomes waiting (4), and the places (4)
+    gate.resolve();
+    for (const job of jobs) await settled(job.id, "completed");
+  } finally {
+    gate.resolve(); // a failed check must not leave stop() waiting on the hung ack
+    await w.stop();
+  }
+});
+
 test("a busy worker at concurrency 32 drains many jobs, and Node printed no warning in this file", async () => {
   const w = worker("w-busy", { concurrency: 32 }).task("quick", async () => {
     await new Promise((resolve) => setImmediate(resolve));
