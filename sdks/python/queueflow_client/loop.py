@@ -227,6 +227,11 @@ class WorkerLoop:
         least = max(1, capacity // (2 * overlap))
         return want if want >= least or (want > 0 and not self.held and not self._asked) else 0
 
+    def _offer_room(self) -> None:
+        """Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free)."""
+        if not self._room.is_set() and self._room_for_lease():
+            self._room.set()
+
     @property
     def held(self) -> int:
         """Jobs leased whose task has not ended: running, or waiting for a slot."""
@@ -459,8 +464,7 @@ class WorkerLoop:
             self._start(job, job.lease_token or "")
         if not self.held:
             self._idle.set()
-        if not self._room.is_set() and self._room_for_lease():
-            self._room.set()
+        self._offer_room()
 
     def _failed(self, job: LeasedDelivery, outcome: Outcome, seconds: float, work: asyncio.Task[Any]) -> None:
         exc = None if work.cancelled() else work.exception()
@@ -523,8 +527,7 @@ class WorkerLoop:
                 log.exception("%s: could not record %d outcomes", self.name, len(batch))
             held = [None] * len(batch)
         self._unacked -= len(batch)
-        if not self._room.is_set() and self._room_for_lease():
-            self._room.set()
+        self._offer_room()
         for outcome, ok in zip(batch, held, strict=True):
             if self._leases.get(outcome.job_id) == outcome.lease_token:
                 del self._leases[outcome.job_id]

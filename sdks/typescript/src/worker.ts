@@ -396,6 +396,11 @@ export class Worker {
     return want >= Math.max(1, Math.floor(capacity / 2)) || (want > 0 && this.activeJobs === 0) ? want : 0;
   }
 
+  /** Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free). */
+  #offerRoom(): void {
+    if (this.#wake && this.#roomForLease() > 0) this.#wakeLoop();
+  }
+
   #wakeLoop(): void {
     const wake = this.#wake;
     this.#wake = undefined;
@@ -540,7 +545,7 @@ export class Worker {
       this.#idle = undefined;
       idle?.();
     }
-    if (this.#wake && this.#roomForLease() > 0) this.#wakeLoop();
+    this.#offerRoom();
   }
 
   /** Not an async function: a handler's promise is the one promise waited on, with no others chained to it. */
@@ -629,7 +634,7 @@ export class Worker {
         if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
       }
       this.#unacked -= batch.length;
-      if (this.#wake && this.#roomForLease() > 0) this.#wakeLoop();
+      this.#offerRoom();
     }
   }
 
