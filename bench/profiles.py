@@ -43,6 +43,11 @@ class Profile:
     server_args: tuple[str, ...] = ()
     """Extra `queueflow serve` flags. The full profile runs the defaults, as users do."""
 
+    @property
+    def drain_repetitions(self) -> int:
+        """How many times the worker drains and PgQueuer's drain run."""
+        return self.worker_repetitions or self.repetitions
+
 
 FULL = Profile(
     name="full",

@@ -71,7 +71,7 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
     if profile.peers:
 
         async def pgqueuer() -> None:
-            rates = await peers.pgqueuer(profile.pgqueuer_jobs, profile.worker_repetitions or profile.repetitions)
+            rates = await peers.pgqueuer(profile.pgqueuer_jobs, profile.drain_repetitions)
             pgqueuer_rates.extend(rates["drain"])
             figures.peer(
                 results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"]
@@ -207,7 +207,7 @@ async def _workers(
             # Built every run: a dist/ left from an earlier checkout would measure the worker as it was then.
             if not await step("build the TypeScript SDK", _sync(workers.build_ts)):
                 shapes = [shape for shape in shapes if shape[0] != "TypeScript SDK"]
-            for number in range(1, (profile.worker_repetitions or profile.repetitions) + 1):
+            for number in range(1, profile.drain_repetitions + 1):
                 # Every other repetition in reverse: a shape compared with the one run before it (concurrency 100
                 # with the default) does not always come second, after the same neighbour.
                 order = shapes if number % 2 else shapes[::-1]
