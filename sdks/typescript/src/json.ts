@@ -68,7 +68,8 @@ function checkJson(body: unknown, root: string, named = false): void {
         problem = unsupported(path, typeof json);
     }
     if (named) throw problem;
-    checkJson(body, root, true);
+    checkJson(body, root, true); // throws the same problem with its path spelled out
+    throw problem; // only if a toJSON answered differently the second time: the body is refused all the same
   }
 }
 
