@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
@@ -32,6 +34,18 @@ async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     arguments = f"'{{default}}', 10, '{START.isoformat()}', '30 s', NULL, NULL"
     rows = await connection.fetch(f"EXPLAIN EXECUTE claim({arguments})")
     return "\n".join(row[0] for row in rows)
+
+
+@asynccontextmanager
+async def statistics_frozen(connection: asyncpg.Connection) -> AsyncIterator[None]:
+    """The jobs table's statistics taken now (on the few rows it holds) and kept while the block writes more, as
+    after a quiet spell and a burst, before autovacuum analyzes again."""
+    await connection.execute("ANALYZE queueflow.jobs")
+    await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
+    try:
+        yield
+    finally:  # the database outlives the test
+        await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
 
 
 @pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
@@ -72,24 +86,19 @@ async def test_a_burst_across_tenants_is_claimed_off_the_claim_index_before_any_
     (On the statistics of an empty table the planner once took idx_jobs_due for them and sorted the queue's
     pending rows in every probe: 2 s per single-job lease.)"""
     await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
-    async with pg.connect(postgres_url) as connection:
-        await connection.execute("ANALYZE queueflow.jobs")
-        await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
-        try:
-            await connection.execute(
-                """
+    async with pg.connect(postgres_url) as connection, statistics_frozen(connection):
+        await connection.execute(
+            """
                 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, config, scheduled_at, created_at)
                 SELECT 'job_burst_' || lpad(i::text, 5, '0'), 'tenant-' || lpad((i % 100)::text, 3, '0'), 'default',
                        't', '{"backoff": {"strategy": "fixed", "base_seconds": 1, "max_seconds": 1, "jitter": false}}',
                        $2, $2
                   FROM generate_series(1, $1::int) AS i
                 """,
-                10_000,
-                START,
-            )
-            explained = await plan(connection, plan_cache_mode)
-        finally:  # the database outlives this test
-            await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
+            10_000,
+            START,
+        )
+        explained = await plan(connection, plan_cache_mode)
     assert "idx_jobs_due" not in explained, explained
     assert "Seq Scan on jobs" not in explained, explained
 
@@ -182,12 +191,9 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
     on a 100,000-job backlog slowed each ack further, until its acks outlived the statement timeout.)"""
     sql, types, arguments = BATCH_STATEMENTS[statement]
     await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
-    async with pg.connect(postgres_url) as connection:
-        await connection.execute("ANALYZE queueflow.jobs")
-        await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
-        try:
-            held = await connection.fetch(
-                """
+    async with pg.connect(postgres_url) as connection, statistics_frozen(connection):
+        held = await connection.fetch(
+            """
                 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, status, config, scheduled_at,
                                             created_at, started_at, delivery_count, lease_token, locked_until)
                 SELECT 'job_held_' || lpad(i::text, 5, '0'), $3, 'default', 't', 'running',
@@ -196,20 +202,18 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
                   FROM generate_series(1, $1::int) AS i
                 RETURNING id, lease_token
                 """,
-                HELD,
-                START,
-                T,
-            )
-            batch = held[:: HELD // BATCH]
-            ids = "ARRAY[" + ", ".join(f"'{row['id']}'" for row in batch) + "]"
-            tokens = "ARRAY[" + ", ".join(f"'{row['lease_token']}'" for row in batch) + "]::uuid[]"
-            await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-            await connection.execute(f"PREPARE batch({types}) AS {sql}")
-            for _ in range(6):  # past the custom plans `auto` tries first (the first run ends these leases)
-                await connection.execute(f"EXPLAIN ANALYZE EXECUTE batch({ids}, {tokens}, {arguments})")
-            rows = await connection.fetch(f"EXPLAIN ANALYZE EXECUTE batch({ids}, {tokens}, {arguments})")
-        finally:  # the database outlives this test
-            await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
+            HELD,
+            START,
+            T,
+        )
+        batch = held[:: HELD // BATCH]
+        ids = "ARRAY[" + ", ".join(f"'{row['id']}'" for row in batch) + "]"
+        tokens = "ARRAY[" + ", ".join(f"'{row['lease_token']}'" for row in batch) + "]::uuid[]"
+        await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
+        await connection.execute(f"PREPARE batch({types}) AS {sql}")
+        for _ in range(6):  # past the custom plans `auto` tries first (the first run ends these leases)
+            await connection.execute(f"EXPLAIN ANALYZE EXECUTE batch({ids}, {tokens}, {arguments})")
+        rows = await connection.fetch(f"EXPLAIN ANALYZE EXECUTE batch({ids}, {tokens}, {arguments})")
     explained = "\n".join(row[0] for row in rows)
     assert "idx_jobs_lease_expiry" not in explained, explained
     assert "Seq Scan on jobs" not in explained, explained
