@@ -21,3 +21,28 @@ test("set, get, delete and size behave as a Map's, for keys an object would trea
   assert.deepEqual(new Map(table.entries()), new Map(keys.filter((k) => k !== "__proto__").map((k) => [k, k === "job_1" ? "again" : `v${k}`])));
   assert.deepEqual(table.values().sort(), [...new Map(table.entries()).values()].sort());
 });
+
+test("a long random run of sets and deletes, growing past its first size, agrees with a Map at every step", () => {
+  // A small first size: long probe runs, deletes in their middle (each shifting the run back), and doubling.
+  const table = new Table<number>(8);
+  const model = new Map<string, number>();
+  let seed = 7;
+  const random = (below: number) => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed % below;
+  };
+  for (let step = 0; step < 20_000; step++) {
+    const key = `job_${random(step < 10_000 ? 64 : 600)}`;
+    if (random(3) === 0) {
+      table.delete(key);
+      model.delete(key);
+    } else {
+      table.set(key, step);
+      model.set(key, step);
+    }
+    assert.equal(table.size, model.size);
+    assert.equal(table.get(key), model.get(key));
+  }
+  for (let key = 0; key < 600; key++) assert.equal(table.get(`job_${key}`), model.get(`job_${key}`), `job_${key}`);
+  assert.deepEqual(new Map(table.entries()), model);
+});
