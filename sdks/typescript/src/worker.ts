@@ -119,7 +119,8 @@ const MAX_BATCH = 1000;
  * The most jobs leased ahead by default. Every job of a lease answer is parsed at once and stays alive until it
  * has run, so the bigger the batch, the more V8 copies at each young-generation collection — and past a total it
  * doubles the young generation for good (+25 MB RSS). With 1,000 ahead (answers of ~500 jobs) it did so during a
- * 200,000-job no-op drain; with 700 it did not, and 20,000-job drains were as fast (bench, 2026-12-02).
+ * 200,000-job no-op drain (peak RSS 113–117 MB); with 700 it did not (86–89 MB), for 1–8% fewer no-op jobs a
+ * second (alternating drains, 2026-12-02). Any long enough busy run may still reach V8's default maximum.
  */
 const MAX_AHEAD = 700;
 /** The weight of the newest sample in the running averages of task durations and lease round trips. */
