@@ -89,6 +89,7 @@ from queueflow_client.types import (
     Unchanged,
     Workflow,
     WorkflowStatus,
+    decode_lease_answer,
 )
 
 
@@ -276,9 +277,7 @@ def lease(
         task_names=list(task_names) if task_names is not None else UNSET,
     )
     # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
-    return call(
-        lease_jobs, lambda data: [LeasedJob.from_json(job) for job in data["jobs"]], replayable=False, body=body
-    )
+    return call(lease_jobs, None, replayable=False, decode=decode_lease_answer, body=body)
 
 
 def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:

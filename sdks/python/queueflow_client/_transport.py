@@ -48,18 +48,33 @@ class Call(Generic[T]):
     send: Callable[..., httpx.Response]
     """Called with `client=` the generated core's client (as every generated operation is)."""
     asend: Callable[..., Awaitable[httpx.Response]]
-    parse: Callable[[Any], T]
-    """Decoded JSON body (None for an empty one) → the value the caller gets."""
+    decode: Callable[[bytes], T]
+    """A 2xx answer's body (b"" when empty) → the value the caller gets."""
     replayable: bool
 
 
-def call(operation: Any, parse: Callable[[Any], T], *args: Any, replayable: bool, **kwargs: Any) -> Call[T]:
+def call(
+    operation: Any,
+    parse: Callable[[Any], T] | None,
+    *args: Any,
+    replayable: bool,
+    decode: Callable[[bytes], T] | None = None,
+    **kwargs: Any,
+) -> Call[T]:
     """A call of `operation`, a generated operation module. The request is the one the module builds (its
-    `_get_kwargs`: path, query, headers, body); the answer is read here, once, by `parse`. The module's own
-    `*_detailed` functions would also build its response model first, which `parse` never uses: for a lease of
-    1,000 jobs that was a fifth of a worker's CPU."""
+    `_get_kwargs`: path, query, headers, body); the answer is read here, once: `parse` gets its decoded JSON (None
+    for an empty body), or `decode` (given instead) its bytes. The module's own `*_detailed` functions would also
+    build its response model first, which neither uses: for a lease of 1,000 jobs that was a fifth of a worker's
+    CPU."""
     request = operation._get_kwargs(*args, **kwargs)
-    return Call(partial(_send, request), partial(_asend, request), parse, replayable)
+    if decode is None:
+        assert parse is not None, "a call needs parse or decode"
+        decode = partial(_parsed, parse)
+    return Call(partial(_send, request), partial(_asend, request), decode, replayable)
+
+
+def _parsed(parse: Callable[[Any], T], content: bytes) -> T:
+    return parse(json.loads(content) if content else None)
 
 
 def _send(request: dict[str, Any], *, client: AuthenticatedClient) -> httpx.Response:
@@ -134,7 +149,7 @@ def _failure(exc: httpx.TransportError, retries: int, base_url: httpx.URL) -> AP
 def _result(call: Call[T], response: httpx.Response) -> T:
     status = int(response.status_code)
     if 200 <= status < 300:
-        return call.parse(json.loads(response.content) if response.content else None)
+        return call.decode(response.content)
     raise error_from_response(status, response.content)
 
 
