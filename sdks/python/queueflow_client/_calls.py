@@ -71,7 +71,7 @@ from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
 from queueflow_client._generated.models.list_jobs_status_type_1 import ListJobsStatusType1
 from queueflow_client._generated.types import UNSET
 from queueflow_client._json import json_object
-from queueflow_client._transport import Call, call
+from queueflow_client._transport import Call, call, decoding_call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.types import (
     UNCHANGED,
@@ -277,7 +277,7 @@ def lease(
         task_names=list(task_names) if task_names is not None else UNSET,
     )
     # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
-    return call(lease_jobs, None, replayable=False, decode=decode_lease_answer, body=body)
+    return decoding_call(lease_jobs, decode_lease_answer, replayable=False, body=body)
 
 
 def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:
