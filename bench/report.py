@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bench.machine import Machine
+from bench.profiles import FULL
 
-HOW = """## How each figure is measured
+HOW = f"""## How each figure is measured
 
 - **Raw ceiling**: pgbench, `-M prepared -c 4 -j 2 -t N`, running bench/pgbench/*.sql — the claim, completion and
   batch-insert statements of QueueFlow's PostgreSQL store — on a database migrated with `queueflow migrate`. The
@@ -38,7 +39,8 @@ HOW = """## How each figure is measured
   `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the worker has run a
   first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU is the worker's
   and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain. The worker
-  drains, and PgQueuer's drain (their baseline), are repeated 5 times in the full profile: each lasts about a second.
+  drains, and PgQueuer's drain (their baseline), are repeated {FULL.drain_repetitions} times in the full profile:
+  each lasts about a second.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
   1,000 a call; one worker, concurrency 4).
