@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from bench import stats
 from bench.report import Figure, Results, Target
 from bench.scenarios import wakeup
@@ -180,10 +182,12 @@ def workers(
     results: Results,
     drains: dict[tuple[str, int | None], list[DrainRun]],
     long_drains: list[DrainRun],
-    pgqueuer: list[float],
+    pgqueuer: Mapping[int, float],
 ) -> None:
-    """Each worker's default drain beside PgQueuer's, its concurrency 100 ÷ 10, its peak RSS and CPU per job."""
-    peer = stats.median(pgqueuer) if pgqueuer else None
+    """Each worker's default drain beside PgQueuer's, its concurrency 100 ÷ 10, its peak RSS and CPU per job. The
+    ratios pair the drains of each repetition (`stats.paired_ratio`): PgQueuer's drain and every worker's shapes
+    are run in one rotation."""
+    peer = stats.median(list(pgqueuer.values())) if pgqueuer else None
     for kind in KINDS:
         default_concurrency, target, rss_target = WORKER_TARGETS[kind]
         default = drains.get((kind, None), [])
@@ -199,8 +203,10 @@ def workers(
                 "PgQueuer, 2 processes × batch 100" if peer else "PgQueuer not run",
                 Target("ratio", ">=", target),
                 rates,
+                paired_ratio=stats.paired_ratio(_by_repetition(default), pgqueuer),
             )
         )
+        results.details.append(_pairs(f"{kind} worker drain, default settings ÷ PgQueuer", default, pgqueuer))
         ten = drains.get((kind, 10)) or (default if default_concurrency == 10 else [])
         hundred = drains.get((kind, 100), [])
         if ten and hundred:
@@ -214,8 +220,10 @@ def workers(
                     "at concurrency 10",
                     Target("ratio", ">=", 1.0),
                     high,
+                    paired_ratio=stats.paired_ratio(_by_repetition(hundred), _by_repetition(ten)),
                 )
             )
+            results.details.append(_pairs(f"{kind} worker drain, concurrency 100 ÷ 10", hundred, _by_repetition(ten)))
         runs = [run for (each, _), shape_runs in drains.items() if each == kind for run in shape_runs]
         peaks = [run.peak_rss / MB for run in runs]
         results.add(
@@ -253,6 +261,15 @@ def workers(
             )
         )
         results.details.append(workers_line(run))
+
+
+def _by_repetition(runs: list[DrainRun]) -> dict[int, float]:
+    return {run.repetition: run.rate for run in runs}
+
+
+def _pairs(label: str, runs: list[DrainRun], baselines: Mapping[int, float]) -> str:
+    ratios = [f"{run.rate / baselines[run.repetition]:.3f}" for run in runs if baselines.get(run.repetition)]
+    return f"{label}: " + ", ".join(ratios) + " (each repetition's ratio; the table shows their median)"
 
 
 def workers_line(run: DrainRun) -> str:

@@ -39,8 +39,11 @@ HOW = f"""## How each figure is measured
   `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the worker has run a
   first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU is the worker's
   and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain. The worker
-  drains, and PgQueuer's drain (their baseline), are repeated {FULL.drain_repetitions} times in the full profile:
-  each lasts about a second.
+  drains and PgQueuer's drain (their baseline) run in one rotation, repeated {FULL.drain_repetitions} times in the
+  full profile (each drain lasts about a second), every other time in reverse order, PgQueuer's in the middle. The
+  machine's speed drifts between repetitions by more than the targets' margins, so a worker's ratio is the median
+  of its repetitions' own ratios (each drain ÷ the baseline drained in the same repetition), listed in the
+  details; the table's two rates are the medians of each side.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
   1,000 a call; one worker, concurrency 4).
@@ -77,9 +80,14 @@ class Figure:
     samples: Sequence[float] = ()
     """Every repetition's value (the figure is their median), shown so the spread is visible."""
     note: str = ""
+    paired_ratio: float | None = None
+    """When value and baseline were measured in pairs (one of each per repetition): the median of the pairs'
+    ratios, which is the figure's ratio instead of value ÷ baseline (see `stats.paired_ratio`)."""
 
     @property
     def ratio(self) -> float | None:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         if self.baseline is None or self.baseline == 0:
             return None
         return self.value / self.baseline
@@ -138,7 +146,8 @@ class Results:
             f"- load average (1, 5, 15 min) at start: {machine.load_average}; at end: {self.load_at_end}",
             f"- PostgreSQL: {machine.postgres_version}",
             f"- git commit: {machine.commit}",
-            f"- profile: {self.profile}; each figure is the median of its repetitions; whole run "
+            f"- profile: {self.profile}; each figure is the median of its repetitions (a ratio of drains measured in"
+            " pairs, the median of the pairs' ratios); whole run "
             f"{self.elapsed_seconds / 60:.1f} min",
             "",
             "Ratios are QueueFlow ÷ its baseline measured in the same run on the same PostgreSQL.",

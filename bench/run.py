@@ -14,6 +14,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from bench import figures
@@ -65,17 +66,13 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
             server.stop()
     drains: dict[tuple[str, int | None], list[workers.DrainRun]] = {}
     long_drains: list[workers.DrainRun] = []
+    pgqueuer: dict[str, dict[int, float]] = {"enqueue": {}, "drain": {}}
     if profile.worker_jobs:
-        await _workers(profile, step, drains, long_drains, logs)
-    pgqueuer_rates: list[float] = []
+        await _workers(profile, step, drains, long_drains, pgqueuer, logs)
+    if pgqueuer["drain"]:
+        rates = {key: list(by_repetition.values()) for key, by_repetition in pgqueuer.items()}
+        figures.peer(results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"])
     if profile.peers:
-
-        async def pgqueuer() -> None:
-            rates = await peers.pgqueuer(profile.pgqueuer_jobs, profile.drain_repetitions)
-            pgqueuer_rates.extend(rates["drain"])
-            figures.peer(
-                results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"]
-            )
 
         async def procrastinate() -> None:
             rates = await peers.procrastinate(profile.procrastinate_jobs, profile.repetitions)
@@ -83,9 +80,8 @@ async def run(profile: Profile, log_dir: Path | None = None) -> Results:
                 results, "Procrastinate", "1 worker, concurrency 4", rates, raw_runs["batched"], raw_runs["enqueue"]
             )
 
-        await step("peer: PgQueuer", pgqueuer)
         await step("peer: Procrastinate", procrastinate)
-    figures.workers(results, drains, long_drains, pgqueuer_rates)
+    figures.workers(results, drains, long_drains, pgqueuer["drain"])
     results.elapsed_seconds = time.monotonic() - started
     results.load_at_end = " ".join(f"{load:.2f}" for load in os.getloadavg())
     print(f"server log: {logs / 'server.log'}")
@@ -179,16 +175,26 @@ async def _queueflow(
     figures.sessions(results, sessions)
 
 
+Shape = tuple[str, int | None]
+"""A drain of the workers' rotation: a kind of worker and its concurrency (None: its default)."""
+PGQUEUER: Shape = ("PgQueuer", None)
+"""PgQueuer's drain, as a shape of the workers' rotation."""
+
+
 async def _workers(
     profile: Profile,
     step: Steps,
     drains: dict[tuple[str, int | None], list[workers.DrainRun]],
     long_drains: list[workers.DrainRun],
+    pgqueuer: dict[str, dict[int, float]],
     logs: Path,
 ) -> None:
     """Each kind of worker drains `worker_jobs` at its default settings, then at concurrency 10 and 100 (the
-    Python ones' default is 10, so that run is not repeated), repetition by repetition; then the long drains."""
-    shapes: list[tuple[str, int | None]] = [
+    Python ones' default is 10, so that run is not repeated), repetition by repetition, with PgQueuer's drain (the
+    peers' profile) in the same rotation: the machine's speed drifts by more than the figures' margins over a few
+    minutes (1.6× within half an hour, seen on a shared 2-core machine), so each figure is compared with the
+    baseline measured beside it, in the same repetition. Then the long drains."""
+    shapes: list[Shape] = [
         ("in-process", None),
         ("in-process", 100),
         ("Python SDK", None),
@@ -197,7 +203,7 @@ async def _workers(
         ("TypeScript SDK", 10),
         ("TypeScript SDK", 100),
     ]
-    async with BenchDatabase("workers") as database:
+    async with BenchDatabase("workers") as database, BenchDatabase("pgqueuer") as peer_database:
         database.migrate()
         await database.connect()
         server = QueueFlowServer(database.url, logs / "workers-server.log")
@@ -207,17 +213,25 @@ async def _workers(
             # Built every run: a dist/ left from an earlier checkout would measure the worker as it was then.
             if not await step("build the TypeScript SDK", _sync(workers.build_ts)):
                 shapes = [shape for shape in shapes if shape[0] != "TypeScript SDK"]
+            if profile.peers:
+                shapes.insert(3, PGQUEUER)  # mid-rotation: as near as it can be to every worker's drains
             for number in range(1, profile.drain_repetitions + 1):
                 # Every other repetition in reverse: a shape compared with the one run before it (concurrency 100
                 # with the default) does not always come second, after the same neighbour.
                 order = shapes if number % 2 else shapes[::-1]
 
-                async def repetition(order: list[tuple[str, int | None]] = order) -> None:
+                async def repetition(order: list[Shape] = order, number: int = number) -> None:
                     for kind, concurrency in order:
+                        if (kind, concurrency) == PGQUEUER:
+                            rates = await peers.pgqueuer(peer_database.url, profile.pgqueuer_jobs, 1)
+                            for key, (rate,) in rates.items():
+                                pgqueuer[key][number] = rate
+                            print(f"  PgQueuer drain: {rates['drain'][0]:,.0f} jobs/s", flush=True)
+                            continue
                         run = await workers.drain(
                             kind, database, profile.worker_jobs, logs, server=server, concurrency=concurrency
                         )
-                        drains.setdefault((kind, concurrency), []).append(run)
+                        drains.setdefault((kind, concurrency), []).append(replace(run, repetition=number))
                         print(f"  {workers.describe(run)}", flush=True)
 
                 await step(f"workers, repetition {number}: in-process, Python SDK, TypeScript SDK drains", repetition)

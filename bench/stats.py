@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 def median(values: Sequence[float]) -> float:
@@ -15,3 +15,11 @@ def percentile(values: Sequence[float], p: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(p / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def paired_ratio(values: Mapping[int, float], baselines: Mapping[int, float]) -> float | None:
+    """The median of value ÷ baseline over the repetitions (the keys) that measured both: each value against the
+    baseline measured beside it, so that a drift of the machine's speed between repetitions falls on both sides
+    of every ratio (a ratio of the two medians can pair a fast repetition's value with a slow one's baseline)."""
+    ratios = [values[key] / baselines[key] for key in values.keys() & baselines.keys() if baselines[key]]
+    return median(ratios) if ratios else None

@@ -43,20 +43,23 @@ async def _run(script: str, *args: str) -> dict[str, list[float]]:
     return result
 
 
-async def pgqueuer(jobs: int, repetitions: int) -> dict[str, list[float]]:
-    async with BenchDatabase("pgqueuer") as database:
-        return await _run(
-            "pgqueuer_run.py",
-            database.url,
-            "--jobs",
-            str(jobs),
-            "--processes",
-            "2",
-            "--batch",
-            "100",
-            "--repetitions",
-            str(repetitions),
-        )
+async def pgqueuer(url: str, jobs: int, repetitions: int) -> dict[str, list[float]]:
+    """PgQueuer's enqueue and drain rates on the database at `url` (its tables are made on first use and emptied
+    before each repetition). The bench runs one repetition at a time, in the rotation of the QueueFlow workers'
+    drains, on one database for the whole run: dropping a database makes PostgreSQL checkpoint, which stalled the
+    drain after it for seconds."""
+    return await _run(
+        "pgqueuer_run.py",
+        url,
+        "--jobs",
+        str(jobs),
+        "--processes",
+        "2",
+        "--batch",
+        "100",
+        "--repetitions",
+        str(repetitions),
+    )
 
 
 async def procrastinate(jobs: int, repetitions: int) -> dict[str, list[float]]:

@@ -49,6 +49,8 @@ class DrainRun:
     peak_rss: int
     load: str
     """The load average (1, 5, 15 min) as the drain ended: how shared the machine was."""
+    repetition: int = 0
+    """Which repetition of the bench's rotation it belongs to: its figures pair it with the drains beside it."""
 
     @property
     def rate(self) -> float:
