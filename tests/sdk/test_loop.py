@@ -285,6 +285,42 @@ async def test_it_stops_leasing_while_a_whole_capacity_of_outcomes_waits_for_its
     assert sorted(o.job_id for o in source.acked) == sorted(f"j{n}" for n in range(100))
 
 
+class CountedAcks(Source):
+    """Sets `all_acked` once every job of its backlog was acked."""
+
+    def __init__(self, backlog: Sequence[FakeJob]) -> None:
+        super().__init__(backlog)
+        self.expected = len(backlog)
+        self.all_acked = asyncio.Event()
+
+    async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
+        answer = await super().ack(outcomes)
+        if len(self.acked) >= self.expected:
+            self.all_acked.set()
+        return answer
+
+
+async def test_outcomes_go_at_once_when_leasing_waits_for_them_however_long_the_ack_interval() -> None:
+    # A capacity below ack_batch (one slot, one ahead) stalled the worker for the whole ack_interval every two jobs:
+    # leasing waited for the acks, and the acks for a batch that could not fill.
+    source = CountedAcks([FakeJob(f"j{n}") for n in range(10)])
+    loop = WorkerLoop(source, quick_tasks(), concurrency=1, prefetch=1, ack_batch=100, ack_interval=3600)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.all_acked.wait()
+    assert max(loop.ack_batches) <= loop.capacity
+    await loop.stop()
+
+
+async def test_a_lone_outcome_goes_at_once_when_no_other_job_is_held() -> None:
+    source = CountedAcks([FakeJob("j0")])
+    loop = WorkerLoop(source, quick_tasks(), concurrency=10, ack_interval=3600)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.all_acked.wait()  # not an hour later: nothing else could have joined its batch
+    await loop.stop()
+
+
 async def test_it_keeps_the_sizes_of_the_latest_acks_only() -> None:
     source = Source([])
     loop = WorkerLoop(source, quick_tasks())

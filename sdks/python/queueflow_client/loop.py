@@ -14,7 +14,9 @@ here, written once:
   that many calls at once; when a lease comes back short, one lease at a time again, so an idle worker parks one.
 - **batched acks**: an outcome is queued when its task ends and its slot is freed at once; the queue is sent in
   one call when it reaches `ack_batch` or `ack_interval` after its first item, whichever comes first, one call
-  at a time. A job whose outcome is still queued when the process dies is delivered again once its lease expires
+  at a time — or at once when no more outcomes can join it soon: no job is held any more, or leasing waits for
+  these acks (a capacity below `ack_batch`, as with few slots and slow tasks, stalled every capacity of jobs for
+  `ack_interval`). A job whose outcome is still queued when the process dies is delivered again once its lease expires
   (at-least-once, as after any crash). While a whole capacity of outcomes waits for its acks (a slow store), no
   more jobs are leased: they would only wait with them.
 - **batched heartbeats**: every `heartbeat_every` one call extends every lease held, waiting ones included. A
@@ -499,13 +501,18 @@ class WorkerLoop:
         self._outcomes.append(outcome)
         self._unacked += 1
         self._ack_due.set()
-        if len(self._outcomes) >= self.ack_batch:
+        if self._ack_now():
             self._ack_full.set()
+
+    def _ack_now(self) -> bool:
+        """Whether the queued outcomes go now rather than `ack_interval` after the first: the batch is full, or
+        no more can join it soon (nothing is held: more come only with a lease; or leasing waits for these)."""
+        return len(self._outcomes) >= self.ack_batch or not self.held or self._unacked >= self.capacity
 
     async def _ack_loop(self) -> None:
         while True:
             await self._ack_due.wait()
-            if len(self._outcomes) < self.ack_batch and not self._stopping and self.ack_interval > 0:
+            if not self._ack_now() and not self._stopping and self.ack_interval > 0:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.ack_interval):
                         await self._ack_full.wait()

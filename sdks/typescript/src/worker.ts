@@ -5,7 +5,8 @@
  * slot never waits for a round trip: by default as many as the slots get through in two lease round trips
  * (task durations and round trips are measured), at most 700 — short tasks are claimed by the hundred, long
  * ones hardly ahead at all. Outcomes are recorded in batches (`POST /v1/worker/ack`) sent when `ackBatch` are
- * ready or `ackIntervalMs` after the first, one request at a time; one heartbeat request
+ * ready or `ackIntervalMs` after the first, one request at a time — or at once when no more can join the batch soon
+ * (no job is held any more, or leasing waits for these acks); one heartbeat request
  * (`POST /v1/worker/heartbeat`) extends every held lease, waiting ones too. A job whose outcome was still
  * waiting in a batch when the process died is delivered again once its lease expires (at-least-once).
  *
@@ -392,13 +393,18 @@ export class Worker {
     return Math.min(MAX_AHEAD, Math.floor(2 * perMs * this.#leaseMs) + 1);
   }
 
+  /** The most jobs to hold: running and waiting. */
+  #capacity(): number {
+    return this.#options.concurrency + this.#ahead();
+  }
+
   /**
    * How many jobs to ask for now: none until half the places are free, so claims come in batches; none either while
    * a whole capacity of outcomes waits for its acks (a slow server): more jobs would only wait with them, their
    * leases running out.
    */
   #roomForLease(): number {
-    const capacity = this.#options.concurrency + this.#ahead();
+    const capacity = this.#capacity();
     if (this.#unacked >= capacity) return 0;
     const want = Math.min(capacity - this.activeJobs, MAX_BATCH);
     return want >= Math.max(1, Math.floor(capacity / 2)) || (want > 0 && this.activeJobs === 0) ? want : 0;
@@ -586,7 +592,11 @@ export class Worker {
   #record(recorded: Recorded): void {
     this.#outcomes.push(recorded);
     this.#unacked += 1;
-    if (this.#outcomes.length >= this.#options.ackBatch) this.#flush();
+    // At once, too, when no more outcomes can join the batch soon: none is held (more come only with a lease), or
+    // leasing waits for these acks — a capacity below ackBatch (few slots, slow tasks) stalled every capacity of
+    // jobs for ackIntervalMs.
+    const now = this.#outcomes.length >= this.#options.ackBatch || this.activeJobs === 0 || this.#unacked >= this.#capacity();
+    if (now) this.#flush();
     else this.#ackTimer ??= setTimeout(() => this.#flush(), this.#options.ackIntervalMs);
   }
 

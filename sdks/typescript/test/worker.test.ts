@@ -677,6 +677,7 @@ test("an outcome recorded while an ack is in flight is sent, and so is every lat
   // The first ack is held until the second job's outcome is recorded: the chain sends that one too, and ends
   // before the timer that outcome armed fires; that timer then finds nothing to send. Every later outcome must
   // still go out (the chain once stayed "in flight" forever from there, and its jobs were heartbeated forever).
+  // A third job runs throughout: with no job held, an outcome goes at once instead of arming the timer.
   const ackHeld = deferred();
   const releaseAck = deferred();
   let acks = 0;
@@ -689,17 +690,20 @@ test("an outcome recorded while an ack is in flight is sent, and so is every lat
     return globalThis.fetch(request);
   };
   const finished: string[] = [];
-  const w = worker("w-ack-chain", { concurrency: 2, prefetch: 0, ackIntervalMs: 300, fetch }).task<{ name: string }>(
+  const zReleased = deferred();
+  const w = worker("w-ack-chain", { concurrency: 3, prefetch: 0, ackIntervalMs: 300, fetch }).task<{ name: string }>(
     "step",
     async ({ name }) => {
       if (name === "b") await ackHeld.promise; // ends while the first ack (a's) is in flight: two slots, whichever runs first
+      if (name === "z") await zReleased.promise;
       finished.push(name);
       return name;
     },
   );
-  const [a, b] = await client.jobs.enqueueMany([
+  const [a, b, z] = await client.jobs.enqueueMany([
     { task_name: "step", queue_name: "w-ack-chain", payload: { name: "a" } },
     { task_name: "step", queue_name: "w-ack-chain", payload: { name: "b" } },
+    { task_name: "step", queue_name: "w-ack-chain", payload: { name: "z" } },
   ]);
   w.start();
   try {
@@ -719,6 +723,25 @@ test("an outcome recorded while an ack is in flight is sent, and so is every lat
       3_000,
     );
     assert.equal(done.result, "c");
+    zReleased.resolve();
+    await settled(z!.id, "completed");
+  } finally {
+    zReleased.resolve();
+    await w.stop();
+  }
+});
+
+test("outcomes go at once when leasing waits for them, however long ackIntervalMs", { timeout: 15_000 }, async () => {
+  // One slot and one job ahead (a capacity of 2, below ackBatch) stalled the worker for ackIntervalMs every two jobs:
+  // leasing waited for the acks, and the acks for a batch that could not fill.
+  const w = worker("w-ack-capacity", { concurrency: 1, prefetch: 1, ackIntervalMs: 60_000 }).task("step", async () => "ok");
+  const jobs = await client.jobs.enqueueMany(
+    Array.from({ length: 10 }, (_, n) => ({ task_name: "step", queue_name: "w-ack-capacity", payload: { n } })),
+  );
+  w.start();
+  try {
+    for (const job of jobs) await settled(job.id, "completed");
+    assert.ok(Math.max(...w.ackBatches) <= 2);
   } finally {
     await w.stop();
   }
