@@ -8,9 +8,11 @@ import asyncpg
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
+from queueflow.core.types import JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
+from tests.postgres.helpers import engine_on
 
 PATIENCE = 10.0
 """Upper bound on any wait here; a passing test takes a fraction of it."""
@@ -89,3 +91,18 @@ async def waiting_for_a_lock(holder: asyncpg.Connection) -> None:
             if await holder.fetchval(sql):
                 return
             await asyncio.sleep(0.01)
+
+
+async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_default_plans(postgres_url: str) -> None:
+    # A claim begins its transaction and sets generic plans in one round trip and commits by hand: the connection it
+    # hands back holds no open transaction and no session setting a pooler's next client would inherit.
+    clock = TestClock()
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
+        engine = engine_on(store, clock)
+        await engine.enqueue("tenant", NewJob(task_name="noop", queue_name="pool-claim"))
+        (job,) = await engine.lease(["pool-claim"], max_jobs=5)
+        assert job.status is JobStatus.RUNNING
+        async with store._connection() as db:
+            assert not db.is_in_transaction()
+            assert await db.fetchval("SHOW plan_cache_mode") == "auto"
+            assert await db.fetchval("SELECT status FROM queueflow.jobs WHERE id = $1", job.id) == "running"

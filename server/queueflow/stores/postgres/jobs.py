@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -50,6 +51,7 @@ from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
+    BEGIN_ON_GENERIC_PLANS,
     CANCEL,
     CLAIM,
     CLAIM_FOR_TENANT,
@@ -60,7 +62,6 @@ from queueflow.stores.postgres.sql import (
     COMPLETE_BRIEF,
     DELETE_FINISHED,
     FAIL,
-    GENERIC_PLANS,
     HEARTBEAT,
     HEARTBEAT_MANY,
     HEARTBEAT_WITH_PROGRESS,
@@ -217,8 +218,7 @@ class PostgresJobs(Pooled):
         after = after_tenant if after_tenant is not None and storable_text(after_tenant) else None
         key_turns: KeyTurns = {}
         async with self._connection() as db:
-            async with db.transaction():
-                await db.execute(GENERIC_PLANS)
+            async with _on_generic_plans(db):
                 if tenant_id is None:
                     rows = await _claim_in_turns(db, wanted, limit, now, lease, tasks, after)
                 else:
@@ -596,6 +596,22 @@ class PostgresJobs(Pooled):
         return sorted(
             (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
         )
+
+
+@asynccontextmanager
+async def _on_generic_plans(db: Db) -> AsyncIterator[None]:
+    """A transaction whose statements run on generic plans (sql.GENERIC_PLANS), begun in one round trip."""
+    await db.execute(BEGIN_ON_GENERIC_PLANS)
+    try:
+        yield
+    except BaseException:
+        # As asyncpg's transaction() does; a connection that cannot roll back now (a statement cut short by a
+        # cancellation) is reset or closed by the pool when it is released.
+        if not db.is_closed():
+            with suppress(Exception):
+                await db.execute("ROLLBACK")
+        raise
+    await db.execute("COMMIT")
 
 
 async def _claim_in_turns(

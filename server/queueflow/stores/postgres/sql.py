@@ -122,6 +122,9 @@ def _shares(columns: str, claimable: str) -> str:
 # lease's 1.6 ms, measured). The generic plans are the ones tests/postgres/test_claim_plan.py checks. SET LOCAL ends
 # with the transaction, so no session state leaks to a transaction-mode pooler's next client.
 GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan"
+# A claim's transaction starts with both in one round trip (a simple query of two statements; asyncpg's
+# transaction() and then the SET took two): a claim costs BEGIN+SET, the claim, COMMIT — three round trips, not four.
+BEGIN_ON_GENERIC_PLANS = f"BEGIN; {GENERIC_PLANS}"
 
 # Which jobs CLAIM may take: due, of the tasks a worker can run ($5, NULL: any).
 CLAIMABLE = (
