@@ -5,11 +5,15 @@
 -- Differences, each for pgbench's sake: now() and a constant lease instead of bound parameters; the claim is
 -- wrapped in a CTE so that \gset gets one row (the claimed ids and tokens as arrays, for the completion), and
 -- array_agg(claimed)::text still makes PostgreSQL produce and send every returned column, as RETURNING does.
+-- The store's claim commits asynchronously (stores/postgres/sql.py ASYNC_COMMIT), its completion synchronously: the
+-- same here, by the session's setting around the claim (the store sets it in the claim's own transaction).
+SET synchronous_commit = off;
 {claim}
 SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(lease_token), '{}') AS tokens,
        array_agg(claimed)::text AS claimed_rows
   FROM claimed
 \gset
+SET synchronous_commit = on;
 -- One statement for the whole batch: UPDATE … FROM unnest(ids, tokens, results).
 UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = now(), lease_token = NULL, locked_until = NULL

@@ -93,9 +93,10 @@ async def waiting_for_a_lock(holder: asyncpg.Connection) -> None:
             await asyncio.sleep(0.01)
 
 
-async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_default_plans(postgres_url: str) -> None:
-    # A claim begins its transaction and sets generic plans in one round trip and commits by hand: the connection it
-    # hands back holds no open transaction and no session setting a pooler's next client would inherit.
+async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_default_settings(postgres_url: str) -> None:
+    # A claim begins its transaction and sets generic plans and an asynchronous commit in one round trip, and commits
+    # by hand: the connection it hands back holds no open transaction and no setting a pooler's next client would
+    # inherit (an enqueue or an ack after it commits synchronously).
     clock = TestClock()
     async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
         engine = engine_on(store, clock)
@@ -105,4 +106,5 @@ async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_defa
         async with store._connection() as db:
             assert not db.is_in_transaction()
             assert await db.fetchval("SHOW plan_cache_mode") == "auto"
+            assert await db.fetchval("SHOW synchronous_commit") == "on"
             assert await db.fetchval("SELECT status FROM queueflow.jobs WHERE id = $1", job.id) == "running"

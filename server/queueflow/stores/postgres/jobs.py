@@ -51,7 +51,7 @@ from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_from_row
 from queueflow.stores.postgres.sql import (
-    BEGIN_ON_GENERIC_PLANS,
+    BEGIN_CLAIM,
     CANCEL,
     CLAIM,
     CLAIM_FOR_TENANT,
@@ -218,7 +218,7 @@ class PostgresJobs(Pooled):
         after = after_tenant if after_tenant is not None and storable_text(after_tenant) else None
         key_turns: KeyTurns = {}
         async with self._connection() as db:
-            async with _on_generic_plans(db):
+            async with _claim_transaction(db):
                 if tenant_id is None:
                     rows = await _claim_in_turns(db, wanted, limit, now, lease, tasks, after)
                 else:
@@ -599,9 +599,9 @@ class PostgresJobs(Pooled):
 
 
 @asynccontextmanager
-async def _on_generic_plans(db: Db) -> AsyncIterator[None]:
-    """A transaction whose statements run on generic plans (sql.GENERIC_PLANS), begun in one round trip."""
-    await db.execute(BEGIN_ON_GENERIC_PLANS)
+async def _claim_transaction(db: Db) -> AsyncIterator[None]:
+    """A claim's transaction: generic plans, an asynchronous commit (sql.BEGIN_CLAIM), begun in one round trip."""
+    await db.execute(BEGIN_CLAIM)
     try:
         yield
     except BaseException:
