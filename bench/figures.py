@@ -194,6 +194,7 @@ def workers(
         if not default:
             continue
         rates = [run.rate for run in default]
+        versus_peer = _paired(results, f"{kind} worker drain, default settings ÷ PgQueuer", default, pgqueuer)
         results.add(
             Figure(
                 f"{kind} worker drain, default settings, {default[0].jobs:,} no-op jobs",
@@ -203,14 +204,14 @@ def workers(
                 "PgQueuer, 2 processes × batch 100" if peer else "PgQueuer not run",
                 Target("ratio", ">=", target),
                 rates,
-                paired_ratio=stats.paired_ratio(_by_repetition(default), pgqueuer),
+                paired_ratio=versus_peer,
             )
         )
-        results.details.append(_pairs(f"{kind} worker drain, default settings ÷ PgQueuer", default, pgqueuer))
         ten = drains.get((kind, 10)) or (default if default_concurrency == 10 else [])
         hundred = drains.get((kind, 100), [])
         if ten and hundred:
             high = [run.rate for run in hundred]
+            versus_ten = _paired(results, f"{kind} worker drain, concurrency 100 ÷ 10", hundred, _by_repetition(ten))
             results.add(
                 Figure(
                     f"{kind} worker drain at concurrency 100 (÷ at 10)",
@@ -220,10 +221,9 @@ def workers(
                     "at concurrency 10",
                     Target("ratio", ">=", 1.0),
                     high,
-                    paired_ratio=stats.paired_ratio(_by_repetition(hundred), _by_repetition(ten)),
+                    paired_ratio=versus_ten,
                 )
             )
-            results.details.append(_pairs(f"{kind} worker drain, concurrency 100 ÷ 10", hundred, _by_repetition(ten)))
         runs = [run for (each, _), shape_runs in drains.items() if each == kind for run in shape_runs]
         peaks = [run.peak_rss / MB for run in runs]
         results.add(
@@ -267,9 +267,17 @@ def _by_repetition(runs: list[DrainRun]) -> dict[int, float]:
     return {run.repetition: run.rate for run in runs}
 
 
-def _pairs(label: str, runs: list[DrainRun], baselines: Mapping[int, float]) -> str:
-    ratios = [f"{run.rate / baselines[run.repetition]:.3f}" for run in runs if baselines.get(run.repetition)]
-    return f"{label}: " + ", ".join(ratios) + " (each repetition's ratio; the table shows their median)"
+def _paired(results: Results, label: str, runs: list[DrainRun], baselines: Mapping[int, float]) -> float | None:
+    """The runs' ratio to the baselines of their repetitions (`stats.paired_ratio`); each repetition's ratio goes to
+    the details."""
+    values = _by_repetition(runs)
+    ratios = stats.pair_ratios(values, baselines).values()
+    results.details.append(
+        f"{label}: "
+        + ", ".join(f"{ratio:.3f}" for ratio in ratios)
+        + " (each repetition's ratio; the table shows their median)"
+    )
+    return stats.paired_ratio(values, baselines)
 
 
 def workers_line(run: DrainRun) -> str:

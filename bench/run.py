@@ -14,6 +14,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -203,7 +204,10 @@ async def _workers(
         ("TypeScript SDK", 10),
         ("TypeScript SDK", 100),
     ]
-    async with BenchDatabase("workers") as database, BenchDatabase("pgqueuer") as peer_database:
+    async with AsyncExitStack() as databases:
+        database = await databases.enter_async_context(BenchDatabase("workers"))
+        # PgQueuer's, one for the whole rotation (see peers.pgqueuer); none when the profile runs no peers.
+        peer_database = await databases.enter_async_context(BenchDatabase("pgqueuer")) if profile.peers else None
         database.migrate()
         await database.connect()
         server = QueueFlowServer(database.url, logs / "workers-server.log")
@@ -213,7 +217,7 @@ async def _workers(
             # Built every run: a dist/ left from an earlier checkout would measure the worker as it was then.
             if not await step("build the TypeScript SDK", _sync(workers.build_ts)):
                 shapes = [shape for shape in shapes if shape[0] != "TypeScript SDK"]
-            if profile.peers:
+            if peer_database is not None:
                 shapes.insert(3, PGQUEUER)  # mid-rotation: as near as it can be to every worker's drains
             for number in range(1, profile.drain_repetitions + 1):
                 # Every other repetition in reverse: a shape compared with the one run before it (concurrency 100
@@ -223,6 +227,7 @@ async def _workers(
                 async def repetition(order: list[Shape] = order, number: int = number) -> None:
                     for kind, concurrency in order:
                         if (kind, concurrency) == PGQUEUER:
+                            assert peer_database is not None
                             rates = await peers.pgqueuer(peer_database.url, profile.pgqueuer_jobs, 1)
                             for key, (rate,) in rates.items():
                                 pgqueuer[key][number] = rate

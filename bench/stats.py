@@ -17,9 +17,14 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[rank - 1]
 
 
+def pair_ratios(values: Mapping[int, float], baselines: Mapping[int, float]) -> dict[int, float]:
+    """value ÷ baseline for each repetition (the keys) that measured both, in repetition order."""
+    return {key: values[key] / baselines[key] for key in sorted(values.keys() & baselines.keys()) if baselines[key]}
+
+
 def paired_ratio(values: Mapping[int, float], baselines: Mapping[int, float]) -> float | None:
-    """The median of value ÷ baseline over the repetitions (the keys) that measured both: each value against the
-    baseline measured beside it, so that a drift of the machine's speed between repetitions falls on both sides
-    of every ratio (a ratio of the two medians can pair a fast repetition's value with a slow one's baseline)."""
-    ratios = [values[key] / baselines[key] for key in values.keys() & baselines.keys() if baselines[key]]
+    """The median of `pair_ratios`: each value against the baseline measured beside it, so that a drift of the
+    machine's speed between repetitions falls on both sides of every ratio (a ratio of the two medians can pair a
+    fast repetition's value with a slow one's baseline)."""
+    ratios = list(pair_ratios(values, baselines).values())
     return median(ratios) if ratios else None
