@@ -3,15 +3,16 @@ the server's in-process runner (jobs straight from its engine). Each supplies a 
 here, written once:
 
 - **slots and prefetch**: at most `concurrency` tasks run at once, and more jobs are leased ahead and wait their
-  turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in
-  two lease round trips (measured: tasks' durations and leases' round trips, averaged), at most 1000 — so short
-  tasks are claimed by the hundred and long ones hardly ahead at all (a job waiting here is one another worker
-  cannot take); `prefetch=n` fixes it at n. A lease asks for many jobs at once and only once half the places
-  are free, so a busy worker sends few, large claims. While the backlog is deep (the last lease came back
-  full), `LEASES_IN_FLIGHT` leases overlap, each asked once a quarter of the places are free: one claim's round
-  trip no longer bounds how fast a worker can take jobs (a single stream of 500-job claims capped the in-process
-  runner at ~10,000 jobs/s, starved for jobs 40% of the time with a core to spare). A source's `lease` must allow
-  that many calls at once; when a lease comes back short, one lease at a time again, so an idle worker parks one.
+  turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in two
+  lease round trips (measured: tasks' durations and leases' round trips, averaged; estimated again as each lease
+  answers), at most 1000 — so short tasks are claimed by the hundred and long ones hardly ahead at all (a job
+  waiting here is one another worker cannot take); `prefetch=n` fixes it at n. A lease asks for many jobs at once
+  and only once half the places are free, so a busy worker sends few, large claims. While the backlog is deep (the
+  last lease came back full), `LEASES_IN_FLIGHT` leases overlap, each asked once a quarter of the places are free:
+  one claim's round trip no longer bounds how fast a worker can take jobs (a single stream of 500-job claims capped
+  the in-process runner at ~10,000 jobs/s, starved for jobs 40% of the time with a core to spare). A source's
+  `lease` must allow that many calls at once; when a lease comes back short, one lease at a time again, so an idle
+  worker parks one.
 - **batched acks**: an outcome is queued when its task ends and its slot is freed at once; the queue is sent in
   one call when it reaches `ack_batch` or `ack_interval` after its first item, whichever comes first, one call
   at a time — or at once when no more outcomes can join it soon: no job is held any more, or leasing waits for
@@ -200,27 +201,34 @@ class WorkerLoop:
         self._tasks: list[asyncio.Task[None]] = []
         self._task_seconds: float | None = None
         self._lease_seconds: float | None = None
+        self._capacity = self._estimate()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop `start()` ran on: asyncio.get_running_loop() asks the OS for the process id each time."""
 
     @property
     def ahead(self) -> int:
         """How many jobs to hold beyond the running ones now."""
-        if self.prefetch is not None:
-            return self.prefetch
-        if self._task_seconds is None or self._lease_seconds is None:
-            return self.concurrency
-        burn = self.concurrency / max(self._task_seconds, 1e-6)  # jobs a second the slots get through
-        return min(MAX_BATCH, int(2 * burn * self._lease_seconds) + 1)
+        return self._capacity - self.concurrency
 
     @property
     def capacity(self) -> int:
-        """The most jobs to hold: running and waiting."""
-        return self.concurrency + self.ahead
+        """The most jobs to hold: running and waiting. Estimated anew as each lease answers, not as each task
+        ends: it is read for every job, and the estimate moves little from one job to the next."""
+        return self._capacity
+
+    def _estimate(self) -> int:
+        if self.prefetch is not None:
+            return self.concurrency + self.prefetch
+        if self._task_seconds is None or self._lease_seconds is None:
+            return 2 * self.concurrency
+        burn = self.concurrency / max(self._task_seconds, 1e-6)  # jobs a second the slots get through
+        return self.concurrency + min(MAX_BATCH, int(2 * burn * self._lease_seconds) + 1)
 
     def _room_for_lease(self) -> int:
         """How many jobs to ask for now: 0 until half the places are free (so claims come in batches), or, while
         the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a quarter."""
         overlap = LEASES_IN_FLIGHT if self._deep else 1
-        capacity = self.capacity
+        capacity = self._capacity
         if len(self._leasing) >= overlap or self._unacked >= capacity:
             # A whole capacity of outcomes waits for its acks (a slow or unreachable store): more jobs would
             # only wait too, their leases running out, so leasing waits until acks catch up.
@@ -235,6 +243,11 @@ class WorkerLoop:
             self._room.set()
 
     @property
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None, "the loop runs only once started"
+        return self._loop
+
+    @property
     def held(self) -> int:
         """Jobs leased whose task has not ended: running, or waiting for a slot."""
         return len(self._waiting) + len(self._running)
@@ -246,6 +259,7 @@ class WorkerLoop:
     async def start(self) -> None:
         if self._tasks:
             return
+        self._loop = asyncio.get_running_loop()
         log.info(
             "%s: started; queues: %s; tasks: %s; concurrency %d",
             self.name,
@@ -347,7 +361,7 @@ class WorkerLoop:
                 await asyncio.wait(list(self._leasing))
 
     async def _lease(self, want: int) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._running_loop
         began = loop.time()
         try:
             jobs = await self.source.lease(want)
@@ -364,6 +378,7 @@ class WorkerLoop:
         self._deep = len(jobs) == want
         if self._deep:  # a full answer did not wait for work: it times the round trip
             self._lease_seconds = _average(self._lease_seconds, min(loop.time() - began, 1.0))
+        self._capacity = self._estimate()
         for job in jobs:
             self._take(job)
 
@@ -399,9 +414,10 @@ class WorkerLoop:
         if function is None:
             self._unknown(job, token)
             return
-        ctx = JobContext(job, _LoopLease(self, job.id, token))
-        work = asyncio.create_task(self.tasks.invoke(function, job, ctx))
-        self._running[work] = _Running(job, token, ctx, asyncio.get_running_loop().time())
+        loop = self._running_loop
+        ctx = JobContext(job, _LoopLease(self, job.id, token), loop=loop)
+        work = loop.create_task(self.tasks.invoke(function, job, ctx))
+        self._running[work] = _Running(job, token, ctx, loop.time())
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)
 
@@ -433,7 +449,7 @@ class WorkerLoop:
         running = self._running.pop(work)
         job = running.job
         job_id = job.id
-        seconds = asyncio.get_running_loop().time() - running.started
+        seconds = self._running_loop.time() - running.started
         if running.dropped or running.ctx.cancelled:
             if self._leases.get(job_id) == running.token:
                 del self._leases[job_id]
@@ -507,7 +523,7 @@ class WorkerLoop:
     def _ack_now(self) -> bool:
         """Whether the queued outcomes go now rather than `ack_interval` after the first: the batch is full, or
         no more can join it soon (nothing is held: more come only with a lease; or leasing waits for these)."""
-        return len(self._outcomes) >= self.ack_batch or not self.held or self._unacked >= self.capacity
+        return len(self._outcomes) >= self.ack_batch or not self.held or self._unacked >= self._capacity
 
     async def _ack_loop(self) -> None:
         while True:

@@ -102,7 +102,8 @@ class Lease(Protocol):
 class JobContext:
     """What a running task knows about its job, and how it keeps or learns it lost its lease."""
 
-    def __init__(self, job: Delivery, lease: Lease) -> None:
+    def __init__(self, job: Delivery, lease: Lease, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """`loop`: the running loop, when the caller has it at hand (looking it up costs a system call)."""
         self.job_id = job.id
         self.task_name = job.task_name
         self.queue = job.queue_name
@@ -113,7 +114,7 @@ class JobContext:
         self.deadline = job.deadline
         """When this delivery's `timeout_seconds` runs out (None: no timeout)."""
         self._lease = lease
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop or asyncio.get_running_loop()
         self._lost = False
         self._cancellation: threading.Event | None = None  # made on first use: most tasks never look
 
