@@ -270,14 +270,13 @@ def _by_repetition(runs: list[DrainRun]) -> dict[int, float]:
 def _paired(results: Results, label: str, runs: list[DrainRun], baselines: Mapping[int, float]) -> float | None:
     """The runs' ratio to the baselines of their repetitions (`stats.paired_ratio`); each repetition's ratio goes to
     the details."""
-    values = _by_repetition(runs)
-    ratios = stats.pair_ratios(values, baselines).values()
+    ratios = stats.pair_ratios(_by_repetition(runs), baselines)
     results.details.append(
         f"{label}: "
-        + ", ".join(f"{ratio:.3f}" for ratio in ratios)
+        + ", ".join(f"{ratio:.3f}" for ratio in ratios.values())
         + " (each repetition's ratio; the table shows their median)"
     )
-    return stats.paired_ratio(values, baselines)
+    return stats.median_of(ratios)
 
 
 def workers_line(run: DrainRun) -> str:

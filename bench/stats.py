@@ -26,5 +26,9 @@ def paired_ratio(values: Mapping[int, float], baselines: Mapping[int, float]) ->
     """The median of `pair_ratios`: each value against the baseline measured beside it, so that a drift of the
     machine's speed between repetitions falls on both sides of every ratio (a ratio of the two medians can pair a
     fast repetition's value with a slow one's baseline)."""
-    ratios = list(pair_ratios(values, baselines).values())
-    return median(ratios) if ratios else None
+    return median_of(pair_ratios(values, baselines))
+
+
+def median_of(ratios: Mapping[int, float]) -> float | None:
+    """The median of `pair_ratios`' answer (None: no repetition measured both sides)."""
+    return median(ratios.values()) if ratios else None
