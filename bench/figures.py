@@ -271,7 +271,8 @@ def _paired(results: Results, label: str, runs: list[DrainRun], baselines: Mappi
     """The runs' ratio to the baselines of their repetitions (`stats.paired`); each repetition's ratio goes to the
     details."""
     pairs = stats.paired(_by_repetition(runs), baselines)
-    results.details.append(f"{label}: {pairs.listed()} (each repetition's ratio; the table shows their median)")
+    if pairs.ratios:
+        results.details.append(f"{label}: {pairs.listed()} (each repetition's ratio; the table shows their median)")
     return pairs.median
 
 

@@ -169,12 +169,12 @@ class QueueFlowWorkflows:
         async def client(connection: Connection) -> None:
             while waiting:
                 index, body = waiting.pop()
-                try:
-                    ids[index] = (await connection.post("/v1/workflows", body, 201))["id"]
-                except HttpError as error:
-                    if " 400 " in str(error) or " 413 " in str(error):
-                        raise NotRun(f"not run (over the server's limit: {str(error)[:160]})") from None
-                    raise
+                status, answer = await connection.request("POST", "/v1/workflows", body)
+                if status in (400, 413):  # over the step limit, or the body limit
+                    raise NotRun(f"not run (refused: {status} {_problem(answer)})")
+                if status != 201:
+                    raise HttpError(f"POST /v1/workflows: {status} {answer[:500]!r}")
+                ids[index] = msgspec.json.decode(answer)["id"]
 
         await asyncio.gather(*(client(connection) for connection in self._clients))
         return ids
@@ -217,6 +217,16 @@ class QueueFlowWorkflows:
             late = datetime.fromisoformat(job["started_at"]) - datetime.fromisoformat(job["scheduled_at"])
             result.seconds.append(max(0.0, late.total_seconds()))
         return result
+
+
+def _problem(answer: bytes) -> str:
+    """A problem response's gist: its field errors' messages, else its title."""
+    try:
+        problem = msgspec.json.decode(answer)
+    except msgspec.DecodeError:
+        return answer[:200].decode(errors="replace")
+    messages = [f"{error['field']} {error['message']}".strip() for error in problem.get("errors") or []]
+    return "; ".join(messages[:2]) or str(problem.get("detail") or problem.get("title", ""))
 
 
 def describe_run(run: WorkflowRun) -> str:
