@@ -59,7 +59,8 @@ ci: test lint
 
 # The benchmark (bench/): every figure beside its baseline measured in the same run; writes bench/RESULTS.md.
 # Its worker drains build the TypeScript SDK (sdks/typescript/dist) when it is missing.
-# Its peers (PgQueuer, Procrastinate) get a virtualenv of their own, bench/.peers-venv, made on first use.
+# Its peers (PgQueuer, Procrastinate, DBOS Transact) get a virtualenv of their own, bench/.peers-venv, made on first
+# use. The latest run's report is bench/RESULTS.md; every run's is kept in bench/results/.
 bench: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile full
 
