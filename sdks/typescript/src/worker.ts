@@ -27,16 +27,17 @@
 
 import { hostname } from "node:os";
 
+import type { WorkerLogger } from "./outcomes.js";
 import type { TaskDefinition } from "./tasks.js";
 import type { LeasedJob } from "./types.js";
 import { type TaskContext, type TaskHandler, localContext } from "./worker/context.js";
 import { HttpSource } from "./worker/httpSource.js";
-import { MAX_BATCH, type WorkerLogger, WorkerLoop } from "./worker/loop.js";
+import { MAX_BATCH, WorkerLoop } from "./worker/loop.js";
 
 export { FatalError, RetryError } from "./outcomes.js";
 export { DeadlineError, ShutdownError } from "./worker/context.js";
 export type { TaskContext, TaskHandler } from "./worker/context.js";
-export type { WorkerLogger } from "./worker/loop.js";
+export type { WorkerLogger } from "./outcomes.js";
 
 export interface WorkerOptions {
   /** Where the server listens, e.g. `http://127.0.0.1:8000`. */

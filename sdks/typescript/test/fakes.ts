@@ -3,11 +3,12 @@
  * for time to pass), and a logger that keeps its lines.
  */
 
+import type { WorkerLogger } from "../src/outcomes.js";
 import { traced } from "../src/tracing.js";
 import type { LeasedJob } from "../src/types.js";
 import type { Clock, Timer } from "../src/worker/clock.js";
 import { type TaskHandler, localContext } from "../src/worker/context.js";
-import { type LeaseSource, type LoopSettings, type Recorded, type WorkerLogger, WorkerLoop } from "../src/worker/loop.js";
+import { type LeaseSource, type LoopSettings, type Recorded, WorkerLoop } from "../src/worker/loop.js";
 
 /** Let every promise that can settle now settle: one turn of the event loop runs all pending microtasks. */
 export function settle(): Promise<void> {

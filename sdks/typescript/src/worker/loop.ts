@@ -30,8 +30,6 @@ import type { LeasedJob } from "../types.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import { DeadlineError, HeldJob, JobContext, ShutdownError, type TaskHandler } from "./context.js";
 
-export type { WorkerLogger };
-
 /** Where a `WorkerLoop` gets jobs and records what became of them. */
 export interface LeaseSource {
   /**
@@ -84,11 +82,11 @@ export const MAX_BATCH = 1000;
  * 200,000-job no-op drain (peak RSS 113–117 MB); with 700 it did not (86–89 MB), for 1–8% fewer no-op jobs a
  * second (alternating drains, 2026-12-02). Any long enough busy run may still reach V8's default maximum.
  */
-export const MAX_AHEAD = 700;
+const MAX_AHEAD = 700;
 /** The weight of the newest sample in the running averages of task durations and lease round trips. */
 const SMOOTHING = 0.2;
 /** How many of the latest ack sizes `ackBatches` keeps (at least; up to twice as many between trims). */
-export const ACK_BATCHES_KEPT = 1000;
+const ACK_BATCHES_KEPT = 1000;
 
 export class WorkerLoop {
   readonly #source: LeaseSource;
