@@ -27,12 +27,11 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 
-from queueflow_client.tasks import Fatal
+from queueflow_worker.context import Fatal, JobContext, TaskFunction
 
 if TYPE_CHECKING:
     from queueflow_client._calls import JobOptions
     from queueflow_client.client import AsyncQueueFlow, QueueFlow
-    from queueflow_client.tasks import JobContext, TaskFunction
     from queueflow_client.types import Job
 
 __all__ = ["EnqueueOptions", "Task", "encode", "runnable"]

@@ -1,4 +1,5 @@
-"""The in-process runner: the SDK's TaskRegistry inside the server, claiming through the engine."""
+"""The in-process runner: the SDK's TaskRegistry inside the server, claiming through the engine (the worker loop
+the SDK's `Worker` runs too, from `queueflow_worker`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from queueflow.engine import Engine
 from queueflow.runtime.inprocess import EngineSource, InProcessWorker, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry
-from queueflow_client.loop import Outcome
+from queueflow_worker import Outcome
 
 from tests.inprocess import WatchedWakeups
 from tests.sdk import sample_tasks
@@ -144,3 +145,17 @@ async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job(
     current = Outcome(job.id, job.lease_token or "", error="boom")
     assert await source.ack([stale, current]) == [False, True]
     assert (await engine.get_job("default", job.id)).status == "retrying"
+
+
+async def test_the_in_process_runner_records_progress(engine: Engine, wakeups: WatchedWakeups) -> None:
+    tasks, done = TaskRegistry(), asyncio.Event()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
+        assert await ctx.progress([1, 2, 3])
+        done.set()
+
+    async with InProcessWorker(engine, wakeups, tasks, queues=["default"], poll=60):
+        job = (await engine.enqueue("default", NewJob(task_name="t"))).job
+        await asyncio.wait_for(done.wait(), 5)
+    assert (await engine.get_job("default", job.id)).progress == [1, 2, 3]

@@ -1,6 +1,6 @@
 """`WorkerLoop`: the one lease/run/ack loop behind every Python worker — the SDK's `Worker` (jobs over HTTP) and
-the server's in-process runner (jobs straight from its engine). Each supplies a `LeaseSource`; everything else is
-here, written once:
+the server's in-process runner (jobs straight from its engine). Each supplies a `LeaseSource` and a `TaskRunner`
+(the SDK's `TaskRegistry`); everything else is here, written once:
 
 - **slots and prefetch**: at most `concurrency` tasks run at once, and more jobs are leased ahead and wait their
   turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in two
@@ -27,7 +27,8 @@ here, written once:
   lose what it claims), runs every job already held, records the outcomes and returns. With `drain_seconds`,
   tasks still running after that long are cancelled and their jobs left to their leases' expiry; `quit()` does
   that at once (a second Ctrl-C), and the outcomes already queued are still recorded.
-- **logs a person can read** (logger `queueflow_client.worker`): a startup line (name, queues, tasks,
+- **logs a person can read** (logger `queueflow_client.worker`, the name users configure, kept from when this loop
+  was part of the SDK): a startup line (name, queues, tasks,
   concurrency), and per job one line on `queueflow_client.worker.jobs` (task, job id, delivery, outcome,
   duration): at `job_log_level` (INFO) when it completed or asked to retry, at WARNING with the traceback when it
   failed. The traceback is stored with the failure too (`error_message`: the one-line summary first, at most
@@ -49,10 +50,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from queueflow_client.outcomes import MAX_ERROR_CHARS, Outcome, error_text, fate, outcome_of
-from queueflow_client.tasks import Delivery, JobContext, Retry, TaskRegistry
+from queueflow_worker.context import Delivery, JobContext, Retry, TaskFunction
+from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, fate, outcome_of
 
-__all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop", "error_text"]
+__all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "TaskRunner", "WorkerLoop", "error_text"]
 
 log = logging.getLogger("queueflow_client.worker")
 job_log = logging.getLogger("queueflow_client.worker.jobs")
@@ -102,6 +103,27 @@ class LeaseSource(Protocol):
         ...
 
 
+class TaskRunner(Protocol):
+    """The tasks a `WorkerLoop` runs, by name (the SDK's `TaskRegistry` is one)."""
+
+    @property
+    def names(self) -> list[str]:
+        """The tasks it has, sorted: a source leases only these."""
+        ...
+
+    def function(self, name: str) -> TaskFunction | None:
+        """The function registered as `name`, if any."""
+        ...
+
+    async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
+        """Run one delivery's `function` on its payload (`context.invoke`, perhaps inside a span)."""
+        ...
+
+    def recorded(self, outcome: Outcome, *, held: bool) -> None:
+        """Called once the source answered an outcome: `held` is False when the lease was lost first."""
+        ...
+
+
 class _Running:
     __slots__ = ("ctx", "dropped", "job", "started", "token")
 
@@ -131,7 +153,7 @@ class WorkerLoop:
     def __init__(
         self,
         source: LeaseSource,
-        tasks: TaskRegistry,
+        tasks: TaskRunner,
         *,
         concurrency: int = 10,
         prefetch: int | None = None,
