@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from queueflow_worker.context import JobContext, invoke
-from queueflow_worker.loop import TaskRunner
+from queueflow_worker.ports import TaskRunner
 
 from queueflow_client.handles import encode
 

@@ -5,8 +5,9 @@
 """
 
 from queueflow_worker.context import Delivery, Fatal, JobContext, Lease, Retry, TaskFunction, invoke
-from queueflow_worker.loop import LeasedDelivery, LeaseSource, TaskRunner, WorkerLoop
+from queueflow_worker.loop import WorkerLoop
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, answers_in_order, error_text
+from queueflow_worker.ports import LeasedDelivery, LeaseSource, TaskRunner
 
 __version__ = "0.1.0"
 
