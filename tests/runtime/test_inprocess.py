@@ -4,6 +4,8 @@ the SDK's `Worker` runs too, from `queueflow_worker`)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,6 +133,20 @@ def test_load_runner_and_settings() -> None:
     assert (settings.tasks, settings.task_queues, settings.task_concurrency) == ("m:t", ("a", "b"), 4)
     with pytest.raises(SettingsError, match="api mode"):
         Settings.load({}, tasks="m:t", mode="api")
+
+
+def test_without_the_tasks_extra_serve_says_what_to_install() -> None:
+    # queueflow_worker made unimportable in a fresh interpreter: the server's own modules do not need it.
+    probe = (
+        "import sys; sys.modules['queueflow_worker'] = None\n"
+        "from queueflow.cli import main\n"
+        "sys.exit(main(['serve', '--database-url', 'memory://', '--tasks', 'tests.sdk.sample_tasks:tasks']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    (line,) = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert line.startswith("queueflow serve: --tasks tests.sdk.sample_tasks:tasks: ")
+    assert line.endswith("pip install 'queueflow[tasks]'")
 
 
 async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job(
