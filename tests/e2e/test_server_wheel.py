@@ -4,6 +4,7 @@ checkout, it creates its schema (`queueflow migrate`) and serves (`queueflow ser
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -33,7 +34,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = root / "dist"
     build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist, ROOT]
     subprocess.run(build, check=True, capture_output=True)
-    subprocess.run([*build[:-1], ROOT / "sdks" / "worker"], check=True, capture_output=True)
+    # From a copy: the SDK's wheel test may be building sdks/worker in place at the same time (another xdist worker).
+    worker_source = root / "worker"
+    shutil.copytree(ROOT / "sdks" / "worker", worker_source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    subprocess.run([*build[:-1], worker_source], check=True, capture_output=True)
     (wheel,) = dist.glob("queueflow-*.whl")
     (worker,) = dist.glob("queueflow_worker-*.whl")
     venv.create(root / "venv", with_pip=False)
