@@ -17,6 +17,7 @@ The SDK's generated core (queueflow_client._generated) is the generator's: it is
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +114,30 @@ def test_each_layer_imports_only_what_it_may(layer: str) -> None:
         if forbidden(target, FORBIDDEN[layer]) and not within(target, layer)
     ]
     assert broken == []
+
+
+def test_the_worker_package_needs_nothing_but_the_standard_library() -> None:
+    # Its distribution declares no dependency (sdks/worker/pyproject.toml): the server's tasks extra and the SDK
+    # both install it, and neither should bring the other's dependencies (httpx, litestar) along with it.
+    outside = sorted(
+        f"{name} imports {target}"
+        for name, path in MODULES.items()
+        if within(name, "queueflow_worker")
+        for target in top_level_imports(path)
+        if target not in sys.stdlib_module_names and target != "queueflow_worker"
+    )
+    assert outside == []
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top-level names of the absolute imports in `path` (`from __future__` counts as `__future__`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
 
 
 def test_the_rules_catch_a_broken_import() -> None:
