@@ -7,7 +7,7 @@ TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
 # The Python distributions beside the server's, each installed editable into .venv (a new one under sdks/ joins here).
-PY_SDKS := sdks/python
+PY_SDKS := sdks/worker sdks/python
 # pytest-xdist's worker processes for `make test`; `make test PYTEST_WORKERS=0` runs the suite in one process.
 # More workers than cores: most of the slow tests wait on servers and PostgreSQL rather than compute.
 PYTEST_WORKERS ?= 3
