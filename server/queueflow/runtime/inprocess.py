@@ -26,6 +26,7 @@ from typing import Any
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
 from queueflow.engine import Engine
+from queueflow.runtime.leasing import LeaseAsk, lease_or_wait
 from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.wakeups import Wakeups, Watch
 
@@ -80,28 +81,24 @@ class EngineSource:
         """The watches of the leases in flight (the loop overlaps them while the backlog is deep)."""
 
     async def lease(self, max_jobs: int) -> list[Job]:
+        ask = LeaseAsk(self.queues, max_jobs, self.lease_seconds, self.task_names)
+        # The long-poll's own wait: parked until work arrives, or the next delayed job or retry of the queues is
+        # due. Watching since before the first claim, so work that arrives meanwhile is never missed. A claim in
+        # flight is never cancelled by interrupt(): whatever it claims is returned and run.
         with self.wakeups.watching(self.queues) as watch:
             self._watches.add(watch)
             try:
-                return await self._claim(watch, max_jobs)
+                while not self._interrupted:
+                    try:
+                        return await lease_or_wait(
+                            self.engine, watch, ask, safety_poll=self.poll, stopped=lambda: self._interrupted
+                        )
+                    except StoreUnavailable as exc:
+                        log.warning("cannot claim, the store is unavailable: %s", exc)
+                        await watch.wait(self.poll)
+                return []
             finally:
                 self._watches.discard(watch)
-
-    async def _claim(self, watch: Watch, max_jobs: int) -> list[Job]:
-        while not self._interrupted:
-            try:
-                jobs = await self.engine.lease(
-                    self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
-                )
-            except StoreUnavailable as exc:
-                log.warning("cannot claim, the store is unavailable: %s", exc)
-                jobs = []
-            if jobs:
-                return jobs
-            # Watching since before the claim, so work that arrived meanwhile is never missed. A claim in
-            # flight is never cancelled by interrupt(): whatever it claims is returned and run.
-            await watch.wait(self.poll)
-        return []
 
     def interrupt(self) -> None:
         self._interrupted = True
@@ -157,7 +154,7 @@ class InProcessWorker(BackgroundService):
         self.source = EngineSource(
             engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
         )
-        """`poll`: the longest an idle wait lasts, so a lost wake-up (or a retry coming due) costs at most that."""
+        """`poll`: the longest an idle wait lasts (the safety poll), so a lost wake-up costs at most that."""
         self.loop: WorkerLoop = WorkerLoop(
             self.source,
             runner,
