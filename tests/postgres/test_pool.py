@@ -79,7 +79,7 @@ async def test_a_call_that_finds_every_connection_busy_says_so(postgres_url: str
                     await store.ping()
             finally:
                 await holder.execute("ROLLBACK")
-            assert await stuck == []
+            assert await stuck == ({}, [])
 
 
 async def waiting_for_a_lock(holder: asyncpg.Connection) -> None:
