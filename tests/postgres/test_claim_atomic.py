@@ -27,7 +27,10 @@ async def test_a_claim_that_fails_on_a_restricted_queue_leaves_the_jobs_it_took_
     the statement timeout. The jobs the first part took must not stay running (lost to the caller, who got an
     error, until their lease expires): they are pending again, as if the claim never happened."""
     await pg.empty(postgres_url)
-    async with PostgresJobStore.from_url(postgres_url, pool_size=1, statement_timeout=0.2) as store:
+    async with (
+        PostgresJobStore.from_url(postgres_url, pool_size=1) as store,
+        PostgresJobStore.from_url(postgres_url, pool_size=1, statement_timeout=1.0) as impatient,
+    ):
         engine = engine_on(store, TestClock(START))
         await engine.enqueue_many(T, [NewJob(task_name="t", queue_name="free")] * 3)
         await engine.configure_queue(T, "limited", QueueSettingsPatch(concurrency_limit=5))
@@ -38,10 +41,10 @@ async def test_a_claim_that_fails_on_a_restricted_queue_leaves_the_jobs_it_took_
             await holder.execute("SELECT FROM queueflow.queue_settings FOR UPDATE")
             async with asyncio.timeout(PATIENCE):
                 with pytest.raises(StoreUnavailable, match="statement timeout"):
-                    await store.job_claim(claim)
+                    await impatient.job_claim(claim)
             await holder.execute("ROLLBACK")
         after = {job.id: job for job in (await engine.list_jobs(T)).items}
         assert after == before
         assert {job.status for job in after.values()} == {JobStatus.PENDING}
         # Nothing is left behind either: the same claim, once the lock is gone, takes all three.
-        assert sorted(job.id for job in await store.job_claim(claim)) == sorted(before)
+        assert sorted(job.id for job in await impatient.job_claim(claim)) == sorted(before)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import fields
+from typing import NamedTuple
 
 import asyncpg
 import pytest
@@ -28,10 +28,10 @@ from tests.postgres.helpers import START, T, engine_on
 HISTORY = 100_000
 
 
-def arguments_of(*groups: type, **given: str) -> str:
+def arguments_of(*groups: type[NamedTuple], **given: str) -> str:
     """The arguments of an EXECUTE of a statement that takes the parameters `groups`, in their order: each one's SQL
     literal in `given`, by name, and NULL for the rest."""
-    names = [field.name for group in groups for field in fields(group)]
+    names = [name for group in groups for name in group._fields]
     assert set(given) <= set(names), set(given) - set(names)
     return ", ".join(given.get(name, "NULL") for name in names)
 

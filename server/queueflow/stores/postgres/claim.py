@@ -89,13 +89,7 @@ class PostgresClaims(Pooled):
             if len(jobs) < request.max_jobs:
                 restricted = [row["queue_name"] for row in await db.fetch(RESTRICTED_QUEUES, queues)]
                 if restricted:
-                    rest = ClaimArgs(
-                        queues=restricted,
-                        max_jobs=request.max_jobs - len(jobs),
-                        now=args.now,
-                        lease=args.lease,
-                        task_names=tasks,
-                    )
+                    rest = args._replace(queues=restricted, max_jobs=request.max_jobs - len(jobs))
                     more, key_turns = await claim_restricted(db, rest, turn, scope)
                     jobs += more
         # RETURNING comes in no particular order; a multi-job lease answers in the order it took the jobs.
@@ -155,9 +149,7 @@ async def _claim_in_turns(db: Db, args: ClaimArgs, turn: Turn) -> list[asyncpg.R
 
 def _fewer(args: ClaimArgs, claimed: int) -> ClaimArgs:
     """`args` for the rest of a claim that has taken `claimed` jobs."""
-    return ClaimArgs(
-        queues=args.queues, max_jobs=args.max_jobs - claimed, now=args.now, lease=args.lease, task_names=args.task_names
-    )
+    return args._replace(max_jobs=args.max_jobs - claimed)
 
 
 async def claim_restricted(

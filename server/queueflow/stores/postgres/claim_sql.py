@@ -7,9 +7,8 @@ them with its own parameters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from queueflow.stores.postgres.params import Placeholders
 from queueflow.stores.postgres.sql import COLUMNS
@@ -22,8 +21,7 @@ CLAIM_ORDER = "priority DESC, scheduled_at, created_at, id"
 J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClaimArgs:
+class ClaimArgs(NamedTuple):
     """What every claim statement takes first: up to `max_jobs` jobs of `queues` (of `task_names` only, if not
     NULL), due at `now`, leased for `lease`."""
 
@@ -34,16 +32,14 @@ class ClaimArgs:
     task_names: Annotated[list[str] | None, "text[]"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Turn:
+class Turn(NamedTuple):
     """Whose turn it is (README.md, "Fairness"): tenants are served in code-point order from the first one after
     `after_tenant`, the one the previous claim served last (NULL: from the first)."""
 
     after_tenant: Annotated[str | None, "text"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TenantScope:
+class TenantScope(NamedTuple):
     """A tenant-scoped worker key's claim: `tenant`'s jobs only."""
 
     tenant: Annotated[str, "text"]

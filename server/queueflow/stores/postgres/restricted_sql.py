@@ -5,8 +5,7 @@ the settings rows locked, what runs counted, and then one statement that claims 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from queueflow.stores.postgres.claim_sql import (
     CLAIM_ORDER,
@@ -60,8 +59,7 @@ SELECT j.tenant_id, j.queue_name, j.config->>'concurrency_key' AS key, count(*) 
 """
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Restrictions:
+class Restrictions(NamedTuple):
     """What flow control lets a claim of the restricted queues take now, counted under RESTRICTIONS_LOCK
     (`claim.restrictions` builds it). Each group of arrays is one relation, row by row (PostgreSQL's unnest)."""
 
