@@ -172,7 +172,7 @@ def _open_store(url: str, wakeups: Wakeups, settings: Settings) -> Store:
         pool_size=settings.pool_size,
         statement_cache_size=settings.statement_cache_size,
         statement_timeout=settings.statement_timeout or None,
-        signal=wakeups,
+        wakeups=wakeups,
     )
 
 

@@ -7,6 +7,7 @@ and a `Job` per row, every claim a `Job` per row) are frozen msgspec Structs: co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -170,6 +171,25 @@ class Cursor:
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimRequest:
+    """What one claim asks of the store (`JobStore.job_claim`): up to `max_jobs` due jobs of `queues`, leased for
+    `lease_seconds` from `now`. Like River's `JobGetAvailableParams`, one value carries the claim's inputs from the
+    engine through the port to every store."""
+
+    queues: Sequence[str]
+    max_jobs: int
+    now: datetime
+    lease_seconds: float
+    task_names: Sequence[str] | None = None
+    """Only jobs of these tasks (the ones the lessee can run); None: any task."""
+    tenant_id: str | None = None
+    """Only this tenant's jobs (a tenant-scoped worker key); None: every tenant's, in turns."""
+    after_tenant: str | None = None
+    """Whose turn it is: the tenants' first round starts with the first tenant after this one (the one the previous
+    claim of these queues served last); None: from the first tenant."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
