@@ -25,7 +25,6 @@ from queueflow.api.schemas.common import (
 )
 from queueflow.core import types as domain
 from queueflow.core import validation
-from queueflow.core.backoff import policy
 
 
 class Backoff(RequestBody):
@@ -37,14 +36,15 @@ class Backoff(RequestBody):
     jitter: bool = True
 
     def to_domain(self) -> domain.BackoffPolicy:
-        return policy(self.strategy, self.base_seconds, self.max_seconds, self.jitter)
+        return domain.backoff_policy(self.strategy, self.base_seconds, self.max_seconds, self.jitter)
 
     @classmethod
     def from_domain(cls, policy: domain.BackoffPolicy) -> Backoff:
         return _backoff(policy)
 
 
-# Each distinct policy's wire form is built once (see `core.backoff.policy` for the other direction).
+# Each distinct policy's wire form is built once, from the shared policy (`core.types.backoff_policy`, the other
+# direction): a lease of a thousand jobs renders one policy a thousand times.
 @functools.lru_cache(maxsize=256)
 def _backoff(policy: domain.BackoffPolicy) -> Backoff:
     return Backoff(
