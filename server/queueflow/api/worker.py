@@ -14,7 +14,9 @@ from msgspec import UNSET
 from queueflow.api.auth import WORKER, worker_scope
 from queueflow.api.body import StrictBody
 from queueflow.api.problems import problem_responses
-from queueflow.api.schemas import (
+from queueflow.api.schemas.common import JobIdPath
+from queueflow.api.schemas.jobs import Job
+from queueflow.api.schemas.worker import (
     AckRequest,
     AckResult,
     AckResults,
@@ -25,8 +27,6 @@ from queueflow.api.schemas import (
     HeartbeatRequest,
     HeartbeatResult,
     HeartbeatResults,
-    Job,
-    JobIdPath,
     LeasedJob,
     LeasedJobs,
     LeaseRequest,

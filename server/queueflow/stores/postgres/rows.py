@@ -7,7 +7,6 @@ from typing import Any
 
 import asyncpg
 
-from queueflow.core.backoff import policy
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 from queueflow.stores.postgres.errors import json_text
 
@@ -51,14 +50,13 @@ def job_config(backoff: BackoffPolicy, concurrency_key: str | None) -> dict[str,
 
 
 # Every claimed, completed or read job is built from a row: its status and backoff policy are looked up, not
-# constructed (an Enum call and a policy per row were a third of job_from_row's time; see `core.backoff.policy`).
+# constructed (an Enum call and a policy per row were a third of job_from_row's time; see `core.types.backoff_policy`).
 _STATUSES = {status.value: status for status in JobStatus}
 
 
 def job_from_row(row: asyncpg.Record) -> Job:
     token = row["lease_token"]
     config = row["config"]
-    backoff = config["backoff"]
     return Job(
         id=row["id"],
         tenant_id=row["tenant_id"],
@@ -69,7 +67,7 @@ def job_from_row(row: asyncpg.Record) -> Job:
         priority=row["priority"],
         scheduled_at=row["scheduled_at"],
         max_retries=row["max_retries"],
-        backoff=policy(backoff["strategy"], backoff["base_seconds"], backoff["max_seconds"], backoff["jitter"]),
+        backoff=BackoffPolicy.from_json(config["backoff"]),
         timeout_seconds=row["timeout_seconds"],
         metadata=row["metadata"],
         created_at=row["created_at"],
