@@ -60,8 +60,6 @@ class Profile:
     that)."""
     delayed_samples: int = 0
     """Delayed jobs the in-process runner takes, for its lateness after their due time."""
-    janitor_settle: float = 0.0
-    """Seconds to wait after the workflow scenarios for the janitor to log what it healed (its interval: 5 s)."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -102,7 +100,6 @@ FULL = Profile(
     chain_lengths=(300, 3_000),
     dbos_max_width=1_000,
     delayed_samples=200,
-    janitor_settle=5.5,
 )
 
 SMOKE = Profile(
