@@ -66,10 +66,10 @@ HOW = f"""## How each figure is measured
   in reverse; a ratio is the median of the repetitions' own ratios, > 1 when QueueFlow is better (for times,
   DBOS's ÷ QueueFlow's). A shape the server refuses (over its step or body limit) or that passes its time bound
   is reported "not run". The log–log slope is the least-squares slope of log(median time) over log(width), from
-  100 wide up. **Healed steps**: the sum of the janitor's "healed N workflow steps" log lines while the scenarios
-  ran (and one sweep interval after). **A delayed job taken by the in-process runner**: jobs enqueued with
-  `delay_seconds` 0.3–1.3 s on the runner's queue; from each job's `scheduled_at` to its `started_at`, both read
-  from the API.
+  100 wide up. **Healed steps**: the sum of the janitor's "healed N workflow steps" log lines from the first
+  workflow run to the end of the delayed jobs (every step healed unblocks a run, so its sweep has logged it by
+  then). **A delayed job taken by the in-process runner**: jobs enqueued with `delay_seconds` 0.3–1.3 s on the
+  runner's queue; from each job's `scheduled_at` to its `started_at`, both read from the API.
 """
 
 

@@ -113,7 +113,7 @@ class ServerLog:
     def __init__(self, path: Path) -> None:
         self.path, self._offset = path, 0
         self.healed_total = 0
-        """Every step healed in the log so far (a sweep logs up to its interval after the run it healed)."""
+        """Every step healed in the log so far."""
 
     def healed(self) -> int:
         with self.path.open("rb") as log:
