@@ -49,7 +49,7 @@ class Profile:
     small_workflows: int = 0
     """Workflows of 3 chained no-op steps created at once (0: no workflow scenario at all)."""
     fanout_widths: tuple[int, ...] = ()
-    """Fan-outs 1 → W → 1 (W + 2 steps: 1 → 10,000 → 1 runs once the server's step limit is 10,002 or more); the
+    """Fan-outs 1 → W → 1 (W + 2 steps, so 9,998 is the widest a 10,000-step workflow holds); the
     narrowest is the baseline of the server's CPU per step."""
     chain_lengths: tuple[int, ...] = ()
     dbos_max_width: int = 0
@@ -96,7 +96,8 @@ FULL = Profile(
     worker_repetitions=9,
     worker_long_jobs=200_000,
     small_workflows=1_000,
-    fanout_widths=(10, 100, 1_000, 10_000),
+    # The widest fan-out is 9,998 wide: with its root and its join, a workflow of 10,000 steps (the limit).
+    fanout_widths=(10, 100, 1_000, 9_998),
     chain_lengths=(300, 3_000),
     dbos_max_width=1_000,
     delayed_samples=200,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from queueflow.stores.postgres.sql import CLAIM
+from queueflow.stores.postgres.claim_sql import CLAIM
 
 from bench.database import BenchDatabase
 
