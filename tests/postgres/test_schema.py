@@ -37,7 +37,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0006"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
 
 
 async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> None:
@@ -93,7 +93,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0006"
+        assert pg.blocking(version) == "0007"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -172,12 +172,13 @@ async def test_the_other_tables(postgres_url: str) -> None:
     columns: dict[str, set[str]] = {}
     for row in rows:
         columns.setdefault(row["table_name"], set()).add(row["column_name"])
-    assert {"id", "tenant_id", "name", "status", "context", "idempotency_key", "created_at", "completed_at"} <= columns[
-        "workflows"
-    ]
+    assert {
+        "id", "tenant_id", "name", "status", "context", "idempotency_key", "created_at", "completed_at",
+        "unfinished", "partial",
+    } <= columns["workflows"]  # fmt: skip
     assert {
         "workflow_id", "name", "idx", "task_name", "payload", "depends_on", "on_failure", "status", "job_id",
-        "queue_name", "priority", "max_retries", "config", "timeout_seconds",
+        "queue_name", "priority", "max_retries", "config", "timeout_seconds", "result", "remaining", "dependents",
     } <= columns["workflow_steps"]  # fmt: skip
     assert {
         "id", "tenant_id", "name", "cron", "timezone", "task_name", "queue_name", "payload", "priority",
@@ -223,4 +224,4 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0006"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"

@@ -65,18 +65,20 @@ def test_workflow_fields(fields: dict[str, Any], field: str, message: str) -> No
 
 
 def test_no_steps_is_rejected() -> None:
-    assert by_field(errors_of()) == {"steps": "must hold 1–1000 steps"}
+    assert by_field(errors_of()) == {"steps": "must hold 1–10000 steps"}
 
 
-def test_1001_steps_are_rejected_on_the_count_alone() -> None:
-    assert by_field(errors_of(*chain(MAX_STEPS + 1))) == {"steps": "must hold 1–1000 steps"}
+def test_10001_steps_are_rejected_on_the_count_alone() -> None:
+    assert by_field(errors_of(*chain(MAX_STEPS + 1))) == {"steps": "must hold 1–10000 steps"}
 
 
-def test_a_1000_step_chain_validates_fast_and_without_recursion() -> None:
+def test_a_10000_step_chain_validates_fast_and_without_recursion() -> None:
     started = time.perf_counter()
     assert errors_of(*chain(MAX_STEPS)) == []
     assert errors_of(*reversed(chain(MAX_STEPS))) == []
-    assert time.perf_counter() - started < 1.0  # ~10 ms in practice; quadratic work would take seconds
+    # ~0.3 s each on a 2-core machine (30 µs a step, mostly each step's own fields); quadratic work would take
+    # minutes at this size.
+    assert time.perf_counter() - started < 5.0
 
 
 def test_a_1000_step_cycle_is_found_and_its_message_stays_short() -> None:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from msgspec.structs import replace
 
+from queueflow.core.advance import Counters
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
@@ -28,6 +29,10 @@ class Tables:
         self._idempotency: dict[tuple[str, str], str] = {}
         self._workflows: dict[str, Workflow] = {}
         self._workflow_keys: dict[tuple[str, str], str] = {}
+        # Per workflow: each step's position in its steps (a finish finds its rows by name, as PostgreSQL's key
+        # does), and its counters (`core.advance.Counters`).
+        self._step_positions: dict[str, dict[str, int]] = {}
+        self._workflow_counters: dict[str, Counters] = {}
         self._schedules: dict[str, Schedule] = {}  # by id
         self._queue_settings: dict[tuple[str, str], QueueSettings] = {}  # by (tenant_id, queue_name)
         # Each rate limit's token bucket, by (tenant_id, queue_name): its tokens as of a time.
@@ -42,6 +47,8 @@ class Tables:
         self._idempotency.clear()
         self._workflows.clear()
         self._workflow_keys.clear()
+        self._step_positions.clear()
+        self._workflow_counters.clear()
         self._schedules.clear()
         self._queue_settings.clear()
         self._key_turns.clear()
