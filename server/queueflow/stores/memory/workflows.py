@@ -75,7 +75,8 @@ class MemoryWorkflows(Tables):
         workflow = self._workflows.get(workflow_id)
         if workflow is None or (tenant_id is not None and workflow.tenant_id != tenant_id):
             return None
-        return self._record(workflow, decide(self._workflow_out(workflow)), new_job, now)
+        snapshot = self._workflow_out(workflow)
+        return self._record(workflow, snapshot, decide(snapshot), new_job, now)
 
     async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
         workflow = self._workflows.get(report.workflow_id)
@@ -87,10 +88,9 @@ class MemoryWorkflows(Tables):
         if step.status is not StepStatus.ENQUEUED or step.job_id != report.job_id:
             return False  # a repeat, or a late report of a job that is not (or no longer) the step's
         if not finishes_alone(report.outcome, step.on_failure):
-            transition = on_job_finished(
-                self._workflow_out(workflow), report.step, report.job_id, report.outcome, report.result
-            )
-            self._record(workflow, transition, new_job, now)
+            snapshot = self._workflow_out(workflow)
+            transition = on_job_finished(snapshot, report.step, report.job_id, report.outcome, report.result)
+            self._record(workflow, snapshot, transition, new_job, now)
             return True
         finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents])
         if errors := result_errors(finish.result):
@@ -141,14 +141,22 @@ class MemoryWorkflows(Tables):
         self._step_positions[workflow.id] = {step.name: index for index, step in enumerate(workflow.steps)}
         self._workflow_counters[workflow.id] = counters(workflow.steps)
 
-    def _record(self, workflow: Workflow, transition: Transition, new_job: NewStepJob, now: datetime) -> Workflow:
-        """Record `transition` on the stored `workflow` (`advance.record`), validated before anything is written."""
-        recording = record(self._workflow_out(workflow), transition, now, new_job)
+    def _record(
+        self, workflow: Workflow, snapshot: Workflow, transition: Transition, new_job: NewStepJob, now: datetime
+    ) -> Workflow:
+        """Record `transition` on the stored `workflow` (`advance.record` on `snapshot`, the store's own copy of
+        it), validated before anything is written."""
+        recording = record(snapshot, transition, now, new_job)
         # The finished step's result, and the new jobs, are all it writes that nobody checked.
         if errors := result_errors(transition.result):
             raise ValidationError.of(errors)
         self._check_insert(recording.jobs)
-        self._keep(copy.deepcopy(recording.workflow))
+        # Its own context dict and steps list: a finish changes both in place, and `decide` saw the snapshot.
+        self._keep(
+            replace_dataclass(
+                recording.workflow, context=dict(recording.workflow.context), steps=list(recording.workflow.steps)
+            )
+        )
         self._insert(recording.jobs)
         for job_id in recording.cancel_jobs:
             job = self._jobs.get(job_id)
