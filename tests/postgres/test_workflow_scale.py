@@ -187,7 +187,8 @@ async def test_a_finish_in_a_large_workflow_reads_only_the_rows_it_touches(
         reads = []
         siblings = [job for (_, name), job in held.items() if name.startswith("m")]
         assert len(siblings) >= 100
-        for job in (siblings[0], siblings[len(siblings) // 2], siblings[-1]):
+        # Twelve: past the fifth execution of a prepared statement PostgreSQL may switch to its generic plan.
+        for job in siblings[:12]:
             before = await flushed()
             await engine.complete(job.id, job.lease_token or "", job.workflow_step_id)
             reads.append(await flushed() - before)
