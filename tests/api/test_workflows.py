@@ -251,7 +251,7 @@ async def test_a_long_cycle_is_reported_with_a_bounded_path(client: AsyncClient)
 
 
 async def test_a_body_over_the_limit_is_413(client: AsyncClient) -> None:
-    body = b'{"name": "w", "context": {"blob": "' + b"x" * (2 * 1024 * 1024) + b'"}, "steps": []}'
+    body = b'{"name": "w", "context": {"blob": "' + b"x" * (5 * 1024 * 1024) + b'"}, "steps": []}'
     assert_problem(await client.post("/v1/workflows", content=body, headers=JSON), 413, "payload_too_large")
 
 
