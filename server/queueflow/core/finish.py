@@ -71,6 +71,11 @@ class Finish:
     """By how much the workflow's count of unfinished steps goes down."""
 
 
+def finished_status(outcome: StepOutcome) -> StepStatus:
+    """The status a step's job ending with `outcome` gives the step (from `enqueued`)."""
+    return _FINISHED_AS[outcome]
+
+
 def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step]) -> Finish:
     """The finish of a step whose job ended with `outcome` (`finishes_alone`), given its dependents that are still
     pending as the store locked them (any other dependent was skipped or cancelled and is left alone)."""
@@ -86,7 +91,7 @@ def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step]) ->
             remaining[dependent.name] = left
     completed = outcome is StepOutcome.COMPLETED
     return Finish(
-        status=_FINISHED_AS[outcome],
+        status=finished_status(outcome),
         result=result if completed else None,
         remaining=remaining,
         enqueue=tuple(enqueue),

@@ -19,7 +19,14 @@ import asyncpg
 
 from queueflow.core.advance import NewStepJob, Recording, Transition, counters, on_job_finished, record
 from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
-from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
+from queueflow.core.finish import (
+    StepReport,
+    counted_status,
+    finished_status,
+    finishes_alone,
+    on_finish,
+    result_errors,
+)
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
@@ -195,8 +202,8 @@ async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, 
     head = await db.fetchrow(WORKFLOW_SHARE, report.workflow_id)
     if head is None or head["status"] != WorkflowStatus.RUNNING.value:
         return False
-    status = on_finish(report.outcome, None, ()).status
-    dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status.value, result)
+    status = finished_status(report.outcome).value
+    dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status, result)
     if dependents is None:
         return False  # not (or no longer) enqueued with this job: a repeat, or a late report
     locked = (
