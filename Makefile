@@ -6,20 +6,27 @@ INSTALLED := $(VENV)/.installed
 TS_SDK := sdks/typescript
 # npm ci writes this hidden lockfile; older than package-lock.json means node_modules is out of date.
 TS_MODULES := $(TS_SDK)/node_modules/.package-lock.json
+# The Python distributions beside the server's, each installed editable into .venv (a new one under sdks/ joins here).
+PY_SDKS := sdks/worker sdks/python
+# pytest-xdist's worker processes for `make test`; `make test PYTEST_WORKERS=0` runs the suite in one process.
+# More workers than cores: most of the slow tests wait on servers and PostgreSQL rather than compute.
+PYTEST_WORKERS ?= 3
 
 .PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor
 
-$(INSTALLED): pyproject.toml sdks/python/pyproject.toml
+$(INSTALLED): pyproject.toml $(PY_SDKS:%=%/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./sdks/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]' $(PY_SDKS:%=-e ./%)
 	touch $@
 
 run: $(INSTALLED)
 	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
+# The slowest tests start first, and the ones sharing a module's server or sdks/typescript/dist stay on one worker
+# (`--dist loadgroup`, tests/conftest.py).
 test: $(INSTALLED) pgbench chromium pgbouncer
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright downloads no browser); without it, and without
 # root to install it, they skip (in CI they fail instead).
@@ -47,11 +54,13 @@ lint: $(INSTALLED)
 	$(BIN)/mypy
 	$(BIN)/queueflow spec --check
 
+# .ci/run runs the two at once (`make -j2 ci` does too).
 ci: test lint
 
 # The benchmark (bench/): every figure beside its baseline measured in the same run; writes bench/RESULTS.md.
 # Its worker drains build the TypeScript SDK (sdks/typescript/dist) when it is missing.
-# Its peers (PgQueuer, Procrastinate) get a virtualenv of their own, bench/.peers-venv, made on first use.
+# Its peers (PgQueuer, Procrastinate, DBOS Transact) get a virtualenv of their own, bench/.peers-venv, made on first
+# use. The latest run's report is bench/RESULTS.md; every run's is kept in bench/results/.
 bench: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile full
 

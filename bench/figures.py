@@ -9,7 +9,7 @@ from bench.report import Figure, Results, Target
 from bench.scenarios import wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
-from bench.scenarios.workers import KINDS, DrainRun
+from bench.scenarios.worker_drains import KINDS, DrainRun
 from bench.server import MANY_TENANTS
 
 MB = 1_000_000
@@ -185,7 +185,7 @@ def workers(
     pgqueuer: Mapping[int, float],
 ) -> None:
     """Each worker's default drain beside PgQueuer's, its concurrency 100 ÷ 10, its peak RSS and CPU per job. The
-    ratios pair the drains of each repetition (`stats.paired_ratio`): PgQueuer's drain and every worker's shapes
+    ratios pair the drains of each repetition (`stats.paired`): PgQueuer's drain and every worker's shapes
     are run in one rotation."""
     peer = stats.median(list(pgqueuer.values())) if pgqueuer else None
     for kind in KINDS:
@@ -268,15 +268,12 @@ def _by_repetition(runs: list[DrainRun]) -> dict[int, float]:
 
 
 def _paired(results: Results, label: str, runs: list[DrainRun], baselines: Mapping[int, float]) -> float | None:
-    """The runs' ratio to the baselines of their repetitions (`stats.paired_ratio`); each repetition's ratio goes to
-    the details."""
-    ratios = stats.pair_ratios(_by_repetition(runs), baselines)
-    results.details.append(
-        f"{label}: "
-        + ", ".join(f"{ratio:.3f}" for ratio in ratios.values())
-        + " (each repetition's ratio; the table shows their median)"
-    )
-    return stats.median_of(ratios)
+    """The runs' ratio to the baselines of their repetitions (`stats.paired`); each repetition's ratio goes to the
+    details."""
+    pairs = stats.paired(_by_repetition(runs), baselines)
+    if pairs.ratios:
+        results.details.append(f"{label}: {pairs.listed()} (each repetition's ratio; the table shows their median)")
+    return pairs.median
 
 
 def workers_line(run: DrainRun) -> str:

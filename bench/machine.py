@@ -23,6 +23,12 @@ class Machine:
     postgres_version: str
     commit: str
 
+    @property
+    def stamp(self) -> str:
+        """The date as a file name: "2026-12-02 15:41 UTC" → "2026-12-02-1541"."""
+        day, time, _ = self.date.split()
+        return f"{day}-{time.replace(':', '')}"
+
 
 async def describe(database_url: str) -> Machine:
     connection = await asyncpg.connect(database_url)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.scenarios.workflows import Shape
+
 
 @dataclass(frozen=True, slots=True)
 class Profile:
@@ -44,6 +46,27 @@ class Profile:
     """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
     """Extra `queueflow serve` flags. The full profile runs the defaults, as users do."""
+    small_workflows: int = 0
+    """Workflows of 3 chained no-op steps created at once (0: no workflow scenario at all)."""
+    fanout_widths: tuple[int, ...] = ()
+    """Fan-outs 1 → W → 1; the narrowest is the baseline of the server's CPU per step."""
+    chain_lengths: tuple[int, ...] = ()
+    dbos_max_width: int = 0
+    """The widest fan-out DBOS runs (it takes about 10 ms a child on 2 cores: 10,000 would add minutes)."""
+    workflow_bound: float = 120.0
+    """Seconds one run of a workflow shape may take before it is stopped and reported "not run"."""
+    delayed_samples: int = 0
+    """Delayed jobs the in-process runner takes, for its lateness after their due time."""
+    janitor_settle: float = 0.0
+    """Seconds to wait after the workflow scenarios for the janitor to log what it healed (its interval: 5 s)."""
+
+    @property
+    def workflow_shapes(self) -> list[Shape]:
+        return [
+            *([Shape("workflows", self.small_workflows)] if self.small_workflows else []),
+            *(Shape("fan-out", width) for width in self.fanout_widths),
+            *(Shape("chain", length) for length in self.chain_lengths),
+        ]
 
     @property
     def drain_repetitions(self) -> int:
@@ -71,6 +94,12 @@ FULL = Profile(
     worker_jobs=20_000,
     worker_repetitions=9,
     worker_long_jobs=200_000,
+    small_workflows=1_000,
+    fanout_widths=(10, 100, 1_000, 10_000),
+    chain_lengths=(300, 3_000),
+    dbos_max_width=1_000,
+    delayed_samples=200,
+    janitor_settle=5.5,
 )
 
 SMOKE = Profile(
@@ -94,6 +123,12 @@ SMOKE = Profile(
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
     session_settle=0.2,
     server_args=("--safety-poll", "1"),
+    small_workflows=5,
+    fanout_widths=(5, 10),
+    chain_lengths=(5,),
+    dbos_max_width=10,
+    workflow_bound=60.0,
+    delayed_samples=5,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,8 +35,8 @@ HOW = f"""## How each figure is measured
 - **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
   warm-up), the worst repetition.
 - **Workers**: each kind in a process of its own at its default settings (then at concurrency 10 and 100) —
-  in-process (`queueflow serve --mode worker --tasks bench.workers.noop:tasks`), the Python SDK's `Worker`
-  (bench/workers/sdk_worker.py) and the TypeScript SDK's (bench/workers/ts_worker.mjs), the SDK ones against one
+  in-process (`queueflow serve --mode worker --tasks bench.drivers.noop:tasks`), the Python SDK's `Worker`
+  (bench/drivers/sdk_worker.py) and the TypeScript SDK's (bench/drivers/ts_worker.mjs), the SDK ones against one
   `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the worker has run a
   first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU is the worker's
   and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain. The worker
@@ -47,6 +48,28 @@ HOW = f"""## How each figure is measured
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
   1,000 a call; one worker, concurrency 4).
+- **Workflows**: QueueFlow as `queueflow serve --mode all --tasks bench.drivers.noop:tasks --task-concurrency 10`
+  (the in-process runner) on a database of its own; each shape's workflows created through the API (one
+  `POST /v1/workflows` each, 4 connections), timed from the first request until none is `running` (read by primary
+  key every 5 ms); server CPU per step is the server's utime + stime over the run ÷ its steps. **DBOS Transact
+  3.4.0** (bench/peers/dbos_run.py, one process for the run, on a scratch database dropped after) with its
+  documented queue pattern — the "Queue Example" of DBOS's queue tutorial: `DBOS.register_queue(name,
+  worker_concurrency=10, polling_interval_sec=0.01)` after `DBOS.launch()` (0.01 s is its best interval on 2
+  cores; the 1.0 s default caps a queue at about 10 dequeues a second), `DBOS.enqueue_workflow(queue, fn, *args)`
+  and `handle.get_result(polling_interval_sec=0.01)`, steps as `@DBOS.step()` functions called from a
+  `@DBOS.workflow()`. The shapes, the same no-op steps on both sides: N workflows of a 3-step chain (steps/s);
+  a fan-out 1 → W → 1 (seconds; DBOS: a workflow started with `DBOS.start_workflow` runs the root step, enqueues
+  W one-step child workflows on the queue, waits for all their results, runs the join); a chain of N steps (ms
+  per step; DBOS: one enqueued workflow calling N steps in turn). DBOS's fan-outs stop at the profile's
+  `dbos_max_width` (1,000 in the full one: about 10 ms a child, a 10,000-wide one would add minutes to each
+  repetition). QueueFlow's run of a shape and DBOS's run side by side, shape after shape, every other repetition
+  in reverse; a ratio is the median of the repetitions' own ratios, > 1 when QueueFlow is better (for times,
+  DBOS's ÷ QueueFlow's). A shape the server refuses (over its step or body limit) or that passes its time bound
+  is reported "not run". The log–log slope is the least-squares slope of log(median time) over log(width), from
+  100 wide up. **Healed steps**: the sum of the janitor's "healed N workflow steps" log lines while the scenarios
+  ran (and one sweep interval after). **A delayed job taken by the in-process runner**: jobs enqueued with
+  `delay_seconds` 0.3–1.3 s on the runner's queue; from each job's `scheduled_at` to its `started_at`, both read
+  from the API.
 """
 
 
@@ -80,21 +103,28 @@ class Figure:
     samples: Sequence[float] = ()
     """Every repetition's value (the figure is their median), shown so the spread is visible."""
     note: str = ""
+    """Why the figure has no value (NaN): "not run (over the step limit)", "not run (over its 120 s bound)"."""
     paired_ratio: float | None = None
     """When value and baseline were measured in pairs (one of each per repetition): the median of the pairs'
-    ratios, which is the figure's ratio instead of value ÷ baseline (see `stats.paired_ratio`)."""
+    ratios, which is the figure's ratio instead of value ÷ baseline (see `stats.paired`)."""
+    inverse: bool = False
+    """The ratio is baseline ÷ value: for times, so that a ratio above 1 still means QueueFlow is better."""
+
+    @property
+    def measured(self) -> bool:
+        return not math.isnan(self.value)
 
     @property
     def ratio(self) -> float | None:
         if self.paired_ratio is not None:
             return self.paired_ratio
-        if self.baseline is None or self.baseline == 0:
+        if not self.measured or not self.baseline:
             return None
-        return self.value / self.baseline
+        return self.baseline / self.value if self.inverse else self.value / self.baseline
 
     @property
     def met(self) -> bool | None:
-        return None if self.target is None else self.target.met(self)
+        return None if self.target is None or not self.measured else self.target.met(self)
 
 
 def amount(value: float, unit: str) -> str:
@@ -131,7 +161,8 @@ class Results:
             ratio = f"{figure.ratio:.3f}" if figure.ratio is not None else "—"
             met = {True: "yes", False: "**no**", None: "—"}[figure.met]
             rows.append(
-                f"| {figure.label} | {amount(figure.value, figure.unit)} | {baseline} | {ratio} |"
+                f"| {figure.label} | {amount(figure.value, figure.unit) if figure.measured else figure.note} |"
+                f" {baseline} | {ratio} |"
                 f" {figure.target or '—'} | {met} |"
             )
         return head + "\n".join(rows) + "\n"

@@ -9,23 +9,36 @@ checks.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from bench import figures
+from bench import figures, workflow_figures
 from bench.database import ADMIN_URL, BenchDatabase, SessionCounter
 from bench.machine import describe
+from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
-from bench.scenarios import history, peers, raw, wakeup, workers
+from bench.rotation import rotate
+from bench.scenarios import history, raw, wakeup, worker_drains
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
+from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
+from bench.scenarios.workflows import (
+    CONCURRENCY,
+    TASKS,
+    NotRun,
+    QueueFlowWorkflows,
+    Shape,
+    WorkflowRun,
+    describe_run,
+)
 from bench.server import QueueFlowServer
 
 
@@ -49,40 +62,48 @@ class Steps:
         return True
 
 
-async def run(profile: Profile, log_dir: Path | None = None) -> Results:
+SECTIONS = ("jobs", "workers", "workflows")
+"""The parts of a run: the job side against pgbench (and Procrastinate), the worker drains against PgQueuer, the
+workflow scenarios against DBOS. `make bench` runs all three; one alone is for working on it."""
+
+
+async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[str] = SECTIONS) -> Results:
     started = time.monotonic()
     results = Results(profile.name, await describe(ADMIN_URL))
     step = Steps(results)
     logs = log_dir or Path(tempfile.mkdtemp(prefix="queueflow-bench-"))
     raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": []}
-    async with BenchDatabase("raw") as raw_db, BenchDatabase("http") as http_db:
-        for database in (raw_db, http_db):
-            database.migrate()
-            await database.connect()
-        server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
-        try:
-            if await step("start queueflow serve --mode all", _sync(server.start)):
-                await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs, logs)
-        finally:
-            server.stop()
-    drains: dict[tuple[str, int | None], list[workers.DrainRun]] = {}
-    long_drains: list[workers.DrainRun] = []
+    if "jobs" in sections:
+        async with BenchDatabase("raw") as raw_db, BenchDatabase("http") as http_db:
+            for database in (raw_db, http_db):
+                database.migrate()
+                await database.connect()
+            server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
+            try:
+                if await step("start queueflow serve --mode all", _sync(server.start)):
+                    await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs, logs)
+            finally:
+                server.stop()
+    drains: dict[tuple[str, int | None], list[worker_drains.DrainRun]] = {}
+    long_drains: list[worker_drains.DrainRun] = []
     pgqueuer: dict[str, dict[int, float]] = {"enqueue": {}, "drain": {}}
-    if profile.worker_jobs:
+    if profile.worker_jobs and "workers" in sections:
         await _workers(profile, step, drains, long_drains, pgqueuer, logs)
     if pgqueuer["drain"]:
         rates = {key: list(by_repetition.values()) for key, by_repetition in pgqueuer.items()}
         figures.peer(results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"])
-    if profile.peers:
+    if profile.peers and "jobs" in sections:
 
         async def procrastinate() -> None:
-            rates = await peers.procrastinate(profile.procrastinate_jobs, profile.repetitions)
+            rates = await launch.procrastinate(profile.procrastinate_jobs, profile.repetitions)
             figures.peer(
                 results, "Procrastinate", "1 worker, concurrency 4", rates, raw_runs["batched"], raw_runs["enqueue"]
             )
 
         await step("peer: Procrastinate", procrastinate)
     figures.workers(results, drains, long_drains, pgqueuer["drain"])
+    if profile.small_workflows and "workflows" in sections:
+        await _workflows(profile, results, step, logs)
     results.elapsed_seconds = time.monotonic() - started
     results.load_at_end = " ".join(f"{load:.2f}" for load in os.getloadavg())
     print(f"server log: {logs / 'server.log'}")
@@ -176,37 +197,30 @@ async def _queueflow(
     figures.sessions(results, sessions)
 
 
-Shape = tuple[str, int | None]
-"""A drain of the workers' rotation: a kind of worker and its concurrency (None: its default)."""
-PGQUEUER: Shape = ("PgQueuer", None)
-"""PgQueuer's drain, as a shape of the workers' rotation."""
-
-
 async def _workers(
     profile: Profile,
     step: Steps,
-    drains: dict[tuple[str, int | None], list[workers.DrainRun]],
-    long_drains: list[workers.DrainRun],
+    drains: dict[tuple[str, int | None], list[worker_drains.DrainRun]],
+    long_drains: list[worker_drains.DrainRun],
     pgqueuer: dict[str, dict[int, float]],
     logs: Path,
 ) -> None:
     """Each kind of worker drains `worker_jobs` at its default settings, then at concurrency 10 and 100 (the
-    Python ones' default is 10, so that run is not repeated), repetition by repetition, with PgQueuer's drain (the
-    peers' profile) in the same rotation: the machine's speed drifts by more than the figures' margins over a few
-    minutes (1.6× within half an hour, seen on a shared 2-core machine), so each figure is compared with the
-    baseline measured beside it, in the same repetition. Then the long drains."""
-    shapes: list[Shape] = [
-        ("in-process", None),
-        ("in-process", 100),
-        ("Python SDK", None),
-        ("Python SDK", 100),
-        ("TypeScript SDK", None),
-        ("TypeScript SDK", 10),
-        ("TypeScript SDK", 100),
+    Python ones' default is 10, so that run is not repeated), with PgQueuer's drain (the peers' profile) in the
+    same rotation (`bench.rotation`): each figure is compared with the baseline measured beside it. Then the long
+    drains."""
+    rotation: list[WorkerDrain | PeerDrain] = [
+        WorkerDrain("in-process"),
+        WorkerDrain("in-process", 100),
+        WorkerDrain("Python SDK"),
+        WorkerDrain("Python SDK", 100),
+        WorkerDrain("TypeScript SDK"),
+        WorkerDrain("TypeScript SDK", 10),
+        WorkerDrain("TypeScript SDK", 100),
     ]
     async with AsyncExitStack() as databases:
         database = await databases.enter_async_context(BenchDatabase("workers"))
-        # PgQueuer's, one for the whole rotation (see peers.pgqueuer); none when the profile runs no peers.
+        # PgQueuer's, one for the whole rotation (see launch.pgqueuer); none when the profile runs no peers.
         peer_database = await databases.enter_async_context(BenchDatabase("pgqueuer")) if profile.peers else None
         database.migrate()
         await database.connect()
@@ -215,43 +229,122 @@ async def _workers(
             if not await step("start queueflow serve for the SDK workers", _sync(server.start)):
                 return
             # Built every run: a dist/ left from an earlier checkout would measure the worker as it was then.
-            if not await step("build the TypeScript SDK", _sync(workers.build_ts)):
-                shapes = [shape for shape in shapes if shape[0] != "TypeScript SDK"]
+            if not await step("build the TypeScript SDK", _sync(worker_drains.build_ts)):
+                rotation = [each for each in rotation if each.kind != "TypeScript SDK"]
             if peer_database is not None:
-                shapes.insert(3, PGQUEUER)  # mid-rotation: as near as it can be to every worker's drains
-            for number in range(1, profile.drain_repetitions + 1):
-                # Every other repetition in reverse: a shape compared with the one run before it (concurrency 100
-                # with the default) does not always come second, after the same neighbour.
-                order = shapes if number % 2 else shapes[::-1]
+                rotation.insert(3, PeerDrain("PgQueuer"))  # mid-rotation: as near as it can be to every drain
 
-                async def repetition(order: list[Shape] = order, number: int = number) -> None:
-                    for kind, concurrency in order:
-                        if (kind, concurrency) == PGQUEUER:
-                            assert peer_database is not None
-                            rates = await peers.pgqueuer(peer_database.url, profile.pgqueuer_jobs, 1)
-                            for key, (rate,) in rates.items():
-                                pgqueuer[key][number] = rate
-                            print(f"  PgQueuer drain: {rates['drain'][0]:,.0f} jobs/s", flush=True)
-                            continue
-                        run = await workers.drain(
-                            kind, database, profile.worker_jobs, logs, server=server, concurrency=concurrency
-                        )
-                        drains.setdefault((kind, concurrency), []).append(replace(run, repetition=number))
-                        print(f"  {workers.describe(run)}", flush=True)
+            async def one(entry: WorkerDrain | PeerDrain, number: int) -> None:
+                if isinstance(entry, PeerDrain):
+                    assert peer_database is not None
+                    rates = await launch.pgqueuer(peer_database.url, profile.pgqueuer_jobs, 1)
+                    for key, (rate,) in rates.items():
+                        pgqueuer[key][number] = rate
+                    print(f"  PgQueuer drain: {rates['drain'][0]:,.0f} jobs/s", flush=True)
+                    return
+                run = await worker_drains.drain(
+                    entry.kind, database, profile.worker_jobs, logs, server=server, concurrency=entry.concurrency
+                )
+                drains.setdefault((entry.kind, entry.concurrency), []).append(replace(run, repetition=number))
+                print(f"  {worker_drains.describe(run)}", flush=True)
 
-                await step(f"workers, repetition {number}: in-process, Python SDK, TypeScript SDK drains", repetition)
+            title = "workers: in-process, Python SDK, TypeScript SDK drains" + (", PgQueuer's" if peer_database else "")
+            await rotate(step, title, rotation, profile.drain_repetitions, one)
             if profile.worker_long_jobs:
 
                 async def long_runs() -> None:
                     for kind in ("Python SDK", "TypeScript SDK"):
-                        if any(shape[0] == kind for shape in shapes):
-                            run = await workers.drain(kind, database, profile.worker_long_jobs, logs, server=server)
+                        if WorkerDrain(kind) in rotation:
+                            run = await worker_drains.drain(
+                                kind, database, profile.worker_long_jobs, logs, server=server
+                            )
                             long_drains.append(run)
-                            print(f"  {workers.describe(run)}", flush=True)
+                            print(f"  {worker_drains.describe(run)}", flush=True)
 
                 await step(f"workers: {profile.worker_long_jobs:,}-job drains (peak RSS)", long_runs)
         finally:
             server.stop()
+
+
+async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path) -> None:
+    """Every workflow shape on QueueFlow (the in-process runner) and on DBOS (the peers' profile), QueueFlow's run
+    and DBOS's side by side in one rotation (`bench.rotation`), so that each ratio pairs runs of one repetition;
+    then the delayed jobs the in-process runner takes."""
+    shapes = profile.workflow_shapes
+    runs: list[WorkflowRun] = []
+    not_run: dict[tuple[Shape, str], str] = {}
+    async with AsyncExitStack() as stack:
+        database = await stack.enter_async_context(BenchDatabase("workflows"))
+        peer_database = await stack.enter_async_context(BenchDatabase("dbos")) if profile.peers else None
+        database.migrate()
+        await database.connect()
+        server = QueueFlowServer(
+            database.url,
+            logs / "workflows-server.log",
+            ("--tasks", TASKS, "--task-concurrency", str(CONCURRENCY), *profile.server_args),
+        )
+        stack.callback(server.stop)
+        if not await step("start queueflow serve --mode all --tasks … (workflows)", _sync(server.start)):
+            return
+        queueflow = await QueueFlowWorkflows(server, database).open()
+        stack.push_async_callback(queueflow.close)
+        dbos = None
+        if peer_database is not None:
+            session = launch.PeerSession("dbos_run.py", logs / "dbos.log", peer_database.url)
+            stack.push_async_callback(session.stop)
+
+            async def start_dbos() -> None:
+                await session.start()
+
+            if await step("start DBOS Transact (bench/.peers-venv)", start_dbos):
+                dbos = session
+        for shape in shapes:
+            if dbos is None:
+                not_run[(shape, "DBOS")] = "not run (this profile runs no peer)" if not profile.peers else "not run"
+            elif shape.kind == "fan-out" and shape.size > profile.dbos_max_width:
+                not_run[(shape, "DBOS")] = f"not run (DBOS's fan-outs stop at {profile.dbos_max_width:,} wide)"
+        sides = ("QueueFlow", "DBOS")
+        entries = [(shape, side) for shape in shapes for side in sides if (shape, side) not in not_run]
+
+        async def one(entry: tuple[Shape, str], number: int) -> None:
+            shape, side = entry
+            if entry in not_run:
+                return
+            try:
+                if side == "QueueFlow":
+                    run = await queueflow.run(shape, profile.workflow_bound)
+                else:
+                    run = await _dbos(dbos, shape, profile.workflow_bound)
+            except NotRun as reason:
+                not_run[entry] = str(reason)
+                print(f"  {shape}, {side}: {reason}", flush=True)
+                return
+            runs.append(replace(run, repetition=number))
+            print(f"  {describe_run(run)}", flush=True)
+
+        title = "workflows: QueueFlow" + (" and DBOS side by side" if dbos else "") + ", shape by shape"
+        await rotate(step, title, entries, profile.repetitions, one)
+
+        async def delayed() -> None:
+            latencies = await queueflow.delayed_jobs(profile.delayed_samples)
+            label = "a delayed job leased by the in-process runner, after its due time"
+            figures.latency(results, label, latencies, p99=50)
+
+        await step("delayed jobs taken by the in-process runner", delayed)
+        await asyncio.sleep(profile.janitor_settle)  # a sweep logs what it healed up to its interval later
+        queueflow.log.healed()
+        healed = queueflow.log.healed_total
+        workflow_figures.workflows(results, shapes, workflow_figures.by_shape(runs), not_run, healed)
+
+
+async def _dbos(dbos: launch.PeerSession | None, shape: Shape, bound: float) -> WorkflowRun:
+    if dbos is None or not dbos.running:
+        raise NotRun("not run (DBOS's program was stopped after a run past its bound)")
+    try:
+        answer = await dbos.ask({"kind": shape.kind, "size": shape.size}, bound)
+    except TimeoutError:
+        raise NotRun(f"not run (over its {bound:.0f} s bound)") from None
+    return WorkflowRun(shape, "DBOS", answer["seconds"])
 
 
 def _sync(work: Callable[[], object]) -> Callable[[], Awaitable[None]]:

@@ -94,6 +94,12 @@ class QueueFlowServer:
         self.stop()
         raise RuntimeError(f"queueflow serve did not answer in {timeout} s:\n{self.log_path.read_text()[-3000:]}")
 
+    def check(self) -> None:
+        """RuntimeError, with the end of its log, if the server has exited."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"queueflow serve exited:\n{self.log_path.read_text()[-3000:]}")
+
     def stop(self) -> None:
         if self.process is None:
             return

@@ -1,10 +1,12 @@
-"""Medians and percentiles, nearest-rank (a p99 of 300 samples is an observed sample, not an interpolation)."""
+"""Medians, percentiles (nearest-rank: a p99 of 300 samples is an observed sample, not an interpolation), ratios
+of values measured in pairs, and how one quantity grows with another."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 
 def median(values: Sequence[float]) -> float:
@@ -17,18 +19,37 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[rank - 1]
 
 
-def pair_ratios(values: Mapping[int, float], baselines: Mapping[int, float]) -> dict[int, float]:
-    """value ÷ baseline for each repetition (the keys) that measured both, in repetition order."""
-    return {key: values[key] / baselines[key] for key in sorted(values.keys() & baselines.keys()) if baselines[key]}
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """Values against the baselines measured beside them: `ratios` by repetition, and their median."""
+
+    ratios: dict[int, float]
+
+    @property
+    def median(self) -> float | None:
+        """The median of the repetitions' own ratios (None: no repetition measured both sides). A drift of the
+        machine's speed between repetitions falls on both sides of every ratio, where a ratio of the two sides'
+        medians could pair a fast repetition's value with a slow one's baseline."""
+        return median(list(self.ratios.values())) if self.ratios else None
+
+    def listed(self) -> str:
+        return ", ".join(f"{ratio:.3f}" for ratio in self.ratios.values())
 
 
-def paired_ratio(values: Mapping[int, float], baselines: Mapping[int, float]) -> float | None:
-    """The median of `pair_ratios`: each value against the baseline measured beside it, so that a drift of the
-    machine's speed between repetitions falls on both sides of every ratio (a ratio of the two medians can pair a
-    fast repetition's value with a slow one's baseline)."""
-    return median_of(pair_ratios(values, baselines))
+def paired(values: Mapping[int, float], baselines: Mapping[int, float]) -> Paired:
+    """value ÷ baseline for each repetition (the keys) that measured both (and a baseline above 0), in
+    repetition order."""
+    keys = sorted(values.keys() & baselines.keys())
+    return Paired({key: values[key] / baselines[key] for key in keys if baselines[key]})
 
 
-def median_of(ratios: Mapping[int, float]) -> float | None:
-    """The median of `pair_ratios`' answer (None: no repetition measured both sides)."""
-    return median(ratios.values()) if ratios else None
+def loglog_slope(points: Sequence[tuple[float, float]]) -> float | None:
+    """The least-squares slope of log(y) over log(x): how y grows with x (1: in proportion, 2: as its square).
+    None with fewer than two distinct x."""
+    logs = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y > 0]
+    if len({x for x, _ in logs}) < 2:
+        return None
+    mean_x = statistics.fmean(x for x, _ in logs)
+    mean_y = statistics.fmean(y for _, y in logs)
+    spread = sum((x - mean_x) ** 2 for x, _ in logs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in logs) / spread

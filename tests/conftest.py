@@ -19,9 +19,30 @@ pytest_plugins = ["tests.inprocess"]
 
 _embedded = ExitStack()
 
+SLOW_FIRST = {
+    "test_schemathesis_finds_no_issue_against_a_live_server",
+    "test_a_thousand_step_random_dag_runs_each_step_once_in_dependency_order",
+    "test_typescript_sdk",
+    "test_every_scenario_runs_in_the_smoke_profile",
+    "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
+}
+"""Tests of half a minute or more (by name, so that moving one keeps it here). Under `make test`'s workers they
+start first, one per free worker, rather than last, alone, behind the hundreds of quick ones."""
+
+SHARES_TYPESCRIPT_DIST = {
+    "test_typescript_sdk",
+    "test_every_scenario_runs_in_the_smoke_profile",
+    "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
+}
+"""Tests that build sdks/typescript/dist (`npm run build` rewrites its files in place, and `npm pack` again) or
+start workers from it: on one worker, one after the other, so that none loads a half-written file."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Without a test server (none configured, none on 127.0.0.1:5432), run an embedded PostgreSQL for the run."""
+    """Without a test server (none configured, none on 127.0.0.1:5432), run an embedded PostgreSQL for the run.
+
+    Under pytest-xdist this runs in the controller before it starts its workers, which inherit the URL in the
+    environment and so join that one server rather than start their own."""
     wanted = os.environ.get(pg.ENV)
     if wanted and wanted != "embedded":
         return
@@ -35,6 +56,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _embedded.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (`--dist loadgroup`) off the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if name in SHARES_TYPESCRIPT_DIST:
+            item.add_marker(pytest.mark.xdist_group("typescript-dist"))
+        elif _module_scoped(item):
+            # One worker sets the module's server, browser or wheel up once, instead of each worker its own.
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    items.sort(key=lambda item: getattr(item, "originalname", item.name) not in SLOW_FIRST)
+
+
+def _module_scoped(item: pytest.Item) -> bool:
+    fixtures = getattr(item, "_fixtureinfo", None)
+    return fixtures is not None and any(
+        definition.scope == "module" for definitions in fixtures.name2fixturedefs.values() for definition in definitions
+    )
 
 
 def _answers(host: str, port: int) -> bool:

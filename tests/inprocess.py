@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from queueflow.clocks import TestClock
@@ -51,6 +51,56 @@ class WatchedWakeups(Wakeups):
             while self.waiting_for_finishes < count:
                 self._changed.clear()
                 await self._changed.wait()
+
+
+class ClockedWakeups(WatchedWakeups):
+    """A hub whose watches time out on a TestClock: a parked `wait(seconds)` ends (False) only once the test has
+    moved the clock that far with `advance`, or (True) on a notification, as before. `parked()` answers how long
+    the next wait to park was given, so a test can see when a waiter means to look again without any sleep."""
+
+    def __init__(self, clock: TestClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self._timers: dict[asyncio.Event, datetime] = {}
+        self._parks: asyncio.Queue[float] = asyncio.Queue()
+
+    @contextmanager
+    def watching(self, queues: Iterable[str]) -> Iterator[Watch]:
+        with super().watching(queues) as watch:
+            yield _ClockedWatch(self, watch.event)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, ending every wait whose time is up (as a real timeout would)."""
+        now = self.clock.advance(seconds)
+        for event, until in list(self._timers.items()):
+            if until <= now:
+                del self._timers[event]
+                event.set()
+
+    async def parked(self) -> float:
+        """The seconds given to the next wait that parks (one already parked first)."""
+        async with asyncio.timeout(5):
+            return await self._parks.get()
+
+
+class _ClockedWatch(Watch):
+    def __init__(self, hub: ClockedWakeups, event: asyncio.Event) -> None:
+        self.hub = hub
+        self.event = event
+
+    async def wait(self, seconds: float) -> bool:
+        try:
+            if self.event.is_set():
+                return True
+            if seconds <= 0:
+                return False
+            self.hub._timers[self.event] = self.hub.clock.now() + timedelta(seconds=seconds)
+            self.hub._parks.put_nowait(seconds)
+            await self.event.wait()
+            return self.event in self.hub._timers  # still armed: a notification came first
+        finally:
+            self.hub._timers.pop(self.event, None)
+            self.event.clear()
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""The engine's ports, protocols only: where jobs, workflows and schedules are kept (`JobStore`, `WorkflowStore`,
-`ScheduleStore`: `Store`), what time it is (`Clock`; implementations in `queueflow.clocks`), and who hears of new
-work (`WorkSignal`)."""
+"""The engine's ports, protocols only: where jobs, queues, workflows and schedules are kept (`JobStore`,
+`QueueStore`, `WorkflowStore`, `ScheduleStore`: `Store`), what time it is (`Clock`; implementations in
+`queueflow.clocks`), and who hears of new work (`WorkSignal`, which every store takes as `wakeups`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
     JSON,
     UNCHANGED,
+    ClaimRequest,
     Completion,
     Cursor,
     Ended,
@@ -160,29 +161,21 @@ class JobStore(Protocol):
         strictly after `after`."""
         ...
 
-    async def job_claim(
-        self,
-        queues: Sequence[str],
-        limit: int,
-        now: datetime,
-        lease_seconds: float,
-        task_names: Sequence[str] | None = None,
-        tenant_id: str | None = None,
-        after_tenant: str | None = None,
-    ) -> list[Job]:
-        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `limit` jobs of `queues` (and, when
+    async def job_claim(self, request: ClaimRequest) -> list[Job]:
+        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `max_jobs` jobs of `queues` (and, when
         `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key), in
         turns (`core.turns.in_turns`): the tenants with due jobs served round by round, each round starting with the
         first tenant after `after_tenant`, and each tenant's jobs in claim order (priority desc, scheduled_at,
         created_at), so that one tenant's backlog never holds another's jobs back. Returned in that order. Each gets
         a fresh lease_token, delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at
         its timeout.
-        Concurrent claimers never claim the same row. Flow control (`queue_settings`) holds jobs back: none of a
+        Concurrent claimers never claim the same row. Flow control (`QueueStore`) holds jobs back: none of a
         paused (tenant, queue)'s, never so many that more than its `concurrency_limit` run at once (nor more than
         its `key_concurrency_limit` of one `concurrency_key`), and never more than its rate limit's token bucket
         holds at `now` (each claimed job spends a token), however many claims run concurrently. A job held back
         is skipped, never waited for: the claim takes what lies behind it. The task and tenant filters hold on a
-        flow-controlled queue too."""
+        flow-controlled queue too.
+        All or nothing, as every method here: a claim that fails leaves every job as it was."""
         ...
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
@@ -223,14 +216,10 @@ class JobStore(Protocol):
         queues (as an insert does), so parked lessees take the jobs now."""
         ...
 
-    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
+    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
-        cleared. Each item on its own: None where the lease is not held."""
-        ...
-
-    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
-        """`job_complete_many`, answering per item only the job's id, status, queue and workflow (None where the
-        lease is not held): the batched ack's hot path, which needs no more."""
+        cleared. Each item on its own: the job's id, status, queue and workflow, or None where the lease is not
+        held (the whole row costs more to read than a batched ack needs; `job_get` reads it)."""
         ...
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
@@ -262,22 +251,21 @@ class JobStore(Protocol):
         the longest finished first, except those of a running workflow (its self-heal reads them); how many."""
         ...
 
-    async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        """Per queue with any of the tenant's jobs, by queue name, counts at `now` (`GET /v1/queues`): due
-        (pending) and not yet due (scheduled) pending | retrying jobs, each other status, and `retrying`, which is
-        part of the first two."""
-        ...
 
-    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
-        """The tenant's configured queues (every one, or only `queue_name`) and their settings, by queue name.
-        A queue never configured is absent (its settings are the defaults). Reads only."""
-        ...
+class QueueStore(Protocol):
+    """Where queues' flow-control settings live (pause, concurrency and rate limits, keyed on (tenant, queue)), and
+    what is known of each queue's jobs: counts, backlogs, throughput. Each method is one atomic operation, as in
+    `JobStore`, whose claim obeys these settings."""
 
     async def queue_overview(
         self, tenant_id: str, now: datetime, queue_name: str | None = None
     ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
-        """`queue_settings` and `queue_counts` together (only `queue_name`'s, if given), read through one
-        connection (`GET /v1/queues`): a request that waits for a pooled connection waits once."""
+        """The tenant's configured queues (every one, or only `queue_name`) with their settings, by queue name (a
+        queue never configured is absent: its settings are the defaults), and per queue with any of the tenant's
+        jobs (only `queue_name`, if given), by queue name, its counts at `now`: due (pending) and not yet due
+        (scheduled) pending | retrying jobs, each other status, and `retrying`, which is part of the first two.
+        Read through one connection (`GET /v1/queues`): a request that waits for a pooled connection waits once.
+        Reads only."""
         ...
 
     async def queue_backlogs(self, now: datetime) -> list[Backlog]:
@@ -350,5 +338,5 @@ class ScheduleStore(Protocol):
         ...
 
 
-class Store(JobStore, WorkflowStore, ScheduleStore, Protocol):
+class Store(JobStore, QueueStore, WorkflowStore, ScheduleStore, Protocol):
     """Everything the engine keeps."""

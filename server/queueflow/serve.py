@@ -55,9 +55,9 @@ def load_tasks(settings: Settings) -> TaskRunner | None:
     """The in-process task registry `--tasks` names, imported before anything starts, so a typo is one line."""
     if settings.tasks is None:
         return None
-    from queueflow.runtime.inprocess import load_runner
-
     try:
+        from queueflow.runtime.inprocess import load_runner  # needs the `tasks` extra
+
         return load_runner(settings.tasks)
     except (ImportError, AttributeError, ValueError) as exc:
         raise SettingsError(f"--tasks {settings.tasks}: {exc}") from None
@@ -172,7 +172,7 @@ def _open_store(url: str, wakeups: Wakeups, settings: Settings) -> Store:
         pool_size=settings.pool_size,
         statement_cache_size=settings.statement_cache_size,
         statement_timeout=settings.statement_timeout or None,
-        signal=wakeups,
+        wakeups=wakeups,
     )
 
 

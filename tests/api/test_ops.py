@@ -23,9 +23,6 @@ class DownStore(InMemoryJobStore):
     async def ping(self) -> None:
         raise StoreUnavailable("connection refused")
 
-    async def queue_counts(self, tenant_id: str, now: object) -> list:  # type: ignore[override]
-        raise StoreUnavailable("connection refused")
-
     async def job_get(self, job_id: str, tenant_id: str | None = None) -> None:
         raise StoreUnavailable("connection refused")
 

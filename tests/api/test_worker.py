@@ -11,7 +11,7 @@ import pytest
 from httpx import AsyncClient
 from queueflow.api import create_app
 from queueflow.clocks import TestClock
-from queueflow.core.types import Job, NewJob
+from queueflow.core.types import ClaimRequest, Job, NewJob
 from queueflow.engine import Engine
 from queueflow.stores.memory import InMemoryJobStore
 
@@ -372,9 +372,9 @@ class ClaimGate(InMemoryJobStore):
         super().__init__()
         self.gate = asyncio.Event()
 
-    async def job_claim(self, *args: Any, **kwargs: Any) -> list[Job]:
+    async def job_claim(self, request: ClaimRequest) -> list[Job]:
         await self.gate.wait()
-        return await super().job_claim(*args, **kwargs)
+        return await super().job_claim(request)
 
 
 async def test_jobs_claimed_for_a_client_that_left_during_the_claim_are_handed_back_uncounted(

@@ -25,6 +25,14 @@ FIGURES = [
     "a retried job",
     "HTTP lease 1 latency",
     "new PostgreSQL sessions",
+    "5 workflows × a 3-step chain: steps/s",
+    "fan-out 1 → 5 → 1: seconds",
+    "fan-out 1 → 10 → 1: seconds",
+    "5-step chain: ms per step",
+    "server CPU per step, fan-out 10 wide (÷ 5 wide)",
+    "log–log slope of fan-out time over width, 5 → 10",
+    "workflow steps healed by the janitor",
+    "a delayed job leased by the in-process runner",
 ]
 
 

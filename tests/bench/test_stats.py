@@ -1,20 +1,73 @@
-"""The bench's statistics: a ratio of drains measured in pairs is the median of the pairs' ratios."""
+"""The bench's statistics, along the path a run takes: drains measured in pairs → `stats.paired` → a figure whose
+ratio is the median of the pairs' ratios (not the ratio of the two sides' medians)."""
 
 import pytest
 
-from bench.stats import paired_ratio
+from bench import figures, stats
+from bench.machine import Machine
+from bench.report import Results
+from bench.scenarios.worker_drains import DrainRun
+
+# The machine's speed drifts from one repetition to the next; within each, the worker drains 5 % faster than the
+# peer beside it, but in one (a disturbed pair) where it is far slower.
+PEER = {1: 100.0, 2: 60.0, 3: 90.0, 4: 40.0, 5: 50.0}
+WORKER = {number: 1.05 * rate for number, rate in PEER.items()} | {2: 30.0}
+
+
+def drain(repetition: int, rate: float, concurrency: int | None = None) -> DrainRun:
+    return DrainRun("in-process", concurrency, 1000, 1000 / rate, 0.1, 0.1, 50_000_000, "0 0 0", repetition)
+
+
+def results() -> Results:
+    return Results("test", Machine("now", 2, 1.0, "cpu", "0 0 0", "PostgreSQL 15", "abc"))
 
 
 def test_each_value_is_divided_by_the_baseline_of_its_own_repetition() -> None:
-    # The machine's speed drifts from one repetition to the next; within each, the value is 5 % above its baseline
-    # but in one (a disturbed pair) where it is far below.
-    baselines = {1: 100.0, 2: 60.0, 3: 90.0, 4: 40.0, 5: 50.0}
-    values = {number: 1.05 * rate for number, rate in baselines.items()}
-    values[2] = 30.0
-    assert paired_ratio(values, baselines) == pytest.approx(1.05)
+    pairs = stats.paired(WORKER, PEER)
+    assert pairs.median == pytest.approx(1.05)
+    assert list(pairs.ratios) == [1, 2, 3, 4, 5]
+    assert pairs.ratios[2] == pytest.approx(0.5)
+    # The ratio of the two sides' medians would pair repetition 5's worker with repetition 2's peer.
+    assert stats.median(list(WORKER.values())) / stats.median(list(PEER.values())) != pytest.approx(1.05)
 
 
 def test_only_repetitions_that_measured_both_sides_count() -> None:
-    assert paired_ratio({1: 10.0, 2: 30.0}, {2: 20.0, 3: 5.0}) == 1.5
-    assert paired_ratio({1: 10.0}, {2: 20.0}) is None
-    assert paired_ratio({1: 10.0}, {1: 0.0}) is None
+    assert stats.paired({1: 10.0, 2: 30.0}, {2: 20.0, 3: 5.0}).ratios == {2: 1.5}
+    assert stats.paired({1: 10.0}, {2: 20.0}).median is None
+    assert stats.paired({1: 10.0}, {1: 0.0}).median is None
+
+
+def test_a_worker_figure_takes_the_median_of_its_repetitions_ratios() -> None:
+    run = results()
+    drains = {("in-process", None): [drain(number, rate) for number, rate in WORKER.items()]}
+    figures.workers(run, drains, [], PEER)
+    [figure] = [each for each in run.figures if each.label.startswith("in-process worker drain, default")]
+    assert figure.ratio == pytest.approx(1.05)
+    assert figure.value == pytest.approx(stats.median(list(WORKER.values())))
+    assert figure.baseline == pytest.approx(stats.median(list(PEER.values())))
+    [line] = [line for line in run.details if line.startswith("in-process worker drain, default settings ÷ PgQueuer")]
+    assert "1.050, 0.500, 1.050, 1.050, 1.050" in line
+
+
+def test_without_the_peer_a_worker_figure_has_no_ratio() -> None:
+    run = results()
+    figures.workers(run, {("in-process", None): [drain(1, 100.0)]}, [], {})
+    [figure] = [each for each in run.figures if each.label.startswith("in-process worker drain, default")]
+    assert figure.ratio is None
+
+
+@pytest.mark.parametrize(
+    ("points", "slope"),
+    [
+        ([(100, 0.34), (1000, 3.4), (10_000, 34.0)], 1.0),
+        ([(10, 1.0), (100, 100.0)], 2.0),
+        ([(100, 5.0), (1000, 5.0)], 0.0),
+    ],
+)
+def test_loglog_slope_says_how_time_grows_with_width(points: list[tuple[float, float]], slope: float) -> None:
+    assert stats.loglog_slope(points) == pytest.approx(slope)
+
+
+def test_loglog_slope_needs_two_widths() -> None:
+    assert stats.loglog_slope([(100, 1.0), (100, 2.0)]) is None
+    assert stats.loglog_slope([]) is None

@@ -186,7 +186,7 @@ def server(
 
 def sdk_worker(name: str, base_url: str, queues: Sequence[str], log_dir: Path, ledger: Path, lease: float) -> Process:
     argv = [sys.executable, "-m", "tests.chaos.sdk_worker", base_url, WORKER_KEY, ",".join(queues), "16", str(lease)]
-    # The worker's own startup line (queueflow_client.loop), logged once it is leasing.
+    # The worker's own startup line (queueflow_worker.loop), logged once it is leasing.
     return Process(name, argv, {"QUEUEFLOW_CHAOS_LEDGER": str(ledger)}, log_dir, ready_line="started; queues:")
 
 

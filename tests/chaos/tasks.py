@@ -14,8 +14,8 @@ import uuid
 from typing import Any
 
 from queueflow_client import TaskRegistry
-from queueflow_client.loop import Outcome
 from queueflow_client.tasks import Fatal, JobContext, Retry
+from queueflow_worker import Outcome
 
 from tests.chaos.ledger import Ledger
 

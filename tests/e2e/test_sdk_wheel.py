@@ -1,4 +1,5 @@
-"""`python -m build sdks/python` makes a wheel that installs into a fresh virtualenv and imports."""
+"""`python -m build sdks/python` (and `sdks/worker`, which it depends on) makes wheels that install into a fresh
+virtualenv and import."""
 
 from __future__ import annotations
 
@@ -7,20 +8,27 @@ import sys
 import venv
 from pathlib import Path
 
-SDK = Path(__file__).resolve().parents[2] / "sdks" / "python"
+SDKS = Path(__file__).resolve().parents[2] / "sdks"
 
 
 def test_the_wheel_installs_and_imports(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", dist, SDK], check=True, capture_output=True)
-    (wheel,) = dist.glob("queueflow_client-*.whl")
+    for sdk in ("worker", "python"):
+        build = [sys.executable, "-m", "build", "--wheel", "--outdir", dist, SDKS / sdk]
+        subprocess.run(build, check=True, capture_output=True)
+    (client,) = dist.glob("queueflow_client-*.whl")
+    (worker,) = dist.glob("queueflow_worker-*.whl")
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "--quiet", wheel], check=True, capture_output=True)
-    probe = "import queueflow_client as q; print(q.__version__, q.QueueFlow.__name__, q.Worker.__name__)"
+    # Both at once: the client's dependency on queueflow-worker is met by the wheel beside it.
+    subprocess.run([python, "-m", "pip", "install", "--quiet", client, worker], check=True, capture_output=True)
+    probe = (
+        "import queueflow_client as q, queueflow_worker as w;"
+        " print(q.__version__, q.QueueFlow.__name__, q.Worker.__name__, w.__version__, q.JobContext is w.JobContext)"
+    )
     out = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
-    assert out.stdout.split() == ["0.1.0", "QueueFlow", "Worker"]
+    assert out.stdout.split() == ["0.1.0", "QueueFlow", "Worker", "0.1.0", "True"]
     # The operator CLI is a console script of the wheel.
     usage = subprocess.run([env_dir / "bin" / "queueflow-client", "--help"], capture_output=True, text=True, check=True)
     assert "jobs" in usage.stdout

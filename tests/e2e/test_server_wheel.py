@@ -4,6 +4,7 @@ checkout, it creates its schema (`queueflow migrate`) and serves (`queueflow ser
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -23,7 +24,8 @@ KEYS = {"QUEUEFLOW_API_KEYS": "key-t=tenant-t", "QUEUEFLOW_WORKER_KEYS": "key-w"
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of a fresh virtualenv holding the built `queueflow` wheel.
+    """The python of a fresh virtualenv holding the built `queueflow` wheel, and `queueflow-worker`'s (its `tasks`
+    extra: the in-process runner imports it).
 
     Its dependencies are borrowed from the running environment (a .pth line naming its site-packages) rather
     than downloaded again: what is on trial is the wheel's own contents. A .pth line adds a folder without
@@ -32,7 +34,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = root / "dist"
     build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist, ROOT]
     subprocess.run(build, check=True, capture_output=True)
+    # From a copy: the SDK's wheel test may be building sdks/worker in place at the same time (another xdist worker).
+    worker_source = root / "worker"
+    shutil.copytree(ROOT / "sdks" / "worker", worker_source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    subprocess.run([*build[:-1], worker_source], check=True, capture_output=True)
     (wheel,) = dist.glob("queueflow-*.whl")
+    (worker,) = dist.glob("queueflow_worker-*.whl")
     venv.create(root / "venv", with_pip=False)
     python = root / "venv" / "bin" / "python"
     purelib = subprocess.run(
@@ -41,7 +48,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).stdout.strip()  # fmt: skip
     borrowed = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *site.getsitepackages()}
     (Path(purelib) / "borrowed.pth").write_text("".join(f"{path}\n" for path in sorted(borrowed)))
-    install = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel]
+    install = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel, worker]
     subprocess.run(install, check=True, capture_output=True)
     return python
 
@@ -63,6 +70,12 @@ def test_the_installed_wheel_migrates_and_serves(installed: Path, tmp_path: Path
             cwd=empty, env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         assert not where.stdout.startswith(str(ROOT)), "the test ran the checkout, not the wheel"
+        # The in-process runner's module imports: its worker loop came from queueflow-worker's wheel.
+        runner = subprocess.run(
+            [installed, "-c", "import queueflow.runtime.inprocess as r; print(r.WorkerLoop.__module__)"],
+            cwd=empty, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert (runner.returncode, runner.stdout.strip()) == (0, "queueflow_worker.loop"), runner.stderr
         with live_server("--database-url", url, env={**env, **KEYS}, python=installed, cwd=empty) as base:
             tenant = {"Authorization": "Bearer key-t"}
             worker = {"Authorization": "Bearer key-w"}

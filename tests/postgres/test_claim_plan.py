@@ -5,17 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import NamedTuple
 
 import asyncpg
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.claim_sql import CLAIM, ClaimArgs, Turn
+from queueflow.stores.postgres.params import sql_types
+from queueflow.stores.postgres.restricted_sql import CLAIM_RESTRICTED, Restrictions
 from queueflow.stores.postgres.sql import (
-    CLAIM,
-    CLAIM_RESTRICTED,
     COMPLETE,
-    COMPLETE_BRIEF,
     FAIL,
     HEARTBEAT_MANY,
     RELEASE,
@@ -27,11 +28,21 @@ from tests.postgres.helpers import START, T, engine_on
 HISTORY = 100_000
 
 
+def arguments_of(*groups: type[NamedTuple], **given: str) -> str:
+    """The arguments of an EXECUTE of a statement that takes the parameters `groups`, in their order: each one's SQL
+    literal in `given`, by name, and NULL for the rest."""
+    names = [name for group in groups for name in group._fields]
+    assert set(given) <= set(names), set(given) - set(names)
+    return ", ".join(given.get(name, "NULL") for name in names)
+
+
 async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     # A prepared claim may be planned once and reused (a generic plan): that plan must use the index too.
     await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-    await connection.execute(f"PREPARE claim(text[], int, timestamptz, interval, text[], text) AS {CLAIM}")
-    arguments = f"'{{default}}', 10, '{START.isoformat()}', '30 s', NULL, NULL"
+    await connection.execute(f"PREPARE claim({', '.join(sql_types(ClaimArgs, Turn))}) AS {CLAIM}")
+    arguments = arguments_of(
+        ClaimArgs, Turn, queues="'{default}'", max_jobs="10", now=f"'{START.isoformat()}'", lease="'30 s'"
+    )
     rows = await connection.fetch(f"EXPLAIN EXECUTE claim({arguments})")
     return "\n".join(row[0] for row in rows)
 
@@ -103,12 +114,6 @@ async def test_a_burst_across_tenants_is_claimed_off_the_claim_index_before_any_
     assert "Seq Scan on jobs" not in explained, explained
 
 
-RESTRICTED_TYPES = (
-    "text[], int, timestamptz, interval, text[], text[], text[], text[], int[], text[], text[], int[], text[], text[],"
-    " text[], int[], text[], text[], text[], text[], text, text[]"
-)
-
-
 @pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
 @pytest.mark.parametrize("limit", [1, 10])
 async def test_a_key_limited_claim_reads_only_the_keys_it_serves(
@@ -135,12 +140,27 @@ async def test_a_key_limited_claim_reads_only_the_keys_it_serves(
         )
         await connection.execute("ANALYZE queueflow.jobs")
         await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-        await connection.execute(f"PREPARE claim({RESTRICTED_TYPES}) AS {CLAIM_RESTRICTED}")
-        nothing = "'{}', '{}'"
-        arguments = (
-            f"'{{default}}', {limit}, '{START.isoformat()}', '30 s', {nothing}, {nothing}, '{{}}',"
-            f" '{{{T}}}', '{{default}}', '{{2}}', {nothing}, {nothing}, {nothing}, '{{}}', NULL, NULL, '{{user-2000}}'"
-        )
+        groups = (ClaimArgs, Turn, Restrictions)
+        await connection.execute(f"PREPARE claim({', '.join(sql_types(*groups))}) AS {CLAIM_RESTRICTED}")
+        # One tenant's queue under a key limit of 2, whose key turn last served user-2000; nothing runs yet.
+        nothing = "'{}'"
+        arguments = arguments_of(
+            *groups,
+            queues="'{default}'",
+            max_jobs=str(limit),
+            now=f"'{START.isoformat()}'",
+            lease="'30 s'",
+            **dict.fromkeys(
+                ["blocked_tenants", "blocked_queues", "cap_tenants", "cap_queues", "cap_slots", "key_slot_tenants",
+                 "key_slot_queues", "key_slot_keys", "key_slots", "blocked_key_tenants", "blocked_key_queues",
+                 "blocked_keys"],
+                nothing,
+            ),
+            key_limited_tenants=f"'{{{T}}}'",
+            key_limited_queues="'{default}'",
+            key_limits="'{2}'",
+            key_turns="'{user-2000}'",
+        )  # fmt: skip
         for _ in range(6):  # past the custom plans `auto` tries first
             await connection.execute(f"EXPLAIN ANALYZE EXECUTE claim({arguments})")
         rows = await connection.fetch(f"EXPLAIN ANALYZE EXECUTE claim({arguments})")
@@ -160,11 +180,6 @@ NOW = f"'{START.isoformat()}'::timestamptz"
 # Each batch statement that checks leases: its parameter types, and its arguments after the ids and tokens ($1, $2)
 # for a batch of BATCH leases, as a batched ack, heartbeat or hand-back sends them.
 BATCH_STATEMENTS = {
-    "complete_brief": (
-        COMPLETE_BRIEF,
-        "text[], uuid[], jsonb[], timestamptz",
-        f"array_fill('null'::jsonb, ARRAY[{BATCH}]), {NOW}",
-    ),
     "complete": (COMPLETE, "text[], uuid[], jsonb[], timestamptz", f"array_fill('null'::jsonb, ARRAY[{BATCH}]), {NOW}"),
     "fail": (
         FAIL,

@@ -27,7 +27,7 @@ def row(queue: str, key: str | None = None) -> Job:
 
 async def test_inserted_queues_are_signalled_once_each_after_commit(postgres_url: str) -> None:
     heard = Heard()
-    async with PostgresJobStore.from_url(postgres_url, pool_size=1, signal=heard) as store:
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1, wakeups=heard) as store:
         await store.job_insert_many([row("a"), row("b"), row("a", key="k")])
         assert sorted(heard.queues) == ["a", "b"]
 

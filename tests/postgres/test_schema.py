@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import asyncpg
 import pytest
 from msgspec.structs import replace
@@ -38,6 +40,59 @@ async def test_upgrade_downgrade_upgrade() -> None:
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
         assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
+
+
+# What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
+# ran on every database already upgraded: editing one (a function's text, an index, a default) changes what a fresh
+# `upgrade head` builds but not what those databases hold, so it fails here. A new revision adds its own line.
+BUILT = {
+    "0001": "855adf862e26cd00b1c094f24d81537366d256790e93d881a1f567b6396ed6f4",
+    "0002": "d91714b18e0b1ba7992e6273dd043d58980fc46a2d14f92c3e672da4efbca6b8",
+    "0003": "7a523ec96301385bef263d0cd0d16d11b78d4aae8a28d2b628759a72128c734d",
+    "0004": "b16312db09f76bdaa8719faa2dba95fe12e0b29e37b431a819974fd8b40982d7",
+    "0005": "d80c4e8915827e17defba6427fadd370d3ab47d8b6b2ed3cacccdd7338effe18",
+    "0006": "276e8c909378580b7cd38f896446f39356fde9cc508767a5945550b2e6b7829f",
+}
+
+# Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
+CATALOG = """
+SELECT kind, name, definition FROM (
+    SELECT 'column' AS kind, table_name || '.' || column_name AS name,
+           concat_ws(' ', data_type, is_nullable, column_default) AS definition
+      FROM information_schema.columns WHERE table_schema = 'queueflow'
+    UNION ALL
+    SELECT 'table', oid::regclass::text, coalesce(array_to_string(reloptions, ','), '')
+      FROM pg_class WHERE relnamespace = 'queueflow'::regnamespace AND relkind = 'r'
+    UNION ALL
+    SELECT 'constraint', conrelid::regclass || '.' || conname, pg_get_constraintdef(oid)
+      FROM pg_constraint WHERE connamespace = 'queueflow'::regnamespace
+    UNION ALL
+    SELECT 'index', indexname, indexdef FROM pg_indexes WHERE schemaname = 'queueflow'
+    UNION ALL
+    SELECT 'trigger', tgrelid::regclass || '.' || tgname, pg_get_triggerdef(oid)
+      FROM pg_trigger WHERE NOT tgisinternal AND tgrelid::regclass::text LIKE 'queueflow.%'
+    UNION ALL
+    SELECT 'function', p.oid::regprocedure::text, pg_get_functiondef(p.oid) || (
+               SELECT coalesce(string_agg(a.grantee::regrole::text || ' ' || a.privilege_type, ', ' ORDER BY 1), '')
+                 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS a WHERE a.grantee <> p.proowner)
+      FROM pg_proc AS p WHERE p.pronamespace = 'queueflow'::regnamespace
+) AS catalog ORDER BY kind COLLATE "C", name COLLATE "C"
+"""
+
+
+async def built(connection: asyncpg.Connection) -> str:
+    rows = await connection.fetch(CATALOG)
+    return hashlib.sha256("\n".join("\t".join(row) for row in rows).encode()).hexdigest()
+
+
+async def test_each_revision_builds_and_its_downgrade_restores_what_it_did_when_it_shipped() -> None:
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        for revision in BUILT:
+            await pgschema.upgrade_async(url, revision)
+            assert (revision, await built(connection)) == (revision, BUILT[revision])
+        for revision in reversed(list(BUILT)[:-1]):
+            await pgschema.downgrade_async(url, revision)
+            assert (revision, await built(connection)) == (revision, BUILT[revision])
 
 
 async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> None:

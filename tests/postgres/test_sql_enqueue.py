@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
-from queueflow.api.schemas import LeaseRequest
+from queueflow.api.schemas.worker import LeaseRequest
 from queueflow.api.worker import lease_or_wait
 from queueflow.clocks import SystemClock
 from queueflow.core.flow import QueueSettingsPatch

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from queueflow_client import JobContext, TaskRegistry
-from queueflow_client.loop import ACK_BATCHES_KEPT, Outcome, WorkerLoop
+from queueflow_worker.loop import ACK_BATCHES_KEPT, Outcome, WorkerLoop
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from queueflow_client.outcomes import Outcome, answers_in_order
+from queueflow_worker.outcomes import Outcome, answers_in_order
 
 
 def test_completions_alone_are_answered_in_their_order() -> None:

@@ -1,5 +1,6 @@
 """`ctx.progress(value)` in the SDK's tasks: through the remote Worker (HTTP heartbeat) and the server's in-process
-runner (the engine), async and sync tasks; the job shows it while it runs and after it has finished."""
+runner (the engine: tests/runtime), async and sync tasks; the job shows it while it runs and after it has
+finished."""
 
 from __future__ import annotations
 
@@ -7,12 +8,8 @@ import asyncio
 import threading
 from typing import Any
 
-from queueflow.core.types import NewJob
-from queueflow.engine import Engine
-from queueflow.runtime.inprocess import InProcessWorker
 from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry
 
-from tests.inprocess import WatchedWakeups
 from tests.sdk.test_worker import MakeWorker
 
 
@@ -54,17 +51,3 @@ async def test_a_sync_task_reports_progress_from_its_thread(client: AsyncQueueFl
     job = await client.jobs.run("sync", timeout=5)
     await worker.stop()
     assert (job.result, job.progress) == (1, "halfway")
-
-
-async def test_the_in_process_runner_records_progress(engine: Engine, wakeups: WatchedWakeups) -> None:
-    tasks, done = TaskRegistry(), asyncio.Event()
-
-    @tasks.task("t")
-    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
-        assert await ctx.progress([1, 2, 3])
-        done.set()
-
-    async with InProcessWorker(engine, wakeups, tasks, queues=["default"], poll=60):
-        job = (await engine.enqueue("default", NewJob(task_name="t"))).job
-        await asyncio.wait_for(done.wait(), 5)
-    assert (await engine.get_job("default", job.id)).progress == [1, 2, 3]

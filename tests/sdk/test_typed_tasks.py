@@ -142,6 +142,9 @@ def test_mypy_rejects_a_payload_of_the_wrong_type(tmp_path: Path) -> None:
                 resize.enqueue(client, Resize(width=3), delay_seconds=10)
                 resize.enqueue(client, {"width": 3})
                 resize.enqueue(client, Resize(3), priorty=2)
+                resize.enqueue(client, Resize(3), concurrency_key="user-1")  # every option of jobs.enqueue
+                client.jobs.enqueue("t", queue_name=None, concurrency_key="user-1")  # None: not sent
+                client.jobs.enqueue("t", queue="mail")
 
             async def use_async(client: AsyncQueueFlow) -> None:
                 await send_email.enqueue_async(client, {"to": "ada@example.com"})
@@ -160,4 +163,4 @@ def test_mypy_rejects_a_payload_of_the_wrong_type(tmp_path: Path) -> None:
     lines = [
         line.split(": error: ")[0].rsplit(":", 1)[-1] for line in checked.stdout.splitlines() if ": error: " in line
     ]
-    assert sorted(set(lines), key=int) == ["25", "26", "28", "29", "33"], checked.stdout
+    assert sorted(set(lines), key=int) == ["25", "26", "28", "29", "32", "36"], checked.stdout

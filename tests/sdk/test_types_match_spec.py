@@ -19,8 +19,8 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pytest
 from queueflow_client import types as public
-from queueflow_client._calls import JobOptions
 from queueflow_client.errors import FieldError
+from queueflow_client.options import JobOptions
 
 SPEC = json.loads((Path(__file__).resolve().parents[2] / "spec" / "openapi.json").read_text())
 SCHEMAS: dict[str, Any] = SPEC["components"]["schemas"]

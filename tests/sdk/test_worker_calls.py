@@ -9,9 +9,9 @@ import httpx
 from queueflow.clocks import TestClock
 from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker, _calls
 from queueflow_client._transport import AsyncTransport, RetryPolicy
-from queueflow_client.outcomes import Outcome
 from queueflow_client.types import HeartbeatResult
 from queueflow_client.worker import _HttpSource
+from queueflow_worker import Outcome
 
 from tests.sdk.conftest import BASE
 from tests.sdk.test_transport import scripted_transport

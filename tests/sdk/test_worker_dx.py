@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry, Worker
 from queueflow_client.errors import AuthenticationError, PermissionDeniedError
-from queueflow_client.loop import MAX_ERROR_CHARS, Outcome, WorkerLoop, error_text
-from queueflow_client.tasks import invoke
+from queueflow_worker import MAX_ERROR_CHARS, Outcome, WorkerLoop, error_text, invoke
 
 from tests.sdk.conftest import BASE, Responses
 from tests.sdk.test_worker import Gate, MakeWorker

@@ -18,7 +18,7 @@ from queueflow.core.cursor import Listed
 from queueflow.core.ids import new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import JSON, Completion, Cursor, Failure, Job, JobFilter, JobStatus, NewJob
+from queueflow.core.types import JSON, ClaimRequest, Completion, Cursor, Failure, Job, JobFilter, JobStatus, NewJob
 from queueflow.core.workflow import NewStep, Step, Workflow, WorkflowStatus, new_steps, step_job
 from queueflow.ports import Store
 
@@ -99,7 +99,9 @@ async def inserted(store: Store, *rows: Job) -> list[Job]:
 async def leased(store: Store, row: Job, now: datetime = START, lease_seconds: float = LEASE) -> Job:
     """`row` inserted and claimed at `now`: running, with a lease. Its queue must hold nothing else that is due."""
     await inserted(store, row)
-    (claimed,) = await store.job_claim([row.queue_name], 1, now, lease_seconds)
+    (claimed,) = await store.job_claim(
+        ClaimRequest(queues=[row.queue_name], max_jobs=1, now=now, lease_seconds=lease_seconds)
+    )
     assert claimed.id == row.id
     return claimed
 
@@ -122,7 +124,9 @@ async def in_status(store: Store, status: JobStatus, queue: str | None = None, n
     if status is JobStatus.RUNNING:
         return held
     if status is JobStatus.COMPLETED:
-        (ended,) = await store.job_complete_many([Completion(held.id, token, "done")], now)
+        (completed,) = await store.job_complete_many([Completion(held.id, token, "done")], now)
+        assert completed is not None
+        ended = await store.job_get(held.id)
     else:
         retry_at = now + timedelta(minutes=1) if status is JobStatus.RETRYING else None
         (ended,) = await store.job_fail_many([Failure(held.id, token, "boom", retry_at)], now)

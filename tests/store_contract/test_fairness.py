@@ -8,7 +8,7 @@ import asyncio
 
 from queueflow.clocks import TestClock
 from queueflow.core.flow import QueueSettingsPatch
-from queueflow.core.types import NewJob
+from queueflow.core.types import ClaimRequest, NewJob
 from queueflow.engine import Engine
 from queueflow.ports import Store
 
@@ -136,25 +136,37 @@ async def test_the_store_claims_in_turns_after_the_tenant_it_is_given(store: Sto
     for tenant in ("a", "b", "c", "d"):
         await enqueue(engine, tenant, 2)
     clock.advance(seconds=1)
-    claimed = await store.job_claim(["default"], 5, clock.now(), 30, after_tenant="b")
+    claimed = await store.job_claim(
+        ClaimRequest(queues=["default"], max_jobs=5, now=clock.now(), lease_seconds=30, after_tenant="b")
+    )
     assert [job.tenant_id for job in claimed] == ["c", "d", "a", "b", "c"]
     # A name no tenant has still has a place in the turn; one PostgreSQL cannot store comes before every tenant.
-    claimed = await store.job_claim(["default"], 2, clock.now(), 30, after_tenant="bz")
+    claimed = await store.job_claim(
+        ClaimRequest(queues=["default"], max_jobs=2, now=clock.now(), lease_seconds=30, after_tenant="bz")
+    )
     assert [job.tenant_id for job in claimed] == ["d", "a"]
-    assert [job.tenant_id for job in await store.job_claim(["default"], 1, clock.now(), 30, after_tenant="\x00")] == [
-        "b"
-    ]
+    assert [
+        job.tenant_id
+        for job in await store.job_claim(
+            ClaimRequest(queues=["default"], max_jobs=1, now=clock.now(), lease_seconds=30, after_tenant="\x00")
+        )
+    ] == ["b"]
 
 
 async def test_concurrent_claims_across_tenants_never_take_the_same_job(store: Store, clock: TestClock) -> None:
     engine = Engine(store, clock)
     ids = [job_id for tenant in ("a", "b", "c") for job_id in await enqueue(engine, tenant, 30)]
     clock.advance(seconds=1)
-    claims = await asyncio.gather(*(store.job_claim(["default"], 10, clock.now(), 30) for _ in range(9)))
+    claims = await asyncio.gather(
+        *(
+            store.job_claim(ClaimRequest(queues=["default"], max_jobs=10, now=clock.now(), lease_seconds=30))
+            for _ in range(9)
+        )
+    )
     claimed = [job.id for claim in claims for job in claim]
     assert len(set(claimed)) == len(claimed)
     # A claim skips the rows another one holds, so some may have come back short; none left a job behind.
-    rest = await store.job_claim(["default"], 100, clock.now(), 30)
+    rest = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=100, now=clock.now(), lease_seconds=30))
     assert sorted(claimed + [job.id for job in rest]) == sorted(ids)
 
 

@@ -14,7 +14,7 @@ import pytest
 from msgspec.structs import replace
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
-from queueflow.core.types import JSON, Completion, Ended, Failure, HeldLease, Job, JobStatus
+from queueflow.core.types import JSON, ClaimRequest, Completion, Ended, Failure, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
@@ -48,7 +48,7 @@ async def end_delivery(store: Store, held: Job, status: JobStatus) -> None:
         await store.job_fail_many([Failure(held.id, token, "again", at(60))], START)
 
 
-async def finish(store: Store, how: str, items: Sequence[tuple[str, str, JSON]]) -> list[Job | None]:
+async def finish(store: Store, how: str, items: Sequence[tuple[str, str, JSON]]) -> Sequence[Job | Ended | None]:
     """At at(10), in one batch: complete each (job id, token, result) of `items`, or fail each (job id, token,
     error) for a retry at at(60)."""
     if how == "complete":
@@ -61,7 +61,7 @@ async def finish(store: Store, how: str, items: Sequence[tuple[str, str, JSON]])
 
 async def test_claim_moves_a_due_job_to_running_with_a_fresh_lease(store: Store) -> None:
     (row,) = await inserted(store, job())
-    (claimed,) = await store.job_claim(["default"], 10, at(1), LEASE)
+    (claimed,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=10, now=at(1), lease_seconds=LEASE))
     token = claimed.lease_token or ""
     assert str(uuid.UUID(token)) == token
     assert claimed == replace(
@@ -74,8 +74,8 @@ async def test_claim_takes_a_retrying_job_once_due_with_a_new_token_and_delivery
     first = await leased(store, job())
     (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(60))], START)
     assert retrying is not None
-    assert await store.job_claim(["default"], 1, at(59), LEASE) == []
-    (again,) = await store.job_claim(["default"], 1, at(60), LEASE)
+    assert await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=at(59), lease_seconds=LEASE)) == []
+    (again,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=at(60), lease_seconds=LEASE))
     assert again.lease_token not in (None, first.lease_token)
     assert again == replace(
         retrying,
@@ -91,11 +91,19 @@ async def test_claim_takes_only_waiting_due_jobs_of_the_named_queues(store: Stor
     for status in (RUNNING, COMPLETED, DEAD_LETTER, CANCELLED):
         await in_status(store, status, "q")  # the running one's lease expires at at(30): still not claimable
     later, elsewhere = await inserted(store, job(queue_name="q", run_at=at(60)), job(queue_name="elsewhere"))
-    assert await store.job_claim(["q"], 100, at(59), LEASE) == []
-    assert await store.job_claim([], 100, at(59), LEASE) == []
-    assert await store.job_claim(["nul\x00"], 100, at(59), LEASE) == []
-    assert [row.id for row in await store.job_claim(["q", "q"], 100, at(60), LEASE)] == [later.id]
-    assert [row.id for row in await store.job_claim(["elsewhere"], 100, at(60), LEASE)] == [elsewhere.id]
+    assert await store.job_claim(ClaimRequest(queues=["q"], max_jobs=100, now=at(59), lease_seconds=LEASE)) == []
+    assert await store.job_claim(ClaimRequest(queues=[], max_jobs=100, now=at(59), lease_seconds=LEASE)) == []
+    assert await store.job_claim(ClaimRequest(queues=["nul\x00"], max_jobs=100, now=at(59), lease_seconds=LEASE)) == []
+    assert [
+        row.id
+        for row in await store.job_claim(ClaimRequest(queues=["q", "q"], max_jobs=100, now=at(60), lease_seconds=LEASE))
+    ] == [later.id]
+    assert [
+        row.id
+        for row in await store.job_claim(
+            ClaimRequest(queues=["elsewhere"], max_jobs=100, now=at(60), lease_seconds=LEASE)
+        )
+    ] == [elsewhere.id]
 
 
 async def test_claim_order_is_priority_then_scheduled_at_then_created_at_across_queues(store: Store) -> None:
@@ -106,8 +114,13 @@ async def test_claim_order_is_priority_then_scheduled_at_then_created_at_across_
     fifth = job(priority=-1, now=at(0), queue_name="other")
     await inserted(store, fifth, third, fourth, second, first)
     queues = ["default", "other"]
-    assert [row.id for row in await store.job_claim(queues, 2, at(10), LEASE)] == [first.id, second.id]
-    rest = await store.job_claim(list(reversed(queues)), 10, at(10), LEASE)
+    assert [
+        row.id
+        for row in await store.job_claim(ClaimRequest(queues=queues, max_jobs=2, now=at(10), lease_seconds=LEASE))
+    ] == [first.id, second.id]
+    rest = await store.job_claim(
+        ClaimRequest(queues=list(reversed(queues)), max_jobs=10, now=at(10), lease_seconds=LEASE)
+    )
     assert [row.id for row in rest] == [third.id, fourth.id, fifth.id]
 
 
@@ -116,25 +129,49 @@ async def test_claim_of_some_tasks_passes_over_the_others_in_claim_order(store: 
     mine, later_mine = job(task_name="send", now=at(1)), job(task_name="send", now=at(2))
     theirs = job(task_name="report", now=at(0))
     await inserted(store, urgent_other, theirs, later_mine, mine)
-    claimed = await store.job_claim(["default"], 10, at(5), LEASE, ["send", "nobody", "nul\x00"])
+    claimed = await store.job_claim(
+        ClaimRequest(
+            queues=["default"], max_jobs=10, now=at(5), lease_seconds=LEASE, task_names=["send", "nobody", "nul\x00"]
+        )
+    )
     assert [row.id for row in claimed] == [mine.id, later_mine.id]
-    assert await store.job_claim(["default"], 10, at(5), LEASE, ["send"]) == []
-    assert await store.job_claim(["default"], 10, at(5), LEASE, ["nul\x00"]) == []
-    assert [row.id for row in await store.job_claim(["default"], 1, at(5), LEASE, ["report", "resize"])] == [
-        urgent_other.id
-    ]
+    assert (
+        await store.job_claim(
+            ClaimRequest(queues=["default"], max_jobs=10, now=at(5), lease_seconds=LEASE, task_names=["send"])
+        )
+        == []
+    )
+    assert (
+        await store.job_claim(
+            ClaimRequest(queues=["default"], max_jobs=10, now=at(5), lease_seconds=LEASE, task_names=["nul\x00"])
+        )
+        == []
+    )
+    assert [
+        row.id
+        for row in await store.job_claim(
+            ClaimRequest(
+                queues=["default"], max_jobs=1, now=at(5), lease_seconds=LEASE, task_names=["report", "resize"]
+            )
+        )
+    ] == [urgent_other.id]
     assert (await store.job_get(theirs.id)).status == PENDING  # type: ignore[union-attr]
 
 
 async def test_claim_caps_the_lease_at_the_jobs_timeout(store: Store) -> None:
     await inserted(store, job(timeout_seconds=2.5), job(timeout_seconds=600))
-    claimed = await store.job_claim(["default"], 2, START, LEASE)
+    claimed = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=2, now=START, lease_seconds=LEASE))
     assert sorted(row.locked_until for row in claimed if row.locked_until) == [at(2.5), at(LEASE)]
 
 
 async def test_concurrent_claims_never_take_the_same_job(store: Store) -> None:
     rows = await inserted(store, *(job() for _ in range(20)))
-    claims = await asyncio.gather(*(store.job_claim(["default"], 7, at(1), LEASE) for _ in range(4)))
+    claims = await asyncio.gather(
+        *(
+            store.job_claim(ClaimRequest(queues=["default"], max_jobs=7, now=at(1), lease_seconds=LEASE))
+            for _ in range(4)
+        )
+    )
     claimed = [row.id for claim in claims for row in claim]
     assert sorted(claimed) == sorted(row.id for row in rows)
 
@@ -228,15 +265,30 @@ async def test_heartbeat_many_after_the_lease_ran_out_changes_nothing(store: Sto
 # --- job_complete_many, job_fail_many ----------------------------------------------------------------------
 
 
-async def test_complete_many_moves_each_held_job_to_completed_with_its_result(store: Store) -> None:
+async def test_complete_many_moves_each_held_job_to_completed_with_its_result_and_answers_briefly(
+    store: Store,
+) -> None:
     a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
+    stale = await leased(store, job(queue_name="c"))
     assert await store.job_complete_many([], at(5)) == []
-    done = await store.job_complete_many(
-        [Completion(a.id, a.lease_token or "", {"rows": [1, 2]}), Completion(b.id, b.lease_token or "")], at(5)
+    ended = await store.job_complete_many(
+        [
+            Completion(a.id, a.lease_token or "", {"rows": [1, 2]}),
+            Completion(b.id, b.lease_token or ""),
+            Completion(stale.id, stranger_token()),
+            Completion(stale.id, "not-a-token"),
+            Completion("job_missing", a.lease_token or ""),
+        ],
+        at(5),
     )
+    assert ended == [Ended(a.id, COMPLETED, "a", None), Ended(b.id, COMPLETED, "b", None), None, None, None]
     cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
-    assert done == [replace(a, result={"rows": [1, 2]}, **cleared), replace(b, result=None, **cleared)]
-    assert await store.job_get_many([a.id, b.id]) == {a.id: done[0], b.id: done[1]}
+    assert await store.job_get_many([a.id, b.id, stale.id]) == {
+        a.id: replace(a, result={"rows": [1, 2]}, **cleared),
+        b.id: replace(b, result=None, **cleared),
+        stale.id: stale,
+    }
+    assert await store.job_complete_many([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only
 
 
 async def test_fail_many_records_each_items_decision_retrying_or_dead_letter(store: Store) -> None:
@@ -261,7 +313,7 @@ async def test_a_finish_answers_none_for_each_item_whose_lease_is_not_held(store
     expired = await leased(store, job(queue_name="expired"), lease_seconds=10)  # locked_until = at(10)
     stale = await leased(store, job(queue_name="stale"))
     await store.job_fail_many([Failure(stale.id, stale.lease_token or "", "lost", at(1))], at(1))
-    (reclaimed,) = await store.job_claim(["stale"], 1, at(2), LEASE)
+    (reclaimed,) = await store.job_claim(ClaimRequest(queues=["stale"], max_jobs=1, now=at(2), lease_seconds=LEASE))
     token = held.lease_token or ""
     items = [
         (expired.id, expired.lease_token or "", "x"),
@@ -313,30 +365,6 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     assert current[expires[21].id] == expires[21]
 
 
-async def test_complete_brief_ends_each_held_lease_as_complete_many_does_and_answers_briefly(store: Store) -> None:
-    a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
-    stale = await leased(store, job(queue_name="c"))
-    assert await store.job_complete_brief([], at(5)) == []
-    ended = await store.job_complete_brief(
-        [
-            Completion(a.id, a.lease_token or "", {"rows": [1]}),
-            Completion(b.id, b.lease_token or ""),
-            Completion(stale.id, stranger_token()),
-            Completion(stale.id, "not-a-token"),
-            Completion("job_missing", a.lease_token or ""),
-        ],
-        at(5),
-    )
-    assert ended == [Ended(a.id, COMPLETED, "a", None), Ended(b.id, COMPLETED, "b", None), None, None, None]
-    cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
-    assert await store.job_get_many([a.id, b.id, stale.id]) == {
-        a.id: replace(a, result={"rows": [1]}, **cleared),
-        b.id: replace(b, result=None, **cleared),
-        stale.id: stale,
-    }
-    assert await store.job_complete_brief([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only
-
-
 # --- job_release_many --------------------------------------------------------------------------------------
 
 
@@ -346,7 +374,7 @@ async def test_release_many_makes_held_jobs_claimable_again_as_if_never_claimed(
     (again,) = await store.job_release_many([HeldLease(first.id, first.lease_token or "")], at(2))
     assert again == row  # pending, no delivery, no lease, never started
     assert await store.job_get(row.id) == row
-    (claimed,) = await store.job_claim(["a"], 1, at(3), LEASE)
+    (claimed,) = await store.job_claim(ClaimRequest(queues=["a"], max_jobs=1, now=at(3), lease_seconds=LEASE))
     assert (claimed.id, claimed.delivery_count) == (row.id, 1)
 
 
@@ -354,7 +382,7 @@ async def test_release_many_of_a_retry_keeps_it_retrying_with_its_earlier_delive
     first = await leased(store, job())
     (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(10))], at(5))
     assert retrying is not None
-    (second,) = await store.job_claim(["default"], 1, at(10), LEASE)
+    (second,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=at(10), lease_seconds=LEASE))
     (released,) = await store.job_release_many([HeldLease(second.id, second.lease_token or "")], at(11))
     # Retrying, one delivery; started_at is the released claim's (the earlier one's is not kept anywhere).
     assert released == replace(retrying, started_at=at(10))
@@ -378,10 +406,19 @@ async def test_release_many_answers_none_unless_the_lease_is_held_and_changes_no
 
 async def test_claim_with_task_names_takes_only_those_tasks(store: Store) -> None:
     mine, theirs = await inserted(store, job(task_name="mine"), job(task_name="theirs", priority=5))
-    assert await store.job_claim(["default"], 10, at(1), LEASE, ["nobody", "\x00"]) == []
-    (claimed,) = await store.job_claim(["default"], 10, at(1), LEASE, ["mine", "mine"])
+    assert (
+        await store.job_claim(
+            ClaimRequest(queues=["default"], max_jobs=10, now=at(1), lease_seconds=LEASE, task_names=["nobody", "\x00"])
+        )
+        == []
+    )
+    (claimed,) = await store.job_claim(
+        ClaimRequest(queues=["default"], max_jobs=10, now=at(1), lease_seconds=LEASE, task_names=["mine", "mine"])
+    )
     assert claimed.id == mine.id
-    (other,) = await store.job_claim(["default"], 10, at(1), LEASE, None)
+    (other,) = await store.job_claim(
+        ClaimRequest(queues=["default"], max_jobs=10, now=at(1), lease_seconds=LEASE, task_names=None)
+    )
     assert other.id == theirs.id
 
 
@@ -391,14 +428,33 @@ async def test_job_claim_for_a_tenant_claims_only_that_tenants_due_jobs_in_claim
     ours_high = job(priority=2, queue_name="q", now=at(1))
     ours_later = job(queue_name="q", run_at=at(60))
     await inserted(store, *theirs, ours_low, ours_high, ours_later)
-    claimed = await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-a")
+    claimed = await store.job_claim(
+        ClaimRequest(queues=["q"], max_jobs=10, now=at(2), lease_seconds=LEASE, tenant_id="tenant-a")
+    )
     assert [row.id for row in claimed] == [ours_high.id, ours_low.id]
     assert all(row.status is RUNNING and row.lease_token for row in claimed)
-    assert await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-a") == []
-    assert await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-c") == []
-    assert await store.job_claim(["q"], 10, at(2), LEASE, tenant_id="tenant-\x00") == []
+    assert (
+        await store.job_claim(
+            ClaimRequest(queues=["q"], max_jobs=10, now=at(2), lease_seconds=LEASE, tenant_id="tenant-a")
+        )
+        == []
+    )
+    assert (
+        await store.job_claim(
+            ClaimRequest(queues=["q"], max_jobs=10, now=at(2), lease_seconds=LEASE, tenant_id="tenant-c")
+        )
+        == []
+    )
+    assert (
+        await store.job_claim(
+            ClaimRequest(queues=["q"], max_jobs=10, now=at(2), lease_seconds=LEASE, tenant_id="tenant-\x00")
+        )
+        == []
+    )
     # The other tenant's jobs were left alone, for any other claimer.
-    assert sorted(row.id for row in await store.job_claim(["q"], 10, at(2), LEASE)) == sorted(row.id for row in theirs)
+    assert sorted(
+        row.id for row in await store.job_claim(ClaimRequest(queues=["q"], max_jobs=10, now=at(2), lease_seconds=LEASE))
+    ) == sorted(row.id for row in theirs)
 
 
 async def test_job_heartbeat_records_progress_only_while_the_lease_is_held(store: Store) -> None:
@@ -439,6 +495,9 @@ async def test_a_jobs_trace_context_is_stored_and_claimed_with_it(store: Store) 
     traced = replace(job(), trace_context=context)
     stored, _ = await inserted(store, traced, job())
     assert stored.trace_context == context
-    claimed = {row.id: row for row in await store.job_claim(["default"], 10, START, LEASE)}
+    claimed = {
+        row.id: row
+        for row in await store.job_claim(ClaimRequest(queues=["default"], max_jobs=10, now=START, lease_seconds=LEASE))
+    }
     assert claimed[traced.id].trace_context == context
     assert [row.trace_context for row_id, row in claimed.items() if row_id != traced.id] == [None]

@@ -1,5 +1,5 @@
 """The `JobStore` methods a tenant's calls and the janitor's retention reach, called directly on every store:
-insert, get, list, cancel, retry, delete_finished and queue_counts, each against its docstring in `ports`.
+insert, get, list, cancel, retry and delete_finished, each against its docstring in `ports`.
 
 The lease methods (claim, heartbeat, complete, fail, lease_expired) are in test_store_job_leases.py.
 """
@@ -10,15 +10,14 @@ import pytest
 from msgspec.structs import replace
 from queueflow.core.advance import Transition
 from queueflow.core.errors import ValidationError
-from queueflow.core.flow import QueueSettingsPatch
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.types import (
     BackoffPolicy,
     BackoffStrategy,
+    ClaimRequest,
     Completion,
     Failure,
     JobFilter,
-    QueueCounts,
 )
 from queueflow.core.workflow import WorkflowStatus
 from queueflow.ports import Store
@@ -198,7 +197,7 @@ async def test_retry_moves_a_dead_letter_or_cancelled_job_back_to_pending_at_now
     # A dead letter that had a retry first: retry_count, next_retry_at and completed_at are all set.
     held = await leased(store, job(queue_name="dlq"))
     await store.job_fail_many([Failure(held.id, held.lease_token or "", "flaky", at(1))], at(0))
-    (again,) = await store.job_claim(["dlq"], 1, at(1), LEASE)
+    (again,) = await store.job_claim(ClaimRequest(queues=["dlq"], max_jobs=1, now=at(1), lease_seconds=LEASE))
     (dead,) = await store.job_fail_many([Failure(again.id, again.lease_token or "", "fatal", None)], at(2))
     assert dead is not None
     assert (dead.retry_count, dead.next_retry_at, dead.completed_at) == (1, at(1), at(2))
@@ -209,7 +208,10 @@ async def test_retry_moves_a_dead_letter_or_cancelled_job_back_to_pending_at_now
             row, status=PENDING, scheduled_at=at(50), retry_count=0, next_retry_at=None, completed_at=None
         )
         assert await store.job_get(row.id) == replayed
-    assert [row.id for row in await store.job_claim(["dlq"], 1, at(50), LEASE)] == [dead.id]
+    assert [
+        row.id
+        for row in await store.job_claim(ClaimRequest(queues=["dlq"], max_jobs=1, now=at(50), lease_seconds=LEASE))
+    ] == [dead.id]
 
 
 async def test_retry_answers_none_for_other_states_missing_or_foreign_jobs_and_changes_nothing(store: Store) -> None:
@@ -253,7 +255,7 @@ async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant
 
 async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(store: Store) -> None:
     workflow = await stored_workflow(store, step("a"))
-    (held,) = await store.job_claim(["default"], 1, START, LEASE)
+    (held,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=START, lease_seconds=LEASE))
     await store.job_complete_many([Completion(held.id, held.lease_token or "")], at(1))
     assert await store.job_delete_finished(at(100), 10) == 0
     assert await store.job_get(held.id) is not None
@@ -261,45 +263,3 @@ async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(sto
     await store.workflow_advance(workflow.id, lambda _: finish, step_job_maker(at(2)), at(2))
     assert await store.job_delete_finished(at(100), 10) == 1
     assert await store.job_get(held.id) is None
-
-
-# --- queue_counts ------------------------------------------------------------------------------------------
-
-
-async def test_queue_counts_count_each_of_the_tenants_queues_by_state_at_now(store: Store) -> None:
-    await in_status(store, RUNNING, "a")
-    await in_status(store, COMPLETED, "a")
-    await in_status(store, DEAD_LETTER, "a")
-    await in_status(store, CANCELLED, "a")
-    await in_status(store, RETRYING, "a", now=at(40))  # due at at(100)
-    await in_status(store, RETRYING, "a", now=at(-55))  # due at at(5)
-    await inserted(store, job(queue_name="a"), job(queue_name="a", run_at=at(11)), job(queue_name="b", now=at(3)))
-    await inserted(store, job(tenant=OTHER, queue_name="c"))
-
-    assert await store.queue_counts(T, at(10)) == [
-        # pending and scheduled are disjoint; retrying is the retrying part of both.
-        QueueCounts(
-            name="a", pending=2, scheduled=2, running=1, retrying=2, completed=1, dead_letter=1, cancelled=1,
-            oldest_due_at=START,
-        ),
-        QueueCounts(name="b", pending=1, oldest_due_at=at(3)),
-    ]  # fmt: skip
-    assert await store.queue_counts(OTHER, at(10)) == [QueueCounts(name="c", pending=1, oldest_due_at=START)]
-    assert await store.queue_counts("nobody", at(10)) == []
-    assert await store.queue_counts("nul\x00", at(10)) == []
-
-
-async def test_queue_overview_reads_the_settings_and_the_counts_together(store: Store) -> None:
-    await inserted(store, job(queue_name="a"), job(queue_name="b", now=at(3)))
-    await store.queue_configure(T, "idle", QueueSettingsPatch(paused=True), at(0))
-    await store.queue_configure(T, "a", QueueSettingsPatch(concurrency_limit=2), at(0))
-
-    settings, counts = await store.queue_overview(T, at(10))
-    assert settings == await store.queue_settings(T)
-    assert set(settings) == {"a", "idle"}
-    assert settings["idle"].paused
-    assert counts == await store.queue_counts(T, at(10))
-    assert await store.queue_overview(T, at(10), "a") == ({"a": settings["a"]}, counts[:1])
-    assert await store.queue_overview(T, at(10), "idle") == ({"idle": settings["idle"]}, [])
-    assert await store.queue_overview("nul\x00", at(10)) == ({}, [])
-    assert await store.queue_overview(T, at(10), "nul\x00") == ({}, [])

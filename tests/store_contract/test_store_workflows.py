@@ -21,7 +21,7 @@ from queueflow.core.advance import (
 )
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
-from queueflow.core.types import Completion, Failure, JobStatus
+from queueflow.core.types import ClaimRequest, Completion, Failure, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, StepStatus, Workflow, WorkflowStatus
 from queueflow.ports import Store
 
@@ -60,7 +60,7 @@ async def advance(store: Store, workflow_id: str, transition: Transition, now: f
 
 async def claim_step(store: Store, queue: str) -> str:
     """Claim the one due job of `queue` (a step's own queue); its lease token."""
-    (held,) = await store.job_claim([queue], 1, START, LEASE)
+    (held,) = await store.job_claim(ClaimRequest(queues=[queue], max_jobs=1, now=START, lease_seconds=LEASE))
     return held.lease_token or ""
 
 

@@ -5,8 +5,9 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from queueflow.api.schemas.jobs import Backoff
 from queueflow.core.backoff import backoff_delay, base_delay
-from queueflow.core.types import BackoffPolicy, BackoffStrategy
+from queueflow.core.types import BackoffPolicy, BackoffStrategy, backoff_policy
 
 E, L, F = BackoffStrategy.EXPONENTIAL, BackoffStrategy.LINEAR, BackoffStrategy.FIXED
 
@@ -51,3 +52,14 @@ def test_jittered_delay_lies_in_half_to_full_capped_delay(
     full = base_delay(policy, retry_count)
     assert full <= policy.max_seconds
     assert full / 2 <= backoff_delay(policy, retry_count, random.Random(seed)) <= full
+
+
+def test_a_row_and_a_request_body_get_the_one_shared_policy() -> None:
+    from_row = BackoffPolicy.from_json(BackoffPolicy(F, 2.5, 60.0, jitter=False).to_json())
+    from_body = Backoff(strategy="fixed", base_seconds=2.5, max_seconds=60, jitter=False).to_domain()
+    assert from_row is from_body is backoff_policy("fixed", 2.5, 60.0, False)
+    # A row the SQL enqueue function wrote may hold JSON integers: the same policy, its numbers floats.
+    from_sql = BackoffPolicy.from_json({"strategy": "fixed", "base_seconds": 2.5, "max_seconds": 60, "jitter": False})
+    assert from_sql is from_row
+    assert from_row == BackoffPolicy(F, 2.5, 60.0, jitter=False)
+    assert type(from_row.max_seconds) is float

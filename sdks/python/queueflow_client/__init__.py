@@ -4,8 +4,10 @@
     client = QueueFlow("http://127.0.0.1:8000")
     client.jobs.enqueue("send_email", payload={"to": "ada@example.com"})
 
-The HTTP core in `queueflow_client._generated` is generated from the server's OpenAPI document
-(`make sdks`); everything else here is written by hand on top of it.
+Its methods live by resource in `queueflow_client.resources`; the task context and worker loop it shares with
+the server's in-process runner, in the `queueflow_worker` package. The HTTP core in `queueflow_client._generated`
+is generated from the server's OpenAPI document (`make sdks`); everything else here is written by hand on top of
+it.
 """
 
 from queueflow_client.client import AsyncQueueFlow, QueueFlow
@@ -25,6 +27,7 @@ from queueflow_client.errors import (
     UnavailableError,
     ValidationError,
 )
+from queueflow_client.options import EnqueueOptions, JobOptions
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
 from queueflow_client.types import (
     UNCHANGED,
@@ -54,10 +57,12 @@ __all__ = [
     "AuthenticationError",
     "Backoff",
     "ConflictError",
+    "EnqueueOptions",
     "Fatal",
     "InvalidStateError",
     "Job",
     "JobContext",
+    "JobOptions",
     "LeaseLostError",
     "LeasedJob",
     "NotFoundError",

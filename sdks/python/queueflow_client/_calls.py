@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any
 
 from queueflow_client._generated.api.jobs import (
     cancel_job,
@@ -73,6 +73,7 @@ from queueflow_client._generated.types import UNSET
 from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call, decoding_call
 from queueflow_client.errors import ArgumentError
+from queueflow_client.options import JobOptions
 from queueflow_client.types import (
     UNCHANGED,
     AckResult,
@@ -91,23 +92,6 @@ from queueflow_client.types import (
     WorkflowStatus,
     decode_lease_answer,
 )
-
-
-class JobOptions(TypedDict, total=False):
-    """One job of `jobs.enqueue_many`: the keyword arguments of `jobs.enqueue`, with `task_name` required."""
-
-    task_name: str
-    payload: Mapping[str, Any]
-    queue_name: str
-    priority: int
-    run_at: datetime
-    delay_seconds: float
-    max_retries: int
-    backoff: Backoff | Mapping[str, Any]
-    timeout_seconds: float
-    metadata: Mapping[str, Any]
-    idempotency_key: str
-    concurrency_key: str
 
 
 def new_idempotency_key() -> str:
@@ -137,7 +121,12 @@ def _job_fields(options: Mapping[str, Any], payload_type: Any, metadata_type: An
     """`where` prefixes the names in errors (`jobs[3].` for an item of a batch)."""
     if not isinstance(options, Mapping):
         raise ArgumentError(f"{where.rstrip('.')} must be a dict of enqueue's arguments, not {options!r:.80}")
-    _reject_unknown(options, JobOptions.__annotations__, "job", f" in {where.rstrip('.')}" if where else "")
+    _reject_unknown(
+        options,
+        JobOptions.__optional_keys__ | JobOptions.__required_keys__,
+        "job",
+        f" in {where.rstrip('.')}" if where else "",
+    )
     if not isinstance(options.get("task_name"), str):
         raise ArgumentError(f"{where}task_name must be a string, not {options.get('task_name')!r:.80}")
     # The idempotency key travels in a header (enqueue) or in the item (enqueue_many): the caller adds it.

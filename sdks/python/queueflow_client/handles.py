@@ -24,35 +24,21 @@ import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 
-from queueflow_client.tasks import Fatal
+from queueflow_worker.context import Fatal, JobContext, TaskFunction
+
+from queueflow_client.options import EnqueueOptions, JobOptions
 
 if TYPE_CHECKING:
-    from queueflow_client._calls import JobOptions
     from queueflow_client.client import AsyncQueueFlow, QueueFlow
-    from queueflow_client.tasks import JobContext, TaskFunction
     from queueflow_client.types import Job
 
 __all__ = ["EnqueueOptions", "Task", "encode", "runnable"]
 
 P = TypeVar("P")
 R = TypeVar("R")
-
-
-class EnqueueOptions(typing.TypedDict, total=False):
-    """`jobs.enqueue`'s keyword arguments but for the task name and the payload."""
-
-    queue_name: str
-    priority: int
-    run_at: Any
-    delay_seconds: float
-    max_retries: int
-    backoff: Any
-    timeout_seconds: float
-    metadata: Mapping[str, Any]
-    idempotency_key: str
 
 
 class Task(Generic[P, R]):
@@ -76,8 +62,7 @@ class Task(Generic[P, R]):
 
     def job(self, payload: P, **options: Unpack[EnqueueOptions]) -> JobOptions:
         """One item for `jobs.enqueue_many`."""
-        item: dict[str, Any] = {"task_name": self.name, "payload": encode(payload), **options}
-        return typing.cast("JobOptions", item)
+        return {"task_name": self.name, "payload": encode(payload), **options}
 
     def __repr__(self) -> str:
         return f"<Task {self.name!r}: {self.function!r}>"

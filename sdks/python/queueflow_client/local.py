@@ -15,13 +15,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from queueflow_worker.context import JobContext, invoke
+from queueflow_worker.ports import TaskRunner
 
 from queueflow_client.handles import encode
-from queueflow_client.tasks import JobContext, invoke
-
-if TYPE_CHECKING:
-    from queueflow_client.tasks import TaskRegistry
 
 __all__ = ["LocalJob", "run_local", "run_local_async"]
 
@@ -48,7 +47,7 @@ class _NoLease:
         return True
 
 
-async def run_local_async(tasks: TaskRegistry, task_name: str, payload: Any = None, **job: Any) -> Any:
+async def run_local_async(tasks: TaskRunner, task_name: str, payload: Any = None, **job: Any) -> Any:
     """Run the task `task_name` of `tasks` once on `payload`; `job` sets the fake job's other fields
     (`delivery_count=3`, `id=…`, `queue_name=…`, `workflow_id=…`, `deadline=…`)."""
     function = tasks.function(task_name)
@@ -70,6 +69,6 @@ async def run_local_async(tasks: TaskRegistry, task_name: str, payload: Any = No
     return result
 
 
-def run_local(tasks: TaskRegistry, task_name: str, payload: Any = None, **job: Any) -> Any:
+def run_local(tasks: TaskRunner, task_name: str, payload: Any = None, **job: Any) -> Any:
     """`run_local_async` from code that is not in an event loop (a plain test function)."""
     return asyncio.run(run_local_async(tasks, task_name, payload, **job))

@@ -1,6 +1,5 @@
-"""Task code, and what a running task knows of its job: the same for the remote `Worker` and the server's
-in-process runner (`queueflow serve --tasks module:registry`), which both run tasks through
-`queueflow_client.loop.WorkerLoop`.
+"""The task registry: task code by name, which both the remote `Worker` and the server's in-process runner
+(`queueflow serve --tasks module:registry`) run through `queueflow_worker.WorkerLoop`.
 
     tasks = TaskRegistry()
 
@@ -11,27 +10,24 @@ in-process runner (`queueflow serve --tasks module:registry`), which both run ta
 
 A task's return value completes the job (it must be JSON). An exception fails the delivery: the job retries
 with backoff while its budget lasts, then dead-letters. Raise `Retry(after=seconds)` to choose the wait, or
-`Fatal(message)` to dead-letter at once. While a task runs its lease is heartbeated every `lease_seconds / 3`;
-when a heartbeat finds the lease lost (the job was cancelled, or its lease expired and it was reclaimed) the
-task is told: an async task is cancelled, a sync one sees `ctx.cancelled` become true. Whatever such a task
-returns afterwards is dropped; the lease token it holds can no longer complete the job.
+`Fatal(message)` to dead-letter at once. What a running task sees of its job (`JobContext`: heartbeats, progress,
+losing the lease) is `queueflow_worker.context`'s, shared with the server.
 
 In a test, `tasks.run_local("send_email", {...})` runs a task once without a server (`queueflow_client.local`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import logging
-import threading
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from queueflow_client.handles import Task
-    from queueflow_client.loop import Outcome
+from queueflow_worker import outcomes
+from queueflow_worker.context import Delivery, Fatal, JobContext, Lease, Retry, TaskFunction, invoke
+from queueflow_worker.outcomes import Outcome
+
+from queueflow_client.handles import Task, runnable
+from queueflow_client.local import run_local, run_local_async
 
 try:  # the optional `otel` extra: opentelemetry-api
     from opentelemetry import propagate as otel_propagate
@@ -44,125 +40,13 @@ except ImportError:  # pragma: no cover - exercised where the extra is not insta
     otel_trace = None  # type: ignore[assignment]
     _NoProvider = ()
 
+# Delivery, Fatal, JobContext, Lease, Retry and TaskFunction were defined here before queueflow_worker held them.
 __all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "TaskRegistry"]
 
-log = logging.getLogger("queueflow_client.worker")
+outcomes.runner_code(__file__)  # the registry's frames (and its typed tasks' wrappers) start no stored traceback
 
-TaskFunction = Callable[[dict[str, Any], "JobContext"], Any]
-"""`(payload, ctx) -> result`, async or not."""
 P = TypeVar("P")
 R = TypeVar("R")
-
-
-class Retry(Exception):
-    """Raise from a task to fail this delivery and retry after `after` seconds (None: the job's backoff)."""
-
-    def __init__(self, message: str = "retry requested", *, after: float | None = None) -> None:
-        super().__init__(message)
-        self.after = after
-
-
-class Fatal(Exception):
-    """Raise from a task to fail the job for good: it is dead-lettered without using its remaining retries."""
-
-
-class Delivery(Protocol):
-    """What a runner knows of the job it leased (a `types.LeasedJob` is one; so is the server's own job)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def task_name(self) -> str: ...
-    @property
-    def queue_name(self) -> str: ...
-    @property
-    def payload(self) -> Mapping[str, Any]: ...
-    @property
-    def delivery_count(self) -> int: ...
-    @property
-    def workflow_id(self) -> str | None: ...
-    @property
-    def workflow_step_id(self) -> str | None: ...
-    @property
-    def deadline(self) -> datetime | None: ...
-
-
-class Lease(Protocol):
-    """The held lease of one delivery, as its task sees it."""
-
-    async def heartbeat(self) -> bool:
-        """Extend the lease now; False when it no longer holds the job."""
-        ...
-
-    async def progress(self, value: Any) -> bool:
-        """A heartbeat that also records `value` as the job's progress; False when it no longer holds the job."""
-        ...
-
-
-class JobContext:
-    """What a running task knows about its job, and how it keeps or learns it lost its lease."""
-
-    def __init__(self, job: Delivery, lease: Lease, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        """`loop`: the running loop, when the caller has it at hand (looking it up costs a system call)."""
-        self.job_id = job.id
-        self.task_name = job.task_name
-        self.queue = job.queue_name
-        self.delivery_count = job.delivery_count
-        """1 on the first delivery, 2 on the first retry, …"""
-        self.workflow_id = job.workflow_id
-        self.workflow_step_id = job.workflow_step_id
-        self.deadline = job.deadline
-        """When this delivery's `timeout_seconds` runs out (None: no timeout)."""
-        self._lease = lease
-        self._loop = loop or asyncio.get_running_loop()
-        self._lost = False
-        self._cancellation: threading.Event | None = None  # made on first use: most tasks never look
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the lease is lost: stop working, nothing this delivery does will be recorded."""
-        return self._lost
-
-    @property
-    def cancellation(self) -> threading.Event:
-        """Set when the lease is lost (cancelled or reclaimed): `ctx.cancellation.wait(timeout)` works in threads."""
-        if self._cancellation is None:
-            self._cancellation = threading.Event()
-            if self._lost:
-                self._cancellation.set()
-        return self._cancellation
-
-    def lose(self) -> None:
-        """The lease is lost: `cancelled` becomes true and `cancellation` is set (for runners, not tasks)."""
-        self._lost = True
-        if self._cancellation is not None:
-            self._cancellation.set()
-
-    async def heartbeat(self) -> bool:
-        """Extend the lease now (the runner also does so on its own); False, and `cancelled`, if it was lost."""
-        if self.cancelled:
-            return False
-        if not await self._lease.heartbeat():
-            self.lose()
-        return not self.cancelled
-
-    def heartbeat_blocking(self) -> bool:
-        """`heartbeat()` for a sync task, from its thread."""
-        return asyncio.run_coroutine_threadsafe(self.heartbeat(), self._loop).result()
-
-    async def progress(self, value: Any) -> bool:
-        """Report how far the task has come: `value` (any JSON, at most 64 KiB encoded) becomes the job's
-        `progress`, replacing the last one, and the lease is extended as by `heartbeat`. False, and `cancelled`,
-        if the lease was lost (then nothing is recorded). A value the server cannot store raises ValidationError."""
-        if self.cancelled:
-            return False
-        if not await self._lease.progress(value):
-            self.lose()
-        return not self.cancelled
-
-    def progress_blocking(self, value: Any) -> bool:
-        """`progress(value)` for a sync task, from its thread."""
-        return asyncio.run_coroutine_threadsafe(self.progress(value), self._loop).result()
 
 
 class TaskRegistry:
@@ -182,7 +66,6 @@ class TaskRegistry:
     def task(self, name: str) -> Callable[[Callable[[P, JobContext], R]], Task[P, R]]:
         """Register the decorated function as the task `name`; it becomes a `Task` handle, still callable as the
         function, that also enqueues jobs with the function's payload type (`queueflow_client.handles`)."""
-        from queueflow_client.handles import Task
 
         def register(function: Callable[[P, JobContext], R]) -> Task[P, R]:
             self.register(name, function)
@@ -192,8 +75,6 @@ class TaskRegistry:
 
     def register(self, name: str, function: Callable[[Any, JobContext], Any]) -> None:
         """Register `function` as the task `name` (a dataclass, Struct or model payload is converted for it)."""
-        from queueflow_client.handles import runnable
-
         if name in self._tasks:
             raise ValueError(f"task {name!r} is already registered")
         task = self._tasks[name] = runnable(function)
@@ -218,14 +99,10 @@ class TaskRegistry:
     def run_local(self, name: str, payload: Any = None, **job: Any) -> Any:
         """Run the task `name` once, in-process and without a server, as a worker would (for tests): its result
         is returned, what it raises is raised. See `queueflow_client.local`."""
-        from queueflow_client.local import run_local
-
         return run_local(self, name, payload, **job)
 
     async def run_local_async(self, name: str, payload: Any = None, **job: Any) -> Any:
         """`run_local` from inside an event loop (an async test)."""
-        from queueflow_client.local import run_local_async
-
         return await run_local_async(self, name, payload, **job)
 
     async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
@@ -267,16 +144,3 @@ def _carrier(context: Any) -> Mapping[str, str]:
         return context
     headers: Mapping[str, str] = context.headers()
     return headers
-
-
-async def invoke(
-    function: TaskFunction, payload: dict[str, Any], ctx: JobContext, coroutine: bool | None = None
-) -> Any:
-    """Call a task: an async one on the loop, a plain one in a thread. `coroutine`: True when `function` is known
-    to be `async def` (None: look)."""
-    if coroutine or inspect.iscoroutinefunction(function):
-        return await function(payload, ctx)
-    result = await asyncio.to_thread(function, payload, ctx)
-    if inspect.isawaitable(result):  # a callable object whose __call__ is async
-        return await result
-    return result

@@ -11,7 +11,8 @@
 The job exists if and only if that transaction commits, and workers wake when it does. Both functions call
 `queueflow.enqueue(...)`, the SQL function the server's migrations install (README.md, "Enqueue in your own
 transaction"), so they need a database migrated by a QueueFlow server and a role that may execute the function (its
-owner, or one granted `queueflow_enqueuer`). The options and their defaults are those of `jobs.enqueue`.
+owner, or one granted `queueflow_enqueuer`). The options and their defaults are those of `jobs.enqueue`
+(`queueflow_client.options.EnqueueOptions`).
 
 `enqueue_in` takes an asyncpg connection, a psycopg 3 `AsyncConnection` or `AsyncCursor`, or an SQLAlchemy
 `AsyncConnection` or `AsyncSession`; `enqueue_in_sync` a psycopg 3 `Connection` or `Cursor`, or an SQLAlchemy
@@ -25,9 +26,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
+from queueflow_client.options import EnqueueOptions
 from queueflow_client.types import Backoff
 
 # Parameter → its SQL type. CAST(... AS type) rather than `::type`, which SQLAlchemy's text() does not parse
@@ -55,19 +56,10 @@ async def enqueue_in(
     payload: Mapping[str, Any] | None = None,
     *,
     tenant_id: str,
-    queue_name: str | None = None,
-    priority: int | None = None,
-    run_at: datetime | None = None,
-    delay_seconds: float | None = None,
-    max_retries: int | None = None,
-    backoff: Backoff | Mapping[str, Any] | None = None,
-    timeout_seconds: float | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    idempotency_key: str | None = None,
-    concurrency_key: str | None = None,
+    **options: Unpack[EnqueueOptions],
 ) -> str:
     """Enqueue a job in `connection`'s current transaction (an async driver's); returns the job's id."""
-    params = _params(locals())
+    params = _params(tenant_id, task_name, payload, options)
     driver = _driver(connection)
     if driver == "asyncpg":
         sql, args = _statement(params, lambda index, _name: f"${index}")
@@ -92,19 +84,10 @@ def enqueue_in_sync(
     payload: Mapping[str, Any] | None = None,
     *,
     tenant_id: str,
-    queue_name: str | None = None,
-    priority: int | None = None,
-    run_at: datetime | None = None,
-    delay_seconds: float | None = None,
-    max_retries: int | None = None,
-    backoff: Backoff | Mapping[str, Any] | None = None,
-    timeout_seconds: float | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    idempotency_key: str | None = None,
-    concurrency_key: str | None = None,
+    **options: Unpack[EnqueueOptions],
 ) -> str:
     """Enqueue a job in `connection`'s current transaction (a sync driver's); returns the job's id."""
-    params = _params(locals())
+    params = _params(tenant_id, task_name, payload, options)
     driver = _driver(connection)
     if driver == "psycopg":
         sql, args = _statement(params, lambda _index, _name: "%s")
@@ -122,11 +105,15 @@ def _driver(connection: Any) -> str:
     return type(connection).__module__.split(".", 1)[0]
 
 
-def _params(given: Mapping[str, Any]) -> dict[str, Any]:
+def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters to send, in the function's order: only those given, so the function's defaults apply."""
+    unknown = set(options) - EnqueueOptions.__optional_keys__
+    if unknown:
+        raise TypeError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
+    given: dict[str, Any] = {"tenant_id": tenant_id, "task_name": task_name, "payload": payload, **options}
     params: dict[str, Any] = {}
     for name, sql_type in _TYPES.items():
-        value = given[name]
+        value: Any = given.get(name)
         if value is None:
             continue
         if isinstance(value, Backoff):

@@ -2,7 +2,7 @@
 
     Worker("http://127.0.0.1:8000", "wkey1", tasks, queues=["default"], concurrency=8).run()
 
-It is a `queueflow_client.loop.WorkerLoop` (slots, prefetch, batched acks and heartbeats, graceful drain, logs)
+It is a `queueflow_worker.WorkerLoop` (slots, prefetch, batched acks and heartbeats, graceful drain, logs)
 whose jobs come from the long-poll lease route over one keep-alive connection pool. It leases only the tasks its
 registry has (`task_names`), so workers with different tasks can share a queue.
 
@@ -38,14 +38,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+from queueflow_worker import Outcome, WorkerLoop, answers_in_order
 
 from queueflow_client import _calls
 from queueflow_client._generated.models import AckComplete, AckFail
 from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, AsyncTransport, RetryPolicy
 from queueflow_client.errors import AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError
-from queueflow_client.loop import Outcome, WorkerLoop
-from queueflow_client.outcomes import answers_in_order
 from queueflow_client.tasks import TaskRegistry
 from queueflow_client.types import LeasedJob
 

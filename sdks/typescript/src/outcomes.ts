@@ -61,16 +61,46 @@ function bounded(text: string): string {
   return clean.slice(0, MAX_ERROR_CHARS - cut.length) + cut;
 }
 
-export function summary(error: string): string {
+/** What the worker writes its lines to; `console` is one. */
+export interface WorkerLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/** The worker's line for a job that ended: failures always (with their stack), the rest with `logJobs`. */
+export function report(to: { logger: WorkerLogger; logJobs: boolean }, job: LeasedJob, outcome: Outcome, ms: number): void {
+  const { logger, logJobs } = to;
+  if (!("error" in outcome)) {
+    if (logJobs) logger.info(`${jobLine(job)}: completed in ${seconds(ms)}`);
+    return;
+  }
+  if (outcome.requested) {
+    if (logJobs) logger.info(`${jobLine(job)}: asked to retry in ${outcome.retryAfterSeconds} s after ${seconds(ms)}: ${summary(outcome.error)}`);
+    return;
+  }
+  if (outcome.said) {
+    if (logJobs) logger.info(`${jobLine(job)}: no handler, dead-lettered`);
+    return;
+  }
+  const then = !outcome.retryable
+    ? "dead-lettered"
+    : job.retry_count >= job.max_retries
+      ? "dead-lettered: no retries left"
+      : `retry ${job.retry_count + 1} of ${job.max_retries} follows`;
+  logger.warn(`${jobLine(job)}: failed after ${seconds(ms)} (${then}): ${outcome.error}`);
+}
+
+function summary(error: string): string {
   const end = error.indexOf("\n");
   return end === -1 ? error : error.slice(0, end);
 }
 
-export function jobLine(job: LeasedJob): string {
+function jobLine(job: LeasedJob): string {
   return `${job.task_name} job ${job.id} (delivery ${job.delivery_count})`;
 }
 
-export function seconds(ms: number): string {
+function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(3)} s`;
 }
 

@@ -16,21 +16,9 @@ from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
-from queueflow.api.schemas import (
-    ID_PATTERN,
-    NO_NUL,
-    EnqueueBatch,
-    EnqueueJob,
-    Job,
-    JobBatch,
-    JobIdPath,
-    JobPage,
-    JobStatusName,
-    Queue,
-    QueueList,
-    QueueNamePath,
-    UpdateQueue,
-)
+from queueflow.api.schemas.common import ID_PATTERN, NO_NUL, JobIdPath, JobStatusName
+from queueflow.api.schemas.jobs import EnqueueBatch, EnqueueJob, Job, JobBatch, JobPage
+from queueflow.api.schemas.queues import Queue, QueueList, QueueNamePath, UpdateQueue
 from queueflow.api.services import Services
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import job_when_finished

@@ -10,7 +10,7 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
-from queueflow.api.schemas import Health
+from queueflow.api.schemas.common import Health
 from queueflow.core.errors import QueueFlowError
 from queueflow.engine import Engine
 from queueflow.runtime.wakeups import Wakeups

@@ -13,7 +13,7 @@ from queueflow.api.auth import TENANT
 from queueflow.api.body import StrictBody
 from queueflow.api.jobs import TENANT_ERRORS
 from queueflow.api.problems import problem_responses
-from queueflow.api.schemas import CreateSchedule, Schedule, ScheduleNamePath, SchedulePage, UpdateSchedule
+from queueflow.api.schemas.schedules import CreateSchedule, Schedule, ScheduleNamePath, SchedulePage, UpdateSchedule
 from queueflow.engine import MAX_PAGE, Engine
 
 # Registered before SchedulesController (see queueflow.api.allow).

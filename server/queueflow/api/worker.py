@@ -14,7 +14,9 @@ from msgspec import UNSET
 from queueflow.api.auth import WORKER, worker_scope
 from queueflow.api.body import StrictBody
 from queueflow.api.problems import problem_responses
-from queueflow.api.schemas import (
+from queueflow.api.schemas.common import JobIdPath
+from queueflow.api.schemas.jobs import Job
+from queueflow.api.schemas.worker import (
     AckRequest,
     AckResult,
     AckResults,
@@ -25,8 +27,6 @@ from queueflow.api.schemas import (
     HeartbeatRequest,
     HeartbeatResult,
     HeartbeatResults,
-    Job,
-    JobIdPath,
     LeasedJob,
     LeasedJobs,
     LeaseRequest,
@@ -35,6 +35,8 @@ from queueflow.api.services import Services
 from queueflow.api.tracing import link_leased
 from queueflow.core import types as domain
 from queueflow.engine import Engine
+from queueflow.runtime import leasing
+from queueflow.runtime.leasing import LeaseAsk
 from queueflow.runtime.wakeups import Wakeups, Watch
 from queueflow.settings import Settings
 
@@ -50,45 +52,29 @@ async def lease_or_wait(
     scope: str | None = None,
 ) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work, the next delayed job or retry
-    of those queues becomes due, or `wait_seconds` pass.
+    of those queues becomes due, or `wait_seconds` pass (`runtime.leasing.lease_or_wait`, which the in-process
+    runner's idle waits share).
 
-    The deadline is wall-clock (monotonic) time, not the engine's clock: a long-poll is about the caller's
-    patience. Each wait is capped at the safety poll, so a lost wake-up costs at most that long. A server that is
-    shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never waits one out; a
-    poll whose `client` has gone claims nothing more, since no one would receive (and complete) the jobs.
+    A server that is shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never
+    waits one out; a poll whose `client` has gone claims nothing more, since no one would receive (and complete)
+    the jobs.
     """
+    ask = LeaseAsk(request.queues, request.max_jobs, request.lease_seconds, request.task_names, scope)
     if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
-        return await engine.lease(
-            request.queues,
-            max_jobs=request.max_jobs,
-            lease_seconds=request.lease_seconds,
-            task_names=request.task_names,
-            scope=scope,
-        )
+        return await ask.claim(engine)
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
     with wakeups.watching(request.queues) as watch:
         if client is not None:
             client.wakes(watch)
-        while True:
-            claimed_at = engine.clock.now()
-            jobs = await engine.lease(
-                request.queues,
-                max_jobs=request.max_jobs,
-                lease_seconds=request.lease_seconds,
-                task_names=request.task_names,
-                scope=scope,
-            )
-            remaining = deadline - time.monotonic()
-            if jobs or remaining <= 0 or wakeups.closing or (client is not None and client.gone):
-                return jobs
-            wait = min(remaining, settings.safety_poll)
-            due = await engine.next_due(request.queues, after=claimed_at)
-            if due is not None:
-                wait = min(wait, max((due - engine.clock.now()).total_seconds(), 0.0))
-            await watch.wait(wait)
-            if wakeups.closing or (client is not None and client.gone):
-                return []
+        return await leasing.lease_or_wait(
+            engine,
+            watch,
+            ask,
+            safety_poll=settings.safety_poll,
+            deadline=deadline,
+            stopped=lambda: wakeups.closing or (client is not None and client.gone),
+        )
 
 
 class Departure:

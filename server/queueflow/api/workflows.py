@@ -16,7 +16,8 @@ from queueflow.api.body import StrictBody
 from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, WaitSeconds
 from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
-from queueflow.api.schemas import CreateWorkflow, JobIdPath, Workflow, WorkflowPage, WorkflowStatusName
+from queueflow.api.schemas.common import JobIdPath
+from queueflow.api.schemas.workflows import CreateWorkflow, Workflow, WorkflowPage, WorkflowStatusName
 from queueflow.api.services import Services
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import workflow_when_finished

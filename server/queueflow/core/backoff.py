@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Protocol
 
 from queueflow.core.types import BackoffPolicy, BackoffStrategy
@@ -38,11 +37,3 @@ def backoff_delay(policy: BackoffPolicy, retry_count: int, rng: RandomSource) ->
     if policy.jitter:
         return rng.uniform(delay / 2, delay)
     return delay
-
-
-# A batch of a thousand jobs, or a thousand rows read back, nearly always shares one policy: each distinct one is
-# built once (a policy is immutable, so sharing it is safe). Numbers may come as JSON integers from a row.
-@functools.lru_cache(maxsize=256)
-def policy(strategy: str, base_seconds: float, max_seconds: float, jitter: bool) -> BackoffPolicy:
-    """The `BackoffPolicy` of these settings."""
-    return BackoffPolicy(BackoffStrategy(strategy), float(base_seconds), float(max_seconds), bool(jitter))

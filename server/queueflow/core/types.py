@@ -7,6 +7,8 @@ and a `Job` per row, every claim a `Job` per row) are frozen msgspec Structs: co
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -61,22 +63,17 @@ class BackoffPolicy(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_json(cls, data: dict[str, JSON]) -> BackoffPolicy:
-        # Every row read carries its policy, and nearly all rows carry one of a few: each is built once.
-        key = (data["strategy"], data["base_seconds"], data["max_seconds"], data["jitter"])
-        policy = _POLICIES.get(key)
-        if policy is None:
-            policy = cls(
-                strategy=BackoffStrategy(data["strategy"]),
-                base_seconds=float(data["base_seconds"]),
-                max_seconds=float(data["max_seconds"]),
-                jitter=bool(data["jitter"]),
-            )
-            if len(_POLICIES) < 1024:
-                _POLICIES[key] = policy
-        return policy
+        """The policy of `to_json`'s shape (a stored row's): the shared one, as `backoff_policy` gives it."""
+        return backoff_policy(data["strategy"], data["base_seconds"], data["max_seconds"], data["jitter"])
 
 
-_POLICIES: dict[tuple[JSON, ...], BackoffPolicy] = {}
+# The one place policies are made from outside values (rows, request bodies). A batch of a thousand jobs, or a
+# thousand rows read back, nearly always shares one policy: each distinct one is built once (a policy is immutable,
+# so sharing it is safe). Numbers may come as JSON integers from a row.
+@functools.lru_cache(maxsize=256)
+def backoff_policy(strategy: str, base_seconds: float, max_seconds: float, jitter: bool) -> BackoffPolicy:
+    """The `BackoffPolicy` of these settings, shared by everyone who asks for the same ones."""
+    return BackoffPolicy(BackoffStrategy(strategy), float(base_seconds), float(max_seconds), bool(jitter))
 
 
 class NewJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -170,6 +167,25 @@ class Cursor:
 class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimRequest:
+    """What one claim asks of the store (`JobStore.job_claim`): up to `max_jobs` due jobs of `queues`, leased for
+    `lease_seconds` from `now`. Like River's `JobGetAvailableParams`, one value carries the claim's inputs from the
+    engine through the port to every store."""
+
+    queues: Sequence[str]
+    max_jobs: int
+    now: datetime
+    lease_seconds: float
+    task_names: Sequence[str] | None = None
+    """Only jobs of these tasks (the ones the lessee can run); None: any task."""
+    tenant_id: str | None = None
+    """Only this tenant's jobs (a tenant-scoped worker key); None: every tenant's, in turns."""
+    after_tenant: str | None = None
+    """Whose turn it is: the tenants' first round starts with the first tenant after this one (the one the previous
+    claim of these queues served last); None: from the first tenant."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

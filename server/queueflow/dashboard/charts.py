@@ -1,4 +1,5 @@
-"""Server-rendered SVG: a queue's last hour as a bar sparkline, and a workflow's DAG coloured by step status.
+"""Server-rendered SVG: a queue's last hour as a bar sparkline, and a workflow's DAG coloured by step status (step by
+step, or by depth level for a large one).
 
 Pure functions of domain objects (no I/O); the page's stylesheet colours the `s-<status>` classes, and every
 status also has a symbol and a label, so no colour carries meaning alone.
@@ -6,13 +7,14 @@ status also has a symbol and a label, so no colour carries meaning alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from markupsafe import Markup, escape
 
 from queueflow.core.types import QueueMinute
 from queueflow.core.workflow import Step, Workflow
+from queueflow.dashboard.steps import STATUSES, Band
 
 SPAN_MINUTES = 60
 BAR, GAP, HEIGHT = 2, 1, 32
@@ -152,3 +154,54 @@ def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
 def _dag_label(workflow: Workflow) -> str:
     steps = ", ".join(f"{step.name} {step.status}" for step in workflow.steps)
     return f"Workflow {workflow.name}: {steps}"
+
+
+LABEL_W, BAR_W, BAR_H, LEVEL_H, LEVEL_GAP = 190, 600, 16, 46, 12
+
+
+def level_chart(bands: Sequence[Band], link: Callable[[Band], str]) -> Markup:
+    """A large workflow's DAG by depth level, top to bottom: each level a box whose bar's length is its share of
+    the widest level (the DAG's shape) and whose segments are its steps by status, counted beside it; each box
+    links to `link(band)` (the table filtered to it), and arrows lead from each level to the next."""
+    widest = max((band.steps for band in bands), default=1) or 1
+    width = PAD * 3 + LABEL_W + BAR_W
+    height = PAD * 2 + len(bands) * LEVEL_H + max(len(bands) - 1, 0) * LEVEL_GAP
+    total = sum(band.steps for band in bands)
+    parts = [
+        f'<svg class="dag levels" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{total:,} steps in {len(bands)} level boxes">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="dag-arrow"/></marker></defs>',
+    ]
+    for index, band in enumerate(bands):
+        y = PAD + index * (LEVEL_H + LEVEL_GAP)
+        if index:
+            parts.append(
+                f'<path class="dag-edge" d="M{PAD + 20},{y - LEVEL_GAP + 1} L{PAD + 20},{y - 2}" '
+                'marker-end="url(#arrow)"/>'
+            )
+        counts = " · ".join(
+            f"{STEP_SYMBOLS[status]} {band.counts[status]:,} {status}" for status in STATUSES if band.counts[status]
+        )
+        data = " ".join(f"{status}={band.counts[status]}" for status in STATUSES if band.counts[status])
+        box = [
+            f'<g class="dag-level" data-level="{band.key}" data-steps="{band.steps}" data-counts="{data}">'
+            f"<title>{band.label}: {band.steps:,} steps: {counts}</title>"
+            f'<rect class="level-box" x="{PAD}" y="{y}" width="{width - 2 * PAD}" height="{LEVEL_H}" rx="8"/>'
+            f'<text class="dag-name" x="{PAD + 12}" y="{y + 19}">{band.label}</text>'
+            f'<text class="level-total" x="{PAD + 12}" y="{y + 37}">{band.steps:,} '
+            f"step{'s' if band.steps != 1 else ''}</text>"
+        ]
+        x, bar = float(PAD + LABEL_W), max(4.0, BAR_W * band.steps / widest)
+        for status in STATUSES:
+            if band.counts[status]:
+                share = bar * band.counts[status] / band.steps
+                box.append(
+                    f'<rect class="level-seg s-{status}" x="{x:g}" y="{y + 8}" width="{max(share, 1.5):g}" '
+                    f'height="{BAR_H}"/>'
+                )
+                x += share
+        box.append(f'<text class="level-counts" x="{PAD + LABEL_W}" y="{y + 39}">{escape(counts)}</text></g>')
+        parts.append(f'<a href="{escape(link(band))}">{"".join(box)}</a>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

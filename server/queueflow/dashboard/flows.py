@@ -14,8 +14,9 @@ from litestar.response import Redirect, Template
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.schedule import SchedulePatch
 from queueflow.core.workflow import WorkflowStatus
-from queueflow.dashboard.charts import dag_chart
+from queueflow.dashboard.charts import dag_chart, level_chart
 from queueflow.dashboard.session import Flash
+from queueflow.dashboard.steps import SMALL, STATUSES, StepQuery, bands, step_levels, step_page
 from queueflow.dashboard.web import UI, redirect, render, tenant_of
 from queueflow.engine import Engine
 
@@ -53,8 +54,31 @@ async def workflows_page(request: Request[Any, Any, Any], engine: NamedDependenc
 async def workflow_page(
     request: Request[Any, Any, Any], engine: NamedDependency[Engine], workflow_id: FromPath[str]
 ) -> Template:
+    """The workflow's DAG (step by step, or by level once it is large) and its steps, a page at a time."""
     workflow = await engine.get_workflow(tenant_of(request), workflow_id)
-    return render(request, "workflow.html", {"workflow": workflow, "dag": dag_chart(workflow, f"{UI}/jobs/")})
+    query = StepQuery.parse(request.query_params)
+    levels = step_levels(workflow.steps)
+    boxes = bands(workflow.steps, levels)
+    here = f"{UI}/workflows/{workflow_id}"
+    if len(workflow.steps) <= SMALL:
+        dag = dag_chart(workflow, f"{UI}/jobs/")
+    else:
+        dag = level_chart(boxes, lambda band: f"{here}?{query.query(level=band.key)}#steps")
+    return render(
+        request,
+        "workflow.html",
+        {
+            "workflow": workflow,
+            "dag": dag,
+            "drawn_by_level": len(workflow.steps) > SMALL,
+            "levels": 1 + max(levels.values(), default=-1),
+            "totals": Counter(str(step.status) for step in workflow.steps),
+            "statuses": STATUSES,
+            "query": query,
+            "table": step_page(workflow.steps, levels, query),
+            "here": here,
+        },
+    )
 
 
 @post("/workflows/{workflow_id:str}/cancel", name="dashboard-workflow-cancel")

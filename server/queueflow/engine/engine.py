@@ -22,6 +22,7 @@ from queueflow.core.types import (
     UNCHANGED,
     AckOutcome,
     AckResult,
+    ClaimRequest,
     Completion,
     Ended,
     Enqueued,
@@ -204,9 +205,16 @@ class Engine:
         # Whose turn it is (README.md, "Fairness"): the tenant this process's previous lease of these queues served
         # last. A scoped key leases one tenant only, so it neither reads nor moves the turn.
         after = None if scope is not None else self._turns.get(wanted)
-        jobs = await self.store.job_claim(
-            list(wanted), max_jobs, self.clock.now(), lease_seconds, task_names, scope, after
+        request = ClaimRequest(
+            queues=list(wanted),
+            max_jobs=max_jobs,
+            now=self.clock.now(),
+            lease_seconds=lease_seconds,
+            task_names=task_names,
+            tenant_id=scope,
+            after_tenant=after,
         )
+        jobs = await self.store.job_claim(request)
         if jobs and scope is None:
             self._turns.pop(wanted, None)  # re-inserted last: the oldest entry goes first when the table is full
             self._turns[wanted] = jobs[-1].tenant_id
@@ -281,9 +289,14 @@ class Engine:
 
     async def complete(self, job_id: str, lease_token: str, result: object = None, *, scope: str | None = None) -> Job:
         await self._check_scope(job_id, scope)
-        (job,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
-        if job is None:
+        (ended,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
+        if ended is None:
             raise await self._lease_lost(job_id)
+        # The job as completed, read afresh (the completion answers only what a batched ack needs). Nothing but
+        # retention deletes a completed job, hours later.
+        job = await self.store.job_get(job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
         await self.workflows.on_jobs_finished([job])
         return job
 
@@ -336,7 +349,7 @@ class Engine:
         now = self.clock.now()
         current = await self.store.job_get_many([item.job_id for item in fail]) if fail else {}
         decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
-        done = await self.store.job_complete_brief(complete, now) if complete else []
+        done = await self.store.job_complete_many(complete, now) if complete else []
         failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
         outcomes: list[tuple[str, Ended | Job | None]] = list(
             zip([item.job_id for item in complete], done, strict=True)

@@ -1,11 +1,12 @@
 """InProcessWorker: Python tasks run inside a server process (`queueflow serve --mode worker --tasks module:tasks`).
 
-It is the SDK's worker loop (`queueflow_client.loop.WorkerLoop`: slots, prefetch, batched acks and heartbeats,
-graceful drain) over an `EngineSource`: it claims through the engine directly (no HTTP, no worker key), many
+It is the worker loop the SDK's `Worker` runs too (`queueflow_worker.WorkerLoop`: slots, prefetch, batched acks and
+heartbeats, graceful drain) over an `EngineSource`: it claims through the engine directly (no HTTP, no worker key), many
 jobs in one claim statement, records many outcomes in one ack, and, when nothing is claimable, parks on the
 Wakeups hub, which the notifier (or the in-memory store) signals when work arrives on one of its queues: the
-reference page's "idle in-process workers". The server depends on the SDK only here, and only when tasks are
-given (they are a `queueflow_client.TaskRegistry` anyway). Stopping stops claiming, then lets held jobs finish
+reference page's "idle in-process workers". The server imports `queueflow_worker` only here, and this module
+only when tasks are given (the `tasks` extra: `pip install 'queueflow[tasks]'`); it never imports the SDK, whose
+`TaskRegistry` is the usual `TaskRunner`. Stopping stops claiming, then lets held jobs finish
 for up to `drain_seconds`; what is still running then is cancelled, and its lease expires and is reclaimed by
 the janitor like a crashed worker's. It claims only the tasks the registry has (`task_names`), so it shares its
 queues with SDK workers running other tasks. Its lines are the loop's (a startup line, failures with their
@@ -20,38 +21,39 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
 from queueflow.engine import Engine
+from queueflow.runtime.leasing import LeaseAsk, lease_or_wait
 from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.wakeups import Wakeups, Watch
 
-if TYPE_CHECKING:
-    from queueflow_client.loop import Outcome, WorkerLoop
+try:
+    from queueflow_worker import Outcome, TaskRunner, WorkerLoop, answers_in_order
+except ModuleNotFoundError as exc:  # pragma: no cover - the tests have the extra
+    raise ModuleNotFoundError("tasks run in the server need its tasks extra: pip install 'queueflow[tasks]'") from exc
+
+__all__ = ["EngineSource", "InProcessWorker", "TaskRunner", "load_runner"]
 
 log = logging.getLogger("queueflow.tasks")
 
 
-class TaskRunner(Protocol):
-    """What runs the tasks: a `queueflow_client.TaskRegistry`."""
-
-    @property
-    def names(self) -> list[str]: ...
-
-
 def load_runner(spec: str) -> TaskRunner:
-    """`"package.module:attribute"` → the task registry it names (imported from the working directory too)."""
+    """`"package.module:attribute"` → the task registry it names (imported from the working directory too): a
+    `queueflow_worker.TaskRunner`, as the SDK's `TaskRegistry` is."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise ValueError("expected module:attribute (e.g. myapp.tasks:tasks)")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    runner = getattr(importlib.import_module(module_name), attribute)
-    if not callable(getattr(runner, "function", None)) or not isinstance(getattr(runner, "names", None), list):
+    runner: TaskRunner = getattr(importlib.import_module(module_name), attribute)
+    if not all(callable(getattr(runner, method, None)) for method in ("function", "invoke", "recorded")) or not (
+        isinstance(getattr(runner, "names", None), list)
+    ):
         raise ValueError(f"{spec} is not a task registry (queueflow_client.TaskRegistry)")
-    return runner  # type: ignore[no-any-return]
+    return runner
 
 
 class EngineSource:
@@ -79,28 +81,24 @@ class EngineSource:
         """The watches of the leases in flight (the loop overlaps them while the backlog is deep)."""
 
     async def lease(self, max_jobs: int) -> list[Job]:
+        ask = LeaseAsk(self.queues, max_jobs, self.lease_seconds, self.task_names)
+        # The long-poll's own wait: parked until work arrives, or the next delayed job or retry of the queues is
+        # due. Watching since before the first claim, so work that arrives meanwhile is never missed. A claim in
+        # flight is never cancelled by interrupt(): whatever it claims is returned and run.
         with self.wakeups.watching(self.queues) as watch:
             self._watches.add(watch)
             try:
-                return await self._claim(watch, max_jobs)
+                while not self._interrupted:
+                    try:
+                        return await lease_or_wait(
+                            self.engine, watch, ask, safety_poll=self.poll, stopped=lambda: self._interrupted
+                        )
+                    except StoreUnavailable as exc:
+                        log.warning("cannot claim, the store is unavailable: %s", exc)
+                        await watch.wait(self.poll)
+                return []
             finally:
                 self._watches.discard(watch)
-
-    async def _claim(self, watch: Watch, max_jobs: int) -> list[Job]:
-        while not self._interrupted:
-            try:
-                jobs = await self.engine.lease(
-                    self.queues, max_jobs=max_jobs, lease_seconds=self.lease_seconds, task_names=self.task_names
-                )
-            except StoreUnavailable as exc:
-                log.warning("cannot claim, the store is unavailable: %s", exc)
-                jobs = []
-            if jobs:
-                return jobs
-            # Watching since before the claim, so work that arrived meanwhile is never missed. A claim in
-            # flight is never cancelled by interrupt(): whatever it claims is returned and run.
-            await watch.wait(self.poll)
-        return []
 
     def interrupt(self) -> None:
         self._interrupted = True
@@ -120,8 +118,6 @@ class EngineSource:
             for o in outcomes
             if o.error is not None
         ]
-        from queueflow_client.outcomes import answers_in_order  # the SDK, as for every EngineSource
-
         results = answers_in_order(outcomes, await self.engine.ack(complete, fail))
         return [result is not None and result.outcome is AckOutcome.OK for result in results]
 
@@ -155,15 +151,13 @@ class InProcessWorker(BackgroundService):
         ack_interval: float = 0.01,
     ) -> None:
         super().__init__()
-        from queueflow_client.loop import WorkerLoop
-
         self.source = EngineSource(
             engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
         )
-        """`poll`: the longest an idle wait lasts, so a lost wake-up (or a retry coming due) costs at most that."""
+        """`poll`: the longest an idle wait lasts (the safety poll), so a lost wake-up costs at most that."""
         self.loop: WorkerLoop = WorkerLoop(
             self.source,
-            runner,  # type: ignore[arg-type]  # a TaskRegistry, checked by load_runner
+            runner,
             concurrency=concurrency,
             prefetch=prefetch,
             lease_seconds=lease_seconds,

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from msgspec.structs import replace
 
-from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.flow import KEEP, Backlog, QueueSettings, QueueSettingsPatch, next_token_at, tokens_at
+from queueflow.core.errors import ValidationError
+from queueflow.core.flow import QueueSettings, next_token_at, tokens_at
 from queueflow.core.jsonvalue import (
     completion_storage_errors,
     contains,
     failure_storage_errors,
     held_progress_errors,
     progress_errors,
-    storable_text,
 )
 from queueflow.core.lifecycle import holds_lease, lease_until
 from queueflow.core.turns import in_turns, last_keys
@@ -29,6 +28,7 @@ from queueflow.core.types import (
     JSON,
     RETRIABLE,
     UNCHANGED,
+    ClaimRequest,
     Completion,
     Cursor,
     Ended,
@@ -37,14 +37,9 @@ from queueflow.core.types import (
     Job,
     JobFilter,
     JobStatus,
-    QueueCounts,
-    QueueMinute,
     Unchanged,
 )
 from queueflow.stores.memory.state import Tables
-
-# `queue_throughput` counts these endings, under these names.
-_ENDED = {JobStatus.COMPLETED: "completed", JobStatus.DEAD_LETTER: "dead_lettered"}
 
 
 class MemoryJobs(Tables):
@@ -75,18 +70,9 @@ class MemoryJobs(Tables):
         rows.sort(key=lambda job: (job.created_at, job.id), reverse=True)
         return [self._out(job) for job in rows[:limit]]
 
-    async def job_claim(
-        self,
-        queues: Sequence[str],
-        limit: int,
-        now: datetime,
-        lease_seconds: float,
-        task_names: Sequence[str] | None = None,
-        tenant_id: str | None = None,
-        after_tenant: str | None = None,
-    ) -> list[Job]:
-        wanted = set(queues)
-        tasks = None if task_names is None else set(task_names)
+    async def job_claim(self, request: ClaimRequest) -> list[Job]:
+        wanted, now, tenant_id = set(request.queues), request.now, request.tenant_id
+        tasks = None if request.task_names is None else set(request.task_names)
         due = [
             job
             for job in self._jobs.values()
@@ -102,12 +88,12 @@ class MemoryJobs(Tables):
             for group, settings in self._queue_settings.items()
             if settings.key_concurrency_limit is not None
         }
-        due = in_turns(due, after_tenant, key_turns)
+        due = in_turns(due, request.after_tenant, key_turns)
         busy, busy_keys = self._running_counts()
         tokens: dict[tuple[str, str], float] = {}  # the rate-limited groups met so far, tokens left now
         claimed: list[Job] = []
         for job in due:
-            if len(claimed) == limit:
+            if len(claimed) == request.max_jobs:
                 break
             group = (job.tenant_id, job.queue_name)
             keyed = (job.tenant_id, job.queue_name, job.concurrency_key)
@@ -131,7 +117,7 @@ class MemoryJobs(Tables):
                 delivery_count=job.delivery_count + 1,
                 started_at=now,
             )
-            running = replace(running, locked_until=lease_until(running, now, lease_seconds))
+            running = replace(running, locked_until=lease_until(running, now, request.lease_seconds))
             self._jobs[job.id] = running
             claimed.append(self._out(running))
         for group, left in tokens.items():
@@ -199,21 +185,6 @@ class MemoryJobs(Tables):
         ]
         return [job.locked_until if job is not None else None for job in beats]
 
-    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Job | None]:
-        if errors := completion_storage_errors(completions):
-            raise ValidationError.of(errors)
-        return [
-            self._finish(
-                item.job_id,
-                item.lease_token,
-                now,
-                status=JobStatus.COMPLETED,
-                result=copy.deepcopy(item.result),
-                completed_at=now,
-            )
-            for item in completions
-        ]
-
     async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
         released: list[Job | None] = []
         for item in leases:
@@ -235,8 +206,20 @@ class MemoryJobs(Tables):
                 self._wakeups.notify(queue)
         return released
 
-    async def job_complete_brief(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
-        done = await self.job_complete_many(completions, now)
+    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+        if errors := completion_storage_errors(completions):
+            raise ValidationError.of(errors)
+        done = [
+            self._finish(
+                item.job_id,
+                item.lease_token,
+                now,
+                status=JobStatus.COMPLETED,
+                result=copy.deepcopy(item.result),
+                completed_at=now,
+            )
+            for item in completions
+        ]
         return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
@@ -331,91 +314,6 @@ class MemoryJobs(Tables):
             if job.idempotency_key is not None:
                 self._idempotency.pop((job.tenant_id, job.idempotency_key), None)
         return len(doomed[:limit])
-
-    async def queue_counts(self, tenant_id: str, now: datetime) -> list[QueueCounts]:
-        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        oldest: dict[str, datetime] = {}
-        for job in self._tenant_jobs(tenant_id):
-            queue = counts[job.queue_name]
-            if job.status in CLAIMABLE:
-                if job.scheduled_at <= now:
-                    queue["pending"] += 1
-                    if job.queue_name not in oldest or job.scheduled_at < oldest[job.queue_name]:
-                        oldest[job.queue_name] = job.scheduled_at
-                else:
-                    queue["scheduled"] += 1
-            if job.status not in (JobStatus.PENDING,):
-                queue[job.status.value] += 1
-        return [
-            QueueCounts(name=name, oldest_due_at=oldest.get(name), **by_state)
-            for name, by_state in sorted(counts.items())
-        ]
-
-    async def queue_settings(self, tenant_id: str, queue_name: str | None = None) -> dict[str, QueueSettings]:
-        return {
-            queue: settings
-            for (tenant, queue), settings in sorted(self._queue_settings.items())
-            if tenant == tenant_id and (queue_name is None or queue == queue_name)
-        }
-
-    async def queue_overview(
-        self, tenant_id: str, now: datetime, queue_name: str | None = None
-    ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
-        counts = await self.queue_counts(tenant_id, now)
-        if queue_name is not None:
-            counts = [queue for queue in counts if queue.name == queue_name]
-        return await self.queue_settings(tenant_id, queue_name), counts
-
-    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
-        backlogs = []
-        for (tenant, queue), settings in sorted(self._queue_settings.items()):
-            if not settings.restricts:
-                continue
-            mine = [job for job in self._jobs.values() if job.tenant_id == tenant and job.queue_name == queue]
-            running = [job for job in mine if job.status is JobStatus.RUNNING]
-            due_by_key: Counter[str | None] = Counter(
-                job.concurrency_key for job in mine if job.status in CLAIMABLE and job.scheduled_at <= now
-            )
-            running_by_key = Counter(job.concurrency_key for job in running if job.concurrency_key is not None)
-            tokens = None
-            if settings.rate_limit is not None:
-                held, since = self._buckets[tenant, queue]
-                tokens = tokens_at(settings.rate_limit, held, since, now)
-            backlogs.append(
-                Backlog(
-                    queue_name=queue,
-                    settings=settings,
-                    tokens=tokens,
-                    running=len(running),
-                    due_by_key=dict(due_by_key),
-                    running_by_key=dict(running_by_key),
-                )
-            )
-        return backlogs
-
-    async def queue_configure(
-        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
-    ) -> QueueSettings:
-        if not (storable_text(tenant_id) and storable_text(queue_name)):
-            raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
-        key = (tenant_id, queue_name)
-        settings = self._queue_settings[key] = patch.applied_to(self._queue_settings.get(key, QueueSettings()))
-        if patch.rate_limit is not KEEP:  # a new or changed rate starts with a full bucket
-            if settings.rate_limit is None:
-                self._buckets.pop(key, None)
-            else:
-                self._buckets[key] = (float(settings.rate_limit.jobs), now)
-        if self._wakeups is not None:
-            self._wakeups.notify(queue_name)
-        return settings
-
-    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
-        counts: dict[tuple[str, datetime], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for job in self._tenant_jobs(tenant_id):
-            if job.status in _ENDED and job.completed_at is not None and job.completed_at >= since:
-                minute = job.completed_at.astimezone(UTC).replace(second=0, microsecond=0)
-                counts[job.queue_name, minute][_ENDED[job.status]] += 1
-        return [QueueMinute(name=name, minute=minute, **by_end) for (name, minute), by_end in sorted(counts.items())]
 
 
 def _may_lease(settings: QueueSettings, running: int, key: str | None, running_with_key: int) -> bool:

@@ -1,7 +1,7 @@
 """What every part of the in-memory store shares: its tables, and the helpers that write jobs into them.
 
-`InMemoryJobStore` is `MemoryJobs`, `MemoryWorkflows` and `MemorySchedules` on one `Tables`, as
-`PostgresJobStore` is its three parts on one pool. Nothing here awaits, so on one event loop every call of
+`InMemoryJobStore` is `MemoryJobs`, `MemoryQueues`, `MemoryWorkflows` and `MemorySchedules` on one `Tables`, as
+`PostgresJobStore` is its parts on one pool. Nothing here awaits, so on one event loop every call of
 the store is atomic, and each validates what it is given before it changes anything.
 """
 

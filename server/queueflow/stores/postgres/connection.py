@@ -85,8 +85,9 @@ def create_pool(
 
 
 class Pooled:
-    """The base of `PostgresJobs`, `PostgresWorkflows` and `PostgresSchedules`: each part of the store runs its
-    statements on `_connection()`, and `PostgresJobStore` is all three on one pool."""
+    """The base of `PostgresJobs`, `PostgresClaims`, `PostgresQueues`, `PostgresWorkflows` and `PostgresSchedules`:
+    each part of the store runs its statements on `_connection()`, and `PostgresJobStore` is all of them on one
+    pool."""
 
     def __init__(
         self,
@@ -96,14 +97,14 @@ class Pooled:
         connect_timeout: float = 5.0,
         statement_cache_size: int = 100,
         statement_timeout: float | None = None,
-        signal: WorkSignal | None = None,
+        wakeups: WorkSignal | None = None,
     ) -> None:
         self._dsn = dsn
         self._pool_size = pool_size
         self._statement_cache_size = statement_cache_size
         self._statement_timeout = statement_timeout
         self._connect_timeout = connect_timeout
-        self._signal = signal
+        self._wakeups = wakeups
         self._opened: asyncio.Future[asyncpg.Pool] | None = None
 
     async def _ready(self) -> asyncpg.Pool:

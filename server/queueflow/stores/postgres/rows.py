@@ -7,8 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from queueflow.core.backoff import policy
-from queueflow.core.types import Job, JobStatus
+from queueflow.core.types import BackoffPolicy, Job, JobStatus
 from queueflow.stores.postgres.errors import json_text
 
 
@@ -24,7 +23,7 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.queue_name for job in jobs],
         [job.task_name for job in jobs],
         [json_text(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
-        [json_text(_config(job), loc(i, "backoff")) for i, job in enumerate(jobs)],
+        [json_text(job_config(job.backoff, job.concurrency_key), loc(i, "backoff")) for i, job in enumerate(jobs)],
         [job.priority for job in jobs],
         [job.scheduled_at for job in jobs],
         [job.max_retries for job in jobs],
@@ -39,25 +38,25 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
     ]  # fmt: skip
 
 
-def _config(job: Job) -> dict[str, Any]:
-    """The `config` column: the job's policy that no index reads. `concurrency_key` lives here, not in a column of
-    its own: only the claim of a queue with a `key_concurrency_limit` reads it (`config->>'concurrency_key'`), and
-    a column would widen every row and every insert for it."""
-    config: dict[str, Any] = {"backoff": job.backoff.to_json()}
-    if job.concurrency_key is not None:
-        config["concurrency_key"] = job.concurrency_key
+def job_config(backoff: BackoffPolicy, concurrency_key: str | None) -> dict[str, Any]:
+    """The jobs table's `config` column (and a workflow step's, which becomes its job's): the job's policy that no
+    index reads, read back by `job_from_row`. `concurrency_key` lives here, not in a column of its own: only the
+    claim of a queue with a `key_concurrency_limit` reads it (`config->>'concurrency_key'`), and a column would
+    widen every row and every insert for it."""
+    config: dict[str, Any] = {"backoff": backoff.to_json()}
+    if concurrency_key is not None:
+        config["concurrency_key"] = concurrency_key
     return config
 
 
 # Every claimed, completed or read job is built from a row: its status and backoff policy are looked up, not
-# constructed (an Enum call and a policy per row were a third of job_from_row's time; see `core.backoff.policy`).
+# constructed (an Enum call and a policy per row were a third of job_from_row's time; see `core.types.backoff_policy`).
 _STATUSES = {status.value: status for status in JobStatus}
 
 
 def job_from_row(row: asyncpg.Record) -> Job:
     token = row["lease_token"]
     config = row["config"]
-    backoff = config["backoff"]
     return Job(
         id=row["id"],
         tenant_id=row["tenant_id"],
@@ -68,7 +67,7 @@ def job_from_row(row: asyncpg.Record) -> Job:
         priority=row["priority"],
         scheduled_at=row["scheduled_at"],
         max_retries=row["max_retries"],
-        backoff=policy(backoff["strategy"], backoff["base_seconds"], backoff["max_seconds"], backoff["jitter"]),
+        backoff=BackoffPolicy.from_json(config["backoff"]),
         timeout_seconds=row["timeout_seconds"],
         metadata=row["metadata"],
         created_at=row["created_at"],

@@ -1,5 +1,5 @@
-"""PostgresJobStore: the whole `Store` contract on PostgreSQL — its jobs (`jobs`), workflows (`workflows`) and
-schedules (`schedules`) on one connection pool.
+"""PostgresJobStore: the whole `Store` contract on PostgreSQL — its jobs (`jobs`, and their claim: `claim`), queues
+(`queues`), workflows (`workflows`) and schedules (`schedules`) on one connection pool.
 
 Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
 for the claim planning costs more than running it. Each method is one statement (or one transaction), so the
@@ -13,13 +13,15 @@ store's field locations; whatever still goes wrong is translated by `errors`.
 from __future__ import annotations
 
 from queueflow.ports import WorkSignal
+from queueflow.stores.postgres.claim import PostgresClaims
 from queueflow.stores.postgres.jobs import PostgresJobs
+from queueflow.stores.postgres.queues import PostgresQueues
 from queueflow.stores.postgres.schedules import PostgresSchedules
 from queueflow.stores.postgres.url import asyncpg_dsn
 from queueflow.stores.postgres.workflows import PostgresWorkflows
 
 
-class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
+class PostgresJobStore(PostgresJobs, PostgresClaims, PostgresQueues, PostgresWorkflows, PostgresSchedules):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
     @classmethod
@@ -31,11 +33,11 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
         connect_timeout: float = 5.0,
         statement_cache_size: int = 100,
         statement_timeout: float | None = None,
-        signal: WorkSignal | None = None,
+        wakeups: WorkSignal | None = None,
     ) -> PostgresJobStore:
         """A store on its own pool of at most `pool_size` connections; none is opened until the first call.
 
-        Every process learns of new work through PostgreSQL's NOTIFY. With a `signal` (the server's wake-up
+        Every process learns of new work through PostgreSQL's NOTIFY. With `wakeups` (the server's wake-up
         hub), the jobs this process inserts also wake its own waiters directly once committed, without the
         notification's trip through PostgreSQL: the common case of one `serve --mode all`.
 
@@ -47,7 +49,7 @@ class PostgresJobStore(PostgresJobs, PostgresWorkflows, PostgresSchedules):
             connect_timeout=connect_timeout,
             statement_cache_size=statement_cache_size,
             statement_timeout=statement_timeout,
-            signal=signal,
+            wakeups=wakeups,
         )
 
     async def aclose(self) -> None:

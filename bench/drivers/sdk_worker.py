@@ -1,4 +1,4 @@
-"""`python -m bench.workers.sdk_worker URL WORKER_KEY QUEUE [CONCURRENCY]`: the Python SDK's `Worker` with its
+"""`python -m bench.drivers.sdk_worker URL WORKER_KEY QUEUE [CONCURRENCY]`: the Python SDK's `Worker` with its
 default settings (but `concurrency`, when given) running the no-op task until SIGTERM."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sys
 
 from queueflow_client import Worker
 
-from bench.workers.noop import tasks
+from bench.drivers.noop import tasks
 
 
 def main() -> None:

@@ -38,6 +38,21 @@ SELECT EXISTS (SELECT FROM queueflow.jobs WHERE queue_name = $1 AND status IN ('
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerDrain:
+    """A drain of the workers' rotation: a kind of QueueFlow worker and its concurrency (None: its default)."""
+
+    kind: str
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PeerDrain:
+    """A peer's drain in the workers' rotation (bench/peers/): the baseline the workers' drains are paired with."""
+
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
 class DrainRun:
     kind: str
     concurrency: int | None
@@ -103,14 +118,14 @@ class WorkerProcess:
 def worker_argv(kind: str, database_url: str, server: QueueFlowServer | None, concurrency: int | None) -> list[str]:
     if kind == "in-process":
         argv = [sys.executable, "-m", "queueflow.cli", "serve", "--mode", "worker", "--database-url", database_url,
-                "--tasks", "bench.workers.noop:tasks", "--task-queues", QUEUE]  # fmt: skip
+                "--tasks", "bench.drivers.noop:tasks", "--task-queues", QUEUE]  # fmt: skip
         return argv + (["--task-concurrency", str(concurrency)] if concurrency else [])
     assert server is not None
     url = f"http://127.0.0.1:{server.port}"
     extra = [str(concurrency)] if concurrency else []
     if kind == "Python SDK":
-        return [sys.executable, "-m", "bench.workers.sdk_worker", url, WORKER_KEY, QUEUE, *extra]
-    return ["node", str(ROOT / "bench" / "workers" / "ts_worker.mjs"), url, WORKER_KEY, QUEUE, *extra]
+        return [sys.executable, "-m", "bench.drivers.sdk_worker", url, WORKER_KEY, QUEUE, *extra]
+    return ["node", str(ROOT / "bench" / "drivers" / "ts_worker.mjs"), url, WORKER_KEY, QUEUE, *extra]
 
 
 async def _until_drained(database: BenchDatabase, worker: WorkerProcess, limit: float) -> None:

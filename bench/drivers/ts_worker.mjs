@@ -1,4 +1,4 @@
-// `node bench/workers/ts_worker.mjs URL WORKER_KEY QUEUE [CONCURRENCY]`: the TypeScript SDK's Worker with its
+// `node bench/drivers/ts_worker.mjs URL WORKER_KEY QUEUE [CONCURRENCY]`: the TypeScript SDK's Worker with its
 // default settings (but `concurrency`, when given) running a no-op task until SIGTERM. Needs the SDK built
 // (`npm run build` in sdks/typescript).
 import { Worker } from "../../sdks/typescript/dist/index.js";

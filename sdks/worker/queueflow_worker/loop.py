@@ -1,6 +1,6 @@
 """`WorkerLoop`: the one lease/run/ack loop behind every Python worker — the SDK's `Worker` (jobs over HTTP) and
-the server's in-process runner (jobs straight from its engine). Each supplies a `LeaseSource`; everything else is
-here, written once:
+the server's in-process runner (jobs straight from its engine). Each supplies a `LeaseSource` and a `TaskRunner`
+(the SDK's `TaskRegistry`); everything else is here, written once:
 
 - **slots and prefetch**: at most `concurrency` tasks run at once, and more jobs are leased ahead and wait their
   turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in two
@@ -27,7 +27,8 @@ here, written once:
   lose what it claims), runs every job already held, records the outcomes and returns. With `drain_seconds`,
   tasks still running after that long are cancelled and their jobs left to their leases' expiry; `quit()` does
   that at once (a second Ctrl-C), and the outcomes already queued are still recorded.
-- **logs a person can read** (logger `queueflow_client.worker`): a startup line (name, queues, tasks,
+- **logs a person can read** (logger `queueflow_client.worker`, the name users configure, kept from when this loop
+  was part of the SDK): a startup line (name, queues, tasks,
   concurrency), and per job one line on `queueflow_client.worker.jobs` (task, job id, delivery, outcome,
   duration): at `job_log_level` (INFO) when it completed or asked to retry, at WARNING with the traceback when it
   failed. The traceback is stored with the failure too (`error_message`: the one-line summary first, at most
@@ -47,12 +48,13 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from queueflow_client.outcomes import MAX_ERROR_CHARS, Outcome, error_text, fate, outcome_of
-from queueflow_client.tasks import Delivery, JobContext, Retry, TaskRegistry
+from queueflow_worker.context import JobContext, Retry
+from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, fate, outcome_of
+from queueflow_worker.ports import LeasedDelivery, LeaseSource, TaskRunner
 
-__all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "WorkerLoop", "error_text"]
+__all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "TaskRunner", "WorkerLoop", "error_text"]
 
 log = logging.getLogger("queueflow_client.worker")
 job_log = logging.getLogger("queueflow_client.worker.jobs")
@@ -66,40 +68,6 @@ LEASES_IN_FLIGHT = 2
 """How many leases overlap while the backlog is deep (see the module docstring)."""
 SMOOTHING = 0.2
 """The weight of the newest sample in the running averages of task durations and lease round trips."""
-
-
-class LeasedDelivery(Delivery, Protocol):
-    """A leased job as a source hands it out: a `Delivery` with the token its claim minted."""
-
-    @property
-    def lease_token(self) -> str | None: ...
-
-
-class LeaseSource(Protocol):
-    """Where a `WorkerLoop` gets jobs and records what became of them."""
-
-    async def lease(self, max_jobs: int) -> Sequence[LeasedDelivery]:
-        """Up to `max_jobs` jobs; when none is claimable, wait a while for work (possibly answering none).
-        After `interrupt()` it answers at once, and never loses a job it claimed: what it claims it returns.
-        Called up to `LEASES_IN_FLIGHT` times at once."""
-        ...
-
-    def interrupt(self) -> None:
-        """The loop is stopping: every waiting `lease` answers now, and later ones answer none."""
-        ...
-
-    async def ack(self, outcomes: Sequence[Outcome]) -> Sequence[bool | None]:
-        """Record the outcomes (at most `MAX_BATCH`); per item, whether the lease still held the job (None: it
-        cannot be known, as when a replayed request finds the job settled, perhaps by its own first attempt)."""
-        ...
-
-    async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> Sequence[bool]:
-        """Extend the leases, (job id, token) pairs (at most `MAX_BATCH`); per item, whether it still held."""
-        ...
-
-    async def progress(self, job_id: str, token: str, value: Any) -> bool:
-        """Extend one lease now and record `value` as its job's progress; whether it still held."""
-        ...
 
 
 class _Running:
@@ -131,7 +99,7 @@ class WorkerLoop:
     def __init__(
         self,
         source: LeaseSource,
-        tasks: TaskRegistry,
+        tasks: TaskRunner,
         *,
         concurrency: int = 10,
         prefetch: int | None = None,

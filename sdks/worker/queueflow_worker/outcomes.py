@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from queueflow_client.tasks import Delivery, Fatal, Retry
+from queueflow_worker.context import Delivery, Fatal, Retry
 
-__all__ = ["MAX_ERROR_CHARS", "Outcome", "answers_in_order", "error_text", "fate", "outcome_of"]
+__all__ = ["MAX_ERROR_CHARS", "Outcome", "answers_in_order", "error_text", "fate", "outcome_of", "runner_code"]
 
 T = TypeVar("T")
 
@@ -59,17 +59,27 @@ def fate(job: Delivery, outcome: Outcome) -> str:
     return "dead-lettered: no retries left" if done >= retries else f"retry {done + 1} of {retries} follows"
 
 
-_MACHINERY = tuple(
+_machinery = [
     os.path.dirname(module.__file__ or "") + os.sep
-    for module in (asyncio, concurrent.futures, sys.modules[__package__ or "queueflow_client"])
-)
+    for module in (asyncio, concurrent.futures, sys.modules[__package__ or "queueflow_worker"])
+]
+"""The folders whose frames are the runner's own, not the task's."""
+
+
+def runner_code(path: str) -> None:
+    """Count the frames of the package whose module is at `path` as the runner's own: a stored traceback begins
+    after them. For a task registry that wraps tasks in code of its own (the SDK's, its typed tasks)."""
+    folder = os.path.dirname(path) + os.sep
+    if folder not in _machinery:
+        _machinery.append(folder)
 
 
 def _trimmed(exc: BaseException) -> BaseException:
-    """`exc` with the runner's own frames (the worker loop, asyncio, the thread pool) cut from the start of its
-    traceback, so that it begins in the task."""
+    """`exc` with the runner's own frames (the worker loop, the registry, asyncio, the thread pool) cut from the
+    start of its traceback, so that it begins in the task."""
+    machinery = tuple(_machinery)
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(_MACHINERY):
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(machinery):
         tb = tb.tb_next
     return exc.with_traceback(tb)
 

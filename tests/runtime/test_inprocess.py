@@ -1,8 +1,11 @@
-"""The in-process runner: the SDK's TaskRegistry inside the server, claiming through the engine."""
+"""The in-process runner: the SDK's TaskRegistry inside the server, claiming through the engine (the worker loop
+the SDK's `Worker` runs too, from `queueflow_worker`)."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +15,7 @@ from queueflow.engine import Engine
 from queueflow.runtime.inprocess import EngineSource, InProcessWorker, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry
-from queueflow_client.loop import Outcome
+from queueflow_worker import Outcome
 
 from tests.inprocess import WatchedWakeups
 from tests.sdk import sample_tasks
@@ -132,6 +135,20 @@ def test_load_runner_and_settings() -> None:
         Settings.load({}, tasks="m:t", mode="api")
 
 
+def test_without_the_tasks_extra_serve_says_what_to_install() -> None:
+    # queueflow_worker made unimportable in a fresh interpreter: the server's own modules do not need it.
+    probe = (
+        "import sys; sys.modules['queueflow_worker'] = None\n"
+        "from queueflow.cli import main\n"
+        "sys.exit(main(['serve', '--database-url', 'memory://', '--tasks', 'tests.sdk.sample_tasks:tasks']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    (line,) = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert line.startswith("queueflow serve: --tasks tests.sdk.sample_tasks:tasks: ")
+    assert line.endswith("pip install 'queueflow[tasks]'")
+
+
 async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job(
     engine: Engine, wakeups: WatchedWakeups
 ) -> None:
@@ -144,3 +161,17 @@ async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job(
     current = Outcome(job.id, job.lease_token or "", error="boom")
     assert await source.ack([stale, current]) == [False, True]
     assert (await engine.get_job("default", job.id)).status == "retrying"
+
+
+async def test_the_in_process_runner_records_progress(engine: Engine, wakeups: WatchedWakeups) -> None:
+    tasks, done = TaskRegistry(), asyncio.Event()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
+        assert await ctx.progress([1, 2, 3])
+        done.set()
+
+    async with InProcessWorker(engine, wakeups, tasks, queues=["default"], poll=60):
+        job = (await engine.enqueue("default", NewJob(task_name="t"))).job
+        await asyncio.wait_for(done.wait(), 5)
+    assert (await engine.get_job("default", job.id)).progress == [1, 2, 3]

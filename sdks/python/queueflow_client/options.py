@@ -1,0 +1,40 @@
+"""What an enqueue takes beside its task: defined once, here, for every way of enqueueing — `jobs.enqueue` and
+`jobs.run` (sync and async), a typed task's `Task.enqueue` and `Task.job`, `jobs.enqueue_many`'s items and the
+transactional `enqueue_in` / `enqueue_in_sync`. Each takes `**options: Unpack[EnqueueOptions]`, so mypy checks
+the names and types wherever a job is enqueued (tests/sdk/test_enqueue_options.py holds them to the spec).
+
+An option left out, or given as None, is not sent: the server's default applies.
+"""
+
+# No `from __future__ import annotations`: TypedDict reads `Required[...]` only from an evaluated annotation.
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Required, TypedDict
+
+from queueflow_client.types import Backoff
+
+__all__ = ["EnqueueOptions", "JobOptions"]
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The options of one job: its keyword arguments but for the task name and the payload."""
+
+    queue_name: str | None
+    priority: int | None
+    run_at: datetime | None
+    delay_seconds: float | None
+    max_retries: int | None
+    backoff: Backoff | Mapping[str, Any] | None
+    timeout_seconds: float | None
+    metadata: Mapping[str, Any] | None
+    idempotency_key: str | None
+    """With a key the server has seen, it answers with the original job, unchanged (the client makes one up when
+    none is given, so that its own retries are safe)."""
+    concurrency_key: str | None
+
+
+class JobOptions(EnqueueOptions, total=False):
+    """One job of `jobs.enqueue_many`: the task name, its payload and its options, as keys."""
+
+    task_name: Required[str]
+    payload: Mapping[str, Any] | None

@@ -1,0 +1,98 @@
+"""`client.schedules`: cron schedules that enqueue a job of a task at each tick (`Schedules` sync,
+`AsyncSchedules` async)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any, TypedDict, Unpack
+
+from queueflow_client import _calls
+from queueflow_client.resources._base import DEFAULT_PAGE, Resource, apages, pages
+from queueflow_client.types import Page, Schedule
+
+__all__ = ["AsyncSchedules", "ScheduleChanges", "ScheduleOptions", "Schedules"]
+
+
+class ScheduleOptions(TypedDict, total=False):
+    """A schedule's fields but for its name, cron and task (None: not sent; on create, the server's default)."""
+
+    timezone: str | None
+    queue_name: str | None
+    payload: Mapping[str, Any] | None
+    priority: int | None
+    max_retries: int | None
+    enabled: bool | None
+
+
+class ScheduleChanges(ScheduleOptions, total=False):
+    """What `schedules.update` may change: any field but the name (None or left out: it stays)."""
+
+    cron: str | None
+    task_name: str | None
+
+
+def _fields(options: Mapping[str, Any], **given: Any) -> dict[str, Any]:
+    """Every field, None where not given: the generated body fills a field it is not handed with a default of its
+    own (`enabled=True`, …), which a create would send and an update would change, so each is handed over."""
+    unknown = set(options) - ScheduleChanges.__optional_keys__
+    if unknown:
+        raise TypeError(f"unknown schedule field(s): {', '.join(sorted(unknown))}")
+    return {**dict.fromkeys(ScheduleChanges.__optional_keys__), **given, **options}
+
+
+class Schedules(Resource):
+    def create(self, name: str, *, cron: str, task_name: str, **options: Unpack[ScheduleOptions]) -> Schedule:
+        """Create a cron schedule; a name already in use is an InvalidStateError."""
+        fields = _fields(options, cron=cron, task_name=task_name)
+        result: Schedule = self._send(_calls.create_schedule(name, fields))
+        return result
+
+    def get(self, name: str) -> Schedule:
+        result: Schedule = self._send(_calls.get_schedule(name))
+        return result
+
+    def list_page(self, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
+        result: Page[Schedule] = self._send(_calls.list_schedules(limit, cursor))
+        return result
+
+    def list(self, *, page_size: int = DEFAULT_PAGE) -> Iterator[Schedule]:
+        return pages(lambda cursor: self.list_page(limit=page_size, cursor=cursor))
+
+    def update(self, name: str, **changes: Unpack[ScheduleChanges]) -> Schedule:
+        """Change the given fields (the others stay as they are)."""
+        fields = _fields(changes)
+        result: Schedule = self._send(_calls.update_schedule(name, fields))
+        return result
+
+    def delete(self, name: str) -> None:
+        self._send(_calls.delete_schedule(name))
+
+
+class AsyncSchedules(Resource):
+    """`Schedules`, awaited."""
+
+    async def create(self, name: str, *, cron: str, task_name: str, **options: Unpack[ScheduleOptions]) -> Schedule:
+        """Create a cron schedule; a name already in use is an InvalidStateError."""
+        fields = _fields(options, cron=cron, task_name=task_name)
+        result: Schedule = await self._send(_calls.create_schedule(name, fields))
+        return result
+
+    async def get(self, name: str) -> Schedule:
+        result: Schedule = await self._send(_calls.get_schedule(name))
+        return result
+
+    async def list_page(self, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
+        result: Page[Schedule] = await self._send(_calls.list_schedules(limit, cursor))
+        return result
+
+    def list(self, *, page_size: int = DEFAULT_PAGE) -> AsyncIterator[Schedule]:
+        return apages(lambda cursor: self.list_page(limit=page_size, cursor=cursor))
+
+    async def update(self, name: str, **changes: Unpack[ScheduleChanges]) -> Schedule:
+        """Change the given fields (the others stay as they are)."""
+        fields = _fields(changes)
+        result: Schedule = await self._send(_calls.update_schedule(name, fields))
+        return result
+
+    async def delete(self, name: str) -> None:
+        await self._send(_calls.delete_schedule(name))

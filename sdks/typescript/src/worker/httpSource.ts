@@ -1,0 +1,88 @@
+/** `HttpSource`: the worker loop's `LeaseSource` over the worker routes (`POST /v1/worker/…`). */
+
+import type { components } from "../generated/schema.js";
+import { Transport, type TransportOptions } from "../transport.js";
+import type { LeasedJob } from "../types.js";
+import type { LeaseSource, Recorded } from "./loop.js";
+
+type Schemas = components["schemas"];
+
+export interface HttpSourceSettings {
+  queues: string[];
+  leaseSeconds: number;
+  waitSeconds: number;
+  workerId: string;
+  /** The tasks to lease: only those the worker has handlers for, others are left to their workers. */
+  taskNames: () => string[];
+}
+
+export class HttpSource implements LeaseSource {
+  readonly #transport: Transport;
+  readonly #settings: HttpSourceSettings;
+
+  constructor(transport: TransportOptions, settings: HttpSourceSettings) {
+    this.#transport = new Transport(transport);
+    this.#settings = settings;
+  }
+
+  async lease(maxJobs: number, signal: AbortSignal): Promise<LeasedJob[]> {
+    const { waitSeconds, leaseSeconds, workerId, queues } = this.#settings;
+    const body = {
+      queues,
+      max_jobs: maxJobs,
+      lease_seconds: leaseSeconds,
+      wait_seconds: waitSeconds,
+      worker_id: workerId,
+      task_names: this.#settings.taskNames(),
+    };
+    const answer = await this.#transport.post(
+      "/v1/worker/lease",
+      body,
+      // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
+      // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
+      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal },
+    );
+    return answer.jobs;
+  }
+
+  async ack(outcomes: Recorded[]): Promise<void> {
+    const complete: Schemas["AckComplete"][] = [];
+    const fail: Schemas["AckFail"][] = [];
+    for (const { id, lease_token, outcome } of outcomes) {
+      if ("result" in outcome) complete.push({ id, lease_token, result: outcome.result });
+      else {
+        fail.push({
+          id,
+          lease_token,
+          error: outcome.error,
+          retryable: outcome.retryable,
+          ...(outcome.retryAfterSeconds === undefined ? {} : { retry_after_seconds: outcome.retryAfterSeconds }),
+        });
+      }
+    }
+    // May be repeated: a duplicate is answered `lease_lost`, never applied twice.
+    await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: true });
+  }
+
+  async heartbeat(leases: [string, string][]): Promise<boolean[]> {
+    const body = { jobs: leases.map(([id, lease_token]) => ({ id, lease_token })), lease_seconds: this.#settings.leaseSeconds };
+    const answer = await this.#transport.post("/v1/worker/heartbeat", body, { safe: true });
+    return answer.results.map((result) => result.outcome !== "lease_lost");
+  }
+
+  async progress(job: LeasedJob, value: unknown): Promise<void> {
+    await this.#transport.call(
+      (signal) =>
+        this.#transport.api.POST("/v1/worker/jobs/{job_id}/heartbeat", {
+          params: { path: { job_id: job.id } },
+          body: { lease_token: job.lease_token, lease_seconds: this.#settings.leaseSeconds, progress: value },
+          signal,
+        }),
+      { safe: true },
+    );
+  }
+
+  close(): void {
+    this.#transport.close();
+  }
+}

@@ -1,0 +1,202 @@
+"""The wire shapes of jobs: enqueueing one or a batch, and a job as a tenant sees it."""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from queueflow.api.schemas.common import (
+    NO_NUL,
+    AwareDateTime,
+    DelaySeconds,
+    IdempotencyKey,
+    JobStatusName,
+    JSONObject,
+    MaxRetries,
+    Priority,
+    QueueName,
+    RequestBody,
+    TaskName,
+    TimeoutSeconds,
+)
+from queueflow.core import types as domain
+from queueflow.core import validation
+
+
+class Backoff(RequestBody):
+    """How long a failed job waits before its next delivery; a partial object is merged with the defaults."""
+
+    strategy: Literal["exponential", "linear", "fixed"] = "exponential"
+    base_seconds: Annotated[float, Meta(ge=0.001, le=86_400)] = 1.0
+    max_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_TIMEOUT_SECONDS)] = 3600.0
+    jitter: bool = True
+
+    def to_domain(self) -> domain.BackoffPolicy:
+        return domain.backoff_policy(self.strategy, self.base_seconds, self.max_seconds, self.jitter)
+
+    @classmethod
+    def from_domain(cls, policy: domain.BackoffPolicy) -> Backoff:
+        return _backoff(policy)
+
+
+# Each distinct policy's wire form is built once, from the shared policy (`core.types.backoff_policy`, the other
+# direction): a lease of a thousand jobs renders one policy a thousand times.
+@functools.lru_cache(maxsize=256)
+def _backoff(policy: domain.BackoffPolicy) -> Backoff:
+    return Backoff(
+        strategy=policy.strategy.value,
+        base_seconds=policy.base_seconds,
+        max_seconds=policy.max_seconds,
+        jitter=policy.jitter,
+    )
+
+
+ConcurrencyKey = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        pattern=NO_NUL,
+        description="The group a queue's key_concurrency_limit counts this job in, e.g. a user id",
+    ),
+]
+
+
+class TaskFields(RequestBody):
+    """What a job runs and how it is delivered: the fields a job and a workflow step share."""
+
+    task_name: TaskName
+    queue_name: QueueName = "default"
+    payload: JSONObject = msgspec.field(default_factory=dict)
+    priority: Priority = 0
+    max_retries: MaxRetries = 3
+    backoff: Backoff = msgspec.field(default_factory=Backoff)
+    timeout_seconds: TimeoutSeconds | None = None
+    concurrency_key: ConcurrencyKey | None = None
+
+
+class EnqueueJob(TaskFields):
+    run_at: AwareDateTime | None = None
+    delay_seconds: DelaySeconds | None = None
+    metadata: JSONObject = msgspec.field(default_factory=dict)
+
+    def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
+        return domain.NewJob(
+            task_name=self.task_name,
+            queue_name=self.queue_name,
+            payload=self.payload,
+            priority=self.priority,
+            run_at=self.run_at,
+            delay_seconds=self.delay_seconds,
+            max_retries=self.max_retries,
+            backoff=self.backoff.to_domain(),
+            timeout_seconds=self.timeout_seconds,
+            metadata=self.metadata,
+            idempotency_key=idempotency_key,
+            concurrency_key=self.concurrency_key,
+        )
+
+
+class BatchItem(EnqueueJob):
+    idempotency_key: IdempotencyKey | None = None
+
+
+class EnqueueBatch(RequestBody):
+    jobs: Annotated[list[BatchItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
+
+
+class TraceContext(Struct, kw_only=True):
+    """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
+
+    traceparent: str
+    tracestate: str | None
+
+
+class Job(Struct, kw_only=True):
+    """A job as a tenant sees it (never its lease token)."""
+
+    id: str
+    tenant_id: str
+    queue_name: str
+    task_name: str
+    payload: JSONObject
+    status: JobStatusName
+    priority: int
+    scheduled_at: datetime
+    locked_until: datetime | None
+    delivery_count: int
+    retry_count: int
+    max_retries: int
+    backoff: Backoff
+    timeout_seconds: float | None
+    next_retry_at: datetime | None
+    result: Any
+    error_message: str | None
+    workflow_id: str | None
+    workflow_step_id: str | None
+    metadata: JSONObject
+    idempotency_key: str | None
+    concurrency_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    progress: Any
+    """What the task last reported with a heartbeat (null until it reports); kept after the job finishes."""
+    trace_context: TraceContext | None
+    """W3C trace context of its enqueue (a workflow's, for a step's job), for its worker's task span."""
+
+    @classmethod
+    def from_domain(cls, job: domain.Job) -> Job:
+        return cls(**job_fields(job))
+
+
+def job_fields(job: domain.Job) -> dict[str, Any]:
+    """A `Job`'s fields from the domain job (a `LeasedJob` adds its lease to them)."""
+    return {
+        "id": job.id,
+        "tenant_id": job.tenant_id,
+        "queue_name": job.queue_name,
+        "task_name": job.task_name,
+        "payload": job.payload,
+        "status": job.status.value,
+        "priority": job.priority,
+        "scheduled_at": job.scheduled_at,
+        "locked_until": job.locked_until,
+        "delivery_count": job.delivery_count,
+        "retry_count": job.retry_count,
+        "max_retries": job.max_retries,
+        "backoff": Backoff.from_domain(job.backoff),
+        "timeout_seconds": job.timeout_seconds,
+        "next_retry_at": job.next_retry_at,
+        "result": job.result,
+        "error_message": job.error_message,
+        "workflow_id": job.workflow_id,
+        "workflow_step_id": job.workflow_step_id,
+        "metadata": job.metadata,
+        "idempotency_key": job.idempotency_key,
+        "concurrency_key": job.concurrency_key,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "completed_at": job.completed_at,
+        "progress": job.progress,
+        "trace_context": _trace_context(job.trace_context),
+    }
+
+
+def _trace_context(context: dict[str, str] | None) -> TraceContext | None:
+    if context is None:
+        return None
+    return TraceContext(traceparent=context["traceparent"], tracestate=context.get("tracestate"))
+
+
+class JobBatch(Struct):
+    jobs: list[Job]
+
+
+class JobPage(Struct):
+    items: list[Job]
+    next_cursor: str | None

@@ -1,0 +1,293 @@
+"""The claim on PostgreSQL: `JobStore.job_claim` and `job_next_due`, on the shared pool.
+
+A claim is one transaction (BEGIN_CLAIM … COMMIT). It first claims from the queues nobody restricts (CLAIM, or
+CLAIM_FOR_TENANT for a tenant-scoped worker key: `claim_sql`), one statement that is the whole claim of a worker
+draining a backlog. Only a claim that comes back short goes on to the queues some tenant restricts (pause,
+concurrency and rate limits: `restricted_sql`), in the same transaction: if any statement fails, every job the
+claim took is pending again, none is lost to a lease nobody holds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import datetime, timedelta
+
+import asyncpg
+
+from queueflow.core.flow import RateLimit, next_token_at, tokens_at
+from queueflow.core.jsonvalue import storable_text
+from queueflow.core.turns import KeyTurns, in_turns, last_keys
+from queueflow.core.types import ClaimRequest, Job
+from queueflow.stores.postgres.claim_sql import (
+    BEGIN_CLAIM,
+    CLAIM,
+    CLAIM_FOR_TENANT,
+    NEXT_DUE,
+    RESTRICTED_QUEUES,
+    ClaimArgs,
+    TenantScope,
+    Turn,
+)
+from queueflow.stores.postgres.connection import Db, Pooled
+from queueflow.stores.postgres.params import values
+from queueflow.stores.postgres.restricted_sql import (
+    CLAIM_RESTRICTED,
+    CLAIM_RESTRICTED_FOR_TENANT,
+    RATE_BUCKETS,
+    RESTRICTIONS_LOCK,
+    RUNNING_COUNTS,
+    RUNNING_KEY_COUNTS,
+    SAVE_KEY_TURNS,
+    SPEND_TOKENS,
+    Restrictions,
+)
+from queueflow.stores.postgres.rows import job_from_row
+
+# The restricted claim runs under the default plan cache mode, as it always has: BEGIN_CLAIM forced generic plans
+# for CLAIM, whose custom plan PostgreSQL would otherwise make on every execution; the restricted claim's statements
+# were tuned (tests/postgres/test_claim_plan.py) and measured with the plans PostgreSQL picks by default.
+DEFAULT_PLANS = "SET LOCAL plan_cache_mode = auto"
+
+Pair = tuple[str, str]
+"""A (tenant_id, queue_name): what flow-control settings are kept for."""
+
+
+class PostgresClaims(Pooled):
+    async def job_claim(self, request: ClaimRequest) -> list[Job]:
+        queues = queue_names(request.queues)
+        tasks = (
+            None
+            if request.task_names is None
+            else [name for name in dict.fromkeys(request.task_names) if storable_text(name)]
+        )
+        tenant = request.tenant_id
+        if not queues or tasks == [] or (tenant is not None and not storable_text(tenant)):
+            return []
+        args = ClaimArgs(
+            queues=queues,
+            max_jobs=request.max_jobs,
+            now=request.now,
+            lease=timedelta(seconds=request.lease_seconds),
+            task_names=tasks,
+        )
+        # A tenant name PostgreSQL cannot store is nobody's: every tenant comes after it.
+        after = request.after_tenant
+        turn = Turn(after_tenant=after if after is not None and storable_text(after) else None)
+        scope = None if tenant is None else TenantScope(tenant=tenant)
+        key_turns: KeyTurns = {}
+        async with self._connection() as db, _claim_transaction(db):
+            if scope is None:
+                rows = await _claim_in_turns(db, args, turn)
+            else:
+                rows = await db.fetch(CLAIM_FOR_TENANT, *values(args, scope))
+            jobs = [job_from_row(row) for row in rows]
+            # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
+            # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
+            if len(jobs) < request.max_jobs:
+                restricted = [row["queue_name"] for row in await db.fetch(RESTRICTED_QUEUES, queues)]
+                if restricted:
+                    rest = args._replace(queues=restricted, max_jobs=request.max_jobs - len(jobs))
+                    more, key_turns = await claim_restricted(db, rest, turn, scope)
+                    jobs += more
+        # RETURNING comes in no particular order; a multi-job lease answers in the order it took the jobs.
+        return in_turns(jobs, turn.after_tenant, key_turns)
+
+    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+        wanted = queue_names(queues)
+        if not wanted:
+            return None
+        async with self._connection() as db:
+            due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
+            buckets = await db.fetch(RATE_BUCKETS, wanted)
+        for row in buckets:
+            rate = RateLimit(row["rate_jobs"], row["rate_per_seconds"])
+            token = next_token_at(rate, row["rate_tokens"], row["rate_refilled_at"], now)
+            if token is not None and (due is None or token < due):
+                due = token
+        return due
+
+
+def queue_names(queues: Sequence[str]) -> list[str]:
+    """`queues` once each, in order, without names no row can hold (text PostgreSQL cannot store)."""
+    return [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
+
+
+@asynccontextmanager
+async def _claim_transaction(db: Db) -> AsyncIterator[None]:
+    """A claim's transaction: generic plans, an asynchronous commit (BEGIN_CLAIM), begun in one round trip."""
+    await db.execute(BEGIN_CLAIM)
+    try:
+        yield
+    except BaseException:
+        # As asyncpg's transaction() does; a connection that cannot roll back now (a statement cut short by a
+        # cancellation) is reset or closed by the pool when it is released.
+        if not db.is_closed():
+            with suppress(Exception):
+                await db.execute("ROLLBACK")
+        raise
+    await db.execute("COMMIT")
+
+
+async def _claim_in_turns(db: Db, args: ClaimArgs, turn: Turn) -> list[asyncpg.Record]:
+    """CLAIM, again while it comes back short and some tenant took its whole share (`fair_share`): that tenant may
+    have more, which the tenants with fewer jobs than their share left room for. Each round claims at least one
+    job or ends the claim, and a round's tenants that ran short have no claimable job left, so rounds are few
+    (with one tenant, never more than one)."""
+    rows = await db.fetch(CLAIM, *values(args, turn))
+    last = rows
+    while last and len(rows) < args.max_jobs:
+        taken = Counter(row["tenant_id"] for row in last)
+        if max(taken.values()) < last[0]["fair_share"]:
+            break
+        last = await db.fetch(CLAIM, *values(_fewer(args, len(rows)), turn))
+        rows += last
+    return rows
+
+
+def _fewer(args: ClaimArgs, claimed: int) -> ClaimArgs:
+    """`args` for the rest of a claim that has taken `claimed` jobs."""
+    return args._replace(max_jobs=args.max_jobs - claimed)
+
+
+async def claim_restricted(
+    db: Db, args: ClaimArgs, turn: Turn, scope: TenantScope | None
+) -> tuple[list[Job], KeyTurns]:
+    """CLAIM for queues on which some tenant restricts leasing (`args.queues`), exact under any number of
+    concurrent claims, with the same task and tenant (`scope`) filters as CLAIM and CLAIM_FOR_TENANT. Runs inside
+    the claim's transaction; returns the jobs and the key turns they were ordered by.
+
+    Why no limit is ever exceeded: every claim of a restricted queue locks all of that queue's restricting
+    settings rows (RESTRICTIONS_LOCK) before it counts or claims, and holds them until it commits, so the
+    claims of one limited (tenant, queue) run one after another. Each counts the running jobs in a statement
+    of its own, after its lock was granted, so it sees every job the claims before it leased (they committed
+    before releasing the lock), and claims at most `limit - running` more; the same holds per concurrency_key
+    under a key_concurrency_limit (RUNNING_KEY_COUNTS, after the lock too), and for the rate limit, whose token
+    bucket lives in the locked row itself: refilled to `now`, spent, and written back (SPEND_TOKENS) before the
+    lock is released; so is each key-limited pair's key turn (SAVE_KEY_TURNS), which makes it one turn for all
+    processes. Running only goes down outside that lock (complete, fail, cancel, the janitor), which can
+    only leave more room than was counted.
+    CLAIM (unrestricted queues) never touches these queues' jobs: it skips a queue as soon as one restricting
+    row is committed; a claim that read the settings before that commit is ordered before the change, as is a
+    job that was already running when a limit was set. Queues nobody restricts take none of these locks.
+
+    The price: claims of a restricted queue run one at a time (every restricting row of the queue is locked,
+    a paused tenant's too), and take 4–6 statements instead of one.
+    """
+    await db.execute(DEFAULT_PLANS)
+    settings = await db.fetch(RESTRICTIONS_LOCK, args.queues)
+    open_ = [row for row in settings if not row["paused"]]
+    paused = [(row["tenant_id"], row["queue_name"]) for row in settings if row["paused"]]
+    limit_of = {_pair(row): row["concurrency_limit"] for row in open_ if row["concurrency_limit"] is not None}
+    key_limit_of = {
+        _pair(row): row["key_concurrency_limit"] for row in open_ if row["key_concurrency_limit"] is not None
+    }
+    key_turns = {_pair(row): row["key_turn"] for row in open_ if _pair(row) in key_limit_of}
+    # Each rate limit's bucket, refilled to now: the pair may take floor(tokens) jobs in this claim.
+    tokens = {
+        _pair(row): tokens_at(
+            RateLimit(row["rate_jobs"], row["rate_per_seconds"]), row["rate_tokens"], row["rate_refilled_at"], args.now
+        )
+        for row in open_
+        if row["rate_jobs"] is not None
+    }
+    running: dict[Pair, int] = {}
+    if limit_of:
+        rows = await db.fetch(RUNNING_COUNTS, *_columns(limit_of))
+        running = {_pair(row): row["running"] for row in rows}
+    running_keys: dict[tuple[str, str, str], int] = {}
+    if key_limit_of:
+        rows = await db.fetch(RUNNING_KEY_COUNTS, *_columns(key_limit_of))
+        running_keys = {(row["tenant_id"], row["queue_name"], row["key"]): row["running"] for row in rows}
+    # Rounds: a round's candidates are the first `max_jobs` rows the scan finds, and the caps may cut some; the
+    # next round leaves out every group a round filled, so it finds what lay behind them. Each round claims at
+    # least one job while any may be claimed (the first candidate is never cut), so there are at most `max_jobs`
+    # rounds, and almost always one.
+    claimed: list[asyncpg.Record] = []
+    while len(claimed) < args.max_jobs:
+        left = _fewer(args, len(claimed))
+        now_allowed = restrictions(paused, limit_of, running, tokens, key_limit_of, running_keys, key_turns)
+        if scope is None:
+            rows = await db.fetch(CLAIM_RESTRICTED, *values(left, turn, now_allowed))
+        else:
+            rows = await db.fetch(CLAIM_RESTRICTED_FOR_TENANT, *values(left, turn, now_allowed, scope))
+        if not rows:
+            break
+        claimed += rows
+        for row in rows:
+            pair = _pair(row)
+            if pair in limit_of:
+                running[pair] = running.get(pair, 0) + 1
+            if pair in tokens:
+                tokens[pair] -= 1
+            key = row["config"].get("concurrency_key")
+            if pair in key_limit_of and key is not None:
+                running_keys[(*pair, key)] = running_keys.get((*pair, key), 0) + 1
+    if tokens:
+        await db.execute(SPEND_TOKENS, *_columns(tokens), list(tokens.values()), args.now)
+    jobs = in_turns((job_from_row(row) for row in claimed), turn.after_tenant, key_turns)
+    if served := last_keys(jobs, key_turns):
+        await db.execute(SAVE_KEY_TURNS, *_columns(served), list(served.values()))
+    return jobs, key_turns
+
+
+def restrictions(
+    paused: list[Pair],
+    limit_of: dict[Pair, int],
+    running: dict[Pair, int],
+    tokens: dict[Pair, float],
+    key_limit_of: dict[Pair, int],
+    running_keys: dict[tuple[str, str, str], int],
+    key_turns: dict[Pair, str | None],
+) -> Restrictions:
+    """What the settings (`paused`, the concurrency limits `limit_of` and `key_limit_of`, the rate buckets'
+    `tokens`) leave a claim now, given what runs (`running`, `running_keys`) and whose key turn it is."""
+    blocked = list(paused)
+    caps: list[tuple[str, str, int]] = []
+    for pair in limit_of.keys() | tokens.keys():
+        room = [limit_of[pair] - running.get(pair, 0)] if pair in limit_of else []
+        room += [math.floor(tokens[pair])] if pair in tokens else []
+        slots = min(room)
+        if slots > 0:
+            caps.append((*pair, slots))
+        else:
+            blocked.append(pair)
+    key_slots: list[tuple[str, str, str, int]] = []
+    blocked_keys: list[tuple[str, str, str]] = []
+    for (tenant, queue, key), count in running_keys.items():
+        slots = key_limit_of[tenant, queue] - count
+        if slots > 0:
+            key_slots.append((tenant, queue, key, slots))
+        else:
+            blocked_keys.append((tenant, queue, key))
+    key_limited = list(key_limit_of)
+    return Restrictions(
+        blocked_tenants=[t for t, _ in blocked],
+        blocked_queues=[q for _, q in blocked],
+        cap_tenants=[t for t, _, _ in caps],
+        cap_queues=[q for _, q, _ in caps],
+        cap_slots=[n for _, _, n in caps],
+        key_limited_tenants=[t for t, _ in key_limited],
+        key_limited_queues=[q for _, q in key_limited],
+        key_limits=[key_limit_of[pair] for pair in key_limited],
+        key_turns=[key_turns[pair] for pair in key_limited],
+        key_slot_tenants=[t for t, _, _, _ in key_slots],
+        key_slot_queues=[q for _, q, _, _ in key_slots],
+        key_slot_keys=[k for _, _, k, _ in key_slots],
+        key_slots=[n for _, _, _, n in key_slots],
+        blocked_key_tenants=[t for t, _, _ in blocked_keys],
+        blocked_key_queues=[q for _, q, _ in blocked_keys],
+        blocked_keys=[k for _, _, k in blocked_keys],
+    )
+
+
+def _pair(row: asyncpg.Record) -> Pair:
+    return row["tenant_id"], row["queue_name"]
+
+
+def _columns(pairs: Iterable[Pair]) -> tuple[list[str], list[str]]:
+    """The tenants and the queues of `pairs` (or of a dict's keys), as two arrays for unnest(), in order."""
+    listed = list(pairs)
+    return [t for t, _ in listed], [q for _, q in listed]

@@ -1,0 +1,237 @@
+"""The claim's SQL on queues nobody restricts (`claim.py` runs it): fair across tenants, one statement.
+
+The pieces both claims are built from (the lease written into a claimed job, the tenants in turn, each tenant's
+share) take the placeholders of the statement they are part of; the restricted claim (`restricted_sql`) builds on
+them with its own parameters.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, NamedTuple
+
+from queueflow.stores.postgres.params import Placeholders
+from queueflow.stores.postgres.sql import COLUMNS
+
+# Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
+RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL OR rate_jobs IS NOT NULL)"
+
+# Claim order within a tenant: idx_jobs_claim's order after (queue_name, tenant_id).
+CLAIM_ORDER = "priority DESC, scheduled_at, created_at, id"
+J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
+
+
+class ClaimArgs(NamedTuple):
+    """What every claim statement takes first: up to `max_jobs` jobs of `queues` (of `task_names` only, if not
+    NULL), due at `now`, leased for `lease`."""
+
+    queues: Annotated[list[str], "text[]"]
+    max_jobs: Annotated[int, "int"]
+    now: Annotated[datetime, "timestamptz"]
+    lease: Annotated[timedelta, "interval"]
+    task_names: Annotated[list[str] | None, "text[]"]
+
+
+class Turn(NamedTuple):
+    """Whose turn it is (README.md, "Fairness"): tenants are served in code-point order from the first one after
+    `after_tenant`, the one the previous claim served last (NULL: from the first)."""
+
+    after_tenant: Annotated[str | None, "text"]
+
+
+class TenantScope(NamedTuple):
+    """A tenant-scoped worker key's claim: `tenant`'s jobs only."""
+
+    tenant: Annotated[str, "text"]
+
+
+def lease(p: Placeholders) -> str:
+    """What a claim writes into each job it takes. A lease never runs past the delivery's timeout (LEAST ignores a
+    NULL timeout)."""
+    return f"""UPDATE queueflow.jobs
+   SET status = 'running',
+       lease_token = gen_random_uuid(),
+       delivery_count = delivery_count + 1,
+       started_at = {p.now},
+       locked_until = LEAST({p.now} + {p.lease}, {p.now} + make_interval(secs => timeout_seconds))"""
+
+
+def claimable(p: Placeholders) -> str:
+    """A job any claim may take: due, of the tasks a worker can run."""
+    return (
+        f"j.status IN ('pending', 'retrying') AND j.scheduled_at <= {p.now}"
+        f" AND ({p.task_names} IS NULL OR j.task_name = ANY({p.task_names}))"
+    )
+
+
+def tenants_in_turn(p: Placeholders, queues: str, claimable: str, first_claimable: str = "false") -> str:
+    """The CTEs a fair claim starts with (README.md, "Fairness"): `tenant`, every (queue_name, tenant_id) of the
+    queues `queues` (a query of one column, `name`) with a job that `claimable` (a condition on `j`) holds for, and
+    `share`, how many of `max_jobs` each tenant gets if all have enough: ceil(max_jobs / tenants).
+
+    The tenants are found by a skip scan of idx_jobs_claim (queue_name, tenant_id, …): one index descent per tenant
+    with pending or retrying jobs, each for the next tenant_id after the previous one, however many jobs each holds
+    — then kept if one of its jobs is claimable, which reads its jobs in claim order until the first one that is.
+    Written so that no plan does otherwise: each subquery orders by the whole index order, which no other index
+    gives (ordered by `tenant_id` alone, a generic plan walked idx_jobs_tenant_created filtering the queue, and an
+    unordered check scanned the table), and the claimable check is a LIMIT 1 subquery, run per tenant (as EXISTS,
+    the planner made it a semi-join over every due row).
+
+    `first_claimable` (a condition on `pending.scheduled_at`, the tenant's first row in index order) spares that
+    check when it holds: in a backlog a tenant's first pending job is usually due, and one probe per tenant fewer
+    was a quarter of a 100-tenant claim (7.5 → 5.6 ms per claim of 100, measured).
+    """
+    return f"""
+WITH RECURSIVE queue AS ({queues}),
+pending AS (
+    SELECT queue.name AS queue_name, first.tenant_id, first.scheduled_at
+      FROM queue,
+           LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
+                     WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+                     ORDER BY j.tenant_id, {J_CLAIM_ORDER} LIMIT 1) AS first
+    UNION ALL
+    SELECT pending.queue_name, next.tenant_id, next.scheduled_at
+      FROM pending,
+           LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
+                     WHERE j.queue_name = pending.queue_name AND j.status IN ('pending', 'retrying')
+                       AND j.tenant_id > pending.tenant_id
+                     ORDER BY j.tenant_id, {J_CLAIM_ORDER} LIMIT 1) AS next
+),
+tenant AS (
+    SELECT pending.queue_name, pending.tenant_id FROM pending
+     WHERE {first_claimable}
+        OR (SELECT true FROM queueflow.jobs AS j
+             WHERE j.queue_name = pending.queue_name AND j.tenant_id = pending.tenant_id AND {claimable}
+             ORDER BY {J_CLAIM_ORDER} LIMIT 1)
+),
+share AS (SELECT ceil({p.max_jobs}::float8 / greatest(count(DISTINCT tenant_id), 1))::int AS per_tenant,
+                 array_agg(queue_name) AS queue_names, array_agg(tenant_id) AS tenant_ids
+            FROM tenant)"""
+
+
+def shares(p: Placeholders, columns: str, claimable: str) -> str:
+    """`due`: for each (queue, tenant) of `tenants_in_turn`, its `columns` of up to `share.per_tenant` jobs that
+    `claimable` holds for, locked, read off idx_jobs_claim in claim order past the rows other claimers hold.
+
+    The inner LIMIT max_jobs changes nothing (a share is at most that) but gives the planner a bound: under a LIMIT
+    it cannot evaluate, it estimates a tenth of the index's rows per tenant, and on a backlog of 100,000 jobs the
+    claim's estimated cost passed jit_above_cost, so that PostgreSQL compiled it on every execution.
+    """
+    return f"""share, unnest(share.queue_names, share.tenant_ids) AS tenant(queue_name, tenant_id),
+                      LATERAL (SELECT * FROM (
+                               SELECT {columns}
+                                 FROM queueflow.jobs AS j
+                                WHERE j.queue_name = tenant.queue_name AND j.tenant_id = tenant.tenant_id
+                                  AND {claimable}
+                                ORDER BY {J_CLAIM_ORDER}
+                                LIMIT {p.max_jobs}
+                                FOR UPDATE SKIP LOCKED) AS ahead
+                                LIMIT share.per_tenant) AS due"""
+
+
+# A claim's transaction starts with two settings, in one round trip (a simple query of three statements; asyncpg's
+# transaction() and then a SET took two): a claim costs BEGIN+SETs, the claim, COMMIT — three round trips. SET LOCAL
+# ends with the transaction, so no session state leaks to a transaction-mode pooler's next client.
+#
+# Generic plans: under the default plan_cache_mode PostgreSQL never keeps the claim's generic plan: a LIMIT it
+# cannot evaluate and the task filter it cannot fold make its estimate several times the custom plan's, so it
+# planned the claim anew on every execution, longer than running it (0.9 of a single-job lease's 1.6 ms,
+# measured). The generic plans are the ones tests/postgres/test_claim_plan.py checks.
+#
+# An asynchronous commit: were PostgreSQL to crash before the WAL flush (a fraction of a second later), the claim
+# would be lost and the job pending again, as when a lease expires (with the rate-limit tokens it spent, and the key
+# turn it moved: the whole claim is one transaction); the worker's ack would then answer lease_lost, and the job
+# runs again (at-least-once, as after any crash). Any later synchronous commit (the job's own completion, for one)
+# flushes it first. The flush was half of a one-job claim's time (COMMIT 0.87 of 2.3 ms, measured; a round trip was
+# 0.47). Enqueues and acks keep synchronous commits.
+BEGIN_CLAIM = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL synchronous_commit = off"
+
+_claim = Placeholders(ClaimArgs, Turn)
+_CANDIDATE = "j.id, j.tenant_id, j.priority, j.scheduled_at, j.created_at"
+
+# The claim of queues nobody restricts. Every queue on which some tenant restricts leasing is left out (one probe
+# of idx_queue_settings_restricting per queue, which finds nothing on a queue nobody configured); those queues
+# are claimed by CLAIM_RESTRICTED, under the settings rows' locks (`claim.claim_restricted`).
+# OFFSET 0 is an optimisation fence: without it the planner ran the probe after the LATERAL scan, which had
+# already locked (and then discarded) a restricted queue's candidates, hiding them from CLAIM_RESTRICTED.
+_UNRESTRICTED_QUEUES = f"""SELECT q.name FROM unnest({_claim.queues}) AS q(name)
+                          WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
+                                             WHERE s.queue_name = q.name AND {RESTRICTING})
+                         OFFSET 0"""
+
+# The claim, fair across tenants (README.md, "Fairness"). For each (queue, tenant) with a claimable job
+# (`tenants_in_turn`), the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another claimer holds
+# and stops after the tenant's share; of a tenant's candidates from all its queues, its first `share` are its next
+# jobs in claim order (`nth`, across the queues), and of those the claim takes `max_jobs` in turns: each tenant's
+# first, tenant after tenant starting after `after_tenant` in code-point order, then each one's second, and so on,
+# as `core.turns.in_turns` orders them. A tenant that has fewer jobs than its share leaves the claim short; it comes
+# back with `fair_share` so that the store can claim the rest from the tenants that filled theirs
+# (`claim._claim_in_turns`). With one tenant and one queue the share is `max_jobs`: one statement.
+# Candidates cut by the outer LIMIT stay locked only until this statement commits. `id = ANY(ARRAY(...))` keeps
+# even a generic plan (whose LIMIT is a guess) on the primary key instead of a hash join over the table.
+# A tenant's first row in index order is claimable when it is due and no task filter applies.
+CLAIM = f"""{
+    tenants_in_turn(
+        _claim,
+        _UNRESTRICTED_QUEUES,
+        claimable(_claim),
+        f"(pending.scheduled_at <= {_claim.now} AND {_claim.task_names} IS NULL)",
+    )
+}
+{lease(_claim)}
+ WHERE id = ANY(ARRAY(
+       SELECT c.id
+         FROM (SELECT due.id, due.tenant_id, share.per_tenant,
+                      row_number() OVER (
+                          PARTITION BY due.tenant_id
+                          ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth
+                 FROM {
+    shares(_claim, "j.id, j.tenant_id, j.priority, j.scheduled_at, j.created_at", claimable(_claim))
+}) AS c
+        WHERE c.nth <= c.per_tenant
+        ORDER BY c.nth, c.tenant_id COLLATE "C" <= {_claim.after_tenant}, c.tenant_id COLLATE "C"
+        LIMIT {_claim.max_jobs}))
+RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share
+"""
+
+_for_tenant = Placeholders(ClaimArgs, TenantScope)
+
+# The claim of a tenant-scoped worker key: one tenant, so no turns; per queue, that tenant's range of idx_jobs_claim
+# in claim order.
+CLAIM_FOR_TENANT = f"""
+{lease(_for_tenant)}
+ WHERE id = ANY(ARRAY(
+       SELECT due.id
+         FROM (SELECT q.name FROM unnest({_for_tenant.queues}) AS q(name)
+                WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
+                                   WHERE s.queue_name = q.name AND {RESTRICTING})
+               OFFSET 0) AS queue,
+              LATERAL (SELECT j.id, j.priority, j.scheduled_at, j.created_at FROM queueflow.jobs AS j
+                        WHERE j.queue_name = queue.name AND j.tenant_id = {_for_tenant.tenant}
+                          AND {claimable(_for_tenant)}
+                        ORDER BY {J_CLAIM_ORDER}
+                        LIMIT {_for_tenant.max_jobs}
+                        FOR UPDATE SKIP LOCKED) AS due
+        ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id
+        LIMIT {_for_tenant.max_jobs}))
+RETURNING {COLUMNS}
+"""
+
+# Which of the queues $1 some tenant restricts (CLAIM left them out): a short claim claims from these next.
+RESTRICTED_QUEUES = f"""
+SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
+"""
+
+# The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due
+# after now (the claim index, ordered by priority first, cannot answer this without reading every row). That
+# index holds only the jobs written ahead of their time (`scheduled_at > created_at`, see migration 0005): a job
+# due when it was written is never due after now, unless a clock behind the one that wrote it reads it.
+NEXT_DUE = """
+SELECT min(due.scheduled_at)
+  FROM unnest($1::text[]) AS queue(name),
+       LATERAL (SELECT scheduled_at FROM queueflow.jobs
+                 WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at > $2
+                   AND scheduled_at > created_at
+                 ORDER BY scheduled_at
+                 LIMIT 1) AS due
+"""

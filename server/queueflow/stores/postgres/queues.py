@@ -1,0 +1,189 @@
+"""The PostgreSQL store's queues: the `QueueStore` part of `PostgresJobStore` — flow-control settings (which the
+claim obeys: `claim.py`), and what is known of each queue's jobs (counts, backlogs, throughput)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+import asyncpg
+
+from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.flow import KEEP, Backlog, QueueSettings, QueueSettingsPatch, RateLimit, tokens_at
+from queueflow.core.jsonvalue import storable_text
+from queueflow.core.types import QueueCounts, QueueMinute
+from queueflow.stores.postgres.claim_sql import RESTRICTING
+from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.restricted_sql import RESTRICTION_ROWS
+
+# Every restricting settings row, with its bucket (`flow.held_back`, for /metrics).
+RESTRICTIONS = f"""
+{RESTRICTION_ROWS}
+ WHERE {RESTRICTING}
+"""
+
+# Due (as of $1) and running jobs per concurrency_key of every restricted (tenant, queue).
+RESTRICTED_BACKLOGS = f"""
+SELECT s.tenant_id, s.queue_name, j.config->>'concurrency_key' AS key,
+       count(*) FILTER (WHERE j.status <> 'running') AS due,
+       count(*) FILTER (WHERE j.status = 'running') AS running
+  FROM queueflow.queue_settings AS s
+  JOIN queueflow.jobs AS j ON j.tenant_id = s.tenant_id AND j.queue_name = s.queue_name
+ WHERE {RESTRICTING}
+   AND (j.status = 'running' OR (j.status IN ('pending', 'retrying') AND j.scheduled_at <= $1))
+ GROUP BY 1, 2, 3
+"""
+
+SETTINGS_COLUMNS = "queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds"
+
+QUEUE_SETTINGS = f"""
+SELECT {SETTINGS_COLUMNS} FROM queueflow.queue_settings
+ WHERE tenant_id = $1 AND ($2::text IS NULL OR queue_name = $2)
+"""
+
+# A PATCH in one statement: each field is replaced only when its flag ($3, $5, $7, $9) says it was sent, so two
+# patches of different fields never undo each other. A new rate limit starts with a full bucket. An UPDATE
+# fires no insert trigger, so the queue is announced here: lessees parked on a paused or full queue look again.
+QUEUE_CONFIGURE = f"""
+WITH saved AS (
+    INSERT INTO queueflow.queue_settings AS s
+           (tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
+            rate_tokens, rate_refilled_at, updated_at)
+    VALUES ($1, $2, $3 AND $4, CASE WHEN $5 THEN $6::int END, CASE WHEN $7 THEN $8::int END,
+            CASE WHEN $9 THEN $10::int END, CASE WHEN $9 THEN $11::float8 END, CASE WHEN $9 THEN $10::float8 END,
+            CASE WHEN $9 AND $10 IS NOT NULL THEN $12::timestamptz END, $12)
+    ON CONFLICT (tenant_id, queue_name) DO UPDATE
+       SET paused = CASE WHEN $3 THEN $4 ELSE s.paused END,
+           concurrency_limit = CASE WHEN $5 THEN $6::int ELSE s.concurrency_limit END,
+           key_concurrency_limit = CASE WHEN $7 THEN $8::int ELSE s.key_concurrency_limit END,
+           rate_jobs = CASE WHEN $9 THEN $10::int ELSE s.rate_jobs END,
+           rate_per_seconds = CASE WHEN $9 THEN $11::float8 ELSE s.rate_per_seconds END,
+           rate_tokens = CASE WHEN $9 THEN $10::float8 ELSE s.rate_tokens END,
+           rate_refilled_at = CASE WHEN $9 THEN CASE WHEN $10 IS NOT NULL THEN $12::timestamptz END
+                                   ELSE s.rate_refilled_at END,
+           updated_at = $12
+    RETURNING {SETTINGS_COLUMNS})
+SELECT saved.*, pg_notify('queueflow_work', queue_name) FROM saved
+"""
+
+QUEUE_COUNTS = """
+SELECT queue_name AS name,
+       count(*) FILTER (WHERE status IN ('pending', 'retrying') AND scheduled_at <= $2) AS pending,
+       count(*) FILTER (WHERE status IN ('pending', 'retrying') AND scheduled_at > $2) AS scheduled,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       count(*) FILTER (WHERE status = 'retrying') AS retrying,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'dead_letter') AS dead_letter,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+       min(scheduled_at) FILTER (WHERE status IN ('pending', 'retrying') AND scheduled_at <= $2) AS oldest_due_at
+  FROM queueflow.jobs
+ WHERE tenant_id = $1
+ GROUP BY queue_name
+"""
+
+QUEUE_THROUGHPUT = """
+SELECT queue_name AS name,
+       date_trunc('minute', completed_at, 'UTC') AS minute,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'dead_letter') AS dead_lettered
+  FROM queueflow.jobs
+ WHERE tenant_id = $1 AND status IN ('completed', 'dead_letter') AND completed_at >= $2
+ GROUP BY 1, 2
+"""
+
+
+class PostgresQueues(Pooled):
+    async def queue_overview(
+        self, tenant_id: str, now: datetime, queue_name: str | None = None
+    ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
+        if not storable_text(tenant_id) or (queue_name is not None and not storable_text(queue_name)):
+            return {}, []
+        async with self._connection() as db:
+            settings = await db.fetch(QUEUE_SETTINGS, tenant_id, queue_name)
+            counts = await db.fetch(QUEUE_COUNTS, tenant_id, now)
+        # Sorted here, by code point as the in-memory store does, whatever the database's collation.
+        return (
+            {row["queue_name"]: _settings_from_row(row) for row in sorted(settings, key=lambda r: r["queue_name"])},
+            sorted(
+                (QueueCounts(**dict(row.items())) for row in counts if queue_name in (None, row["name"])),
+                key=lambda queue: queue.name,
+            ),
+        )
+
+    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
+        async with self._connection() as db:
+            settings = await db.fetch(RESTRICTIONS)
+            counts = await db.fetch(RESTRICTED_BACKLOGS, now)
+        due_by_key: dict[tuple[str, str], dict[str | None, int]] = {}
+        running_by_key: dict[tuple[str, str], dict[str, int]] = {}
+        running: Counter[tuple[str, str]] = Counter()
+        for row in counts:
+            pair = (row["tenant_id"], row["queue_name"])
+            if row["due"]:
+                due_by_key.setdefault(pair, {})[row["key"]] = row["due"]
+            running[pair] += row["running"]
+            if row["key"] is not None and row["running"]:
+                running_by_key.setdefault(pair, {})[row["key"]] = row["running"]
+        backlogs = []
+        for row in sorted(settings, key=lambda row: (row["tenant_id"], row["queue_name"])):
+            pair = (row["tenant_id"], row["queue_name"])
+            queue = _settings_from_row(row)
+            tokens = None
+            if queue.rate_limit is not None:
+                tokens = tokens_at(queue.rate_limit, row["rate_tokens"], row["rate_refilled_at"], now)
+            backlogs.append(
+                Backlog(
+                    queue_name=row["queue_name"],
+                    settings=queue,
+                    tokens=tokens,
+                    running=running[pair],
+                    due_by_key=due_by_key.get(pair, {}),
+                    running_by_key=running_by_key.get(pair, {}),
+                )
+            )
+        return backlogs
+
+    async def queue_configure(
+        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
+    ) -> QueueSettings:
+        if not (storable_text(tenant_id) and storable_text(queue_name)):
+            raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
+        rate = patch.rate_limit
+        async with self._connection() as db:
+            row = await db.fetchrow(
+                QUEUE_CONFIGURE,
+                tenant_id,
+                queue_name,
+                patch.paused is not KEEP,
+                patch.paused if patch.paused is not KEEP else None,
+                patch.concurrency_limit is not KEEP,
+                patch.concurrency_limit if patch.concurrency_limit is not KEEP else None,
+                patch.key_concurrency_limit is not KEEP,
+                patch.key_concurrency_limit if patch.key_concurrency_limit is not KEEP else None,
+                rate is not KEEP,
+                rate.jobs if isinstance(rate, RateLimit) else None,
+                rate.per_seconds if isinstance(rate, RateLimit) else None,
+                now,
+            )
+        assert row is not None  # an upsert always answers its row
+        if self._wakeups is not None:
+            self._wakeups.notify(queue_name)
+        return _settings_from_row(row)
+
+    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+        if not storable_text(tenant_id):
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(QUEUE_THROUGHPUT, tenant_id, since)
+        return sorted(
+            (QueueMinute(**dict(row.items())) for row in rows), key=lambda minute: (minute.name, minute.minute)
+        )
+
+
+def _settings_from_row(row: asyncpg.Record) -> QueueSettings:
+    return QueueSettings(
+        paused=row["paused"],
+        concurrency_limit=row["concurrency_limit"],
+        key_concurrency_limit=row["key_concurrency_limit"],
+        rate_limit=RateLimit(row["rate_jobs"], row["rate_per_seconds"]) if row["rate_jobs"] is not None else None,
+    )

@@ -1,0 +1,68 @@
+"""The `QueueStore` methods, called directly on every store, each against its docstring in `ports`: a queue's
+settings and counts together (`queue_overview`). Backlogs are in test_flow_control.py, throughput in
+test_throughput.py.
+"""
+
+from __future__ import annotations
+
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.types import QueueCounts
+from queueflow.ports import Store
+
+from tests.store_contract.conftest import START
+from tests.store_contract.store_rows import (
+    CANCELLED,
+    COMPLETED,
+    DEAD_LETTER,
+    OTHER,
+    RETRYING,
+    RUNNING,
+    at,
+    in_status,
+    inserted,
+    job,
+)
+from tests.store_contract.workflow_helpers import T
+
+
+async def test_queue_overview_counts_each_of_the_tenants_queues_by_state_at_now(store: Store) -> None:
+    await in_status(store, RUNNING, "a")
+    await in_status(store, COMPLETED, "a")
+    await in_status(store, DEAD_LETTER, "a")
+    await in_status(store, CANCELLED, "a")
+    await in_status(store, RETRYING, "a", now=at(40))  # due at at(100)
+    await in_status(store, RETRYING, "a", now=at(-55))  # due at at(5)
+    await inserted(store, job(queue_name="a"), job(queue_name="a", run_at=at(11)), job(queue_name="b", now=at(3)))
+    await inserted(store, job(tenant=OTHER, queue_name="c"))
+
+    assert await store.queue_overview(T, at(10)) == ({}, [
+        # pending and scheduled are disjoint; retrying is the retrying part of both.
+        QueueCounts(
+            name="a", pending=2, scheduled=2, running=1, retrying=2, completed=1, dead_letter=1, cancelled=1,
+            oldest_due_at=START,
+        ),
+        QueueCounts(name="b", pending=1, oldest_due_at=at(3)),
+    ])  # fmt: skip
+    assert await store.queue_overview(OTHER, at(10)) == ({}, [QueueCounts(name="c", pending=1, oldest_due_at=START)])
+    assert await store.queue_overview("nobody", at(10)) == ({}, [])
+    assert await store.queue_overview("nul\x00", at(10)) == ({}, [])
+
+
+async def test_queue_overview_reads_the_configured_queues_settings_with_the_counts(store: Store) -> None:
+    await inserted(store, job(queue_name="a"), job(queue_name="b", now=at(3)))
+    await store.queue_configure(T, "idle", QueueSettingsPatch(paused=True), at(0))
+    await store.queue_configure(T, "a", QueueSettingsPatch(concurrency_limit=2), at(0))
+    await store.queue_configure(OTHER, "b", QueueSettingsPatch(paused=True), at(0))
+
+    settings, counts = await store.queue_overview(T, at(10))
+    assert settings == {"a": QueueSettings(concurrency_limit=2), "idle": QueueSettings(paused=True)}
+    assert list(settings) == ["a", "idle"]
+    assert counts == [
+        QueueCounts(name="a", pending=1, oldest_due_at=START),
+        QueueCounts(name="b", pending=1, oldest_due_at=at(3)),
+    ]
+    assert await store.queue_overview(T, at(10), "a") == ({"a": settings["a"]}, counts[:1])
+    assert await store.queue_overview(T, at(10), "b") == ({}, counts[1:])
+    assert await store.queue_overview(T, at(10), "idle") == ({"idle": settings["idle"]}, [])
+    assert await store.queue_overview(OTHER, at(10)) == ({"b": QueueSettings(paused=True)}, [])
+    assert await store.queue_overview(T, at(10), "nul\x00") == ({}, [])
