@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Protocol
 
 from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
@@ -51,11 +52,14 @@ class WorkSignal(Protocol):
 
 
 class WorkflowStore(Protocol):
-    """Where workflows live: a workflows row, one workflow_steps row per step (keyed on (workflow_id, name)),
-    and the jobs that run the steps (`workflow_id`, and the step's name as `workflow_step_id`).
+    """Where workflows live: a workflows row (with its counters, `core.advance.Counters`), one workflow_steps row
+    per step (keyed on (workflow_id, name), with its result, `remaining` and `dependents`), and the jobs that run
+    the steps (`workflow_id`, and the step's name as `workflow_step_id`).
 
-    The engine decides (`core.advance`), the store records: every change to a workflow happens under its row
-    lock, through `core.advance.record` on a snapshot read under that lock in the same transaction.
+    The engine and `core` decide, the store records. A step's finish (`workflow_step_finish`) touches only its
+    own row, its dependents and the workflow's counters (`core.finish`); a change of the whole workflow
+    (`workflow_advance`) holds its exclusive row lock and records `core.advance.record` on a snapshot read under
+    it. A workflow's `context`, as read, is its initial context plus every satisfied step's result.
     """
 
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
@@ -89,18 +93,34 @@ class WorkflowStore(Protocol):
         now: datetime,
         tenant_id: str | None = None,
     ) -> Workflow | None:
-        """Lock the workflow, call `decide` on it as it is now, and record the transition (`advance.record`),
-        in one transaction: context merged, changed step rows written guarded by their previous status, the
-        jobs of steps moved enqueued → cancelled cancelled (pending | retrying | running → cancelled, lease
-        voided), a new pending job per step moved to enqueued, the terminal status and completed_at = now only
-        while the workflow is running. An error raised by `decide` (or `new_job`) propagates as it was raised,
-        and a context entry or new job it cannot store is a `ValidationError`; either way nothing is written.
-        Returns the workflow as recorded; None if it does not exist (for `tenant_id`), without calling `decide`."""
+        """Lock the workflow exclusively (waiting out the finishes in flight), call `decide` on it as it is now,
+        and record the transition (`advance.record`), in one transaction: the finished step's result kept,
+        changed step rows written guarded by their previous status, the jobs of steps moved enqueued → cancelled
+        cancelled (pending | retrying | running → cancelled, lease voided), a new pending job per step moved to
+        enqueued, the counters recomputed, the terminal status and completed_at = now only while the workflow is
+        running. An error raised by `decide` (or `new_job`) propagates as it was raised, and a result or new job
+        it cannot store is a `ValidationError`; either way nothing is written. Returns the workflow as recorded;
+        None if it does not exist (for `tenant_id`), without calling `decide`."""
         ...
 
-    async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
-        """Up to `limit` finished jobs (completed | dead_letter | cancelled) whose step is still `enqueued` in a
-        running workflow: advancements lost to a crash between a job's write and its workflow's. Reads only."""
+    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
+        """The step's job ended: record it, if the workflow is running and the step is `enqueued` with
+        `report.job_id` as its job (otherwise — a repeat, a late report, a step a halt or cancel got to first —
+        nothing is written: False). A completion or a `continue` failure (`core.finish.finishes_alone`) is
+        recorded on the touched rows alone (`core.finish.on_finish`): enqueued → completed | failed | cancelled
+        with its result, its pending dependents counted down, those at 0 pending → enqueued with a new job each,
+        the workflow's unfinished count decremented, and the terminal status (`counted_status`) with
+        completed_at = now when it reaches 0. A new job is `new_job(workflow, step)` with the workflow without
+        its steps; the store sets its payload's `_context` to the context as it is when the job is inserted (every
+        result written before, this step's included). A `halt` or `skip` failure is recorded as
+        `workflow_advance` records `core.advance.on_job_finished`. A result or job it cannot store is a
+        `ValidationError`, and nothing is written. True when the step was recorded."""
+        ...
+
+    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
+        """Up to `limit` jobs that finished (completed | dead_letter | cancelled) before `finished_before` and
+        whose step is still `enqueued` in a running workflow: advances lost to a crash between a job's write and
+        its workflow's. Reads only."""
         ...
 
 

@@ -40,7 +40,7 @@ class Settings:
     safety_poll: float = 5.0
     retention_hours: float | None = None
     data_dir: str | None = None
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = 4 * 1024 * 1024
     lease_wait_limit: float = 60.0
     """The longest a lease long-polls, whatever its `wait_seconds` asks (e.g. below a proxy's idle timeout)."""
     tasks: str | None = None

@@ -76,10 +76,10 @@ async def test_a_huge_integer_inside_a_payload_is_kept_exactly(client: AsyncClie
 
 
 async def test_a_body_over_the_limit_is_413(client: AsyncClient) -> None:
-    body = b'{"task_name": "t", "payload": {"blob": "' + b"x" * (2 * 1024 * 1024) + b'"}}'
+    body = b'{"task_name": "t", "payload": {"blob": "' + b"x" * (5 * 1024 * 1024) + b'"}}'
     response = await client.post("/v1/jobs", content=body, headers=JSON)
     problem = assert_problem(response, 413, "payload_too_large")
-    assert "limit of 1,048,576 bytes (QUEUEFLOW_MAX_BODY_BYTES)" in problem["detail"]
+    assert "limit of 4,194,304 bytes (QUEUEFLOW_MAX_BODY_BYTES)" in problem["detail"]
 
 
 async def test_path_ids_that_cannot_be_ids_are_rejected(client: AsyncClient) -> None:

@@ -39,7 +39,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0006"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -148,7 +148,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0006"
+        assert pg.blocking(version) == "0007"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -227,12 +227,13 @@ async def test_the_other_tables(postgres_url: str) -> None:
     columns: dict[str, set[str]] = {}
     for row in rows:
         columns.setdefault(row["table_name"], set()).add(row["column_name"])
-    assert {"id", "tenant_id", "name", "status", "context", "idempotency_key", "created_at", "completed_at"} <= columns[
-        "workflows"
-    ]
+    assert {
+        "id", "tenant_id", "name", "status", "context", "idempotency_key", "created_at", "completed_at",
+        "unfinished", "partial",
+    } <= columns["workflows"]  # fmt: skip
     assert {
         "workflow_id", "name", "idx", "task_name", "payload", "depends_on", "on_failure", "status", "job_id",
-        "queue_name", "priority", "max_retries", "config", "timeout_seconds",
+        "queue_name", "priority", "max_retries", "config", "timeout_seconds", "result", "remaining", "dependents",
     } <= columns["workflow_steps"]  # fmt: skip
     assert {
         "id", "tenant_id", "name", "cron", "timezone", "task_name", "queue_name", "payload", "priority",
@@ -278,4 +279,57 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0006"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
+
+
+async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
+    """A workflow half run at 0007, taken down to 0006 (results merged back into the context, as 0006's server
+    kept them) and up again (results, counts and dependents backfilled from that), then run to its end."""
+    from queueflow.core.workflow import CONTEXT_KEY, NewStep, NewWorkflow, WorkflowStatus
+
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        clock = TestClock(START)
+        steps = [
+            NewStep(name="a", task_name="t"),
+            NewStep(name="b", task_name="t"),
+            NewStep(name="c", task_name="t", depends_on=["a", "b"]),
+            NewStep(name="d", task_name="t", depends_on=["c"]),
+        ]
+        async with PostgresJobStore.from_url(url) as store:
+            engine = engine_on(store, clock)
+            workflow, _ = await engine.create_workflow(T, NewWorkflow(name="wf", steps=steps, context={"day": 1}))
+            held = {job.workflow_step_id: job for job in await engine.lease(["default"], max_jobs=10)}
+            await engine.complete(held["a"].id, held["a"].lease_token or "", "A")
+        await pgschema.downgrade_async(url, "0006")
+        assert (
+            await connection.fetchval("SELECT context FROM queueflow.workflows WHERE id = $1", workflow.id)
+            == '{"a": "A", "day": 1}'
+        )
+        await pgschema.upgrade_async(url)
+        counted = await connection.fetchrow(
+            "SELECT unfinished, partial FROM queueflow.workflows WHERE id = $1", workflow.id
+        )
+        assert tuple(counted) == (3, False)
+        rows = await connection.fetch(
+            "SELECT name, result, remaining, dependents FROM queueflow.workflow_steps WHERE workflow_id = $1"
+            " ORDER BY idx",
+            workflow.id,
+        )
+        assert [(r["name"], r["result"], r["remaining"], r["dependents"]) for r in rows] == [
+            ("a", '"A"', 0, ["c"]),
+            ("b", None, 0, ["c"]),
+            ("c", None, 1, ["d"]),
+            ("d", None, 1, []),
+        ]
+        async with PostgresJobStore.from_url(url) as store:
+            engine = engine_on(store, clock, seed=12)
+            await engine.complete(held["b"].id, held["b"].lease_token or "", "B")
+            (c,) = await engine.lease(["default"], max_jobs=10)
+            assert c.payload[CONTEXT_KEY] == {"day": 1, "a": "A", "b": "B"}
+            await engine.complete(c.id, c.lease_token or "", "C")
+            (d,) = await engine.lease(["default"], max_jobs=10)
+            await engine.complete(d.id, d.lease_token or "", "D")
+            final = await engine.get_workflow(T, workflow.id)
+        assert final.status is WorkflowStatus.COMPLETED
+        assert final.context == {"day": 1, "a": "A", "b": "B", "c": "C", "d": "D"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import timedelta
 
@@ -135,7 +136,9 @@ async def test_a_step_job_the_janitor_dead_letters_advances_its_workflow(engine:
     assert (after.status, statuses(after)) == (WorkflowStatus.FAILED, {"a": "failed", "b": "cancelled"})
 
 
-async def test_the_janitor_advances_a_workflow_whose_advancement_a_crash_lost(store: JobStore, engine: Engine) -> None:
+async def test_the_janitor_advances_a_workflow_whose_advance_was_missed_for_longer_than_the_bound(
+    store: JobStore, engine: Engine, clock: TestClock, caplog: pytest.LogCaptureFixture
+) -> None:
     workflow, _ = await engine.create_workflow(T, dag(step("a"), step("b"), step("c", "a", "b")))
     worker = Worker(engine)
     await worker.complete(workflow.id, "a", "A")
@@ -144,8 +147,16 @@ async def test_the_janitor_advances_a_workflow_whose_advancement_a_crash_lost(st
     (done,) = await store.job_complete_many([Completion(b.id, b.lease_token or "", "B")], engine.clock.now())
     assert done is not None
     assert statuses(await engine.get_workflow(T, workflow.id))["b"] == "enqueued"
-    report = await engine.run_maintenance()
+    # Until the bound has passed the advance may still be in flight: the janitor leaves it alone.
+    bound = engine.settings.heal_after.total_seconds()
+    clock.advance(seconds=bound - 0.001)
+    assert (await engine.run_maintenance()).healed == 0
+    assert statuses(await engine.get_workflow(T, workflow.id))["b"] == "enqueued"
+    clock.advance(seconds=0.002)
+    with caplog.at_level(logging.WARNING, logger="queueflow.workflows"):
+        report = await engine.run_maintenance()
     assert report.healed == 1
+    assert f"healed workflow {workflow.id}: advanced after its steps b " in caplog.text
     healed = await engine.get_workflow(T, workflow.id)
     assert statuses(healed) == {"a": "completed", "b": "completed", "c": "enqueued"}
     c = await engine.get_job(T, named(healed, "c").job_id or "")
@@ -159,6 +170,7 @@ async def test_self_heal_is_bounded_per_sweep(store: JobStore, clock: TestClock)
     ids = [(await engine.create_workflow(T, dag(step("a"), name=f"wf{i}")))[0].id for i in range(3)]
     leased = await engine.lease(["default"], max_jobs=10)
     await store.job_complete_many([Completion(job.id, job.lease_token or "") for job in leased], clock.now())
+    clock.advance(seconds=engine.settings.heal_after.total_seconds() + 1)
     assert (await engine.run_maintenance()).healed == 2
     assert (await engine.run_maintenance()).healed == 1
     assert {(await engine.get_workflow(T, i)).status for i in ids} == {WorkflowStatus.COMPLETED}

@@ -93,7 +93,7 @@ def test_diamond_fan_out_then_fan_in_with_every_result_in_context() -> None:
     assert run.finish("b").enqueue == ()  # d still waits on c
     transition = run.finish("c")
     assert transition.enqueue == ("d",)
-    assert transition.context == {"c": {"by": "c"}}
+    assert transition.result == {"by": "c"}
     d = next(s for s in run.wf.steps if s.name == "d")
     assert step_job(d, run.wf.context).payload == {
         "_context": {"a": {"by": "a"}, "b": {"by": "b"}, "c": {"by": "c"}},
@@ -108,7 +108,7 @@ def test_diamond_fan_out_then_fan_in_with_every_result_in_context() -> None:
 def test_a_completion_records_context_then_step_then_ready_steps() -> None:
     run = Run(*DIAMOND)
     transition = on_step_finished(run.wf.steps, "a", COMPLETED, 42)
-    assert transition.context == {"a": 42}
+    assert transition.result == 42
     assert transition.changes() == [
         StepChange("a", StepStatus.COMPLETED, frozenset({StepStatus.ENQUEUED})),
         StepChange("b", StepStatus.ENQUEUED, frozenset({StepStatus.PENDING})),
@@ -131,7 +131,7 @@ def test_halt_cancels_every_unfinished_step_and_fails_at_once(outcome: StepOutco
     run = Run(step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c"), step("e"))
     run.finish("a")
     transition = run.finish("b", outcome)
-    assert transition.context == {}
+    assert transition.result is None
     assert transition.cancel == ("c", "d", "e")  # c and e are running: their jobs are cancelled too
     assert transition.workflow_status is WorkflowStatus.FAILED
     assert run.statuses() == {"a": "completed", "b": status, "c": "cancelled", "d": "cancelled", "e": "cancelled"}
@@ -152,7 +152,7 @@ def test_skip_skips_every_dependent_and_other_branches_go_on(outcome: StepOutcom
     run.finish("a")
     transition = run.finish("b", outcome)
     assert transition.skip == ("d", "e")
-    assert transition.context == {}
+    assert transition.result is None
     assert transition.workflow_status is None
     assert run.finish("c").enqueue == ("f",)  # e was skipped, not enqueued
     assert run.finish("f").workflow_status is WorkflowStatus.PARTIALLY_FAILED
@@ -171,7 +171,7 @@ def test_skip_skips_every_dependent_and_other_branches_go_on(outcome: StepOutcom
 def test_continue_runs_dependents_with_a_null_context_entry(outcome: StepOutcome) -> None:
     run = Run(step("a", on_failure=CONTINUE), step("b"), step("c", "a", "b"))
     transition = run.finish("a", outcome)
-    assert transition.context == {"a": None}
+    assert transition.result is None
     assert transition.enqueue == ()  # c still waits on b
     assert run.finish("b").enqueue == ("c",)
     c = next(s for s in run.wf.steps if s.name == "c")
@@ -208,7 +208,7 @@ def test_a_late_report_for_a_finished_step_changes_nothing() -> None:
     before = run.wf
     transition = on_step_finished(run.wf.steps, "a", COMPLETED, 2)
     assert transition.finished is None
-    assert transition.context == {}
+    assert transition.result is None
     assert run.apply(transition) == []
     assert run.wf == before
 
@@ -253,7 +253,7 @@ def test_a_join_decided_twice_is_enqueued_once() -> None:
     run.finish("a")
     first = on_step_finished(run.wf.steps, "b", COMPLETED, 2)
     # A second decider (the janitor) sees b completed but the join not yet claimed.
-    crashed, _ = apply_transition(run.wf, Transition(context=first.context, finished=first.finished), NOW)
+    crashed, _ = apply_transition(run.wf, Transition(finished=first.finished, result=first.result), NOW)
     second = settle(crashed.steps)
     assert first.enqueue == second.enqueue == ("join",)
     assert [change.name for change in run.apply(first)] == ["b", "join"]

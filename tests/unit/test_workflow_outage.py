@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
-from queueflow.core.advance import NewStepJob, Transition
+from queueflow.clocks import TestClock
+from queueflow.core.advance import NewStepJob
 from queueflow.core.errors import StoreUnavailable
-from queueflow.core.workflow import NewStep, NewWorkflow, StepStatus, Workflow
+from queueflow.core.finish import StepReport
+from queueflow.core.workflow import NewStep, NewWorkflow, StepStatus
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow.testing import make_engine
 
@@ -17,17 +18,10 @@ class FlakyStore(InMemoryJobStore):
 
     down = False
 
-    async def workflow_advance(
-        self,
-        workflow_id: str,
-        decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
-        now: datetime,
-        tenant_id: str | None = None,
-    ) -> Workflow | None:
+    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
         if self.down:
             raise StoreUnavailable("the database went away")
-        return await super().workflow_advance(workflow_id, decide, new_job, now, tenant_id)
+        return await super().workflow_step_finish(report, new_job, now)
 
 
 async def test_a_lost_advancement_does_not_fail_the_complete_and_the_janitor_heals_it() -> None:
@@ -42,6 +36,8 @@ async def test_a_lost_advancement_does_not_fail_the_complete_and_the_janitor_hea
     done = await engine.complete(job.id, job.lease_token or "", "A")  # answers: the job's write succeeded
     assert done.result == "A"
     assert (await engine.get_workflow("t", workflow.id)).steps[1].status is StepStatus.PENDING
+    assert isinstance(engine.clock, TestClock)
+    engine.clock.advance(seconds=engine.settings.heal_after.total_seconds() + 1)
     assert (await engine.run_maintenance()).healed == 0  # still down: logged, nothing lost
     store.down = False
     assert (await engine.run_maintenance()).healed == 1

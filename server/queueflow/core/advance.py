@@ -1,11 +1,12 @@
-"""How a workflow advances: pure decisions over a snapshot of its steps, which a store records.
+"""How a workflow advances on a snapshot of all its steps: a creation, a cancel, and a step failure that
+restructures the workflow (`halt`, `skip`). The everyday advance — a step completed, or failed with `continue` —
+is `core.finish`, which reads only what the finished step touches.
 
-Order (the reference page's): a finished step's result is merged into the context first, then the step is marked
-finished, then every step that became ready is claimed and enqueued. Whoever sees a dependency completed therefore
-also sees its result, and a fan-in step never runs with a partial `_context`.
+Results live on the step rows; a workflow's `context` is the caller's initial context plus every satisfied step's
+result, assembled when it is read, so a finish writes one result, never the whole context (`core.finish`).
 
 Readiness: a pending step is ready when every dependency is *satisfied*: completed, or failed/cancelled with
-`on_failure=continue`.
+`on_failure=continue`. Each step row counts its unsatisfied dependencies (`Step.remaining`).
 
 A step's job ends in failure when it dead-letters (the step is `failed`) or is cancelled (`cancelled`); either way
 the step's `on_failure` applies:
@@ -16,23 +17,22 @@ the step's `on_failure` applies:
 When nothing is left to schedule the workflow's status follows from its steps (`derive_status`).
 
 Recording a Transition
-    A store records a transition on a snapshot it read under the workflow's row lock, in the transaction that
-    writes it, through `record`: `apply_transition` moves each named step only if it is still in one of the
-    statuses its change expects (`StepChange.expect`), the workflow's terminal status and `completed_at` are set
-    only while it is `running` (the first terminal status wins), a job is made for each step that went
-    pending → enqueued, and the jobs of steps that went enqueued → cancelled are cancelled. Because every
-    advancement of one workflow holds its lock, two workers finishing the two parents of a join advance one
-    after the other and the join is enqueued once, with the whole `_context`.
+    A store records a transition on a snapshot it read under the workflow's exclusive row lock (which waits out
+    every finish in flight, see `core.finish`), in the transaction that writes it, through `record`:
+    `apply_transition` moves each named step only if it is still in one of the statuses its change expects
+    (`StepChange.expect`), the workflow's terminal status and `completed_at` are set only while it is `running`
+    (the first terminal status wins), a job is made for each step that went pending → enqueued, and the jobs of
+    steps that went enqueued → cancelled are cancelled. The workflow's counters (`counters`) are recomputed from
+    the recorded steps.
 
     Replaying a transition is harmless: on the new snapshot no expected status matches, so nothing moves and no
-    job is made. That is what the janitor's self-heal relies on after a crash between a job's write and its
-    workflow's advancement: `settle` on a fresh snapshot schedules whatever was left behind.
+    job is made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
@@ -96,10 +96,10 @@ class StepChange:
 class Transition:
     """What a store records for one advancement, in this order (see the module docstring for the guards)."""
 
-    context: dict[str, JSON] = field(default_factory=dict)
-    """Entries to merge into the workflow's context, before any step changes."""
     finished: StepChange | None = None
     """The reported step: enqueued → completed | failed | cancelled."""
+    result: JSON = None
+    """The finished step's result, kept on its row (its `_context` entry if it is satisfied; null otherwise)."""
     skip: tuple[str, ...] = ()
     """pending → skipped."""
     cancel: tuple[str, ...] = ()
@@ -186,14 +186,18 @@ def on_step_finished(steps: Sequence[StepState], name: str, outcome: StepOutcome
     if step.status not in FINISH_FROM:
         return settle(steps)
     status = _FINISHED_AS[outcome]
-    if outcome is StepOutcome.COMPLETED:
-        context: dict[str, JSON] = {name: result}
-    elif step.on_failure is OnFailure.CONTINUE:
-        context = {name: None}
-    else:
-        context = {}
     after = settle([_with_status(other, status) if other.name == name else other for other in steps])
-    return replace(after, context=context, finished=StepChange(name, status, FINISH_FROM))
+    kept = result if outcome is StepOutcome.COMPLETED else None
+    return replace(after, finished=StepChange(name, status, FINISH_FROM), result=kept)
+
+
+def on_job_finished(workflow: Workflow, name: str, job_id: str, outcome: StepOutcome, result: JSON) -> Transition:
+    """`on_step_finished` for the job `job_id` of step `name`: nothing for a report about a workflow that is no
+    longer running, or about a job that is not (or no longer) the step's."""
+    step = next((step for step in workflow.steps if step.name == name), None)
+    if workflow.status is not WorkflowStatus.RUNNING or step is None or step.job_id != job_id:
+        return Transition()
+    return on_step_finished(workflow.steps, name, outcome, result)
 
 
 def cancel_workflow(steps: Sequence[StepState]) -> Transition:
@@ -205,8 +209,9 @@ def cancel_workflow(steps: Sequence[StepState]) -> Transition:
 def apply_transition(workflow: Workflow, transition: Transition, now: datetime) -> tuple[Workflow, list[StepChange]]:
     """`workflow` with `transition` recorded as a store records it (the guards above), and the changes that applied.
 
-    Jobs are the store's part: it inserts one for each applied enqueue and cancels those of applied cancels that
-    left `enqueued`.
+    A finished step that is satisfied puts its result into the context and counts down its pending dependents'
+    `remaining`. Jobs are the store's part: it inserts one for each applied enqueue and cancels those of applied
+    cancels that left `enqueued`.
     """
     rows = {step.name: step for step in workflow.steps}
     applied: list[StepChange] = []
@@ -215,17 +220,37 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
         if row is not None and row.status in change.expect:
             rows[change.name] = replace(row, status=change.status)
             applied.append(change)
+    context = workflow.context
+    finished = transition.finished
+    if finished is not None and finished in applied and satisfied(rows[finished.name]):
+        context = {**context, finished.name: transition.result}
+        for name in rows[finished.name].dependents:
+            dependent = rows[name]
+            if dependent.status in (StepStatus.PENDING, StepStatus.ENQUEUED) and dependent.remaining > 0:
+                rows[name] = replace(dependent, remaining=dependent.remaining - 1)
     status, completed_at = workflow.status, workflow.completed_at
     if transition.workflow_status is not None and status is WorkflowStatus.RUNNING:
         status, completed_at = transition.workflow_status, now
-    updated = replace(
-        workflow,
-        context={**workflow.context, **transition.context},
-        steps=list(rows.values()),
-        status=status,
-        completed_at=completed_at,
-    )
+    updated = replace(workflow, context=context, steps=list(rows.values()), status=status, completed_at=completed_at)
     return updated, applied
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """What a workflow row counts of its steps, so that a finish can tell the workflow is done without reading
+    them (`core.finish`)."""
+
+    unfinished: int
+    """Steps pending or enqueued."""
+    partial: bool
+    """Some step ended other than completed: once nothing is unfinished the workflow is `partially_failed`."""
+
+
+def counters(steps: Sequence[StepState]) -> Counters:
+    return Counters(
+        unfinished=sum(step.status in UNFINISHED_STEPS for step in steps),
+        partial=any(step.status not in UNFINISHED_STEPS and step.status is not StepStatus.COMPLETED for step in steps),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,11 +260,13 @@ class Recording:
     workflow: Workflow
     """The workflow as it is after the transition, with the new jobs' ids on their steps."""
     changed: list[tuple[Step, Step]]
-    """(before, after) of every step row whose status changed, in submitted order."""
+    """(before, after) of every step row that changed (status, job, remaining), in submitted order."""
     jobs: list[Job]
     """One new job per step that went pending → enqueued."""
     cancel_jobs: list[str]
     """Ids of the jobs of steps that went enqueued → cancelled; the store cancels them if unfinished."""
+    counters: Counters
+    """The workflow's counters, recomputed from its recorded steps."""
 
 
 NewStepJob = Callable[[Workflow, Step], Job]
@@ -264,13 +291,15 @@ def record(workflow: Workflow, transition: Transition, now: datetime, new_job: N
             step = replace(step, job_id=job.id)
         steps.append(step)
     updated = replace(updated, steps=steps)
-    changed = [(before[step.name], step) for step in steps if step.status is not before[step.name].status]
+    changed = [(before[step.name], step) for step in steps if step != before[step.name]]
     cancel_jobs = [
         old.job_id
         for old, new in changed
         if old.status is StepStatus.ENQUEUED and new.status is StepStatus.CANCELLED and old.job_id is not None
     ]
-    return Recording(workflow=updated, changed=changed, jobs=jobs, cancel_jobs=cancel_jobs)
+    return Recording(
+        workflow=updated, changed=changed, jobs=jobs, cancel_jobs=cancel_jobs, counters=counters(updated.steps)
+    )
 
 
 def _halts(step: StepState) -> bool:

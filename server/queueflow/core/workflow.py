@@ -23,7 +23,7 @@ from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import JSON, BackoffPolicy, NewJob
 from queueflow.core.validation import Loc, name_errors, new_job_errors, object_errors, text_errors
 
-MAX_STEPS = 1000
+MAX_STEPS = 10_000
 CONTEXT_KEY = "_context"
 """The payload key under which a step's job receives the workflow's context; reserved in step payloads."""
 
@@ -102,6 +102,11 @@ class Step:
     timeout_seconds: float | None
     job_id: str | None = None
     concurrency_key: str | None = None
+    dependents: tuple[str, ...] = ()
+    """The steps that depend on this one (the reverse of their `depends_on`), in submitted order: whom a finish
+    of this step touches."""
+    remaining: int = 0
+    """How many of `depends_on` are not yet satisfied; a pending step is ready at 0."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +116,8 @@ class Workflow:
     name: str
     status: WorkflowStatus
     context: dict[str, JSON]
+    """The caller's initial context, with every satisfied step's result under its name (`advance.satisfied`):
+    stores keep the results on the step rows and assemble this when they read a workflow."""
     steps: list[Step]
     created_at: datetime
     completed_at: datetime | None = None
@@ -151,7 +158,12 @@ def step_errors(step: NewStep, loc: Loc) -> list[FieldError]:
 
 
 def new_steps(workflow_id: str, workflow: NewWorkflow) -> list[Step]:
-    """The step rows of a validated new workflow, all pending (`advance.settle` then picks the roots)."""
+    """The step rows of a validated new workflow, all pending (`advance.settle` then picks the roots), each with
+    its dependents and its count of dependencies to wait for. Linear in steps plus edges."""
+    dependents: dict[str, list[str]] = {step.name: [] for step in workflow.steps}
+    for step in workflow.steps:
+        for dependency in step.depends_on:
+            dependents[dependency].append(step.name)
     return [
         Step(
             workflow_id=workflow_id,
@@ -168,6 +180,8 @@ def new_steps(workflow_id: str, workflow: NewWorkflow) -> list[Step]:
             backoff=step.backoff,
             timeout_seconds=step.timeout_seconds,
             concurrency_key=step.concurrency_key,
+            dependents=tuple(dependents[step.name]),
+            remaining=len(step.depends_on),
         )
         for index, step in enumerate(workflow.steps)
     ]

@@ -67,7 +67,7 @@ class Engine:
         # call per id (SystemRandom was 4% of a batch enqueue's CPU).
         self.rng: RandomSource = rng or random.Random()
         self.settings = settings or EngineSettings()
-        self.workflows = Workflows(store, clock, self.rng)
+        self.workflows = Workflows(store, clock, self.rng, self.settings)
         self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
         # Per set of queues leased, the tenant the last lease served last (see `lease`).
         self._turns: dict[tuple[str, ...], str] = {}

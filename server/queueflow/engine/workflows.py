@@ -1,9 +1,11 @@
 """Workflow use cases (`Engine.workflows`): create, read, list, cancel, and advance when a step's job finishes.
 
-`core.advance` decides, the store records (`WorkflowStore.workflow_advance`, under the workflow's row lock).
-The engine advances a workflow after every write that finishes a step's job: complete, fail and ack (a
-dead-letter), cancel_job, and the janitor's reclaim. A crash between the job's write and that advancement
-leaves a step `enqueued` whose job has finished; the janitor replays those (`heal`).
+`core` decides, the store records: a step's finish through `WorkflowStore.workflow_step_finish` (`core.finish`:
+it touches the step, its dependents and the workflow's counters), a cancel through `workflow_advance` (the whole
+snapshot under the workflow's exclusive lock, `core.advance`). The engine advances a workflow after every write
+that finishes a step's job: complete, fail and ack (a dead-letter), cancel_job, and the janitor's reclaim. A crash
+between the job's write and that advance leaves a step `enqueued` whose job has finished; the janitor replays
+those (`heal`) once they are older than `EngineSettings.heal_after`, so it never races an advance in flight.
 
 A job cancelled *by its workflow* (a halt, a workflow cancel) is cancelled inside the advancement that
 decided it, and reports nothing: its step is already `cancelled`, so even a replayed report is a no-op.
@@ -21,10 +23,11 @@ from datetime import datetime
 
 from msgspec.structs import replace
 
-from queueflow.core.advance import StepOutcome, Transition, cancel_workflow, on_step_finished, record, settle
+from queueflow.core.advance import StepOutcome, Transition, cancel_workflow, record, settle
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, NotFound, StoreUnavailable, ValidationError
+from queueflow.core.finish import StepReport
 from queueflow.core.ids import new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.types import FINISHED, Job, JobStatus, Page
@@ -37,6 +40,7 @@ from queueflow.core.workflow import (
     new_workflow_errors,
     step_job,
 )
+from queueflow.engine.settings import EngineSettings
 from queueflow.ports import Clock, Store
 
 log = logging.getLogger("queueflow.workflows")
@@ -49,10 +53,11 @@ _OUTCOMES = {
 
 
 class Workflows:
-    def __init__(self, store: Store, clock: Clock, rng: RandomSource) -> None:
+    def __init__(self, store: Store, clock: Clock, rng: RandomSource, settings: EngineSettings) -> None:
         self.store = store
         self.clock = clock
         self.rng = rng
+        self.settings = settings
 
     async def create(self, tenant_id: str, new: NewWorkflow) -> tuple[Workflow, bool]:
         """Validate the DAG and store it with its root steps' jobs; a known idempotency key returns the original."""
@@ -105,31 +110,46 @@ class Workflows:
             raise NotFound(f"no workflow {workflow_id}")
         return cancelled
 
-    async def on_jobs_finished(self, jobs: Sequence[Job | None]) -> int:
-        """Advance the workflow of every finished step job among `jobs`; returns how many were advanced.
+    async def on_jobs_finished(self, jobs: Sequence[Job | None]) -> tuple[Job, ...]:
+        """Advance the workflow of every finished step job among `jobs`; returns the jobs whose step it recorded.
 
-        The jobs' own writes are done: an advancement the store cannot make now is logged and left to the
+        The jobs' own writes are done: an advance the store cannot make now is logged and left to the
         janitor's `heal`, so the caller (a worker's complete) is not told to retry a write that succeeded.
         """
-        advanced = 0
+        advanced: tuple[Job, ...] = ()
         for job in jobs:
             if job is None or job.workflow_id is None or job.workflow_step_id is None or job.status not in FINISHED:
                 continue
+            report = StepReport(
+                workflow_id=job.workflow_id,
+                step=job.workflow_step_id,
+                job_id=job.id,
+                outcome=_OUTCOMES[job.status],
+                result=job.result if job.status is JobStatus.COMPLETED else None,
+            )
             now = self.clock.now()
             try:
-                await self.store.workflow_advance(job.workflow_id, _on_finished(job), self._step_job_maker(now), now)
+                if await self.store.workflow_step_finish(report, self._step_job_maker(now), now):
+                    advanced += (job,)
             except StoreUnavailable as exc:
                 log.warning(
                     "workflow %s not advanced after job %s (the janitor will): %s", job.workflow_id, job.id, exc
                 )
-                continue
-            advanced += 1
         return advanced
 
     async def heal(self, limit: int) -> int:
-        """Replay up to `limit` lost advancements (see the module docstring); returns how many were replayed."""
-        stalled = await self.store.workflow_stalled_jobs(limit)
-        return await self.on_jobs_finished(stalled)
+        """Replay up to `limit` advances that were really missed: step jobs that finished more than
+        `settings.heal_after` ago while their step is still `enqueued` (see the module docstring). Returns how
+        many steps it recorded, and logs each workflow's healed steps."""
+        finished_before = self.clock.now() - self.settings.heal_after
+        healed = await self.on_jobs_finished(await self.store.workflow_stalled_jobs(limit, finished_before))
+        by_workflow: dict[str, list[str]] = {}
+        for job in healed:
+            by_workflow.setdefault(job.workflow_id or "", []).append(job.workflow_step_id or "")
+        for workflow_id, steps in by_workflow.items():
+            log.warning("healed workflow %s: advanced after its steps %s (their advance was missed)",
+                        workflow_id, ", ".join(steps))  # fmt: skip
+        return len(healed)
 
     def _step_job_maker(self, now: datetime) -> Callable[[Workflow, Step], Job]:
         def new_job(workflow: Workflow, step: Step) -> Job:
@@ -139,13 +159,3 @@ class Workflows:
             )
 
         return new_job
-
-
-def _on_finished(job: Job) -> Callable[[Workflow], Transition]:
-    def decide(workflow: Workflow) -> Transition:
-        step = next((step for step in workflow.steps if step.name == job.workflow_step_id), None)
-        if workflow.status is not WorkflowStatus.RUNNING or step is None or step.job_id != job.id:
-            return Transition()  # a report for a finished workflow, or for a job that is not the step's
-        return on_step_finished(workflow.steps, step.name, _OUTCOMES[job.status], job.result)
-
-    return decide

@@ -1,6 +1,7 @@
 """Janitor: the maintenance loop, `Engine.run_maintenance()` every `interval` seconds.
 
-Each sweep reclaims expired leases through the failure policy and applies retention (see the engine). Any
+Each sweep reclaims expired leases through the failure policy, replays workflow advances missed for longer than
+`EngineSettings.heal_after` (the engine logs each workflow's healed steps) and applies retention. Any
 number of processes may run one: the store re-leases what a sweep takes, so two sweeps never take the same
 row. A database outage is logged and the loop goes on; the next sweep picks up where this one could not.
 """

@@ -1,16 +1,23 @@
-"""The workflows part of the in-memory store: the `WorkflowStore` methods, on the shared `Tables`."""
+"""The workflows part of the in-memory store: the `WorkflowStore` methods, on the shared `Tables`.
+
+A workflow is kept with its `context` assembled (the initial context plus every satisfied step's result), which
+a finish updates in place; a finish reaches its step and dependents by name (`_step_positions`) and counts on the
+workflow's counters (`_workflow_counters`), so it costs what it touches, as in PostgreSQL (`core.finish`). No
+method awaits between its checks and its writes: on one event loop that is as good as PostgreSQL's row locks.
+"""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from dataclasses import replace as replace_dataclass
 from datetime import datetime
 
 from msgspec.structs import replace
 
-from queueflow.core.advance import NewStepJob, Transition, record
+from queueflow.core.advance import NewStepJob, Transition, counters, on_job_finished, record
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.jsonvalue import storage_errors
+from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
 from queueflow.core.types import CANCELLABLE, FINISHED, Cursor, Job, JobStatus
 from queueflow.core.workflow import StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.memory.state import Tables
@@ -28,7 +35,7 @@ class MemoryWorkflows(Tables):
             return self._workflow_out(self._workflows[self._workflow_keys[key]]), False
         if workflow.id in self._workflows:
             raise ValidationError.of([FieldError(("id",), f"duplicate workflow id {workflow.id}")])
-        self._workflows[workflow.id] = copy.deepcopy(workflow)
+        self._keep(copy.deepcopy(workflow))
         if key is not None:
             self._workflow_keys[key] = workflow.id
         self._insert(jobs)
@@ -65,17 +72,91 @@ class MemoryWorkflows(Tables):
         now: datetime,
         tenant_id: str | None = None,
     ) -> Workflow | None:
-        # No await from here on: on one event loop this is as good as the PostgreSQL store's row lock.
         workflow = self._workflows.get(workflow_id)
         if workflow is None or (tenant_id is not None and workflow.tenant_id != tenant_id):
             return None
-        transition = decide(self._workflow_out(workflow))
-        recording = record(self._workflow_out(workflow), transition, now, new_job)
-        # What the transition merges into the context, and its new jobs, are all it writes that nobody checked.
-        if errors := storage_errors(transition.context, ("context",)):
+        snapshot = self._workflow_out(workflow)
+        return self._record(workflow, snapshot, decide(snapshot), new_job, now)
+
+    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
+        workflow = self._workflows.get(report.workflow_id)
+        positions = self._step_positions.get(report.workflow_id, {})
+        if workflow is None or workflow.status is not WorkflowStatus.RUNNING or report.step not in positions:
+            return False
+        steps = workflow.steps
+        step = steps[positions[report.step]]
+        if step.status is not StepStatus.ENQUEUED or step.job_id != report.job_id:
+            return False  # a repeat, or a late report of a job that is not (or no longer) the step's
+        if not finishes_alone(report.outcome, step.on_failure):
+            snapshot = self._workflow_out(workflow)
+            transition = on_job_finished(snapshot, report.step, report.job_id, report.outcome, report.result)
+            self._record(workflow, snapshot, transition, new_job, now)
+            return True
+        finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents])
+        if errors := result_errors(finish.result):
+            raise ValidationError.of(errors)
+        jobs: list[Job] = []
+        if finish.enqueue:
+            # Their `_context`: the context as it is once this step's result is in.
+            view = replace_dataclass(workflow, context={**workflow.context, step.name: finish.result}, steps=[])
+            jobs = [new_job(view, steps[positions[name]]) for name in finish.enqueue]
+            self._check_insert(jobs)
+        # Validated: from here on nothing raises.
+        steps[positions[step.name]] = replace_dataclass(step, status=finish.status)
+        workflow.context[step.name] = copy.deepcopy(finish.result)
+        for name, left in finish.remaining.items():
+            steps[positions[name]] = replace_dataclass(steps[positions[name]], remaining=left)
+        for job in jobs:
+            position = positions[job.workflow_step_id or ""]
+            steps[position] = replace_dataclass(steps[position], status=StepStatus.ENQUEUED, remaining=0, job_id=job.id)
+        self._insert(jobs)
+        before = self._workflow_counters[workflow.id]
+        after = replace_dataclass(
+            before, unfinished=before.unfinished - finish.unfinished, partial=before.partial or finish.partial
+        )
+        self._workflow_counters[workflow.id] = after
+        if (status := counted_status(after.unfinished, after.partial)) is not None:
+            self._workflows[workflow.id] = replace_dataclass(workflow, status=status, completed_at=now)
+            self._announce_finished([workflow.id])
+        return True
+
+    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
+        stalled = [
+            self._out(job)
+            for workflow in self._workflows.values()
+            if workflow.status is WorkflowStatus.RUNNING
+            for step in workflow.steps
+            if step.status is StepStatus.ENQUEUED
+            and step.job_id is not None
+            and (job := self._jobs.get(step.job_id)) is not None
+            and job.status in FINISHED
+            and job.completed_at is not None
+            and job.completed_at < finished_before
+        ]
+        return stalled[:limit]
+
+    def _keep(self, workflow: Workflow) -> None:
+        """Store `workflow` (the store's own copy) with its step positions and counters."""
+        self._workflows[workflow.id] = workflow
+        self._step_positions[workflow.id] = {step.name: index for index, step in enumerate(workflow.steps)}
+        self._workflow_counters[workflow.id] = counters(workflow.steps)
+
+    def _record(
+        self, workflow: Workflow, snapshot: Workflow, transition: Transition, new_job: NewStepJob, now: datetime
+    ) -> Workflow:
+        """Record `transition` on the stored `workflow` (`advance.record` on `snapshot`, the store's own copy of
+        it), validated before anything is written."""
+        recording = record(snapshot, transition, now, new_job)
+        # The finished step's result, and the new jobs, are all it writes that nobody checked.
+        if errors := result_errors(transition.result):
             raise ValidationError.of(errors)
         self._check_insert(recording.jobs)
-        self._workflows[workflow_id] = copy.deepcopy(recording.workflow)
+        # Its own context dict and steps list: a finish changes both in place, and `decide` saw the snapshot.
+        self._keep(
+            replace_dataclass(
+                recording.workflow, context=dict(recording.workflow.context), steps=list(recording.workflow.steps)
+            )
+        )
         self._insert(recording.jobs)
         for job_id in recording.cancel_jobs:
             job = self._jobs.get(job_id)
@@ -86,18 +167,5 @@ class MemoryWorkflows(Tables):
                 self._announce_finished([job_id])
                 self._slot_freed(job)
         if workflow.status is WorkflowStatus.RUNNING and recording.workflow.status is not WorkflowStatus.RUNNING:
-            self._announce_finished([workflow_id])
+            self._announce_finished([workflow.id])
         return self._workflow_out(recording.workflow)
-
-    async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
-        stalled = [
-            self._out(job)
-            for workflow in self._workflows.values()
-            if workflow.status is WorkflowStatus.RUNNING
-            for step in workflow.steps
-            if step.status is StepStatus.ENQUEUED
-            and step.job_id is not None
-            and (job := self._jobs.get(step.job_id)) is not None
-            and job.status in FINISHED
-        ]
-        return stalled[:limit]

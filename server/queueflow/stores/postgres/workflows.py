@@ -1,9 +1,12 @@
 """The WorkflowStore half of PostgresJobStore: workflows, workflow_steps, and the jobs that run the steps.
 
-Every change to a workflow is one transaction that first locks the workflow's row (`WORKFLOW_LOCK`), reads its
-steps, has the engine's pure `decide` pick a transition on that snapshot and writes what `advance.record` makes
-of it. Two workers finishing the two parents of a join therefore advance one after the other, and the second
-one sees the first one's context entry and step status: the join is enqueued once, with the whole `_context`.
+A step's finish (`workflow_step_finish`) is one transaction over the rows it touches, locked as `core.finish`
+describes: the workflow row FOR KEY SHARE, the step's own row, its pending dependents in name order, the
+workflow's counter last. A change of the whole workflow (`workflow_advance`: a cancel, a `halt` or `skip`
+failure) is one transaction that first locks the workflow's row FOR UPDATE (waiting out the finishes in flight),
+reads its steps, has the pure `decide` pick a transition on that snapshot and writes what `advance.record` makes
+of it. Results stay on the step rows; a workflow's context, and a new step job's `_context`, are assembled by SQL
+(`workflow_sql.CONTEXT`), so no finish decodes or rewrites the results of the others.
 """
 
 from __future__ import annotations
@@ -14,28 +17,44 @@ from typing import Any
 
 import asyncpg
 
-from queueflow.core.advance import NewStepJob, Recording, Transition, record
+from queueflow.core.advance import NewStepJob, Recording, Transition, counters, on_job_finished, record
 from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
-from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
+from queueflow.core.finish import (
+    StepReport,
+    counted_status,
+    finished_status,
+    finishes_alone,
+    on_finish,
+    result_errors,
+)
+from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_from_row
-from queueflow.stores.postgres.sql import (
+from queueflow.stores.postgres.sql import INSERT
+from queueflow.stores.postgres.workflow_sql import (
     CANCEL_STEP_JOBS,
-    INSERT,
+    DEPENDENTS_LOCK,
+    DEPENDENTS_RECORD,
     STALLED_JOBS,
+    STEP_FINISH,
+    STEP_JOBS_INSERT,
+    STEP_ON_FAILURE,
     STEPS_INSERT,
     STEPS_OF,
     STEPS_RECORD,
     WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
+    WORKFLOW_COUNT,
+    WORKFLOW_END,
     WORKFLOW_GET,
     WORKFLOW_INSERT,
     WORKFLOW_LOCK,
     WORKFLOW_RECORD,
+    WORKFLOW_SHARE,
 )
 
 
@@ -43,6 +62,7 @@ class PostgresWorkflows(Pooled):
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
         if errors := workflow_storage_errors(workflow) + job_storage_errors(jobs):
             raise ValidationError.of(errors)
+        start = counters(workflow.steps)
         async with self._connection() as db, db.transaction():
             inserted = await db.fetchval(
                 WORKFLOW_INSERT,
@@ -54,6 +74,8 @@ class PostgresWorkflows(Pooled):
                 workflow.idempotency_key,
                 workflow.created_at,
                 None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
+                start.unfinished,
+                start.partial,
             )
             if inserted is None:
                 # The key's first create won (a concurrent one's insert waited for it to commit): return that.
@@ -87,16 +109,16 @@ class PostgresWorkflows(Pooled):
     ) -> list[Workflow]:
         if not storable_text(tenant_id) or (after is not None and not storable_text(after.id)):
             return []
-        conditions, args = ["tenant_id = $1"], [tenant_id, limit]
+        conditions, args = ["w.tenant_id = $1"], [tenant_id, limit]
         if status is not None:
             args.append(status.value)
-            conditions.append(f"status = ${len(args)}")
+            conditions.append(f"w.status = ${len(args)}")
         if after is not None:
             args += [after.created_at, after.id]
-            conditions.append(f"(created_at, id) < (${len(args) - 1}, ${len(args)})")
+            conditions.append(f"(w.created_at, w.id) < (${len(args) - 1}, ${len(args)})")
         sql = (
-            f"SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows WHERE {' AND '.join(conditions)}"
-            " ORDER BY created_at DESC, id DESC LIMIT $2"
+            f"SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows AS w WHERE {' AND '.join(conditions)}"
+            " ORDER BY w.created_at DESC, w.id DESC LIMIT $2"
         )
         async with self._connection() as db:
             return await _with_steps(db, await db.fetch(sql, *args))
@@ -113,23 +135,117 @@ class PostgresWorkflows(Pooled):
             return None
         try:
             async with self._connection() as db, db.transaction():
-                row = await db.fetchrow(WORKFLOW_LOCK, workflow_id, tenant_id)
-                if row is None:
-                    return None
-                (snapshot,) = await _with_steps(db, [row])
-                try:
-                    transition = decide(snapshot)
-                    recording = record(snapshot, transition, now, new_job)
-                except Exception as exc:
-                    raise _Raised(exc) from exc
-                await _write(db, snapshot, transition, recording, now)
+                return await _advance(db, workflow_id, tenant_id, decide, new_job, now)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
-        return recording.workflow
 
-    async def workflow_stalled_jobs(self, limit: int) -> list[Job]:
+    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
+        if not (storable_text(report.workflow_id) and storable_text(report.step) and storable_text(report.job_id)):
+            return False
+        result = json_text(report.result, ("result",))
+        if errors := result_errors(report.result):
+            raise ValidationError.of(errors)
+        try:
+            async with self._connection() as db:
+                alone = True
+                if not finishes_alone(report.outcome, OnFailure.HALT):
+                    on_failure = await db.fetchval(STEP_ON_FAILURE, report.workflow_id, report.step)
+                    alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
+                async with db.transaction():
+                    if alone:
+                        return await _finish(db, report, result, new_job, now)
+
+                    def decide(workflow: Workflow) -> Transition:
+                        return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result)
+
+                    before = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
+                    return before is not None
+        except _Raised as raised:
+            raise raised.error from None
+
+    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
         async with self._connection() as db:
-            return [job_from_row(row) for row in await db.fetch(STALLED_JOBS, limit)]
+            return [job_from_row(row) for row in await db.fetch(STALLED_JOBS, limit, finished_before)]
+
+
+async def _advance(
+    db: Db,
+    workflow_id: str,
+    tenant_id: str | None,
+    decide: Callable[[Workflow], Transition],
+    new_job: NewStepJob,
+    now: datetime,
+    report: StepReport | None = None,
+) -> Workflow | None:
+    """`workflow_advance` in the caller's transaction: None if the workflow does not exist (for `tenant_id`), or,
+    for a `report`, if its step was not recorded."""
+    if await db.fetchval(WORKFLOW_LOCK, workflow_id, tenant_id) is None:
+        return None
+    row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
+    if row is None:
+        raise StoreUnavailable(f"workflow {workflow_id} vanished under its lock")
+    (snapshot,) = await _with_steps(db, [row])
+    try:
+        transition = decide(snapshot)
+        recording = record(snapshot, transition, now, new_job)
+    except Exception as exc:
+        raise _Raised(exc) from exc
+    await _write(db, snapshot, transition, recording, now)
+    if report is not None and transition.finished is None:
+        return None
+    return recording.workflow
+
+
+async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> bool:
+    """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
+    transaction, in `core.finish`'s lock order."""
+    head = await db.fetchrow(WORKFLOW_SHARE, report.workflow_id)
+    if head is None or head["status"] != WorkflowStatus.RUNNING.value:
+        return False
+    status = finished_status(report.outcome).value
+    dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status, result)
+    if dependents is None:
+        return False  # not (or no longer) enqueued with this job: a repeat, or a late report
+    locked = (
+        [_step(row) for row in await db.fetch(DEPENDENTS_LOCK, report.workflow_id, dependents)] if dependents else []
+    )
+    finish = on_finish(report.outcome, report.result, locked)
+    by_name = {step.name: step for step in locked}
+    jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
+    if errors := job_storage_errors(jobs):
+        raise ValidationError.of(errors)
+    names = [*finish.remaining, *finish.enqueue]
+    if names:
+        await db.execute(
+            DEPENDENTS_RECORD,
+            report.workflow_id,
+            names,
+            [*finish.remaining.values(), *(0 for _ in jobs)],
+            [*(StepStatus.PENDING.value for _ in finish.remaining), *(StepStatus.ENQUEUED.value for _ in jobs)],
+            [*(None for _ in finish.remaining), *(job.id for job in jobs)],
+        )
+    if jobs:
+        await db.execute(STEP_JOBS_INSERT, *insert_columns(jobs), report.workflow_id)
+    counted = await db.fetchrow(WORKFLOW_COUNT, report.workflow_id, finish.unfinished, finish.partial)
+    if counted is not None and (end := counted_status(counted["unfinished"], counted["partial"])) is not None:
+        await db.execute(WORKFLOW_END, report.workflow_id, end.value, now)
+    return True
+
+
+def _head(row: asyncpg.Record) -> Workflow:
+    """The workflow of a WORKFLOW_SHARE row, without its steps or context: what a finish's new jobs are made from
+    (their `_context` is STEP_JOBS_INSERT's)."""
+    return Workflow(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        name=row["name"],
+        status=WorkflowStatus(row["status"]),
+        context={},
+        steps=[],
+        created_at=row["created_at"],
+        idempotency_key=row["idempotency_key"],
+        trace_context=row["trace_context"],
+    )
 
 
 class _Raised(QueueFlowError):
@@ -143,16 +259,24 @@ class _Raised(QueueFlowError):
 
 async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: Recording, now: datetime) -> None:
     """Write `recording` of `transition` on the locked `snapshot`, in the caller's transaction."""
-    # What the transition merges into the context, and its new jobs, are all it writes that nobody checked.
-    if errors := storage_errors(transition.context, ("context",)) + job_storage_errors(recording.jobs):
+    # The finished step's result, and the new jobs, are all it writes that nobody checked.
+    if errors := result_errors(transition.result) + job_storage_errors(recording.jobs):
         raise ValidationError.of(errors)
     after = recording.workflow
-    merged = {name: value for name, value in after.context.items() if snapshot.context.get(name, ...) != value}
-    if merged or after.status is not snapshot.status:
-        await db.execute(
-            WORKFLOW_RECORD, snapshot.id, json_text(merged, ("context",)), after.status.value, after.completed_at, now
-        )
+    await db.execute(
+        WORKFLOW_RECORD,
+        snapshot.id,
+        after.status.value,
+        after.completed_at,
+        now,
+        recording.counters.unfinished,
+        recording.counters.partial,
+    )
     if recording.changed:
+        finished = transition.finished.name if transition.finished is not None else None
+        results: list[str | None] = [
+            json_text(transition.result, ("result",)) if new.name == finished else None for _, new in recording.changed
+        ]
         written = await db.execute(
             STEPS_RECORD,
             snapshot.id,
@@ -160,6 +284,8 @@ async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: 
             [old.status.value for old, _ in recording.changed],
             [new.status.value for _, new in recording.changed],
             [new.job_id for _, new in recording.changed],
+            [new.remaining for _, new in recording.changed],
+            results,
         )
         if int(written.split()[-1]) != len(recording.changed):
             raise StoreUnavailable(f"workflow {snapshot.id}: a step changed outside the workflow's lock")
@@ -192,7 +318,7 @@ async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
     ]
 
 
-# Every advance reads all of its workflow's steps: their enums are looked up, not called (StepStatus(...) and
+# A read of a workflow reads all of its steps: their enums are looked up, not called (StepStatus(...) and
 # OnFailure(...) were an eighth of a 1,000-step workflow's CPU, py-spy).
 _STEP_STATUSES = {status.value: status for status in StepStatus}
 _ON_FAILURE = {choice.value: choice for choice in OnFailure}
@@ -215,6 +341,8 @@ def _step(row: asyncpg.Record) -> Step:
         timeout_seconds=row["timeout_seconds"],
         job_id=row["job_id"],
         concurrency_key=row["config"].get("concurrency_key"),
+        dependents=tuple(row["dependents"]),
+        remaining=row["remaining"],
     )
 
 
@@ -241,4 +369,6 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.max_retries for step in steps],
         [json_text(_step_config(step), ("steps", step.idx, "backoff")) for step in steps],
         [step.timeout_seconds for step in steps],
+        [step.remaining for step in steps],
+        [json_text(list(step.dependents), ("steps", step.idx, "dependents")) for step in steps],
     ]

@@ -1,0 +1,183 @@
+"""The SQL of PostgresWorkflows (`workflows.py`): one statement per step of a store operation, with the state
+change it makes. How a finish locks, and why, is `core.finish`'s docstring; the statements below follow it.
+
+`$n` parameters, for asyncpg, which prepares each statement once per connection and reuses it.
+"""
+
+from queueflow.core.workflow import CONTEXT_KEY
+from queueflow.stores.postgres.sql import J_COLUMNS, SLOT_FREED
+
+# A step whose result is in the context (`core.advance.satisfied`), for a row aliased `s`.
+SATISFIED = "(s.status = 'completed' OR (s.status IN ('failed', 'cancelled') AND s.on_failure = 'continue'))"
+
+# A workflow's context as the API shows it and a step's `_context` receives it: the caller's initial context, then
+# every satisfied step's result under its name (a result wins over an initial entry of the same name, as when
+# results were merged into the context). For the workflows row aliased `w`; reads its steps by primary key.
+CONTEXT = f"""w.context || COALESCE((SELECT jsonb_object_agg(s.name, s.result) FROM queueflow.workflow_steps AS s
+                                     WHERE s.workflow_id = w.id AND {SATISFIED}), '{{}}')"""
+
+WORKFLOW_COLUMNS = (
+    f"w.id, w.tenant_id, w.name, w.status, {CONTEXT} AS context, w.idempotency_key, w.created_at, w.completed_at,"
+    " w.trace_context"
+)
+STEP_COLUMNS = (
+    "workflow_id, name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,"
+    " max_retries, config, timeout_seconds, remaining, dependents"
+)
+
+WORKFLOW_INSERT = """
+INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
+                                 trace_context, unfinished, partial)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10)
+ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+RETURNING id
+"""
+
+WORKFLOW_AWAIT = """
+UPDATE queueflow.workflows SET awaited = true WHERE id = $1 AND tenant_id = $2 AND NOT awaited AND status = 'running'
+"""
+
+WORKFLOW_BY_KEY = f"""
+SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows AS w WHERE w.tenant_id = $1 AND w.idempotency_key = $2
+"""
+
+# depends_on and dependents travel as one JSON array per step: unnest() would flatten a text[][] (and demand it
+# rectangular). One statement for every step, however many.
+STEPS_INSERT = """
+INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
+                                      job_id, queue_name, priority, max_retries, config, timeout_seconds,
+                                      remaining, dependents)
+SELECT $1, s.name, s.idx, s.task_name, s.payload, ARRAY(SELECT jsonb_array_elements_text(s.depends_on)),
+       s.on_failure, s.status, s.job_id, s.queue_name, s.priority, s.max_retries, s.config, s.timeout_seconds,
+       s.remaining, ARRAY(SELECT jsonb_array_elements_text(s.dependents))
+  FROM unnest($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[],
+              $10::text[], $11::int[], $12::int[], $13::jsonb[], $14::float8[], $15::int[], $16::jsonb[])
+       AS s(name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,
+            max_retries, config, timeout_seconds, remaining, dependents)
+"""
+
+WORKFLOW_GET = f"""
+SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows AS w WHERE w.id = $1 AND ($2::text IS NULL OR w.tenant_id = $2)
+"""
+
+STEPS_OF = f"""
+SELECT {STEP_COLUMNS} FROM queueflow.workflow_steps WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id, idx
+"""
+
+# ---- a change of the whole workflow (`workflow_advance`) ----------------------------------------------------
+
+# The lock a structural change takes first: it waits for every finish in flight (their KEY SHARE) and holds off
+# new ones. The snapshot is read by the statements after it, so that it includes what those finishes committed.
+WORKFLOW_LOCK = """
+SELECT id FROM queueflow.workflows WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) FOR UPDATE
+"""
+
+WORKFLOW_RECORD = """
+UPDATE queueflow.workflows
+   SET status = $2, completed_at = $3, updated_at = $4, unfinished = $5, partial = $6
+ WHERE id = $1
+"""
+
+# Guarded by each row's status in the locked snapshot: under the workflow's lock they always match, and if a
+# write ever bypassed the lock the mismatch shows in the count (and the store rolls back) instead of corrupting.
+# Only the finished step has a result to keep (NULL for the others: theirs stays).
+STEPS_RECORD = """
+UPDATE queueflow.workflow_steps AS s
+   SET status = c.status, job_id = c.job_id, remaining = c.remaining, result = COALESCE(c.result, s.result)
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
+       AS c(name, expect, status, job_id, remaining, result)
+ WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
+"""
+
+# ---- a step's finish (`workflow_step_finish`, `core.finish`) ------------------------------------------------
+
+# First: finishes of one workflow share this lock; a structural change (FOR UPDATE) excludes them.
+WORKFLOW_SHARE = """
+SELECT id, tenant_id, name, status, idempotency_key, created_at, trace_context
+  FROM queueflow.workflows WHERE id = $1 FOR KEY SHARE
+"""
+
+# A failure's policy, read before any lock (on_failure never changes): it decides which lock the finish takes.
+STEP_ON_FAILURE = "SELECT on_failure FROM queueflow.workflow_steps WHERE workflow_id = $1 AND name = $2"
+
+# enqueued → completed | failed | cancelled, with the result: only for the step's own job, once.
+STEP_FINISH = """
+UPDATE queueflow.workflow_steps SET status = $4, result = $5::jsonb
+ WHERE workflow_id = $1 AND name = $2 AND status = 'enqueued' AND job_id = $3
+RETURNING dependents
+"""
+
+# The finished step's pending dependents, locked in name order (every finisher locks in this order, so none waits
+# on another in a cycle), as they are once their locks are granted.
+DEPENDENTS_LOCK = f"""
+SELECT {STEP_COLUMNS} FROM queueflow.workflow_steps
+ WHERE workflow_id = $1 AND name = ANY($2::text[]) AND status = 'pending'
+ ORDER BY name
+   FOR UPDATE
+"""
+
+DEPENDENTS_RECORD = """
+UPDATE queueflow.workflow_steps AS s
+   SET remaining = c.remaining, status = c.status, job_id = c.job_id
+  FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS c(name, remaining, status, job_id)
+ WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = 'pending'
+"""
+
+# The jobs of the steps a finish enqueued, each payload given its `_context` here: the context is assembled once,
+# in SQL, by a statement that starts after DEPENDENTS_LOCK was granted, so it holds the result of every dependency
+# (each committed its result before its lock on the dependent came free). As `sql.INSERT` otherwise ($17: the
+# workflow). MATERIALIZED: as a plain subquery in the join the planner rescanned it, aggregating the whole context
+# again for each inserted row (a root's finish enqueueing 9,998 steps took minutes).
+STEP_JOBS_INSERT = f"""
+WITH c AS MATERIALIZED (SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $17)
+INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
+                            max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
+                            workflow_step_id, trace_context)
+SELECT j.id, j.tenant_id, j.queue_name, j.task_name, j.payload || jsonb_build_object('{CONTEXT_KEY}', c.context),
+       j.config, j.priority, j.scheduled_at, j.max_retries, j.timeout_seconds, j.metadata, j.idempotency_key,
+       j.created_at, j.workflow_id, j.workflow_step_id, j.trace_context
+  FROM c, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
+                 $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
+                 $14::text[], $15::text[], $16::jsonb[])
+       AS j(id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at, max_retries,
+            timeout_seconds, metadata, idempotency_key, created_at, workflow_id, workflow_step_id, trace_context)
+"""
+
+# Last: the workflow's count of unfinished steps. An UPDATE that changes no key column takes FOR NO KEY UPDATE,
+# which the other finishes' KEY SHARE allows: finishers queue here only for the moment between this statement
+# and their commit.
+# It leaves updated_at (indexed) alone, so that it can be a HOT update.
+WORKFLOW_COUNT = """
+UPDATE queueflow.workflows
+   SET unfinished = unfinished - $2, partial = partial OR $3
+ WHERE id = $1 AND status = 'running'
+RETURNING unfinished, partial
+"""
+
+# The count reached 0 (`core.finish.counted_status`): the row is this transaction's until it commits.
+WORKFLOW_END = """
+UPDATE queueflow.workflows SET status = $2, completed_at = $3, updated_at = $3 WHERE id = $1 AND status = 'running'
+"""
+
+# The jobs of steps a structural change cancelled, if they have not finished.
+CANCEL_STEP_JOBS = f"""
+UPDATE queueflow.jobs AS j
+   SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $2
+ WHERE j.id = ANY($1::text[]) AND j.status IN ('pending', 'retrying', 'running')
+RETURNING {SLOT_FREED.format(queue="j.queue_name")}
+"""
+
+# ---- maintenance -----------------------------------------------------------------------------------------
+
+# Running workflows only (idx_workflows_running), their enqueued steps by primary key, each step's job by id; only
+# jobs that finished before $2, so an advance in flight is never replayed.
+STALLED_JOBS = f"""
+SELECT {J_COLUMNS}
+  FROM queueflow.workflows AS w
+  JOIN queueflow.workflow_steps AS s ON s.workflow_id = w.id AND s.status = 'enqueued'
+  JOIN queueflow.jobs AS j ON j.id = s.job_id AND j.status IN ('completed', 'dead_letter', 'cancelled')
+                          AND j.completed_at < $2
+ WHERE w.status = 'running'
+ ORDER BY w.updated_at, s.workflow_id, s.idx
+ LIMIT $1
+"""

@@ -1,0 +1,195 @@
+"""Workflow advances at scale on PostgreSQL (issue 29): a finish reads only the rows it touches, concurrent finishers
+of one workflow neither double-enqueue a join nor deadlock, a halt racing completions leaves nothing runnable, and
+the janitor never replays an advance that is merely in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import asyncpg
+import pytest
+from queueflow.clocks import TestClock
+from queueflow.core.types import Completion, Job
+from queueflow.core.workflow import CONTEXT_KEY, NewStep, NewWorkflow, OnFailure, StepStatus, WorkflowStatus
+from queueflow.stores.postgres import PostgresJobStore
+
+from tests import pg
+from tests.postgres.helpers import START, T, engine_on
+from tests.postgres.test_concurrency import stores
+
+SIBLINGS = 10
+
+
+def fan_out(width: int, *, halting: str | None = None) -> NewWorkflow:
+    """root → `width` siblings → join; the sibling named `halting`, if any, with on_failure=halt."""
+    middle = [
+        NewStep(name=f"m{i}", task_name="t", depends_on=["root"], on_failure=OnFailure.HALT) for i in range(width)
+    ]
+    if halting is None:
+        middle = [NewStep(name=s.name, task_name="t", depends_on=["root"], on_failure=OnFailure.SKIP) for s in middle]
+    join = NewStep(name="join", task_name="t", depends_on=[step.name for step in middle])
+    return NewWorkflow(name="fan", steps=[NewStep(name="root", task_name="t"), *middle, join])
+
+
+async def started(
+    store: PostgresJobStore, clock: TestClock, workflows: list[NewWorkflow]
+) -> dict[tuple[str, str], Job]:
+    """Create `workflows`, complete each root, and lease every sibling: the held jobs by (workflow id, step)."""
+    engine = engine_on(store, clock)
+    for new in workflows:
+        await engine.create_workflow(T, new)
+    for root in await engine.lease(["default"], max_jobs=len(workflows)):
+        await engine.complete(root.id, root.lease_token or "", "R")
+    held = await engine.lease(["default"], max_jobs=1000, lease_seconds=600)
+    return {(job.workflow_id or "", job.workflow_step_id or ""): job for job in held}
+
+
+async def test_ten_siblings_finishing_at_once_enqueue_the_join_once_with_every_result(
+    postgres_url: str, postgres_store: PostgresJobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = TestClock(START)
+    held = await started(postgres_store, clock, [fan_out(SIBLINGS) for _ in range(10)])
+    ids = sorted({workflow_id for workflow_id, _ in held})
+    assert len(held) == 10 * SIBLINGS
+    async with stores(postgres_url, SIBLINGS) as opened:
+        engines = [engine_on(store, clock, seed=seed) for seed, store in enumerate(opened)]
+        for workflow_id in ids:
+            start_line = asyncio.Barrier(SIBLINGS)
+
+            async def finish(
+                index: int, workflow_id: str = workflow_id, start_line: asyncio.Barrier = start_line
+            ) -> None:
+                job = held[(workflow_id, f"m{index}")]
+                await start_line.wait()
+                await engines[index].complete(job.id, job.lease_token or "", f"r{index}")
+
+            with caplog.at_level(logging.WARNING, logger="queueflow.workflows"):
+                await asyncio.gather(*(finish(index) for index in range(SIBLINGS)))
+    assert "not advanced" not in caplog.text  # no finish failed (a deadlock would be logged here)
+    async with pg.connect(postgres_url) as connection:
+        joins = await connection.fetch(
+            "SELECT workflow_id, payload FROM queueflow.jobs WHERE workflow_step_id = 'join' ORDER BY workflow_id"
+        )
+    assert [row["workflow_id"] for row in joins] == ids  # exactly one join job per workflow
+    expected = {"root": "R"} | {f"m{index}": f"r{index}" for index in range(SIBLINGS)}
+    for row in joins:
+        assert json.loads(row["payload"])[CONTEXT_KEY] == expected
+    setup = engine_on(postgres_store, clock)
+    for workflow_id in ids:
+        workflow = await setup.get_workflow(T, workflow_id)
+        assert workflow.status is WorkflowStatus.RUNNING
+        assert workflow.steps[-1].status is StepStatus.ENQUEUED
+
+
+async def test_a_halt_racing_completions_fails_the_workflow_and_leaves_nothing_runnable(
+    postgres_url: str, postgres_store: PostgresJobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = TestClock(START)
+    held = await started(postgres_store, clock, [fan_out(SIBLINGS, halting="m0") for _ in range(10)])
+    ids = sorted({workflow_id for workflow_id, _ in held})
+    async with stores(postgres_url, SIBLINGS) as opened:
+        engines = [engine_on(store, clock, seed=seed) for seed, store in enumerate(opened)]
+        for round_, workflow_id in enumerate(ids):
+            start_line = asyncio.Barrier(SIBLINGS)
+            halting = round_ % SIBLINGS  # the failing sibling starts at a different place in the race each time
+
+            async def finish(index: int, workflow_id: str = workflow_id, start_line: asyncio.Barrier = start_line,
+                             halting: int = halting) -> None:  # fmt: skip
+                job = held[(workflow_id, f"m{index}")]
+                await start_line.wait()
+                if index == halting:
+                    await engines[index].fail(job.id, job.lease_token or "", "boom", retryable=False)
+                else:
+                    await engines[index].complete(job.id, job.lease_token or "", index)
+
+            with caplog.at_level(logging.WARNING, logger="queueflow.workflows"):
+                outcomes = await asyncio.gather(*(finish(index) for index in range(SIBLINGS)), return_exceptions=True)
+            # A completion after the halt finds its job cancelled (lease_lost); nothing else may go wrong.
+            assert all(outcome is None or type(outcome).__name__ == "LeaseLost" for outcome in outcomes), outcomes
+    assert "not advanced" not in caplog.text
+    async with pg.connect(postgres_url) as connection:
+        runnable = await connection.fetchval(
+            "SELECT count(*) FROM queueflow.jobs WHERE status IN ('pending', 'retrying', 'running')"
+        )
+        joins = await connection.fetchval("SELECT count(*) FROM queueflow.jobs WHERE workflow_step_id = 'join'")
+    assert (runnable, joins) == (0, 0)
+    setup = engine_on(postgres_store, clock)
+    for workflow_id in ids:
+        workflow = await setup.get_workflow(T, workflow_id)
+        assert workflow.status is WorkflowStatus.FAILED
+        assert not [step.name for step in workflow.steps if step.status in (StepStatus.PENDING, StepStatus.ENQUEUED)]
+
+
+async def test_a_busy_fan_out_with_the_janitor_sweeping_finishes_with_no_step_healed(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    clock = TestClock(START)
+    width, workers = 300, 4
+    workflow, _ = await engine_on(postgres_store, clock).create_workflow(T, fan_out(width))
+    done = asyncio.Event()
+    healed: list[int] = []
+
+    async def worker(seed: int, store: PostgresJobStore) -> None:
+        engine = engine_on(store, clock, seed=seed)
+        while not done.is_set():
+            jobs = await engine.lease(["default"], max_jobs=10, lease_seconds=600)
+            if jobs:
+                await engine.ack(complete=[Completion(job.id, job.lease_token or "", None) for job in jobs])
+            if (await engine.get_job(T, jobs[-1].id) if jobs else None) and jobs[-1].workflow_step_id == "join":
+                done.set()
+            await asyncio.sleep(0)
+
+    async def janitor(store: PostgresJobStore) -> None:
+        engine = engine_on(store, clock, seed=99)
+        while not done.is_set():
+            healed.append((await engine.run_maintenance()).healed)
+
+    async with stores(postgres_url, workers + 1) as opened:
+        await asyncio.wait_for(
+            asyncio.gather(*(worker(seed, store) for seed, store in enumerate(opened[:workers])), janitor(opened[-1])),
+            timeout=300,
+        )
+    final = await engine_on(postgres_store, clock).get_workflow(T, workflow.id)
+    assert final.status is WorkflowStatus.COMPLETED
+    assert len(healed) > 1  # the janitor did sweep while the fan-out ran
+    assert sum(healed) == 0
+
+
+async def steps_read(connection: asyncpg.Connection) -> int:
+    """Rows of queueflow.workflow_steps read so far (sequential scans' rows plus index scans' fetches)."""
+    await connection.execute("SELECT pg_stat_clear_snapshot()")
+    row = await connection.fetchrow(
+        "SELECT seq_tup_read, idx_tup_fetch FROM pg_stat_user_tables WHERE relname = 'workflow_steps'"
+    )
+    assert row is not None
+    return int(row["seq_tup_read"] or 0) + int(row["idx_tup_fetch"] or 0)
+
+
+async def test_a_finish_in_a_large_workflow_reads_only_the_rows_it_touches(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """Counted by PostgreSQL (pg_stat_user_tables), not timed: one sibling's finish in a 2,002-step fan-out reads a
+    handful of step rows (its own, the join's), where reading every step would read 2,002."""
+    clock = TestClock(START)
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store, pg.connect(postgres_url) as watcher:
+        engine = engine_on(store, clock)
+        held = await started(store, clock, [fan_out(2000)])
+
+        async def flushed() -> int:
+            # The store's one connection reports its table statistics when it goes idle after this (PostgreSQL
+            # otherwise flushes them at most once a second).
+            async with store._connection() as db:
+                await db.execute("SELECT pg_stat_force_next_flush()")
+            return await steps_read(watcher)
+
+        reads = []
+        siblings = [job for (_, name), job in held.items() if name.startswith("m")]
+        assert len(siblings) >= 100
+        # Twelve: past the fifth execution of a prepared statement PostgreSQL may switch to its generic plan.
+        for job in siblings[:12]:
+            before = await flushed()
+            await engine.complete(job.id, job.lease_token or "", job.workflow_step_id)
+            reads.append(await flushed() - before)
+    assert max(reads) <= 10, reads
