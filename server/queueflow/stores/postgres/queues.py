@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from typing import Annotated, NamedTuple
 
 import asyncpg
 
@@ -14,6 +15,7 @@ from queueflow.core.jsonvalue import storable_text
 from queueflow.core.types import QueueCounts, QueueMinute
 from queueflow.stores.postgres.claim_sql import RESTRICTING
 from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.params import Placeholders, values
 from queueflow.stores.postgres.restricted_sql import RESTRICTION_ROWS
 
 # Every restricting settings row, with its bucket (`flow.held_back`, for /metrics).
@@ -41,27 +43,52 @@ SELECT {SETTINGS_COLUMNS} FROM queueflow.queue_settings
  WHERE tenant_id = $1 AND ($2::text IS NULL OR queue_name = $2)
 """
 
-# A PATCH in one statement: each field is replaced only when its flag ($3, $5, $7, $9) says it was sent, so two
-# patches of different fields never undo each other. A new rate limit starts with a full bucket. An UPDATE
-# fires no insert trigger, so the queue is announced here: lessees parked on a paused or full queue look again.
+
+class ConfigureArgs(NamedTuple):
+    """QUEUE_CONFIGURE's parameters: each setting with whether the patch sets it (`set_*`)."""
+
+    tenant: Annotated[str, "text"]
+    queue: Annotated[str, "text"]
+    set_paused: Annotated[bool, "bool"]
+    paused: Annotated[bool | None, "bool"]
+    set_concurrency_limit: Annotated[bool, "bool"]
+    concurrency_limit: Annotated[int | None, "int"]
+    set_key_concurrency_limit: Annotated[bool, "bool"]
+    key_concurrency_limit: Annotated[int | None, "int"]
+    set_rate: Annotated[bool, "bool"]
+    rate_jobs: Annotated[int | None, "int"]
+    rate_per_seconds: Annotated[float | None, "float8"]
+    now: Annotated[datetime, "timestamptz"]
+
+
+_c = Placeholders(ConfigureArgs)  # short: QUEUE_CONFIGURE names every parameter several times
+
+# A PATCH in one statement: each field is replaced only when its `set_*` flag says it was sent, so two patches of
+# different fields never undo each other. A new rate limit starts with a full bucket. An UPDATE fires no insert
+# trigger, so the queue is announced here: lessees parked on a paused or full queue look again.
 QUEUE_CONFIGURE = f"""
 WITH saved AS (
     INSERT INTO queueflow.queue_settings AS s
            (tenant_id, queue_name, paused, concurrency_limit, key_concurrency_limit, rate_jobs, rate_per_seconds,
             rate_tokens, rate_refilled_at, updated_at)
-    VALUES ($1, $2, $3 AND $4, CASE WHEN $5 THEN $6::int END, CASE WHEN $7 THEN $8::int END,
-            CASE WHEN $9 THEN $10::int END, CASE WHEN $9 THEN $11::float8 END, CASE WHEN $9 THEN $10::float8 END,
-            CASE WHEN $9 AND $10 IS NOT NULL THEN $12::timestamptz END, $12)
+    VALUES ({_c.tenant}, {_c.queue}, {_c.set_paused} AND {_c.paused},
+            CASE WHEN {_c.set_concurrency_limit} THEN {_c.concurrency_limit} END,
+            CASE WHEN {_c.set_key_concurrency_limit} THEN {_c.key_concurrency_limit} END,
+            CASE WHEN {_c.set_rate} THEN {_c.rate_jobs} END, CASE WHEN {_c.set_rate} THEN {_c.rate_per_seconds} END,
+            CASE WHEN {_c.set_rate} THEN {_c.rate_jobs}::float8 END,
+            CASE WHEN {_c.set_rate} AND {_c.rate_jobs} IS NOT NULL THEN {_c.now} END, {_c.now})
     ON CONFLICT (tenant_id, queue_name) DO UPDATE
-       SET paused = CASE WHEN $3 THEN $4 ELSE s.paused END,
-           concurrency_limit = CASE WHEN $5 THEN $6::int ELSE s.concurrency_limit END,
-           key_concurrency_limit = CASE WHEN $7 THEN $8::int ELSE s.key_concurrency_limit END,
-           rate_jobs = CASE WHEN $9 THEN $10::int ELSE s.rate_jobs END,
-           rate_per_seconds = CASE WHEN $9 THEN $11::float8 ELSE s.rate_per_seconds END,
-           rate_tokens = CASE WHEN $9 THEN $10::float8 ELSE s.rate_tokens END,
-           rate_refilled_at = CASE WHEN $9 THEN CASE WHEN $10 IS NOT NULL THEN $12::timestamptz END
+       SET paused = CASE WHEN {_c.set_paused} THEN {_c.paused} ELSE s.paused END,
+           concurrency_limit = CASE WHEN {_c.set_concurrency_limit} THEN {_c.concurrency_limit}
+                                    ELSE s.concurrency_limit END,
+           key_concurrency_limit = CASE WHEN {_c.set_key_concurrency_limit} THEN {_c.key_concurrency_limit}
+                                        ELSE s.key_concurrency_limit END,
+           rate_jobs = CASE WHEN {_c.set_rate} THEN {_c.rate_jobs} ELSE s.rate_jobs END,
+           rate_per_seconds = CASE WHEN {_c.set_rate} THEN {_c.rate_per_seconds} ELSE s.rate_per_seconds END,
+           rate_tokens = CASE WHEN {_c.set_rate} THEN {_c.rate_jobs}::float8 ELSE s.rate_tokens END,
+           rate_refilled_at = CASE WHEN {_c.set_rate} THEN CASE WHEN {_c.rate_jobs} IS NOT NULL THEN {_c.now} END
                                    ELSE s.rate_refilled_at END,
-           updated_at = $12
+           updated_at = {_c.now}
     RETURNING {SETTINGS_COLUMNS})
 SELECT saved.*, pg_notify('queueflow_work', queue_name) FROM saved
 """
@@ -149,22 +176,22 @@ class PostgresQueues(Pooled):
         if not (storable_text(tenant_id) and storable_text(queue_name)):
             raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
         rate = patch.rate_limit
+        args = ConfigureArgs(
+            tenant=tenant_id,
+            queue=queue_name,
+            set_paused=patch.paused is not KEEP,
+            paused=patch.paused if patch.paused is not KEEP else None,
+            set_concurrency_limit=patch.concurrency_limit is not KEEP,
+            concurrency_limit=patch.concurrency_limit if patch.concurrency_limit is not KEEP else None,
+            set_key_concurrency_limit=patch.key_concurrency_limit is not KEEP,
+            key_concurrency_limit=patch.key_concurrency_limit if patch.key_concurrency_limit is not KEEP else None,
+            set_rate=rate is not KEEP,
+            rate_jobs=rate.jobs if isinstance(rate, RateLimit) else None,
+            rate_per_seconds=rate.per_seconds if isinstance(rate, RateLimit) else None,
+            now=now,
+        )
         async with self._connection() as db:
-            row = await db.fetchrow(
-                QUEUE_CONFIGURE,
-                tenant_id,
-                queue_name,
-                patch.paused is not KEEP,
-                patch.paused if patch.paused is not KEEP else None,
-                patch.concurrency_limit is not KEEP,
-                patch.concurrency_limit if patch.concurrency_limit is not KEEP else None,
-                patch.key_concurrency_limit is not KEEP,
-                patch.key_concurrency_limit if patch.key_concurrency_limit is not KEEP else None,
-                rate is not KEEP,
-                rate.jobs if isinstance(rate, RateLimit) else None,
-                rate.per_seconds if isinstance(rate, RateLimit) else None,
-                now,
-            )
+            row = await db.fetchrow(QUEUE_CONFIGURE, *values(args))
         assert row is not None  # an upsert always answers its row
         if self._wakeups is not None:
             self._wakeups.notify(queue_name)
