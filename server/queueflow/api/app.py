@@ -12,7 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
 from queueflow import __version__
-from queueflow.api.auth import DEFAULT_TENANT, Keyring, current_tenant, guard
+from queueflow.api.auth import DEFAULT_TENANT, Keyring, guard
 from queueflow.api.jobs import JobsController, QueuesController, jobs_options, queue_options
 from queueflow.api.observe import Metrics, Observe
 from queueflow.api.openapi import StrictStructSchemaPlugin
@@ -68,20 +68,17 @@ def create_app(
         ],
         guards=[guard(keyring)],
         security=[{SECURITY_SCHEME: []}],
-        dependencies={"tenant": Provide(current_tenant, sync_to_thread=False)},
     )
     app = Litestar(
         route_handlers=[v1, health, ready, prometheus_metrics],
-        dependencies={
-            "engine": _constant(engine),
-            "metrics": _constant(metrics),
-            "wakeups": _constant(hub),
-            "settings": _constant(settings),
-            "services": _constant(Services(engine, metrics, hub, settings)),
-        },
+        # The API's one dependency (see `api.services`); the dashboard provides its own (`engine`) on its router.
+        dependencies={"services": _constant(Services(engine, metrics, hub, settings))},
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=list(lifespan),
-        plugins=[StrictStructSchemaPlugin(), DashboardPlugin(settings, clock, keyring, default_tenant=DEFAULT_TENANT)],
+        plugins=[
+            StrictStructSchemaPlugin(),
+            DashboardPlugin(engine, settings, clock, keyring, default_tenant=DEFAULT_TENANT),
+        ],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="QueueFlow",

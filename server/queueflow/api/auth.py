@@ -1,9 +1,9 @@
 """Credentials: bearer keys, two kinds, checked by one guard on the `/v1` router.
 
 A handler says which kind it needs in its `opt` (`{"credential": "tenant"}`, `"worker"`, or `"none"`).
-Tenant keys map to a tenant; the guard puts it in the request state, where the `tenant` dependency reads it.
+Tenant keys map to a tenant; the guard puts it in the request state, where tenant routes read it (`tenant_of`).
 A worker key may be scoped to a tenant too (`wkey=tenant-a`): its tenant goes in the same place, and the worker
-routes read it there (None for a key that drains every tenant).
+routes read it there (`worker_scope`: None for a key that drains every tenant).
 With no key configured at all, auth is off and every request is tenant `default` (development mode).
 """
 
@@ -83,12 +83,13 @@ def _admit(connection: ASGIConnection[Any, Any, Any, Any], tenant: str | None) -
 
 def worker_scope(request: Request[Any, Any, Any]) -> str | None:
     """The tenant a worker route's key is scoped to; None when it drains every tenant. Read by the handlers
-    themselves, not through a dependency: the worker routes keep to one (see `api.services`)."""
+    themselves, not through a dependency: every handler keeps to one (see `api.services`)."""
     scope: str | None = request.state.tenant
     return scope
 
 
-def current_tenant(request: Request[Any, Any, Any]) -> str:
-    """The `tenant` dependency of tenant routes (set by the guard)."""
+def tenant_of(request: Request[Any, Any, Any]) -> str:
+    """The tenant a tenant route's key belongs to (set by the guard). Read by the handlers themselves, as
+    `worker_scope` is."""
     tenant: str = request.state.tenant
     return tenant

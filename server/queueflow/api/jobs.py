@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Response, get, patch, post
+from litestar import Controller, Request, Response, get, patch, post
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 from msgspec.structs import replace
 
 from queueflow.api.allow import options_for
-from queueflow.api.auth import TENANT
+from queueflow.api.auth import TENANT, tenant_of
 from queueflow.api.body import StrictBody
-from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import ID_PATTERN, NO_NUL, JobIdPath, JobStatusName
 from queueflow.api.schemas.jobs import EnqueueBatch, EnqueueJob, Job, JobBatch, JobPage
@@ -25,7 +24,7 @@ from queueflow.api.waiting import job_when_finished
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.types import JobFilter, JobStatus
 from queueflow.core.validation import NAME_PATTERN
-from queueflow.engine import MAX_PAGE, Engine
+from queueflow.engine import MAX_PAGE
 
 TENANT_ERRORS = (401, 403, 503)
 WaitSeconds = Annotated[
@@ -69,9 +68,8 @@ class JobsController(Controller):
     )
     async def enqueue_job(
         self,
-        engine: NamedDependency[Engine],
-        metrics: NamedDependency[Metrics],
-        tenant: NamedDependency[str],
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
         data: JSONBody[EnqueueJob],
         idempotency_key: IdempotencyKeyHeader = None,
         traceparent: TraceparentHeader = None,
@@ -81,9 +79,9 @@ class JobsController(Controller):
         new = data.to_domain(idempotency_key)
         if (traced := request_trace_context(traceparent, tracestate)) is not None:
             new = replace(new, trace_context=traced)
-        enqueued = await engine.enqueue(tenant, new)
+        enqueued = await services.engine.enqueue(tenant_of(request), new)
         if enqueued.created:
-            metrics.jobs_enqueued([enqueued.job])
+            services.metrics.jobs_enqueued([enqueued.job])
         return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
 
     @post(
@@ -96,9 +94,8 @@ class JobsController(Controller):
     )
     async def enqueue_jobs(
         self,
-        engine: NamedDependency[Engine],
-        metrics: NamedDependency[Metrics],
-        tenant: NamedDependency[str],
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
         data: JSONBody[EnqueueBatch],
         traceparent: TraceparentHeader = None,
         tracestate: TracestateHeader = None,
@@ -107,15 +104,15 @@ class JobsController(Controller):
         jobs = [item.to_domain(item.idempotency_key) for item in data.jobs]
         if (traced := request_trace_context(traceparent, tracestate)) is not None:
             jobs = [replace(job, trace_context=traced) for job in jobs]
-        results = await engine.enqueue_many(tenant, jobs)
-        metrics.jobs_enqueued(result.job for result in results if result.created)
+        results = await services.engine.enqueue_many(tenant_of(request), jobs)
+        services.metrics.jobs_enqueued(result.job for result in results if result.created)
         return JobBatch([Job.from_domain(result.job) for result in results])
 
     @get("/", operation_id="listJobs", responses=problem_responses(400, *TENANT_ERRORS))
     async def list_jobs(
         self,
-        engine: NamedDependency[Engine],
-        tenant: NamedDependency[str],
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
         queue_name: Annotated[str | None, QueryParameter(pattern=NAME_PATTERN.pattern, max_length=100)] = None,
         status: Annotated[JobStatusName | None, QueryParameter()] = None,
         task_name: Annotated[str | None, QueryParameter(min_length=1, max_length=200, pattern=NO_NUL)] = None,
@@ -137,20 +134,22 @@ class JobsController(Controller):
             workflow_id=workflow_id,
             metadata=_json_object(metadata, "metadata") if metadata is not None else None,
         )
-        page = await engine.list_jobs(tenant, where, limit=limit, cursor=cursor)
+        page = await services.engine.list_jobs(tenant_of(request), where, limit=limit, cursor=cursor)
         return JobPage([Job.from_domain(job) for job in page.items], page.next_cursor)
 
     @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_job(
         self,
         services: NamedDependency[Services],
-        tenant: NamedDependency[str],
+        request: Request[Any, Any, Any],
         job_id: JobIdPath,
         wait_seconds: WaitSeconds = 0,
     ) -> Job:
         """Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out)."""
         engine, wakeups, settings = services.engine, services.wakeups, services.settings
-        return Job.from_domain(await job_when_finished(engine, wakeups, settings, tenant, job_id, wait_seconds))
+        return Job.from_domain(
+            await job_when_finished(engine, wakeups, settings, tenant_of(request), job_id, wait_seconds)
+        )
 
     @post(
         "/{job_id:str}/cancel",
@@ -158,9 +157,11 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def cancel_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
+    async def cancel_job(
+        self, services: NamedDependency[Services], request: Request[Any, Any, Any], job_id: JobIdPath
+    ) -> Job:
         """Cancel a pending, retrying or running job (a running job's lease stops working)."""
-        return Job.from_domain(await engine.cancel_job(tenant, job_id))
+        return Job.from_domain(await services.engine.cancel_job(tenant_of(request), job_id))
 
     @post(
         "/{job_id:str}/retry",
@@ -168,9 +169,11 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def retry_job(self, engine: NamedDependency[Engine], tenant: NamedDependency[str], job_id: JobIdPath) -> Job:
+    async def retry_job(
+        self, services: NamedDependency[Services], request: Request[Any, Any, Any], job_id: JobIdPath
+    ) -> Job:
         """Replay a dead-lettered or cancelled job now, with its retry count reset."""
-        return Job.from_domain(await engine.retry_job(tenant, job_id))
+        return Job.from_domain(await services.engine.retry_job(tenant_of(request), job_id))
 
 
 class QueuesController(Controller):
@@ -179,16 +182,16 @@ class QueuesController(Controller):
     opt = TENANT
 
     @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
-    async def list_queues(self, engine: NamedDependency[Engine], tenant: NamedDependency[str]) -> QueueList:
+    async def list_queues(self, services: NamedDependency[Services], request: Request[Any, Any, Any]) -> QueueList:
         """Count the tenant's jobs per queue and state, with each queue's flow-control settings."""
-        return QueueList([Queue.from_domain(stats) for stats in await engine.queue_stats(tenant)])
+        return QueueList([Queue.from_domain(stats) for stats in await services.engine.queue_stats(tenant_of(request))])
 
     @get("/{name:str}", operation_id="getQueue", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_queue(
-        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], name: QueueNamePath
+        self, services: NamedDependency[Services], request: Request[Any, Any, Any], name: QueueNamePath
     ) -> Queue:
         """Get one queue's counts and flow-control settings."""
-        return Queue.from_domain(await engine.get_queue(tenant, name))
+        return Queue.from_domain(await services.engine.get_queue(tenant_of(request), name))
 
     @patch(
         "/{name:str}",
@@ -199,13 +202,13 @@ class QueuesController(Controller):
     )
     async def update_queue(
         self,
-        engine: NamedDependency[Engine],
-        tenant: NamedDependency[str],
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
         name: QueueNamePath,
         data: JSONBody[UpdateQueue],
     ) -> Queue:
         """Pause or resume a queue, or change its limits (a queue with no jobs yet too)."""
-        return Queue.from_domain(await engine.configure_queue(tenant, name, data.to_domain()))
+        return Queue.from_domain(await services.engine.configure_queue(tenant_of(request), name, data.to_domain()))
 
 
 def _json_object(raw: str, name: str) -> dict[str, Any]:

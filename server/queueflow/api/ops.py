@@ -8,13 +8,10 @@ from litestar import Response, get
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 
-from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import Health
+from queueflow.api.services import Services
 from queueflow.core.errors import QueueFlowError
-from queueflow.engine import Engine
-from queueflow.runtime.wakeups import Wakeups
-from queueflow.settings import Settings
 
 log = logging.getLogger("queueflow.api")
 
@@ -28,9 +25,9 @@ async def health() -> Health:
 
 
 @get("/readyz", operation_id="ready", tags=["operations"], security=[], responses=problem_responses(503))
-async def ready(engine: NamedDependency[Engine]) -> Health:
+async def ready(services: NamedDependency[Services]) -> Health:
     """Readiness: 200 when the database answers, else 503."""
-    await engine.ping()
+    await services.engine.ping()
     return Health("ok")
 
 
@@ -46,16 +43,12 @@ async def ready(engine: NamedDependency[Engine]) -> Health:
         )
     },
 )
-async def prometheus_metrics(
-    engine: NamedDependency[Engine],
-    metrics: NamedDependency[Metrics],
-    settings: NamedDependency[Settings],
-    wakeups: NamedDependency[Wakeups],
-) -> Response[bytes]:
+async def prometheus_metrics(services: NamedDependency[Services]) -> Response[bytes]:
     """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked leases."""
-    metrics.lease_waiters.set(wakeups.waiting)
+    engine, metrics = services.engine, services.metrics
+    metrics.lease_waiters.set(services.wakeups.waiting)
     try:
-        stats = [queue for tenant in settings.tenants for queue in await engine.queue_stats(tenant)]
+        stats = [queue for tenant in services.settings.tenants for queue in await engine.queue_stats(tenant)]
         held = await engine.held_back()
     except QueueFlowError as exc:
         # The process's own counters are still worth scraping while the database is away.

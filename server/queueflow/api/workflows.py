@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, Response, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody, QueryParameter
 
 from queueflow.api.allow import options_for
-from queueflow.api.auth import TENANT
+from queueflow.api.auth import TENANT, tenant_of
 from queueflow.api.body import StrictBody
 from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, WaitSeconds
-from queueflow.api.observe import Metrics
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import JobIdPath
 from queueflow.api.schemas.workflows import CreateWorkflow, Workflow, WorkflowPage, WorkflowStatusName
@@ -22,7 +21,7 @@ from queueflow.api.services import Services
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import workflow_when_finished
 from queueflow.core.workflow import StepStatus, WorkflowStatus
-from queueflow.engine import MAX_PAGE, Engine
+from queueflow.engine import MAX_PAGE
 
 WorkflowIdPath = JobIdPath  # every id has the same shape: a type prefix and 26 base32 characters
 workflows_options = options_for("/workflows", "GET", "POST")  # registered before WorkflowsController
@@ -46,9 +45,8 @@ class WorkflowsController(Controller):
     )
     async def create_workflow(
         self,
-        engine: NamedDependency[Engine],
-        metrics: NamedDependency[Metrics],
-        tenant: NamedDependency[str],
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
         data: JSONBody[CreateWorkflow],
         idempotency_key: IdempotencyKeyHeader = None,
         traceparent: TraceparentHeader = None,
@@ -58,36 +56,36 @@ class WorkflowsController(Controller):
         new = data.to_domain(idempotency_key)
         if (traced := request_trace_context(traceparent, tracestate)) is not None:
             new = replace(new, trace_context=traced)
-        workflow, created = await engine.create_workflow(tenant, new)
+        workflow, created = await services.engine.create_workflow(tenant_of(request), new)
         if created:
-            metrics.jobs_enqueued(step for step in workflow.steps if step.status is StepStatus.ENQUEUED)
+            services.metrics.jobs_enqueued(step for step in workflow.steps if step.status is StepStatus.ENQUEUED)
         return Response(Workflow.from_domain(workflow), status_code=201 if created else 200)
 
     @get("/", operation_id="listWorkflows", responses=problem_responses(400, *TENANT_ERRORS))
     async def list_workflows(
         self,
-        engine: NamedDependency[Engine],
-        tenant: NamedDependency[str],
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
         status: Annotated[WorkflowStatusName | None, QueryParameter()] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
         cursor: Annotated[str | None, QueryParameter(min_length=1, max_length=512)] = None,
     ) -> WorkflowPage:
         """List the tenant's workflows, newest first."""
         where = WorkflowStatus(status) if status is not None else None
-        page = await engine.list_workflows(tenant, where, limit=limit, cursor=cursor)
+        page = await services.engine.list_workflows(tenant_of(request), where, limit=limit, cursor=cursor)
         return WorkflowPage([Workflow.from_domain(workflow) for workflow in page.items], page.next_cursor)
 
     @get("/{workflow_id:str}", operation_id="getWorkflow", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_workflow(
         self,
         services: NamedDependency[Services],
-        tenant: NamedDependency[str],
+        request: Request[Any, Any, Any],
         workflow_id: WorkflowIdPath,
         wait_seconds: WaitSeconds = 0,
     ) -> Workflow:
         """Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running."""
         workflow = await workflow_when_finished(
-            services.engine, services.wakeups, services.settings, tenant, workflow_id, wait_seconds
+            services.engine, services.wakeups, services.settings, tenant_of(request), workflow_id, wait_seconds
         )
         return Workflow.from_domain(workflow)
 
@@ -98,7 +96,7 @@ class WorkflowsController(Controller):
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
     async def cancel_workflow(
-        self, engine: NamedDependency[Engine], tenant: NamedDependency[str], workflow_id: WorkflowIdPath
+        self, services: NamedDependency[Services], request: Request[Any, Any, Any], workflow_id: WorkflowIdPath
     ) -> Workflow:
         """Cancel a running workflow: every unfinished step, and its job (a running job's lease stops working)."""
-        return Workflow.from_domain(await engine.cancel_workflow(tenant, workflow_id))
+        return Workflow.from_domain(await services.engine.cancel_workflow(tenant_of(request), workflow_id))

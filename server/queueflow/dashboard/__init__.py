@@ -4,13 +4,15 @@
 refresh), the vendored static assets at /ui/static, and the redirect from / to /ui; none of it is in the OpenAPI
 schema. It also serves the API docs (Redoc at /schema, Swagger UI at /schema/swagger) from the bundles vendored
 beside htmx (`apidocs.py`), so no page of the server loads anything from a CDN. Pages read and act only through the
-`engine` dependency the app provides.
+`engine`, their router's one dependency (the tenant is the request's, `web.tenant_of`), as API handlers do through
+`services`.
 """
 
 from __future__ import annotations
 
 from litestar import Router, get
 from litestar.config.app import AppConfig
+from litestar.di import Provide
 from litestar.plugins import InitPluginProtocol
 from litestar.plugins.htmx import HTMXConfig, HTMXPlugin, HTMXRequest
 from litestar.plugins.jinja import JinjaTemplateEngine
@@ -23,6 +25,7 @@ from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
 from queueflow.dashboard.web import EXCEPTION_HANDLERS, UI, Dashboard, Keys
+from queueflow.engine import Engine
 from queueflow.ports import Clock
 from queueflow.settings import Settings
 
@@ -59,10 +62,11 @@ async def root() -> Redirect:
 
 
 class DashboardPlugin(InitPluginProtocol):
-    """Mounts the dashboard. `keys` tells tenant keys from worker keys (the API's `Keyring`); with no key
+    """Mounts the dashboard over `engine`. `keys` tells tenant keys from worker keys (the API's `Keyring`); with no key
     configured (development mode) every request is `default_tenant` and nobody signs in."""
 
-    def __init__(self, settings: Settings, clock: Clock, keys: Keys, *, default_tenant: str) -> None:
+    def __init__(self, engine: Engine, settings: Settings, clock: Clock, keys: Keys, *, default_tenant: str) -> None:
+        self.engine = engine
         self.dashboard = Dashboard(Signer(settings), keys, clock, default_tenant)
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
@@ -73,6 +77,7 @@ class DashboardPlugin(InitPluginProtocol):
             exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
             request_class=HTMXRequest,
             include_in_schema=False,
+            dependencies={"engine": Provide(lambda: self.engine, use_cache=True, sync_to_thread=False)},
         )
         static = create_static_files_router(
             path=f"{UI}/static", directories=[STATIC], include_in_schema=False, name="dashboard-static"
