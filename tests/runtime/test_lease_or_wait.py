@@ -10,7 +10,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from queueflow.api.schemas import LeaseRequest
+from queueflow.api.schemas.worker import LeaseRequest
 from queueflow.api.worker import lease_or_wait
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
