@@ -216,6 +216,11 @@ class JobStore(Protocol):
         queues (as an insert does), so parked lessees take the jobs now."""
         ...
 
+    async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
+        """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
+        cleared; the job as completed, or None where the lease is not held."""
+        ...
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared. Each item on its own: the job's id, status, queue and workflow, or None where the lease is not

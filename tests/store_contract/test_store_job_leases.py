@@ -291,6 +291,19 @@ async def test_complete_many_moves_each_held_job_to_completed_with_its_result_an
     assert await store.job_complete_many([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only
 
 
+async def test_complete_answers_the_whole_completed_job_or_none_when_the_lease_is_not_held(store: Store) -> None:
+    a, stale = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="c"))
+    done = await store.job_complete(Completion(a.id, a.lease_token or "", {"rows": [1]}), at(5))
+    cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
+    assert done == replace(a, result={"rows": [1]}, **cleared)
+    assert await store.job_get(a.id) == done
+    assert await store.job_complete(Completion(a.id, a.lease_token or ""), at(6)) is None  # once only
+    assert await store.job_complete(Completion(stale.id, stranger_token()), at(6)) is None
+    assert await store.job_complete(Completion(stale.id, "not-a-token"), at(6)) is None
+    assert await store.job_complete(Completion("job_missing", a.lease_token or ""), at(6)) is None
+    assert await store.job_get(stale.id) == stale
+
+
 async def test_fail_many_records_each_items_decision_retrying_or_dead_letter(store: Store) -> None:
     a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
     assert await store.job_fail_many([], at(5)) == []

@@ -289,14 +289,9 @@ class Engine:
 
     async def complete(self, job_id: str, lease_token: str, result: object = None, *, scope: str | None = None) -> Job:
         await self._check_scope(job_id, scope)
-        (ended,) = await self.store.job_complete_many([Completion(job_id, lease_token, result)], self.clock.now())
-        if ended is None:
-            raise await self._lease_lost(job_id)
-        # The job as completed, read afresh (the completion answers only what a batched ack needs). Nothing but
-        # retention deletes a completed job, hours later.
-        job = await self.store.job_get(job_id)
+        job = await self.store.job_complete(Completion(job_id, lease_token, result), self.clock.now())
         if job is None:
-            raise NotFound(f"no job {job_id}")
+            raise await self._lease_lost(job_id)
         await self.workflows.on_jobs_finished([job])
         return job
 

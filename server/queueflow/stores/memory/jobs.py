@@ -206,6 +206,18 @@ class MemoryJobs(Tables):
                 self._wakeups.notify(queue)
         return released
 
+    async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
+        if errors := completion_storage_errors([completion]):
+            raise ValidationError.of(errors)
+        return self._finish(
+            completion.job_id,
+            completion.lease_token,
+            now,
+            status=JobStatus.COMPLETED,
+            result=copy.deepcopy(completion.result),
+            completed_at=now,
+        )
+
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)

@@ -38,6 +38,7 @@ from queueflow.stores.postgres.sql import (
     CANCEL,
     COLUMNS,
     COMPLETE,
+    COMPLETE_ONE,
     DELETE_FINISHED,
     FAIL,
     HEARTBEAT,
@@ -229,6 +230,17 @@ class PostgresJobs(Pooled):
             rows = await db.fetch(RELEASE, [leases[i].job_id for i in order], [sent[i] for i in order], now)
         done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
         return [done.get((leases[i].job_id, sent[i])) if i in sent else None for i in range(len(leases))]
+
+    async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
+        if errors := completion_storage_errors([completion]):
+            raise ValidationError.of(errors)
+        token = _token(completion.lease_token)
+        if token is None or not storable_text(completion.job_id):
+            return None
+        result = json_text(completion.result, ("result",))
+        async with self._connection() as db:
+            row = await db.fetchrow(COMPLETE_ONE, completion.job_id, token, result, now)
+        return job_from_row(row) if row is not None else None
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         if errors := completion_storage_errors(completions):

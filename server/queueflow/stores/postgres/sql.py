@@ -109,6 +109,15 @@ RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id,
           {SLOT_FREED.format(queue="j.queue_name")}
 """
 
+# One job's completion, answering its whole row: `POST .../complete` returns the Job, and reading it afresh would
+# cost a second round trip per request.
+COMPLETE_ONE = f"""
+UPDATE queueflow.jobs AS j
+   SET status = 'completed', result = $3::jsonb, completed_at = $4, lease_token = NULL, locked_until = NULL
+ WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2::uuid", now="$4")}
+RETURNING {J_COLUMNS}, {SLOT_FREED.format(queue="j.queue_name")}
+"""
+
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
 # its queue, as an insert does, so a parked lease learns when it becomes due (identical notifications fold).
 FAIL = f"""
