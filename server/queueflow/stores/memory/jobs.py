@@ -209,30 +209,19 @@ class MemoryJobs(Tables):
     async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
         if errors := completion_storage_errors([completion]):
             raise ValidationError.of(errors)
-        return self._finish(
-            completion.job_id,
-            completion.lease_token,
-            now,
-            status=JobStatus.COMPLETED,
-            result=copy.deepcopy(completion.result),
-            completed_at=now,
-        )
+        return self._complete(completion, now)
 
     async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
-        done = [
-            self._finish(
-                item.job_id,
-                item.lease_token,
-                now,
-                status=JobStatus.COMPLETED,
-                result=copy.deepcopy(item.result),
-                completed_at=now,
-            )
-            for item in completions
-        ]
+        done = [self._complete(item, now) for item in completions]
         return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
+
+    def _complete(self, item: Completion, now: datetime) -> Job | None:
+        result = copy.deepcopy(item.result)
+        return self._finish(
+            item.job_id, item.lease_token, now, status=JobStatus.COMPLETED, result=result, completed_at=now
+        )
 
     async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):
