@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import asyncpg
 import pytest
@@ -108,3 +109,19 @@ async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_defa
             assert await db.fetchval("SHOW plan_cache_mode") == "auto"
             assert await db.fetchval("SHOW synchronous_commit") == "on"
             assert await db.fetchval("SELECT status FROM queueflow.jobs WHERE id = $1", job.id) == "running"
+
+
+async def test_callers_waiting_on_a_pool_that_fails_to_open_each_get_the_database_s_reason() -> None:
+    # Nothing listens on a closed port: every caller waiting on the one opening must be told why, and the next
+    # caller opens afresh (before, the first failed waiter cleared the shared opening and the others raised
+    # AttributeError on it, which reached clients as "'NoneType' object has no attribute 'done'").
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = PostgresJobStore.from_url(f"postgresql://postgres@127.0.0.1:{port}/nowhere", pool_size=2)
+    async with store:
+        outcomes = await asyncio.gather(*(store.ping() for _ in range(4)), return_exceptions=True)
+        assert all(isinstance(outcome, StoreUnavailable) for outcome in outcomes), outcomes
+        assert not any("NoneType" in str(outcome) for outcome in outcomes), outcomes
+        with pytest.raises(StoreUnavailable, match="cannot connect"):
+            await store.ping()

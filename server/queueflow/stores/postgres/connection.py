@@ -112,7 +112,7 @@ class Pooled:
         opened = self._opened
         if opened is not None and opened.done() and not opened.cancelled() and opened.exception() is None:
             return opened.result()  # every statement comes here: no shield, no await once the pool is open
-        if self._opened is None:
+        if opened is None:
             pool = create_pool(
                 self._dsn,
                 size=self._pool_size,
@@ -120,12 +120,14 @@ class Pooled:
                 statement_cache_size=self._statement_cache_size,
                 statement_timeout=self._statement_timeout,
             )
-            self._opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
+            self._opened = opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
         try:
-            return await asyncio.shield(self._opened)
+            return await asyncio.shield(opened)
         except BaseException:
-            if self._opened.done():
-                self._opened = None  # a database that was down may be up for the next caller
+            # A database that was down may be up for the next caller. Every caller waiting on this opening sees
+            # its failure: only the first clears it, and none touches an opening another caller started since.
+            if opened.done() and self._opened is opened:
+                self._opened = None
             raise
 
     @asynccontextmanager
