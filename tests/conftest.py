@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import tempfile
@@ -35,7 +36,7 @@ SHARES_TYPESCRIPT_DIST = {
     "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
 }
 """Tests that build sdks/typescript/dist (`npm run build` rewrites its files in place, and `npm pack` again) or
-start workers from it: on one worker, one after the other, so that none loads a half-written file."""
+start workers from it: one after the other (`_typescript_dist`), so that none loads a half-written file."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,6 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     Under pytest-xdist this runs in the controller before it starts its workers, which inherit the URL in the
     environment and so join that one server rather than start their own."""
+    # Every `queueflow serve` a test starts inherits this. At its default of 10 connections a server, the slow
+    # tests that xdist starts together (schemathesis' two servers, the chaos cluster, the bench, the TypeScript
+    # suite's server), beside the workers' own pools, went past PostgreSQL's default max_connections of 100.
+    os.environ.setdefault("QUEUEFLOW_POOL_SIZE", "4")
     wanted = os.environ.get(pg.ENV)
     if wanted and wanted != "embedded":
         return
@@ -58,23 +63,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     _embedded.close()
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (`--dist loadgroup`) off the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        name = getattr(item, "originalname", item.name)
-        if name in SHARES_TYPESCRIPT_DIST:
-            item.add_marker(pytest.mark.xdist_group("typescript-dist"))
-        elif _module_scoped(item):
-            # One worker sets the module's server, browser or wheel up once, instead of each worker its own.
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     items.sort(key=lambda item: getattr(item, "originalname", item.name) not in SLOW_FIRST)
 
 
-def _module_scoped(item: pytest.Item) -> bool:
-    fixtures = getattr(item, "_fixtureinfo", None)
-    return fixtures is not None and any(
-        definition.scope == "module" for definitions in fixtures.name2fixturedefs.values() for definition in definitions
-    )
+@pytest.fixture(autouse=True)
+def _typescript_dist(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The tests that share sdks/typescript/dist hold one lock on it while they run, whichever worker runs them
+    (`xdist_group` marks did not keep them on one worker under --dist loadgroup here: checked with two marked
+    tests, which ran on two workers)."""
+    if getattr(request.node, "originalname", request.node.name) not in SHARES_TYPESCRIPT_DIST:
+        yield
+        return
+    with (Path(tempfile.gettempdir()) / "queueflow-typescript-dist.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def _answers(host: str, port: int) -> bool:

@@ -116,7 +116,7 @@ async def test_bad_input_is_a_problem_not_a_500(server: str) -> None:
             "/v1/jobs", content=b'{"task_name": "\\ud800"}', headers={**TENANT_A, "Content-Type": "application/json"}
         )
         assert raw.status_code == 400
-        big = await http.post("/v1/jobs", content=b"x" * (2 * 1024 * 1024), headers=TENANT_A)
+        big = await http.post("/v1/jobs", content=b"x" * (5 * 1024 * 1024), headers=TENANT_A)  # the default is 4 MiB
         assert (big.status_code, big.json()["code"]) == (413, "payload_too_large")
 
 

@@ -181,10 +181,10 @@ describe("errors", () => {
   });
 
   test("a body over the size limit is too large", async () => {
-    const big = "x".repeat(1_100_000);
+    const big = "x".repeat(4_300_000); // the default limit is 4 MiB
     const error = await client.jobs.enqueue({ task_name: "big", payload: { big } }).catch((e: unknown) => e);
     assert.ok(error instanceof PayloadTooLargeError);
-    assert.match(error.message, /over this server's limit of 1,048,576 bytes \(QUEUEFLOW_MAX_BODY_BYTES\)/);
+    assert.match(error.message, /over this server's limit of 4,194,304 bytes \(QUEUEFLOW_MAX_BODY_BYTES\)/);
   });
 
   test("nobody listening is a connection error", async () => {
