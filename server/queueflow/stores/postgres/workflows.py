@@ -32,7 +32,7 @@ from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
-from queueflow.stores.postgres.rows import insert_columns, job_from_row
+from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row
 from queueflow.stores.postgres.sql import INSERT
 from queueflow.stores.postgres.workflow_sql import (
     CANCEL_STEP_JOBS,
@@ -346,14 +346,6 @@ def _step(row: asyncpg.Record) -> Step:
     )
 
 
-def _step_config(step: Step) -> dict[str, Any]:
-    """As a job's `config` (`rows._config`): the step's backoff, and its concurrency_key when it has one."""
-    config: dict[str, Any] = {"backoff": step.backoff.to_json()}
-    if step.concurrency_key is not None:
-        config["concurrency_key"] = step.concurrency_key
-    return config
-
-
 def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
     return [
         [step.name for step in steps],
@@ -367,7 +359,7 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.queue_name for step in steps],
         [step.priority for step in steps],
         [step.max_retries for step in steps],
-        [json_text(_step_config(step), ("steps", step.idx, "backoff")) for step in steps],
+        [json_text(job_config(step.backoff, step.concurrency_key), ("steps", step.idx, "backoff")) for step in steps],
         [step.timeout_seconds for step in steps],
         [step.remaining for step in steps],
         [json_text(list(step.dependents), ("steps", step.idx, "dependents")) for step in steps],
