@@ -1,4 +1,8 @@
-"""One suite, every store: each test here runs against every adapter in STORES, unchanged."""
+"""One suite, every store: each test here runs against every adapter in STORES, unchanged.
+
+store/   the store's protocol method by method (`store` only): what each one records, given rows the core built
+engine/  use cases through the Engine over each store (`engine`, with `store` and `clock` beside it)
+"""
 
 from __future__ import annotations
 

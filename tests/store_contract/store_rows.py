@@ -1,4 +1,4 @@
-"""Rows for the store-level tests (test_store_*.py): what the engine would hand a store, built by the pure core.
+"""Rows for the store-level tests (store/): what the engine would hand a store, built by the pure core.
 
 These tests call the `Store` methods themselves, as River's driver suite calls each driver method, so every
 row is made here rather than by the engine, and every `now` is passed explicitly.

@@ -1,7 +1,7 @@
 """The `JobStore` methods a tenant's calls and the janitor's retention reach, called directly on every store:
 insert, get, list, cancel, retry and delete_finished, each against its docstring in `ports`.
 
-The lease methods (claim, heartbeat, complete, fail, lease_expired) are in test_store_job_leases.py.
+The lease methods (claim, heartbeat, complete, fail, lease_expired) are in test_job_leases.py.
 """
 
 from __future__ import annotations
