@@ -83,6 +83,11 @@ _FINISHED_AS = {
 }
 
 
+def finished_status(outcome: StepOutcome) -> StepStatus:
+    """The status a step's job ending with `outcome` gives the step (from `enqueued`)."""
+    return _FINISHED_AS[outcome]
+
+
 @dataclass(frozen=True, slots=True)
 class StepChange:
     """Move step `name` to `status`, if it is still in one of the statuses `expect`."""
@@ -185,7 +190,7 @@ def on_step_finished(steps: Sequence[StepState], name: str, outcome: StepOutcome
         raise KeyError(f"the workflow has no step {name!r}")
     if step.status not in FINISH_FROM:
         return settle(steps)
-    status = _FINISHED_AS[outcome]
+    status = finished_status(outcome)
     after = settle([_with_status(other, status) if other.name == name else other for other in steps])
     kept = result if outcome is StepOutcome.COMPLETED else None
     return replace(after, finished=StepChange(name, status, FINISH_FROM), result=kept)

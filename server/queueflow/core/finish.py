@@ -34,17 +34,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from queueflow.core.advance import StepOutcome
+from queueflow.core.advance import StepOutcome, finished_status
 from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
 from queueflow.core.types import JSON
 from queueflow.core.workflow import OnFailure, Step, StepStatus, WorkflowStatus
-
-_FINISHED_AS = {
-    StepOutcome.COMPLETED: StepStatus.COMPLETED,
-    StepOutcome.FAILED: StepStatus.FAILED,
-    StepOutcome.CANCELLED: StepStatus.CANCELLED,
-}
 
 
 def finishes_alone(outcome: StepOutcome, on_failure: OnFailure) -> bool:
@@ -69,11 +63,6 @@ class Finish:
     """The finish was a failure: the workflow can end `partially_failed` at best."""
     unfinished: int = 1
     """By how much the workflow's count of unfinished steps goes down."""
-
-
-def finished_status(outcome: StepOutcome) -> StepStatus:
-    """The status a step's job ending with `outcome` gives the step (from `enqueued`)."""
-    return _FINISHED_AS[outcome]
 
 
 def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step]) -> Finish:

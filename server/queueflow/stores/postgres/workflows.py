@@ -17,12 +17,19 @@ from typing import Any
 
 import asyncpg
 
-from queueflow.core.advance import NewStepJob, Recording, Transition, counters, on_job_finished, record
+from queueflow.core.advance import (
+    NewStepJob,
+    Recording,
+    Transition,
+    counters,
+    finished_status,
+    on_job_finished,
+    record,
+)
 from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.finish import (
     StepReport,
     counted_status,
-    finished_status,
     finishes_alone,
     on_finish,
     result_errors,
