@@ -1,4 +1,4 @@
-"""Worker routes: lease (with long-polling), heartbeat, complete, fail, and the batched heartbeat and ack."""
+"""Worker routes: lease (with long-polling), heartbeat, complete, fail, the batched heartbeat and ack, and release."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ from queueflow.api.schemas.worker import (
     LeasedJob,
     LeasedJobs,
     LeaseRequest,
+    ReleaseRequest,
+    ReleaseResults,
 )
 from queueflow.api.services import Services
 from queueflow.api.tracing import link_leased
@@ -250,3 +252,19 @@ class WorkerController(Controller):
             if result.outcome is domain.AckOutcome.OK and result.queue_name and result.status
         )
         return AckResults([AckResult.from_domain(result) for result in results])
+
+    @post(
+        "/release",
+        operation_id="releaseJobs",
+        dto=StrictBody[ReleaseRequest],
+        return_dto=None,
+        status_code=200,
+        responses=problem_responses(*WORKER_ERRORS),
+    )
+    async def release_jobs(
+        self, services: NamedDependency[Services], data: JSONBody[ReleaseRequest], request: Request[Any, Any, Any]
+    ) -> ReleaseResults:
+        """Give back held jobs not started: each is claimable again at once, as before that delivery (no retry
+        counted), or `lease_lost` on its own."""
+        results = await services.engine.release(data.to_domain(), scope=worker_scope(request))
+        return ReleaseResults([AckResult.from_domain(result) for result in results])
