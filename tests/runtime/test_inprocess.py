@@ -71,7 +71,9 @@ async def test_claims_only_the_tasks_of_its_registry(engine: Engine, wakeups: Wa
     assert (await engine.get_job("default", stranger.id)).status == "pending"
 
 
-async def test_honours_concurrency_and_drains_held_jobs_on_stop(engine: Engine, wakeups: WatchedWakeups) -> None:
+async def test_honours_concurrency_and_on_stop_finishes_running_jobs_and_releases_the_rest(
+    engine: Engine, wakeups: WatchedWakeups
+) -> None:
     tasks, release, started = TaskRegistry(), asyncio.Event(), asyncio.Condition()
     running: list[str] = []
 
@@ -93,9 +95,12 @@ async def test_honours_concurrency_and_drains_held_jobs_on_stop(engine: Engine, 
     await asyncio.sleep(0)
     release.set()
     await stopping
-    statuses = [str((await engine.get_job("default", job.id)).status) for job in jobs]
-    # The job leased ahead ran in the drain; the fourth was never claimed.
-    assert sorted(statuses) == ["completed", "completed", "completed", "pending"]
+    after = [await engine.get_job("default", job.id) for job in jobs]
+    # The two running ran to their end; the one leased ahead was released at once, as it was before that delivery
+    # (no retry counted); the fourth was never claimed.
+    assert sorted(str(job.status) for job in after) == ["completed", "completed", "pending", "pending"]
+    assert sorted((job.delivery_count, job.retry_count) for job in after) == [(0, 0), (0, 0), (1, 0), (1, 0)]
+    assert worker.loop.released == 1
     assert worker.peak_held == 2
 
 

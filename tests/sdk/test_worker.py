@@ -150,7 +150,7 @@ async def test_retry_and_fatal_choose_what_happens(
     unknown = await client.jobs.enqueue("nobody_knows")
     worker = make_worker(tasks, concurrency=3)
     await worker.start()
-    await responses.until("/lease", 1)  # both leased at once; stopping runs them and records the outcomes
+    await responses.until("/ack", 1)  # all three leased and run at once, their outcomes acked together
     await worker.stop()
 
     job = await client.jobs.get(retried.id)

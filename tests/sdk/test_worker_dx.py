@@ -79,8 +79,12 @@ async def test_startup_line_and_one_line_per_job_with_the_failures_traceback(
     bad = await client.jobs.enqueue("boom", max_retries=0)
     worker = make_worker(tasks, concurrency=4, worker_id="w-1", queues=["default", "other"])
     await worker.start()
-    await responses.until("/lease")
-    await worker.stop()  # both were leased at once: stopping runs them and records both outcomes
+    while True:  # both leased at once and run: until both outcomes are recorded
+        acks = responses.count("/ack")
+        if {(await client.jobs.get(job.id)).status for job in (good, bad)} == {"completed", "dead_letter"}:
+            break
+        await responses.until("/ack", acks + 1)
+    await worker.stop()
     failed = await client.jobs.get(bad.id)
 
     lines = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("queueflow_client")]
@@ -166,6 +170,7 @@ class Job:
     workflow_step_id: str | None = None
     deadline: datetime | None = None
     lease_token: str | None = "token"
+    timeout_seconds: float | None = None
 
 
 class Scripted:
@@ -268,5 +273,5 @@ def test_worker_defaults_match_the_typescript_sdk() -> None:
     """The same setting has the same default in both SDKs (the TypeScript side is checked in worker.test.ts)."""
     worker = Worker(BASE, None, TaskRegistry())
     assert (worker.concurrency, worker.wait_seconds, worker.lease_seconds) == (10, 20.0, 30.0)
-    assert (worker.loop.drain_seconds, worker.loop.ack_batch, worker.loop.ack_interval) == (30.0, 100, 0.01)
+    assert (worker.loop.drain_seconds, worker.loop.acks.ack_batch, worker.loop.acks.ack_interval) == (30.0, 100, 0.01)
     assert worker.loop.prefetch is None

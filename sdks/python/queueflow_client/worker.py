@@ -227,6 +227,9 @@ class _Unopened:
     async def heartbeat(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
         raise RuntimeError("the worker is not started")
 
+    async def release(self, leases: Sequence[tuple[str, str]]) -> list[bool]:
+        raise RuntimeError("the worker is not started")
+
     async def progress(self, job_id: str, token: str, value: Any) -> bool:
         raise RuntimeError("the worker is not started")
 
@@ -237,8 +240,11 @@ class _HttpSource:
     def __init__(self, transport: AsyncTransport, worker: Worker) -> None:
         self._transport = transport
         self._worker = worker
-        self._polls: set[asyncio.Future[list[LeasedJob]]] = set()
-        """The leases in flight (the loop overlaps them while the backlog is deep)."""
+        self._parked: set[asyncio.Future[list[LeasedJob]]] = set()
+        """The long-polls in flight: the only leases `interrupt()` cuts."""
+        self._park = False
+        """Whether the next lease may wait for work: only after one found none, so a lease that may be parked on
+        the server is one sent to an empty queue."""
         self._interrupted = False
         self._task_names = worker.tasks.names
 
@@ -246,29 +252,36 @@ class _HttpSource:
         if self._interrupted:
             return []
         worker = self._worker
+        wait = worker.wait_seconds if self._park else 0
         call = _calls.lease(
             worker.queues,
             max_jobs=max_jobs,
             lease_seconds=worker.lease_seconds,
-            wait_seconds=worker.wait_seconds,
+            wait_seconds=wait,
             worker_id=worker.worker_id,
             task_names=self._task_names,  # only the tasks it can run
         )
         poll = asyncio.ensure_future(self._transport(call))
-        self._polls.add(poll)
+        if wait:
+            self._parked.add(poll)
         try:
-            return await poll
+            jobs = await poll
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if self._interrupted and poll.cancelled() and not (current and current.cancelling()):
                 return []  # closed by interrupt(): the server claims nothing for a request whose client left
             raise
         finally:
-            self._polls.discard(poll)
+            self._parked.discard(poll)
+        self._park = not jobs
+        return jobs
 
     def interrupt(self) -> None:
+        """Cut the long-polls only. A lease that does not wait answers within a round trip, and once the
+        server has claimed for it the answer may already be on its way: cut then, its jobs would sit `running`
+        until their leases expire, each then counting a failed delivery. The loop releases them instead."""
         self._interrupted = True
-        for poll in self._polls:
+        for poll in self._parked:
             poll.cancel()
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool | None]:

@@ -7,13 +7,16 @@
 from queueflow_worker.context import Delivery, Fatal, JobContext, Lease, Retry, TaskFunction, invoke
 from queueflow_worker.loop import WorkerLoop
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, answers_in_order, error_text
-from queueflow_worker.ports import LeasedDelivery, LeaseSource, TaskRunner
+from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
+from queueflow_worker.timing import EventLoopClock
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "Clock",
     "Delivery",
+    "EventLoopClock",
     "Fatal",
     "JobContext",
     "Lease",

@@ -6,38 +6,38 @@ the server's in-process runner (jobs straight from its engine). Each supplies a 
   turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in two
   lease round trips (measured: tasks' durations and leases' round trips, averaged; estimated again as each lease
   answers), at most 1000 — so short tasks are claimed by the hundred and long ones hardly ahead at all (a job
-  waiting here is one another worker cannot take); `prefetch=n` fixes it at n. A lease asks for many jobs at once
-  and only once half the places are free, so a busy worker sends few, large claims. While the backlog is deep (the
-  last lease came back full), `LEASES_IN_FLIGHT` leases overlap, each asked once a quarter of the places are free:
-  one claim's round trip no longer bounds how fast a worker can take jobs (a single stream of 500-job claims capped
-  the in-process runner at ~10,000 jobs/s, starved for jobs 40% of the time with a core to spare). A source's
-  `lease` must allow that many calls at once; when a lease comes back short, one lease at a time again, so an idle
-  worker parks one.
-- **batched acks**: an outcome is queued when its task ends and its slot is freed at once; the queue is sent in
-  one call when it reaches `ack_batch` or `ack_interval` after its first item, whichever comes first, one call
-  at a time — or at once when no more outcomes can join it soon: no job is held any more, or leasing waits for
-  these acks (a capacity below `ack_batch`, as with few slots and slow tasks, stalled every capacity of jobs for
-  `ack_interval`). A job whose outcome is still queued when the process dies is delivered again once its lease expires
-  (at-least-once, as after any crash). While a whole capacity of outcomes waits for its acks (a slow store), no
-  more jobs are leased: they would only wait with them.
-- **batched heartbeats**: every `heartbeat_every` one call extends every lease held, waiting ones included. A
-  lease found lost (the job was cancelled, or reclaimed after expiring) tells its task: an async task is
-  cancelled, a sync one sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
-- **graceful drain**: `stop()` stops leasing (a parked lease is interrupted through its source, which must not
-  lose what it claims), runs every job already held, records the outcomes and returns. With `drain_seconds`,
-  tasks still running after that long are cancelled and their jobs left to their leases' expiry; `quit()` does
-  that at once (a second Ctrl-C), and the outcomes already queued are still recorded.
-- **logs a person can read** (logger `queueflow_client.worker`, the name users configure, kept from when this loop
-  was part of the SDK): a startup line (name, queues, tasks,
-  concurrency), and per job one line on `queueflow_client.worker.jobs` (task, job id, delivery, outcome,
-  duration): at `job_log_level` (INFO) when it completed or asked to retry, at WARNING with the traceback when it
-  failed. The traceback is stored with the failure too (`error_message`: the one-line summary first, at most
-  `MAX_ERROR_CHARS`). The line's arguments are formatted only when the level is enabled.
+  waiting here is one another worker cannot take); `prefetch=n` fixes it at n. Either way never more than the
+  slots start within half a lease, or half the shortest timeout lately leased (`timing.Measures.capacity`). A
+  lease asks for many jobs at once and only once half the places are free, so a busy worker sends few, large
+  claims. While the backlog is deep (the last lease came back full), `LEASES_IN_FLIGHT` leases overlap, each asked
+  once a quarter of the places are free: one claim's round trip no longer bounds how fast a worker can take jobs (a
+  single stream of 500-job claims capped the in-process runner at ~10,000 jobs/s, starved for jobs 40% of the time
+  with a core to spare). A source's `lease` must allow that many calls at once; when a lease comes back short, one
+  lease at a time again, so an idle worker parks one.
+- **no job started too late**: a held job is never started once its lease, or its deadline less a typical run of
+  its task, is within `margin_seconds` — as the worker's own monotonic clock counts them from when it sent the
+  lease request (`timing`): it is released instead, at once, for another worker, and no retry is counted. A job
+  whose deadline passes while it waits is released before it does, so the janitor never times it out.
+- **batched acks** (`acks.py`): an outcome is queued when its task ends and its slot is freed at once, and sent in
+  batches.
+- **batched heartbeats**: every `heartbeat_every` one call extends every lease held, waiting ones included (and at
+  once when a lease answer arrives with less than that left of its leases, as a long-poll's may). A lease found
+  lost (the job was cancelled, or reclaimed after expiring) tells its task: an async task is cancelled, a sync one
+  sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
+- **stopping** (`stop()`): it stops leasing (a lease parked waiting for work is interrupted through its source; one
+  whose answer may be on its way is let to arrive), releases at once every job held and not started (and every
+  job a lease in flight still brings), lets the running ones finish for up to `drain_seconds`, records the
+  outcomes and returns. Tasks still running after `drain_seconds`, or at `quit()` (a second Ctrl-C), are cancelled
+  and their jobs released; but a sync task's thread cannot be stopped, so its job is left to its lease's expiry
+  (released, another worker could run it while the thread still does).
 - **fatal errors**: an exception of a `fatal` class from the source (a rejected key: 401, 403) stops leasing at
   once and is handed to `on_fatal`, instead of being retried every `error_pause` forever.
 - **unknown tasks**: a source leases only the tasks the registry has (`task_names`); a job of another task that
   arrives anyway is dead-lettered with a message naming the tasks this worker knows, and the first of each task
   name is logged at WARNING.
+- **logs a person can read** (`joblog.py`): a startup line (name, queues, tasks, concurrency), and a line per job.
+  A failure's traceback is stored with it too (`error_message`: the one-line summary first, at most
+  `MAX_ERROR_CHARS`).
 """
 
 from __future__ import annotations
@@ -50,24 +50,29 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from queueflow_worker.context import JobContext, Retry
-from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, fate, outcome_of
-from queueflow_worker.ports import LeasedDelivery, LeaseSource, TaskRunner
+from queueflow_worker import heartbeats, joblog
+from queueflow_worker.acks import ACK_BATCHES_KEPT, Acks
+from queueflow_worker.context import JobContext
+from queueflow_worker.joblog import log
+from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, outcome_of
+from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
+from queueflow_worker.releases import Releases
+from queueflow_worker.timing import MARGIN_SECONDS, MAX_BATCH, EventLoopClock, Held, Measures, first
 
-__all__ = ["MAX_ERROR_CHARS", "LeaseSource", "LeasedDelivery", "Outcome", "TaskRunner", "WorkerLoop", "error_text"]
+__all__ = [
+    "ACK_BATCHES_KEPT",
+    "MAX_BATCH",
+    "MAX_ERROR_CHARS",
+    "LeaseSource",
+    "LeasedDelivery",
+    "Outcome",
+    "TaskRunner",
+    "WorkerLoop",
+    "error_text",
+]
 
-log = logging.getLogger("queueflow_client.worker")
-job_log = logging.getLogger("queueflow_client.worker.jobs")
-"""One line per job; a busy worker's INFO lines are many, so they have a logger of their own to silence."""
-
-MAX_BATCH = 1000
-"""The most items the server takes in one lease, ack or heartbeat."""
-ACK_BATCHES_KEPT = 1000
-"""How many of the latest ack sizes `WorkerLoop.ack_batches` keeps."""
 LEASES_IN_FLIGHT = 2
 """How many leases overlap while the backlog is deep (see the module docstring)."""
-SMOOTHING = 0.2
-"""The weight of the newest sample in the running averages of task durations and lease round trips."""
 
 
 class _Running:
@@ -109,12 +114,17 @@ class WorkerLoop:
         ack_interval: float = 0.01,
         drain_seconds: float | None = None,
         error_pause: float = 1.0,
+        margin_seconds: float | None = None,
         name: str = "worker",
         queues: Sequence[str] = (),
         fatal: tuple[type[Exception], ...] = (),
         on_fatal: Callable[[Exception], None] | None = None,
         job_log_level: int = logging.INFO,
+        clock: Clock | None = None,
     ) -> None:
+        """`margin_seconds` (default 1 s, at most a quarter of the lease): how much of a held job's lease, or of
+        the time before its deadline beyond a typical run, must be left to start it. `clock`: the monotonic
+        time it counts leases, deadlines, heartbeats, the drain and pauses on (default: the event loop's)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if prefetch is not None and prefetch < 0:
@@ -124,11 +134,12 @@ class WorkerLoop:
         self.concurrency = concurrency
         self.prefetch = prefetch
         """None: adaptive (see the module docstring)."""
+        self.lease_seconds = lease_seconds
         self.heartbeat_every = heartbeat_every if heartbeat_every is not None else lease_seconds / 3
-        self.ack_batch = max(1, min(ack_batch, MAX_BATCH))
-        self.ack_interval = ack_interval
         self.drain_seconds = drain_seconds
         self.error_pause = error_pause
+        self.margin = min(MARGIN_SECONDS if margin_seconds is None else margin_seconds, lease_seconds / 4)
+        self.clock: Clock = clock or EventLoopClock()
         self.name = name
         self.queues = list(queues)
         """For the startup line only: the source decides what it leases."""
@@ -143,20 +154,22 @@ class WorkerLoop:
         self.peak_held = 0
         """The most jobs held at once so far, waiting ones included (for tests and metrics)."""
         self.peak_running = 0
-        self.ack_batches: deque[int] = deque(maxlen=ACK_BATCHES_KEPT)
-        """The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics): bounded, so a
-        worker that runs for days does not grow by a number per ack."""
-        self._waiting: deque[LeasedDelivery] = deque()
+        self.measures = Measures(
+            concurrency=concurrency, prefetch=prefetch, lease_seconds=lease_seconds, margin=self.margin
+        )
+        self.acks = Acks(self, ack_batch=ack_batch, ack_interval=ack_interval)
+        self.releases = Releases(self)
+        self.waiting: deque[Held] = deque()
         self._running: dict[asyncio.Task[Any], _Running] = {}
-        self._leases: dict[str, str] = {}  # job id → token, for every job held until its outcome is recorded
-        self._outcomes: list[Outcome] = []
-        self._unacked = 0
-        """Outcomes recorded whose ack has not answered yet: queued, or being sent."""
+        self.leases: dict[str, str] = {}  # job id → token, for every job held until its outcome is recorded
         self._room = asyncio.Event()
         self._idle = asyncio.Event()
-        self._ack_due = asyncio.Event()
-        self._ack_full = asyncio.Event()
-        self._last_ack = False
+        self.beat_now = asyncio.Event()
+        """Set when a job arrived with less than a heartbeat's period of its lease left: heartbeat now."""
+        self._waiting_added = asyncio.Event()
+        """Wakes the expiry watch: a job began to wait that must be released before `_expiry_due`."""
+        self._expiry_due = float("inf")
+        """When the expiry watch wakes next, on `clock`."""
         self._stopping = False
         self._leasing: set[asyncio.Task[None]] = set()
         """The leases in flight."""
@@ -167,11 +180,19 @@ class WorkerLoop:
         next lease may overlap one in flight."""
         self._lease_failed = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._task_seconds: float | None = None
-        self._lease_seconds: float | None = None
-        self._capacity = self._estimate()
+        self._capacity = self.measures.capacity()
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop `start()` ran on: asyncio.get_running_loop() asks the OS for the process id each time."""
+
+    @property
+    def ack_batches(self) -> deque[int]:
+        """The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics)."""
+        return self.acks.batches
+
+    @property
+    def released(self) -> int:
+        """Jobs handed back to the queue so far, unstarted (or cancelled by the drain's end or a quit)."""
+        return self.releases.count
 
     @property
     def ahead(self) -> int:
@@ -184,20 +205,12 @@ class WorkerLoop:
         ends: it is read for every job, and the estimate moves little from one job to the next."""
         return self._capacity
 
-    def _estimate(self) -> int:
-        if self.prefetch is not None:
-            return self.concurrency + self.prefetch
-        if self._task_seconds is None or self._lease_seconds is None:
-            return 2 * self.concurrency
-        burn = self.concurrency / max(self._task_seconds, 1e-6)  # jobs a second the slots get through
-        return self.concurrency + min(MAX_BATCH, int(2 * burn * self._lease_seconds) + 1)
-
     def _room_for_lease(self) -> int:
         """How many jobs to ask for now: 0 until half the places are free (so claims come in batches), or, while
         the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a quarter."""
         overlap = LEASES_IN_FLIGHT if self._deep else 1
         capacity = self._capacity
-        if len(self._leasing) >= overlap or self._unacked >= capacity:
+        if len(self._leasing) >= overlap or self.acks.unacked >= capacity:
             # A whole capacity of outcomes waits for its acks (a slow or unreachable store): more jobs would
             # only wait too, their leases running out, so leasing waits until acks catch up.
             return 0
@@ -205,7 +218,7 @@ class WorkerLoop:
         least = max(1, capacity // (2 * overlap))
         return want if want >= least or (want > 0 and not self.held and not self._asked) else 0
 
-    def _offer_room(self) -> None:
+    def offer_room(self) -> None:
         """Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free)."""
         if not self._room.is_set() and self._room_for_lease():
             self._room.set()
@@ -218,11 +231,15 @@ class WorkerLoop:
     @property
     def held(self) -> int:
         """Jobs leased whose task has not ended: running, or waiting for a slot."""
-        return len(self._waiting) + len(self._running)
+        return len(self.waiting) + len(self._running)
 
     @property
     def running(self) -> int:
         return len(self._running)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     async def start(self) -> None:
         if self._tasks:
@@ -237,70 +254,103 @@ class WorkerLoop:
         )
         self._tasks = [
             asyncio.create_task(self._lease_loop(), name=f"queueflow-{self.name}-lease"),
-            asyncio.create_task(self._ack_loop(), name=f"queueflow-{self.name}-acks"),
-            asyncio.create_task(self._heartbeat_loop(), name=f"queueflow-{self.name}-heartbeats"),
+            asyncio.create_task(self.acks.run(), name=f"queueflow-{self.name}-acks"),
+            asyncio.create_task(heartbeats.run(self), name=f"queueflow-{self.name}-heartbeats"),
+            asyncio.create_task(self._expiry_loop(), name=f"queueflow-{self.name}-expiry"),
         ]
 
     async def stop(self, *, hint: str = "") -> None:
-        """Stop leasing, run every job held, record the outcomes (see the module docstring), then return.
-        `hint` ends the "finishing N jobs" line (e.g. how to quit sooner)."""
+        """Stop leasing, release every job held and not started, finish the running ones, record the outcomes
+        (see the module docstring), then return. `hint` ends the "finishing N jobs" line (e.g. how to quit
+        sooner)."""
         if not self._tasks:
             return
-        lease_task, ack_task, heartbeat_task = self._tasks
-        self._stopping = True
-        self._room.set()
-        self.source.interrupt()
-        await _settled(lease_task)
-        if self.held:
+        lease_task, ack_task, heartbeat_task, expiry_task = self._tasks
+        self._halt()
+        await _settled(lease_task)  # the leases in flight answered; what they brought is released
+        if self._running:
             grace = f" (up to {self.drain_seconds:g} s)" if self.drain_seconds is not None else ""
-            log.info("%s: finishing %d jobs%s%s", self.name, self.held, grace, hint)
+            log.info("%s: finishing %d running jobs%s%s", self.name, len(self._running), grace, hint)
             self._idle.clear()
-            if self.held:
-                try:
-                    async with asyncio.timeout(self.drain_seconds):
-                        await self._idle.wait()
-                except TimeoutError:
-                    self._abandon(f"outlived the {self.drain_seconds:g} s drain")
-        self._last_ack = True
-        self._ack_due.set()
-        self._ack_full.set()
+            if self._running and not await first(self._idle, self.clock, self.drain_seconds):
+                self._end_running(f"outlived the {self.drain_seconds:g} s drain")
+        await self.releases.wait()
+        self.acks.close()
         await _settled(ack_task)
-        heartbeat_task.cancel()
-        await _settled(heartbeat_task)
+        for task in (heartbeat_task, expiry_task):
+            task.cancel()
+            await _settled(task)
         self._tasks = []
 
     def quit(self) -> None:
-        """Stop now (a second Ctrl-C): held jobs are abandoned to their leases' expiry, as when the drain runs
+        """Stop now (a second Ctrl-C): running tasks are cancelled and their jobs released, as when the drain runs
         out; a `stop()` under way then records the outcomes already queued and returns."""
+        self._halt()
+        if self._running:
+            self._end_running("cancelled by a quit")
+        self._idle.set()
+
+    def _halt(self) -> None:
+        """Stop leasing and release every job not started."""
         self._stopping = True
         self._room.set()
         self.source.interrupt()
-        if self.held:
-            self._abandon("abandoned by a quit")
-        self._idle.set()
+        if self.waiting:
+            self._give_back(list(self.waiting), "the worker is stopping")
+            self.waiting.clear()
+            if not self._running:
+                self._idle.set()
 
-    def _abandon(self, why: str) -> None:
-        late = [r for r in self._running.values() if not r.dropped]
-        if not late and not self._waiting:
+    def _end_running(self, why: str) -> None:
+        """Cancel every running task: its job is released, or left to its lease's expiry when its thread runs on."""
+        late = [(task, r) for task, r in self._running.items() if not r.dropped]
+        if not late:
             return
-        log.warning(
-            "%s: %d jobs %s; their leases expire and they are delivered again",
-            self.name,
-            len(late) + len(self._waiting),
-            why,
-        )
-        for job in self._waiting:
-            self._leases.pop(job.id, None)
-        self._waiting.clear()
-        for task, running in self._running.items():
-            if running.dropped:
-                continue
+        back: list[tuple[str, str]] = []
+        for task, running in late:
             running.dropped = True
             running.ctx.lose()
             task.cancel()
             function = self.tasks.function(running.job.task_name)
-            if not inspect.iscoroutinefunction(function):
+            if inspect.iscoroutinefunction(function):
+                back.append((running.job.id, running.token))
+            else:
                 self.stranded_threads += 1  # a thread cannot be stopped: it runs on, its result unrecorded
+        log.warning(
+            "%s: %d running jobs %s: %d released, %d left to their leases' expiry (their tasks' threads run on)",
+            self.name,
+            len(late),
+            why,
+            len(back),
+            len(late) - len(back),
+        )
+        self.releases.give_back(back, why)
+
+    # ---- giving jobs back ------------------------------------------------------------------------------
+
+    def _give_back(self, held: list[Held], why: str) -> None:
+        self.releases.give_back([(entry.job.id, entry.token) for entry in held], why)
+
+    async def _expiry_loop(self) -> None:
+        """Release each waiting job before the last moment it could start (`Measures.latest_start`)."""
+        measures, clock = self.measures, self.clock
+        while True:
+            self._waiting_added.clear()
+            due = min((measures.latest_start(entry) for entry in self.waiting), default=None)
+            self._expiry_due = float("inf") if due is None else due
+            wait = None if due is None else due - clock.now()
+            if wait is None or wait > 0:
+                await first(self._waiting_added, clock, wait)
+                continue
+            self._release_stale()
+
+    def _release_stale(self) -> None:
+        now, latest = self.clock.now(), self.measures.latest_start
+        stale = [entry for entry in self.waiting if latest(entry) <= now]
+        if stale:
+            self.waiting = deque(entry for entry in self.waiting if latest(entry) > now)
+            self._give_back(stale, "too close to their leases' end or deadlines to start")
+            self._settle()
 
     # ---- leasing ---------------------------------------------------------------------------------------
 
@@ -310,9 +360,7 @@ class WorkerLoop:
                 if self._lease_failed:
                     self._lease_failed = False
                     self._room.clear()
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self.error_pause):
-                            await _until(self._room, lambda: self._stopping)
+                    await first(self._room, self.clock, self.error_pause)
                     continue
                 want = self._room_for_lease()
                 if not want:
@@ -324,18 +372,17 @@ class WorkerLoop:
                 self._asked += want
                 self._leasing.add(asyncio.create_task(self._lease(want), name=f"queueflow-{self.name}-lease"))
         finally:
-            # Every lease in flight returns what it claimed (the source was interrupted): those jobs run too.
+            # Every lease in flight returns what it claimed (the source was interrupted): those jobs are released.
             while self._leasing:
                 await asyncio.wait(list(self._leasing))
 
     async def _lease(self, want: int) -> None:
-        loop = self._running_loop
-        began = loop.time()
+        sent = self.clock.now()
         try:
             jobs = await self.source.lease(want)
         except Exception as exc:
             self._deep = False
-            if not self._fatal(exc):
+            if not self.is_fatal(exc):
                 log.warning("%s: lease failed (retrying in %.0f s): %s", self.name, self.error_pause, exc)
                 self._lease_failed = True
             return
@@ -343,14 +390,27 @@ class WorkerLoop:
             self._asked -= want
             self._leasing.discard(asyncio.current_task())
             self._room.set()
+        answered = self.clock.now()
         self._deep = len(jobs) == want
-        if self._deep:  # a full answer did not wait for work: it times the round trip
-            self._lease_seconds = _average(self._lease_seconds, min(loop.time() - began, 1.0))
-        self._capacity = self._estimate()
-        for job in jobs:
-            self._take(job)
+        self.measures.lease_answered(answered - sent, list(jobs), full=self._deep)
+        self._capacity = self.measures.capacity()
+        held = [Held.leased(job, sent, self.lease_seconds) for job in jobs]
+        if self._stopping:
+            self._give_back(held, "the worker is stopping")
+            return
+        if not held:
+            return
+        if answered - sent > self.lease_seconds - self.heartbeat_every - self.margin:
+            self.beat_now.set()  # the answer took long (a long-poll): extend these leases now, not a period on
+        for entry in held:
+            self._take(entry)
+        self._settle()
+        if self.waiting:
+            due = min(map(self.measures.latest_start, held))
+            if due < self._expiry_due:
+                self._waiting_added.set()  # sooner than the expiry watch waits for
 
-    def _fatal(self, exc: Exception) -> bool:
+    def is_fatal(self, exc: Exception) -> bool:
         """True when `exc` is one of the `fatal` errors: leasing stops and `on_fatal` hears of it (once)."""
         if not isinstance(exc, self.fatal):
             return False
@@ -363,19 +423,32 @@ class WorkerLoop:
                 log.error("%s: stopping: %s", self.name, exc)
         return True
 
-    def _take(self, job: LeasedDelivery) -> None:
-        token = job.lease_token or ""
-        earlier = self._leases.get(job.id)
+    def _take(self, entry: Held) -> None:
+        job_id, token = entry.job.id, entry.token
+        earlier = self.leases.get(job_id)
         if earlier is not None and earlier != token:
             # Delivered again while an earlier delivery is still here (its lease expired while it waited or ran,
             # and the janitor handed the job out anew): that lease is lost, so its delivery is dropped.
-            self._lost(job.id, earlier)
-        self._leases[job.id] = token
-        if len(self._running) < self.concurrency:
-            self._start(job, token)
-        else:
-            self._waiting.append(job)
+            self.lost(job_id, earlier)
+        self.leases[job_id] = token
+        self.waiting.append(entry)
         self.peak_held = max(self.peak_held, self.held)
+
+    def _settle(self) -> None:
+        """Start waiting jobs in free slots — but not one too close to its lease's end or deadline: that is
+        released — and tell the expiry watch, the lease loop and a drain what changed."""
+        if self.waiting and len(self._running) < self.concurrency and not self._stopping:
+            now, latest, stale = self.clock.now(), self.measures.latest_start, []
+            while self.waiting and len(self._running) < self.concurrency:
+                entry = self.waiting.popleft()
+                if latest(entry) <= now:
+                    stale.append(entry)
+                else:
+                    self._start(entry.job, entry.token)
+            self._give_back(stale, "too close to their leases' end or deadlines to start")
+        if not self.waiting and not self._running:
+            self._idle.set()
+        self.offer_room()
 
     def _start(self, job: LeasedDelivery, token: str) -> None:
         function = self.tasks.function(job.task_name)
@@ -385,191 +458,56 @@ class WorkerLoop:
         loop = self._running_loop
         ctx = JobContext(job, _LoopLease(self, job.id, token), loop=loop)
         work = loop.create_task(self.tasks.invoke(function, job, ctx))
-        self._running[work] = _Running(job, token, ctx, loop.time())
+        self._running[work] = _Running(job, token, ctx, self.clock.now())
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)
 
     def _unknown(self, job: LeasedDelivery, token: str) -> None:
         known = ", ".join(self.tasks.names) or "none"
         message = f"no task named {job.task_name!r} is registered in this worker (it knows: {known})"
-        if job.task_name not in self._unknown_tasks:
-            self._unknown_tasks.add(job.task_name)
-            log.warning(
-                "%s: leased job %s of task %r, which this worker does not have (it knows: %s): dead-lettering it"
-                " (replay it from the dead-letter queue once a worker runs the task); further %r jobs are logged"
-                " per job only",
-                self.name,
-                job.id,
-                job.task_name,
-                known,
-                job.task_name,
-            )
-        job_log.log(
-            self.job_log_level,
-            "%s job %s (delivery %d): unknown task, dead-lettered",
-            job.task_name,
-            job.id,
-            job.delivery_count,
-        )
-        self._record(Outcome(job.id, token, error=message, retryable=False))
+        first_of_task = job.task_name not in self._unknown_tasks
+        self._unknown_tasks.add(job.task_name)
+        joblog.unknown_task(self.name, self.job_log_level, job, known, first_of_task)
+        self.acks.record(Outcome(job.id, token, error=message, retryable=False))
 
     def _finished(self, work: asyncio.Task[Any]) -> None:
         running = self._running.pop(work)
         job = running.job
-        job_id = job.id
-        seconds = self._running_loop.time() - running.started
+        seconds = self.clock.now() - running.started
         if running.dropped or running.ctx.cancelled:
-            if self._leases.get(job_id) == running.token:
-                del self._leases[job_id]
+            if self.leases.get(job.id) == running.token:
+                del self.leases[job.id]
             if running.ctx.cancelled and not running.dropped:
-                job_log.warning(
-                    "%s job %s (delivery %d): the lease was lost (cancelled or reclaimed) after %.3f s;"
-                    " its result is dropped",
-                    job.task_name,
-                    job_id,
-                    job.delivery_count,
-                    seconds,
-                )
+                joblog.lost(job, seconds)
         else:
-            outcome = outcome_of(job_id, running.token, work)
-            self._record(outcome)
-            self._task_seconds = _average(self._task_seconds, seconds)
-            if outcome.error is None:
-                job_log.log(
-                    self.job_log_level,
-                    "%s job %s (delivery %d): completed in %.3f s",
-                    job.task_name,
-                    job_id,
-                    job.delivery_count,
-                    seconds,
-                )
-            else:
-                self._failed(job, outcome, seconds, work)
-        while self._waiting and len(self._running) < self.concurrency:
-            job = self._waiting.popleft()
-            self._start(job, job.lease_token or "")
-        if not self.held:
-            self._idle.set()
-        self._offer_room()
+            outcome = outcome_of(job.id, running.token, work)
+            self.acks.record(outcome)
+            self.measures.task_ran(job.task_name, seconds)
+            joblog.finished(self.job_log_level, job, outcome, seconds, work)
+        self._settle()
 
-    def _failed(self, job: LeasedDelivery, outcome: Outcome, seconds: float, work: asyncio.Task[Any]) -> None:
-        exc = None if work.cancelled() else work.exception()
-        summary = outcome.error.partition("\n")[0] if outcome.error else ""
-        if isinstance(exc, Retry):
-            job_log.log(
-                self.job_log_level,
-                "%s job %s (delivery %d): asked to retry%s after %.3f s: %s",
-                job.task_name,
-                job.id,
-                job.delivery_count,
-                f" in {exc.after:g} s" if exc.after is not None else "",
-                seconds,
-                summary,
-            )
-            return
-        then = fate(job, outcome)
-        job_log.warning(
-            "%s job %s (delivery %d): failed after %.3f s (%s): %s",
-            job.task_name,
-            job.id,
-            job.delivery_count,
-            seconds,
-            then,
-            summary,
-            exc_info=exc,
-        )
+    def settled(self, job_id: str, token: str) -> None:
+        """The outcome of this delivery was answered: the job is no longer held."""
+        if self.leases.get(job_id) == token:
+            del self.leases[job_id]
 
-    # ---- outcomes --------------------------------------------------------------------------------------
+    # ---- leases lost ------------------------------------------------------------------------------------
 
-    def _record(self, outcome: Outcome) -> None:
-        self._outcomes.append(outcome)
-        self._unacked += 1
-        self._ack_due.set()
-        if self._ack_now():
-            self._ack_full.set()
-
-    def _ack_now(self) -> bool:
-        """Whether the queued outcomes go now rather than `ack_interval` after the first: the batch is full, or
-        no more can join it soon (nothing is held: more come only with a lease; or leasing waits for these)."""
-        return len(self._outcomes) >= self.ack_batch or not self.held or self._unacked >= self._capacity
-
-    async def _ack_loop(self) -> None:
-        while True:
-            await self._ack_due.wait()
-            if not self._ack_now() and not self._stopping and self.ack_interval > 0:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.ack_interval):
-                        await self._ack_full.wait()
-            self._ack_due.clear()
-            self._ack_full.clear()
-            while self._outcomes:
-                batch, self._outcomes = self._outcomes[:MAX_BATCH], self._outcomes[MAX_BATCH:]
-                await self._send(batch)
-            if self._last_ack:
-                return
-
-    async def _send(self, batch: list[Outcome]) -> None:
-        self.ack_batches.append(len(batch))
-        try:
-            held: Sequence[bool | None] = await self.source.ack(batch)
-        except Exception as exc:
-            # Left to the leases' expiry: the janitor reclaims the jobs and they are delivered again.
-            if not self._fatal(exc):
-                log.exception("%s: could not record %d outcomes", self.name, len(batch))
-            held = [None] * len(batch)
-        self._unacked -= len(batch)
-        self._offer_room()
-        for outcome, ok in zip(batch, held, strict=True):
-            if self._leases.get(outcome.job_id) == outcome.lease_token:
-                del self._leases[outcome.job_id]
-            if ok is None:
-                continue
-            if not ok:
-                log.warning("job %s: the lease was lost before the outcome could be recorded", outcome.job_id)
-            self.tasks.recorded(outcome, held=ok)
-
-    # ---- heartbeats ------------------------------------------------------------------------------------
-
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_every)
-            held = list(self._leases.items())
-            for start in range(0, len(held), MAX_BATCH):
-                chunk = held[start : start + MAX_BATCH]
-                try:
-                    alive = await self.source.heartbeat(chunk)
-                except Exception as exc:  # unreachable for now: try again next time; the leases may still hold
-                    if not self._fatal(exc):
-                        log.warning("%s: heartbeat failed: %s", self.name, exc)
-                    continue
-                for (job_id, token), ok in zip(chunk, alive, strict=True):
-                    if not ok:
-                        self._lost(job_id, token)
-
-    def _lost(self, job_id: str, token: str) -> None:
-        if self._leases.get(job_id) != token:
+    def lost(self, job_id: str, token: str) -> None:
+        """A heartbeat found this lease lost (or the job came again with another): drop its delivery."""
+        if self.leases.get(job_id) != token:
             return  # settled meanwhile
         for task, running in self._running.items():
             if running.job.id == job_id and running.token == token:
                 running.ctx.lose()
                 task.cancel()  # a sync task's thread cannot be stopped: it has `ctx.cancelled` to look at
                 return
-        for job in self._waiting:
-            if job.id == job_id and job.lease_token == token:
-                self._waiting.remove(job)
-                del self._leases[job_id]
+        for entry in self.waiting:
+            if entry.job.id == job_id and entry.token == token:
+                self.waiting.remove(entry)
+                del self.leases[job_id]
                 log.info("job %s: the lease was lost while it waited for a slot", job_id)
                 return
-
-
-def _average(current: float | None, sample: float) -> float:
-    return sample if current is None else current + SMOOTHING * (sample - current)
-
-
-async def _until(event: asyncio.Event, condition: Any) -> None:
-    while not condition():
-        await event.wait()
-        event.clear()
 
 
 async def _settled(task: asyncio.Task[None]) -> None:

@@ -1,6 +1,6 @@
 """What a `WorkerLoop` is plugged into: a `LeaseSource` (where jobs come from and where their outcomes go: the
-SDK's HTTP routes, the server's engine, a test's script) and a `TaskRunner` (the tasks by name: the SDK's
-`TaskRegistry`)."""
+SDK's HTTP routes, the server's engine, a test's script), a `TaskRunner` (the tasks by name: the SDK's
+`TaskRegistry`) and a `Clock` (the event loop's monotonic time; a test's, which moves only when told to)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from queueflow_worker.context import Delivery, JobContext, TaskFunction
 from queueflow_worker.outcomes import Outcome
 
-__all__ = ["LeaseSource", "LeasedDelivery", "TaskRunner"]
+__all__ = ["Clock", "LeaseSource", "LeasedDelivery", "TaskRunner"]
 
 
 class LeasedDelivery(Delivery, Protocol):
@@ -18,6 +18,10 @@ class LeasedDelivery(Delivery, Protocol):
 
     @property
     def lease_token(self) -> str | None: ...
+    @property
+    def timeout_seconds(self) -> float | None:
+        """How long one delivery may run: its deadline is its claim's time plus this."""
+        ...
 
 
 class LeaseSource(Protocol):
@@ -25,12 +29,20 @@ class LeaseSource(Protocol):
 
     async def lease(self, max_jobs: int) -> Sequence[LeasedDelivery]:
         """Up to `max_jobs` jobs; when none is claimable, wait a while for work (possibly answering none).
-        After `interrupt()` it answers at once, and never loses a job it claimed: what it claims it returns.
-        Called up to `loop.LEASES_IN_FLIGHT` times at once."""
+        After `interrupt()` it answers at once, and never loses a job it claimed: what it claims it returns (the
+        loop then releases it). Called up to `loop.LEASES_IN_FLIGHT` times at once."""
         ...
 
     def interrupt(self) -> None:
-        """The loop is stopping: every waiting `lease` answers now, and later ones answer none."""
+        """The loop is stopping: every lease parked waiting for work answers now (a lease whose answer may
+        already be on its way is left to arrive: cut, its jobs would be lost until their leases expire), and
+        later ones answer none."""
+        ...
+
+    async def release(self, leases: Sequence[tuple[str, str]]) -> Sequence[bool]:
+        """Give back jobs held but not started, (job id, token) pairs (at most `loop.MAX_BATCH`): each is
+        claimable again at once, as before this delivery, no retry counted. Per item, whether the lease still
+        held it (False: it had expired or was settled, and nothing changed)."""
         ...
 
     async def ack(self, outcomes: Sequence[Outcome]) -> Sequence[bool | None]:
@@ -65,4 +77,14 @@ class TaskRunner(Protocol):
 
     def recorded(self, outcome: Outcome, *, held: bool) -> None:
         """Called once the source answered an outcome: `held` is False when the lease was lost first."""
+        ...
+
+
+class Clock(Protocol):
+    """The time a `WorkerLoop` reads and waits on: seconds on a monotonic clock."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Return once `seconds` of this clock's time have passed (a test's clock: once the test moved it)."""
         ...

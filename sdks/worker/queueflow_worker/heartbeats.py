@@ -1,0 +1,40 @@
+"""A `WorkerLoop`'s batched heartbeats: every `heartbeat_every` one call extends every lease held, waiting ones
+included (and at once when the loop asks: a lease answer that arrived with less than a period of its leases left,
+as a long-poll's may). A lease found lost is the loop's to drop (`WorkerLoop.lost`); a waiting job's lease that
+held now lasts, on the loop's clock, until the heartbeat's sending plus `lease_seconds` (never past its deadline).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from queueflow_worker.joblog import log
+from queueflow_worker.timing import MAX_BATCH, first
+
+if TYPE_CHECKING:
+    from queueflow_worker.loop import WorkerLoop
+
+__all__ = ["run"]
+
+
+async def run(loop: WorkerLoop) -> None:
+    clock = loop.clock
+    while True:
+        await first(loop.beat_now, clock, loop.heartbeat_every)
+        loop.beat_now.clear()
+        held = list(loop.leases.items())
+        waiting = {(entry.job.id, entry.token): entry for entry in loop.waiting}
+        for start in range(0, len(held), MAX_BATCH):
+            chunk = held[start : start + MAX_BATCH]
+            sent = clock.now()
+            try:
+                alive = await loop.source.heartbeat(chunk)
+            except Exception as exc:  # unreachable for now: try again next time; the leases may still hold
+                if not loop.is_fatal(exc):
+                    log.warning("%s: heartbeat failed: %s", loop.name, exc)
+                continue
+            for lease, ok in zip(chunk, alive, strict=True):
+                if not ok:
+                    loop.lost(*lease)
+                elif (entry := waiting.get(lease)) is not None:
+                    entry.extended(sent, loop.lease_seconds)
