@@ -201,8 +201,8 @@ class WorkerLoop:
 
     @property
     def capacity(self) -> int:
-        """The most jobs to hold: running and waiting. Estimated anew as each lease answers, not as each task
-        ends: it is read for every job, and the estimate moves little from one job to the next."""
+        """The most jobs to hold: running and waiting. Estimated anew as each lease is asked for and as it answers,
+        not as each task ends: it is read for every job, and the estimate moves little from one job to the next."""
         return self._capacity
 
     def _room_for_lease(self) -> int:
@@ -362,6 +362,7 @@ class WorkerLoop:
                     self._room.clear()
                     await first(self._room, self.clock, self.error_pause)
                     continue
+                self._capacity = self.measures.capacity()  # what the tasks ended since taught, before asking
                 want = self._room_for_lease()
                 if not want:
                     self._room.clear()

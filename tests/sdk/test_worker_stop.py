@@ -1,0 +1,104 @@
+"""Stopping an SDK worker against the app: a lease whose answer is on its way is never cut (its jobs would sit
+`running` until their leases expire), only a parked long-poll is; and what a stop does not run goes back at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+from litestar import Litestar
+from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry, Worker
+from queueflow_client._transport import AsyncTransport, RetryPolicy
+from queueflow_client.worker import _HttpSource
+
+from tests.inprocess import WatchedWakeups
+from tests.sdk.conftest import BASE, Responses
+from tests.sdk.test_worker import MakeWorker
+
+
+class Delayed(httpx.AsyncBaseTransport):
+    """The app's answers, held back until `go` is set: the server has answered, the answer is on its way."""
+
+    def __init__(self, app: Litestar) -> None:
+        self.app = httpx.ASGITransport(app=app)
+        self.go = asyncio.Event()
+        self.answered = asyncio.Event()
+        self.bodies: list[dict[str, Any]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.bodies.append(json.loads(request.content))
+        response = await self.app.handle_async_request(request)
+        await response.aread()
+        self.answered.set()
+        await self.go.wait()
+        return response
+
+
+def source_on(transport: httpx.AsyncBaseTransport) -> _HttpSource:
+    http = httpx.AsyncClient(transport=transport)
+    worker = Worker(BASE, "key-w", one_task(), wait_seconds=20)
+    return _HttpSource(AsyncTransport(BASE, "key-w", timeout=30.0, retry=RetryPolicy(), http_client=http), worker)
+
+
+def one_task() -> TaskRegistry:
+    tasks = TaskRegistry()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
+        return None
+
+    return tasks
+
+
+async def test_a_stop_never_cuts_a_lease_whose_answer_is_on_its_way(client: AsyncQueueFlow, app: Litestar) -> None:
+    jobs = [await client.jobs.enqueue("t") for _ in range(3)]
+    delayed = Delayed(app)
+    source = source_on(delayed)
+    leasing = asyncio.create_task(source.lease(10))
+    async with asyncio.timeout(5):
+        await delayed.answered.wait()  # claimed on the server, the answer not yet received
+    assert delayed.bodies[0]["wait_seconds"] == 0  # a worker's first lease does not wait: it cannot be parked
+    source.interrupt()
+    delayed.go.set()
+    leased = await leasing
+    assert sorted(job.id for job in leased) == sorted(job.id for job in jobs)  # received, so the loop releases them
+
+
+async def test_a_stop_cuts_a_parked_long_poll(client: AsyncQueueFlow, app: Litestar, wakeups: WatchedWakeups) -> None:
+    source = source_on(httpx.ASGITransport(app=app))
+    assert await source.lease(10) == []  # an empty queue: the next lease long-polls
+    leasing = asyncio.create_task(source.lease(10))
+    await wakeups.until_waiting(1)
+    source.interrupt()
+    async with asyncio.timeout(5):
+        assert await leasing == []
+    job = await client.jobs.enqueue("t")
+    assert (await client.jobs.get(job.id)).status == "pending"
+
+
+async def test_a_stopped_worker_gives_back_what_it_held_and_had_not_started(
+    client: AsyncQueueFlow, make_worker: MakeWorker, responses: Responses
+) -> None:
+    tasks, gate, running = TaskRegistry(), asyncio.Event(), asyncio.Event()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
+        running.set()
+        await gate.wait()
+
+    jobs = [await client.jobs.enqueue("t", max_retries=0) for _ in range(5)]
+    worker = make_worker(tasks, concurrency=1, prefetch=4)
+    await worker.start()
+    async with asyncio.timeout(5):
+        await running.wait()
+    stopping = asyncio.create_task(worker.stop())
+    await responses.until("/release")  # while the running job still runs
+    gate.set()
+    await stopping
+    after = sorted([await client.jobs.get(job.id) for job in jobs], key=lambda job: job.status)
+    assert [(job.status, job.delivery_count, job.retry_count) for job in after] == [
+        ("completed", 1, 0),
+        *[("pending", 0, 0)] * 4,  # back on the queue at once, as if never delivered: no retry burnt
+    ]
