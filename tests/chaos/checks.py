@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from tests.chaos.ledger import Ledger
+from tests.chaos.tasks import OVERRUN, draw
 
 TERMINAL = ("completed", "dead_letter", "cancelled")
 SIGTERM_LIMIT = 2.0
@@ -24,6 +25,10 @@ class Outcome:
     cancelled: int = 0
     executions: int = 0
     duplicate_executions: int = 0
+    retries_by_stops: int = 0
+    """Deliveries that ended with their lease expiring (the janitor counting a failed delivery), beyond those of
+    tasks that ran past their timeout on purpose: each a retry burnt by a worker that stopped (or was killed, or
+    lost its server) while it held the job."""
     duplicate_completions: int = 0
     overwritten: int = 0
     lost: int = 0
@@ -45,6 +50,10 @@ class Outcome:
     logs: str = ""
 
     @property
+    def duplicates_per_1000(self) -> float:
+        return 1000 * self.duplicate_executions / self.enqueued if self.enqueued else 0.0
+
+    @property
     def holds(self) -> bool:
         return not self.problems
 
@@ -58,7 +67,7 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     connection = await asyncpg.connect(database_url)
     try:
         jobs = await connection.fetch(
-            "SELECT id, status, result->>'nonce' AS nonce, locked_until < now() AS expired, metadata"
+            "SELECT id, status, result->>'nonce' AS nonce, locked_until < now() AS expired, metadata, delivery_count"
             " FROM queueflow.jobs"
         )
         workflows = await connection.fetch("SELECT id, status FROM queueflow.workflows")
@@ -116,6 +125,7 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     failed = dict(ledger.rows("SELECT job_id, count(*) FROM outcomes WHERE kind = 'fail' AND acked = 1 GROUP BY 1"))
     out.executions = sum(executions.values())
     out.duplicate_executions = sum(max(0, n - int(failed.get(job_id, 0)) - 1) for job_id, n in executions.items())
+    out.retries_by_stops = retries_by_stops(jobs, failed, ledger)
 
     out.workflows = len(workflows)
     out.workflows_unfinished = sum(row["status"] == "running" for row in workflows)
@@ -140,6 +150,24 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     if last is not None and float(last) > started:
         out.throughput = int(str(settled_count)) / (float(last) - started)
     return out
+
+
+def retries_by_stops(jobs: list[asyncpg.Record], failed: dict[object, object], ledger: Ledger) -> int:
+    """Per finished job, its deliveries that neither completed it nor were failed by its task (an acknowledged
+    `fail`) — so ended by the janitor, its lease expired — less the one a task overran on purpose (`tasks.chaos`).
+    A released delivery is no delivery (`delivery_count` goes back): it counts nothing."""
+    overran = {
+        str(job_id)
+        for (job_id,) in ledger.rows("SELECT DISTINCT job_id FROM executions WHERE delivery = 1")
+        if OVERRUN[0] <= draw(str(job_id), 1) < OVERRUN[1]
+    }
+    burnt = 0
+    for row in jobs:
+        if row["status"] not in ("completed", "dead_letter"):
+            continue
+        ended_by_task = int(str(failed.get(row["id"], 0))) + (row["status"] == "completed")
+        burnt += max(0, row["delivery_count"] - ended_by_task - (row["id"] in overran))
+    return burnt
 
 
 def _sample(ids: object) -> str:

@@ -4,8 +4,10 @@ throughout, wait for everything to settle, then check the invariants against the
 Scenarios (`FAULTS`): `soak` (no faults), `worker_kills`, `server_kills`, `db_faults` (outages and
 pg_terminate_backend bursts on our own database), `pg_restart` (a cluster of our own, restarted), `vacuum_pressure`
 (a snapshot held open mid-run; throughput before, during and after it: see `vacuum`), `pooler` (the soak with
-every server behind PgBouncer in transaction mode), and `mixed` (worker kills, server kills and database blips in
-turn: the short profile `make test` runs).
+every server behind PgBouncer in transaction mode), `rolling_restarts` (a deploy: each worker in turn — Python SDK,
+TypeScript SDK, the in-process runner's server — SIGTERMed while its replacement starts at once, SIGKILLed if
+still alive `STOP_GRACE` later), and `mixed` (worker kills, server kills and database blips in turn: the short
+profile `make test` runs).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
@@ -37,6 +39,8 @@ BATCH = 250
 STRANDED_LIMIT = 6.0
 """A killed holder's jobs are released within this: the 2 s lease (or timeout), the 0.5 s janitor sweep, and slack
 for a loaded 2-core machine."""
+STOP_GRACE = 5.0
+"""In rolling restarts, a SIGTERMed worker still alive this long after is SIGKILLed (a deploy's grace period)."""
 SETTLE_FOR = 180.0
 """Once the load and the faults stop, how long every job and workflow has to reach a terminal state."""
 
@@ -85,6 +89,8 @@ class Cluster:
     generations: int = 0
     sigterm_exits: dict[str, list[float]] = field(default_factory=dict)
     """Seconds each SIGTERMed process took to exit, by kind (api, worker)."""
+    turns: int = 0
+    """Rolling restarts so far: the next one stops the worker after the last one stopped."""
 
     def start(self, profile: Profile) -> None:
         for n in range(2):
@@ -100,23 +106,21 @@ class Cluster:
             self.apis.append(process)
             self.bases.append(base)
         # Two worker-mode processes: both sweep and schedule (they race each other), one also runs tasks in-process.
-        for n, queues in enumerate((QUEUES[:2], ())):
-            process, _ = cluster.server(
-                f"worker{n}",
-                "worker",
-                self.server_url or self.database_url,
-                self.work,
-                self.ledger_path,
-                queues=queues,
-                lease_timing=TIMING,
-                extra=self.server_args,
-            )
-            self.servers.append(process)
+        self.servers = [self.worker_server(n, queues) for n, queues in enumerate((QUEUES[:2], ()))]
         self.workers = [self.new_worker(n) for n in range(profile.sdk_workers)]
         # Start everything at once: each waits only for its own "started" line.
         with ThreadPoolExecutor(max_workers=8) as pool:
             for started in [pool.submit(p.start) for p in [*self.apis, *self.servers, *self.workers]]:
                 started.result()
+
+    def worker_server(self, n: int, queues: Sequence[str], generation: int = 0) -> cluster.Process:
+        """A worker-mode server (janitor, scheduler, and with `queues` the in-process runner)."""
+        name = f"worker{n}" if not generation else f"worker{n}-{generation}"
+        url = self.server_url or self.database_url
+        process, _ = cluster.server(
+            name, "worker", url, self.work, self.ledger_path, queues=queues, lease_timing=TIMING, extra=self.server_args
+        )
+        return process
 
     def new_worker(self, slot: int, generation: int = 0) -> cluster.Process:
         """The SDK worker in `slot`: Python in even slots, TypeScript in odd ones when its SDK is built."""
@@ -160,6 +164,23 @@ async def kill_a_worker(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
     c.generations += 1
     c.workers[n] = c.new_worker(n, c.generations)
     await asyncio.to_thread(c.workers[n].start)  # the next kill waits for the replacement to be up
+
+
+async def restart_the_next_worker(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
+    """A rolling restart's step: SIGTERM the next worker in turn (each SDK worker, then the in-process runner's
+    server), start its replacement at once, and SIGKILL it if it is still alive `STOP_GRACE` later."""
+    turn = c.turns % (len(c.workers) + 1)
+    c.turns += 1
+    c.generations += 1
+    if turn < len(c.workers):
+        old = c.workers[turn]
+        new = c.workers[turn] = c.new_worker(turn, c.generations)
+    else:
+        old = c.servers[0]
+        new = c.servers[0] = c.worker_server(0, QUEUES[:2], c.generations)
+    ledger.fault(f"sigterm {old.name}", old.pid)
+    took, _ = await asyncio.gather(asyncio.to_thread(old.terminate, STOP_GRACE), asyncio.to_thread(new.start))
+    c.sigterm_exits.setdefault("worker", []).append(took)
 
 
 async def kill_or_restart_a_server(c: Cluster, ledger: Ledger, rng: random.Random) -> None:
@@ -213,6 +234,7 @@ FAULTS: dict[str, Fault | None] = {
     "pg_restart": restart_postgres,
     "vacuum_pressure": None,
     "pooler": None,
+    "rolling_restarts": restart_the_next_worker,
     "mixed": any_fault,
 }
 
@@ -280,6 +302,13 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
             f"a killed process's job stayed running {max(c.stranded, default=0):.1f} s under its dead lease",
         )
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
+        if name == "rolling_restarts" and c.sigterm_exits.get("worker"):
+            exits = c.sigterm_exits["worker"]
+            killed = sum(took >= STOP_GRACE for took in exits)
+            outcome.notes.append(
+                f"workers' exit after SIGTERM: median {statistics.median(exits):.2f} s, max {max(exits):.2f} s over"
+                f" {len(exits)} stops ({killed} SIGKILLed after {STOP_GRACE:g} s)"
+            )
         if held is not None:
             vacuum.measure(held, ledger)
             outcome.notes.append(held.describe())

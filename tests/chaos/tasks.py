@@ -21,6 +21,8 @@ from tests.chaos.ledger import Ledger
 
 TIMEOUT_SECONDS = 2.0
 """Every chaos job's `timeout_seconds`: a delivery that runs past it loses its lease."""
+OVERRUN = (0.12, 0.14)
+"""A first delivery whose draw falls in this range runs past its timeout on purpose."""
 
 
 def draw(job_id: str, delivery: int) -> float:
@@ -61,7 +63,7 @@ async def chaos(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
         raise RuntimeError("chaos: this delivery raised")
     if roll < 0.12:
         raise Retry("chaos: asked to retry", after=0.1)
-    if roll < 0.14 and ctx.delivery_count == 1:
+    if roll < OVERRUN[1] and ctx.delivery_count == 1:
         await asyncio.sleep(TIMEOUT_SECONDS + 1)  # past the lease: the janitor reclaims it as timed out
     if roll < 0.15:
         raise Fatal("chaos: failed for good")

@@ -15,6 +15,7 @@ from queueflow_client.worker import _HttpSource
 
 from tests.inprocess import WatchedWakeups
 from tests.sdk.conftest import BASE, Responses
+from tests.sdk.test_loop import quick_tasks
 from tests.sdk.test_worker import MakeWorker
 
 
@@ -38,18 +39,8 @@ class Delayed(httpx.AsyncBaseTransport):
 
 def source_on(transport: httpx.AsyncBaseTransport) -> _HttpSource:
     http = httpx.AsyncClient(transport=transport)
-    worker = Worker(BASE, "key-w", one_task(), wait_seconds=20)
+    worker = Worker(BASE, "key-w", quick_tasks(), wait_seconds=20)
     return _HttpSource(AsyncTransport(BASE, "key-w", timeout=30.0, retry=RetryPolicy(), http_client=http), worker)
-
-
-def one_task() -> TaskRegistry:
-    tasks = TaskRegistry()
-
-    @tasks.task("t")
-    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
-        return None
-
-    return tasks
 
 
 async def test_a_stop_never_cuts_a_lease_whose_answer_is_on_its_way(client: AsyncQueueFlow, app: Litestar) -> None:

@@ -126,6 +126,7 @@ export class Worker {
       shutdownGraceMs: options.shutdownGraceMs ?? defaults.shutdownGraceMs,
       ackBatch: Math.max(1, Math.min(options.ackBatch ?? defaults.ackBatch, MAX_BATCH)),
       ackIntervalMs: options.ackIntervalMs ?? defaults.ackIntervalMs,
+      leaseMs: leaseSeconds * 1000,
       heartbeatMs: (options.heartbeatSeconds ?? leaseSeconds / 3) * 1000,
       workerId: this.#workerId,
       queues: this.#queues,

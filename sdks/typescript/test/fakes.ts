@@ -124,7 +124,11 @@ export class ScriptedSource implements LeaseSource {
   ackError: unknown;
   /** What each heartbeat carried; a lease token in `lost` is answered lost. */
   readonly beats: [string, string][][] = [];
+  /** What each release carried. */
+  readonly releases: [string, string][][] = [];
   readonly lost = new Set<string>();
+  /** When set, heartbeats reject with it (the server is away: no lease is extended). */
+  heartbeatError: unknown;
   /** Each progress report, and the error the next ones reject with, if set. */
   readonly progressed: [string, unknown][] = [];
   progressError: unknown;
@@ -189,7 +193,18 @@ export class ScriptedSource implements LeaseSource {
 
   async heartbeat(leases: [string, string][]): Promise<boolean[]> {
     this.beats.push(leases);
+    if (this.heartbeatError !== undefined) throw this.heartbeatError;
     return leases.map(([, token]) => !this.lost.has(token));
+  }
+
+  async release(leases: [string, string][]): Promise<boolean[]> {
+    this.releases.push(leases);
+    return leases.map(() => true);
+  }
+
+  /** The ids of every job released so far, in order. */
+  get released(): string[] {
+    return this.releases.flat().map(([id]) => id);
   }
 
   async progress(job: LeasedJob, value: unknown): Promise<void> {
@@ -247,6 +262,7 @@ export function scriptedLoop(
       prefetch: undefined,
       ackBatch: 100,
       ackIntervalMs: 10,
+      leaseMs: 30_000,
       heartbeatMs: 10_000,
       shutdownGraceMs: 30_000,
       workerId: "w",

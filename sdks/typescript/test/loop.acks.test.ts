@@ -213,7 +213,7 @@ test("stop() during an idle lease ends it at once, and leases nothing after", as
   assert.equal(source.backlog.length, 1);
 });
 
-test("stop() lets held jobs finish, records their outcomes, and leases nothing more", async () => {
+test("stop() lets running jobs finish, records their outcomes, and leases nothing more", async () => {
   const release = gate();
   const { loop, source, logger } = scriptedLoop(
     [leased("a"), leased("later")],
@@ -230,7 +230,7 @@ test("stop() lets held jobs finish, records their outcomes, and leases nothing m
   const stopped = loop.stop();
   await settle();
   assert.equal(loop.activeJobs, 1);
-  assert.ok(logger.of("info").includes("worker w: finishing 1 jobs (up to 30 s)"));
+  assert.ok(logger.of("info").includes("worker w: finishing 1 running jobs (up to 30 s)"));
   release.resolve();
   await stopped;
   await running;
@@ -240,10 +240,10 @@ test("stop() lets held jobs finish, records their outcomes, and leases nothing m
   assert.equal(loop.activeJobs, 0);
 });
 
-test("past the grace period stop() aborts the handlers with a ShutdownError and hands their jobs back", async () => {
+test("stop() releases every job not started at once; past the grace period it aborts the handlers and releases their jobs", async () => {
   const reasons: unknown[] = [];
   const { loop, source, clock } = scriptedLoop(
-    [leased("a"), leased("b")],
+    [leased("a"), leased("b"), leased("c")],
     {
       t: async (_payload, ctx) => {
         await aborted(ctx.signal);
@@ -251,35 +251,38 @@ test("past the grace period stop() aborts the handlers with a ShutdownError and 
         return "too late";
       },
     },
-    { concurrency: 1, prefetch: 1, shutdownGraceMs: 100 },
+    { concurrency: 1, prefetch: 2, shutdownGraceMs: 100 },
   );
   const running = loop.start();
   await settle();
   const stopped = loop.stop();
+  await settle();
+  assert.deepEqual(source.releases, [[["b", "b-1"], ["c", "c-1"]]]); // at once, for another worker: no retry counted
   await clock.advance(99);
-  assert.deepEqual([reasons.length, source.acks.length], [0, 0]);
+  assert.deepEqual([reasons.length, source.acks.length, source.released], [0, 0, ["b", "c"]]);
   await clock.advance(1);
   await stopped;
   await running;
   assert.equal(reasons.length, 1);
   assert.ok(reasons[0] instanceof ShutdownError);
-  const handedBack = { error: "the worker stopped before the job finished", retryable: true, retryAfterSeconds: 0 };
-  assert.deepEqual(source.outcomes.get("a")?.outcome, handedBack); // running: its result comes too late
-  assert.deepEqual(source.outcomes.get("b")?.outcome, handedBack); // waiting: never run
+  assert.deepEqual(source.released, ["b", "c", "a"]); // running: aborted, its result comes too late
+  assert.deepEqual(source.acks, []);
+  assert.equal(loop.released, 3);
 });
 
-test("quit() during the drain hands held jobs back at once", async () => {
+test("quit() during the drain releases running jobs at once", async () => {
   const { loop, source, clock, logger } = scriptedLoop([leased("a")], { t: (_payload, ctx) => aborted(ctx.signal) });
   const running = loop.start();
   await settle();
   const stopped = loop.stop(" (Ctrl-C again to quit)");
   await settle();
-  assert.ok(logger.of("info").includes("worker w: finishing 1 jobs (up to 30 s) (Ctrl-C again to quit)"));
+  assert.ok(logger.of("info").includes("worker w: finishing 1 running jobs (up to 30 s) (Ctrl-C again to quit)"));
   loop.quit();
   await stopped;
   await running;
   assert.equal(clock.now(), 0);
-  assert.deepEqual(tokens(source), ["a-1"]);
+  assert.deepEqual(source.released, ["a"]);
+  assert.deepEqual(tokens(source), []);
   assert.equal(clock.pending, 0); // no timer left behind: the heartbeats' and the grace period's are cleared
 });
 

@@ -237,7 +237,7 @@ test("a job delivered again while its earlier delivery runs: the earlier one is 
   const release = gate();
   const signals: AbortSignal[] = [];
   const { loop, source } = scriptedLoop(
-    [leased("a"), leased("a", { lease_token: "a-2", delivery_count: 2 })],
+    [leased("a")],
     {
       t: async (_payload, { signal }) => {
         signals.push(signal);
@@ -248,6 +248,8 @@ test("a job delivered again while its earlier delivery runs: the earlier one is 
     { concurrency: 2 },
   );
   const stopped = loop.start();
+  await settle();
+  source.deliver(leased("a", { lease_token: "a-2", delivery_count: 2 }));
   await settle();
   assert.equal(signals.length, 2);
   assert.ok(signals[0]?.reason instanceof LeaseLostError, "the earlier delivery's handler is told its lease is lost");

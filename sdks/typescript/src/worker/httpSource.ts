@@ -3,7 +3,7 @@
 import type { components } from "../generated/schema.js";
 import { Transport, type TransportOptions } from "../transport.js";
 import type { LeasedJob } from "../types.js";
-import type { LeaseSource, Recorded } from "./loop.js";
+import type { LeaseSource, Recorded } from "./ports.js";
 
 type Schemas = components["schemas"];
 
@@ -19,14 +19,26 @@ export interface HttpSourceSettings {
 export class HttpSource implements LeaseSource {
   readonly #transport: Transport;
   readonly #settings: HttpSourceSettings;
+  /**
+   * Whether the next lease may wait for work: only after one found none, so a lease that may be parked on the server
+   * is one sent to an empty queue — the only kind a stop cuts.
+   */
+  #park = false;
 
   constructor(transport: TransportOptions, settings: HttpSourceSettings) {
     this.#transport = new Transport(transport);
     this.#settings = settings;
   }
 
+  /**
+   * A lease that does not wait answers within a round trip, and once the server has claimed for it the answer may
+   * already be on its way: `signal` does not cut it (its jobs would sit `running` until their leases expire, each
+   * then counting a failed delivery); the loop releases what it brings. A long-poll is cut.
+   */
   async lease(maxJobs: number, signal: AbortSignal): Promise<LeasedJob[]> {
-    const { waitSeconds, leaseSeconds, workerId, queues } = this.#settings;
+    const { leaseSeconds, workerId, queues } = this.#settings;
+    const waitSeconds = this.#park ? this.#settings.waitSeconds : 0;
+    if (signal.aborted) return [];
     const body = {
       queues,
       max_jobs: maxJobs,
@@ -40,8 +52,9 @@ export class HttpSource implements LeaseSource {
       body,
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
       // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
-      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal },
+      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, ...(waitSeconds > 0 ? { signal } : {}) },
     );
+    this.#park = answer.jobs.length === 0;
     return answer.jobs;
   }
 

@@ -15,76 +15,32 @@
  * - **Batched heartbeats**: one call extends every held lease, waiting ones too. A lease found lost (the job was
  *   cancelled, or reclaimed after expiring) aborts its handler's signal, or drops the waiting job; nothing is
  *   reported for it afterwards.
- * - **Draining**: `stop()` leases nothing more (a lease in flight is aborted), runs every held job for up to
- *   `shutdownGraceMs`, then aborts the signals of the ones still running and hands them back to the queue, sends
- *   every outcome and resolves. `quit()` ends the grace period at once.
+ * - **No job started too late**: a held job is never started once its lease, or its deadline less a typical run of
+ *   its task, is within `marginMs` — as the worker's own monotonic clock counts them from when it sent the lease
+ *   request (`timing.ts`): it is released instead, at once, for another worker, no retry counted; one whose
+ *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
+ *   within half a lease or half the shortest timeout lately leased.
+ * - **Stopping**: `stop()` leases nothing more (a lease parked waiting for work is aborted; one whose answer may be
+ *   on its way is let to arrive), releases at once every held job not started (and what a lease in flight still
+ *   brings), lets the running ones finish for up to `shutdownGraceMs`, then aborts the signals of the ones still
+ *   running and releases their jobs too, sends every outcome and resolves. `quit()` ends the grace period at once.
  * - **A refused key** (a lease, ack or heartbeat rejected with `AuthenticationError` or `PermissionDeniedError`)
  *   is not retried: the loop stops, logs one error, and the promise of `start()` rejects with it.
  */
 
 import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError } from "../errors.js";
-import { type Outcome, SHUT_DOWN, type WorkerLogger, failure, report } from "../outcomes.js";
+import { type Outcome, report } from "../outcomes.js";
 import { Table } from "../table.js";
-import { traced } from "../tracing.js";
 import type { LeasedJob } from "../types.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
-import { DeadlineError, HeldJob, JobContext, ShutdownError, type TaskHandler } from "./context.js";
+import { DeadlineError, HeldJob, ShutdownError, type TaskHandler } from "./context.js";
+import { Tasks } from "./tasks.js";
+import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
+import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js";
 
-/** Where a `WorkerLoop` gets jobs and records what became of them. */
-export interface LeaseSource {
-  /**
-   * Up to `maxJobs` jobs of the worker's tasks; when none is claimable, wait a while for work (possibly answering
-   * none). When `signal` aborts (the worker stops) it rejects at once, and the jobs it claimed go back to the queue.
-   */
-  lease(maxJobs: number, signal: AbortSignal): Promise<LeasedJob[]>;
-  /** Record the outcomes (at most `MAX_BATCH`); a repeat is never applied twice. On rejection they are left to their leases' expiry. */
-  ack(outcomes: Recorded[]): Promise<void>;
-  /** Extend the leases, `[job id, lease token]` pairs (at most `MAX_BATCH`); per item, whether it still held. */
-  heartbeat(leases: [string, string][]): Promise<boolean[]>;
-  /**
-   * Extend one job's lease now and record `value` as its progress; rejects with a `LeaseLostError` or a
-   * `NotFoundError` when the lease no longer holds (the loop then aborts the job's signal with that error).
-   */
-  progress(job: LeasedJob, value: unknown): Promise<void>;
-  /** The loop has stopped and every outcome is sent: let go of idle connections. */
-  close(): void;
-}
+export { MAX_BATCH } from "./ports.js";
+export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
 
-/** An outcome to record: the job, the lease it ran under, and how it ended. */
-export interface Recorded {
-  id: string;
-  lease_token: string;
-  outcome: Outcome;
-}
-
-/** The loop's settings, every default already applied (see `WorkerOptions` for their meaning). */
-export interface LoopSettings {
-  concurrency: number;
-  prefetch: number | undefined;
-  ackBatch: number;
-  ackIntervalMs: number;
-  heartbeatMs: number;
-  shutdownGraceMs: number;
-  workerId: string;
-  /** For the startup line: the source decides what it leases. */
-  queues: readonly string[];
-  onError: (error: unknown, job?: LeasedJob) => void;
-  logger: WorkerLogger;
-  logJobs: boolean;
-}
-
-/** The most items the server takes in one lease, ack or heartbeat. */
-export const MAX_BATCH = 1000;
-/**
- * The most jobs leased ahead by default. Every job of a lease answer is parsed at once and stays alive until it
- * has run, so the bigger the batch, the more V8 copies at each young-generation collection — and past a total it
- * doubles the young generation for good (+25 MB RSS). With 1,000 ahead (answers of ~500 jobs) it did so during a
- * 200,000-job no-op drain (peak RSS 113–117 MB); with 700 it did not (86–89 MB), for 1–8% fewer no-op jobs a
- * second (alternating drains, 2026-12-02). Any long enough busy run may still reach V8's default maximum.
- */
-const MAX_AHEAD = 700;
-/** The weight of the newest sample in the running averages of task durations and lease round trips. */
-const SMOOTHING = 0.2;
 /** How many of the latest ack sizes `ackBatches` keeps (at least; up to twice as many between trims). */
 const ACK_BATCHES_KEPT = 1000;
 
@@ -96,7 +52,7 @@ export class WorkerLoop {
   /** Running jobs by lease token: one job may be here twice (an expired lease's delivery and the new one). */
   readonly #held = new Table<HeldJob>();
   /** Jobs leased ahead, waiting for a slot. */
-  #waiting: LeasedJob[] = [];
+  #waiting: Waiting[] = [];
   /** Every job held until its outcome is recorded: id → lease token (what a heartbeat extends). */
   readonly #leases = new Table<string>();
   #outcomes: Recorded[] = [];
@@ -106,8 +62,7 @@ export class WorkerLoop {
   #ackTimer: unknown;
   #heartbeats: unknown;
   #heartbeating = false;
-  /** Task names already warned about: a job of a task this worker has no handler for. */
-  readonly #unknownTasks = new Set<string>();
+  readonly #tasks: Tasks;
   /** Why the loop stopped on its own: the server refused the key. */
   #failure: unknown;
   /** Ends the drain's grace period now (a second signal). */
@@ -122,8 +77,14 @@ export class WorkerLoop {
   #wake: (() => void) | undefined;
   /** Wakes the drain: every held job has ended. */
   #idle: (() => void) | undefined;
-  #taskMs: number | undefined;
-  #leaseMs: number | undefined;
+  readonly #measures: Measures;
+  /** The expiry watch: a timer at the first moment a waiting job must be released rather than started. */
+  #expiry: unknown;
+  #expiryAt = Infinity;
+  /** The releases in flight: the drain waits for them. */
+  readonly #releases = new Set<Promise<void>>();
+  /** Jobs handed back to the queue so far (for tests and metrics). */
+  released = 0;
   /** The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics). */
   readonly ackBatches: number[] = [];
 
@@ -132,6 +93,9 @@ export class WorkerLoop {
     this.#handlers = handlers;
     this.#settings = settings;
     this.#clock = clock;
+    this.#tasks = new Tasks(handlers, settings);
+    const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
+    this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
   }
 
   /** How many jobs the loop holds right now: running, or leased ahead and waiting for a slot. */
@@ -186,25 +150,21 @@ export class WorkerLoop {
     quit?.();
   }
 
-  /** Stop leasing (a lease call in flight is ended: the server hands back what it claimed for it). */
+  /**
+   * Stop leasing (the lease call in flight is told: a parked long-poll ends, one whose answer may be on its way is
+   * let to arrive) and release every job not started.
+   */
   #halt(): void {
     if (!this.#stopping.signal.aborted) this.#stopping.abort(new ShutdownError("the worker is stopping"));
     this.#leaseCall?.abort(new ShutdownError("the worker is stopping"));
+    this.#giveBack(this.#waiting.splice(0).map(({ job }) => job), "the worker is stopping");
+    this.#ended();
     this.#wakeLoop();
-  }
-
-  /** How many jobs to hold beyond the running ones now. */
-  #ahead(): number {
-    const { prefetch, concurrency } = this.#settings;
-    if (prefetch !== undefined) return prefetch;
-    if (this.#taskMs === undefined || this.#leaseMs === undefined) return concurrency;
-    const perMs = concurrency / Math.max(this.#taskMs, 0.001);
-    return Math.min(MAX_AHEAD, Math.floor(2 * perMs * this.#leaseMs) + 1);
   }
 
   /** The most jobs to hold: running and waiting. */
   #capacity(): number {
-    return this.#settings.concurrency + this.#ahead();
+    return this.#settings.concurrency + this.#measures.ahead();
   }
 
   /**
@@ -242,7 +202,7 @@ export class WorkerLoop {
         continue;
       }
       let jobs: LeasedJob[];
-      const began = this.#clock.now();
+      const sent = this.#clock.now();
       try {
         jobs = await this.#lease(want);
         failures = 0;
@@ -253,8 +213,17 @@ export class WorkerLoop {
         await sleep(this.#clock, Math.min(500 * 2 ** failures, 15_000), stopping).catch(() => undefined);
         continue;
       }
-      if (jobs.length === want) this.#leaseMs = average(this.#leaseMs, Math.min(this.#clock.now() - began, 1000));
-      for (const job of jobs) this.#take(job); // even when stopping: they are held now, and held jobs finish
+      const answered = this.#clock.now();
+      this.#measures.leaseAnswered(answered - sent, jobs, jobs.length === want);
+      if (stopping.aborted) {
+        this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
+        break;
+      }
+      const { leaseMs, heartbeatMs } = this.#settings;
+      // The answer took long (a long-poll): extend these leases now, not a heartbeat period on.
+      if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeat();
+      for (const job of jobs) this.#take(waiting(job, sent, leaseMs));
+      this.#ended();
     }
     await this.#drain();
   }
@@ -286,14 +255,61 @@ export class WorkerLoop {
     return true;
   }
 
-  #take(job: LeasedJob): void {
+  #take(entry: Waiting): void {
+    const { job } = entry;
     const earlier = this.#leases.get(job.id);
     // Delivered again while an earlier delivery is still here (its lease expired while it waited or ran, and the
     // janitor handed the job out anew): that lease is lost, so its delivery is dropped.
     if (earlier !== undefined && earlier !== job.lease_token) this.#lost(job.id, earlier);
     this.#leases.set(job.id, job.lease_token);
-    if (this.#held.size < this.#settings.concurrency) this.#run(job);
-    else this.#waiting.push(job);
+    this.#waiting.push(entry);
+  }
+
+  /** Give jobs back to the queue (in the background; the drain waits for it); they are no longer held. */
+  #giveBack(jobs: LeasedJob[], why: string): void {
+    if (jobs.length === 0) return;
+    for (const { id, lease_token } of jobs) {
+      if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
+    }
+    this.released += jobs.length;
+    const leases = jobs.map(({ id, lease_token }): [string, string] => [id, lease_token]);
+    this.#settings.logger.info(`worker ${this.#settings.workerId}: releasing ${jobs.length} jobs (${why})`);
+    const release = (async () => {
+      for (let start = 0; start < leases.length; start += MAX_BATCH) {
+        try {
+          await this.#source.release(leases.slice(start, start + MAX_BATCH));
+        } catch (error) {
+          // Left to their leases' expiry: the janitor reclaims them, counting a failed delivery.
+          if (!this.#refused(error)) this.#settings.onError(error);
+        }
+      }
+    })();
+    this.#releases.add(release);
+    void release.finally(() => this.#releases.delete(release));
+  }
+
+  /** Release every waiting job past the last moment it could start (`Measures.latestStart`); watch for the next. */
+  #expire(): void {
+    this.#clock.clear(this.#expiry);
+    this.#expiry = undefined;
+    this.#expiryAt = Infinity;
+    const now = this.#clock.now();
+    const stale = this.#waiting.filter((entry) => this.#measures.latestStart(entry) <= now);
+    if (stale.length > 0) {
+      this.#waiting = this.#waiting.filter((entry) => !stale.includes(entry));
+      this.#giveBack(stale.map(({ job }) => job), "too close to their leases' end or deadlines to start");
+      this.#ended();
+    }
+    this.#watchExpiry();
+  }
+
+  #watchExpiry(): void {
+    let due = Infinity;
+    for (const entry of this.#waiting) due = Math.min(due, this.#measures.latestStart(entry));
+    if (due >= this.#expiryAt) return;
+    this.#clock.clear(this.#expiry);
+    this.#expiryAt = due;
+    this.#expiry = due === Infinity ? undefined : this.#clock.setTimeout(() => this.#expire(), Math.max(due - this.#clock.now(), 0));
   }
 
   #run(job: LeasedJob): void {
@@ -305,7 +321,7 @@ export class WorkerLoop {
       held.deadline = clock.setTimeout(() => held.abort(new DeadlineError(`job ${job.id} passed its deadline`)), Math.max(ms, 0));
     }
     const began = clock.now();
-    void this.#execute(held).then((outcome) => {
+    void this.#tasks.execute(held, (value) => this.#progress(held, value)).then((outcome) => {
       clock.clear(held.deadline);
       this.#held.delete(job.lease_token);
       const ms = clock.now() - began;
@@ -313,7 +329,7 @@ export class WorkerLoop {
         // The lease is void: the server already moved the job on (cancelled, reclaimed).
         if (this.#leases.get(job.id) === job.lease_token) this.#leases.delete(job.id);
       } else {
-        this.#taskMs = average(this.#taskMs, ms);
+        this.#measures.taskRan(job.task_name, ms);
         this.#record({ id: job.id, lease_token: job.lease_token, outcome });
         report(this.#settings, job, outcome, ms);
       }
@@ -321,45 +337,27 @@ export class WorkerLoop {
     });
   }
 
-  /** A running job ended: start waiting ones, tell the lease loop and the drain. */
+  /**
+   * A running job ended, or jobs arrived: start waiting ones in free slots — but not one too close to its lease's
+   * end or deadline: that is released — and tell the expiry watch, the lease loop and the drain.
+   */
   #ended(): void {
-    while (this.#waiting.length > 0 && this.#held.size < this.#settings.concurrency) {
+    const stale: LeasedJob[] = [];
+    const now = this.#clock.now();
+    while (this.#waiting.length > 0 && this.#held.size < this.#settings.concurrency && !this.#stopping.signal.aborted) {
       const next = this.#waiting.shift();
-      if (next) this.#run(next);
+      if (!next) break;
+      if (this.#measures.latestStart(next) <= now) stale.push(next.job);
+      else this.#run(next.job);
     }
+    this.#giveBack(stale, "too close to their leases' end or deadlines to start");
+    if (this.#waiting.length > 0) this.#watchExpiry();
     if (this.activeJobs === 0) {
       const idle = this.#idle;
       this.#idle = undefined;
       idle?.();
     }
     this.#offerRoom();
-  }
-
-  /** Not an async function: a handler's promise is the one promise waited on, with no others chained to it. */
-  #execute(held: HeldJob): Promise<Outcome> {
-    const { job } = held;
-    const handler = this.#handlers.get(job.task_name);
-    if (!handler) return Promise.resolve(this.#unknown(job));
-    try {
-      const result = traced(job, () => handler(job.payload as never, new JobContext(held, (value) => this.#progress(held, value))));
-      return Promise.resolve(result).then(completed, failure);
-    } catch (error) {
-      return Promise.resolve(failure(error)); // thrown before the handler's promise (or by a function handler)
-    }
-  }
-
-  /** A job the server should not have sent (it leases only this worker's tasks): dead-lettered, said once per task. */
-  #unknown(job: LeasedJob): Outcome {
-    const known = [...this.#handlers.keys()].sort().join(", ");
-    if (!this.#unknownTasks.has(job.task_name)) {
-      this.#unknownTasks.add(job.task_name);
-      this.#settings.logger.warn(
-        `worker ${this.#settings.workerId}: leased job ${job.id} of task ${JSON.stringify(job.task_name)}, which this worker ` +
-          `has no handler for (it has: ${known}): dead-lettering it (replay it from the dead-letter queue once a worker ` +
-          "runs the task); further jobs of that task are not logged again",
-      );
-    }
-    return { error: `no handler for task ${JSON.stringify(job.task_name)} on this worker (it has: ${known})`, retryable: false, said: true };
   }
 
   #record(recorded: Recorded): void {
@@ -420,8 +418,10 @@ export class WorkerLoop {
     this.#heartbeating = true;
     try {
       const held = this.#leases.entries();
+      const waiting = new Map(this.#waiting.map((entry) => [entry.job.lease_token, entry]));
       for (let start = 0; start < held.length; start += MAX_BATCH) {
         const chunk = held.slice(start, start + MAX_BATCH);
+        const sent = this.#clock.now();
         let alive: boolean[];
         try {
           alive = await this.#source.heartbeat(chunk);
@@ -433,6 +433,8 @@ export class WorkerLoop {
         for (const [index, holds] of alive.entries()) {
           const [id, token] = chunk[index] ?? [];
           if (!holds && id !== undefined && token !== undefined) this.#lost(id, token);
+          const entry = holds && token !== undefined ? waiting.get(token) : undefined;
+          if (entry) extend(entry, sent, this.#settings.leaseMs);
         }
       }
     } finally {
@@ -448,7 +450,7 @@ export class WorkerLoop {
       running.abort(new LeaseLostError(409, "lease_lost", `job ${id}: the lease was lost (cancelled or reclaimed)`));
       return;
     }
-    const waiting = this.#waiting.findIndex((job) => job.id === id && job.lease_token === token);
+    const waiting = this.#waiting.findIndex(({ job }) => job.id === id && job.lease_token === token);
     if (waiting >= 0) {
       this.#waiting.splice(waiting, 1);
       this.#leases.delete(id);
@@ -471,11 +473,12 @@ export class WorkerLoop {
     }
   }
 
-  /** Run every held job; past the grace period, abort the rest and give them back to the queue. */
+  /** Let the running jobs finish; past the grace period, abort the rest and give them back to the queue. */
   async #drain(): Promise<void> {
     const { workerId, shutdownGraceMs, logger } = this.#settings;
-    if (this.activeJobs > 0) {
-      logger.info(`worker ${workerId}: finishing ${this.activeJobs} jobs (up to ${shutdownGraceMs / 1000} s)${this.#stopHint}`);
+    this.#clock.clear(this.#expiry);
+    if (this.#held.size > 0) {
+      logger.info(`worker ${workerId}: finishing ${this.#held.size} running jobs (up to ${shutdownGraceMs / 1000} s)${this.#stopHint}`);
       const idle = new Promise<"done">((resolve) => {
         this.#idle = () => resolve("done");
       });
@@ -492,30 +495,20 @@ export class WorkerLoop {
       this.#quit = undefined;
       grace.abort();
       if (first === "late") {
-        for (const job of this.#waiting) {
-          this.#record({ id: job.id, lease_token: job.lease_token, outcome: SHUT_DOWN });
-        }
-        this.#waiting = [];
-        for (const held of this.#held.values()) {
+        const late = [...this.#held.values()];
+        for (const held of late) {
           held.abort(new ShutdownError("the worker stopped before the job finished"));
           held.lost = true; // whatever the handler does next, this worker no longer reports on the job
           this.#clock.clear(held.deadline);
-          this.#record({ id: held.job.id, lease_token: held.job.lease_token, outcome: SHUT_DOWN });
         }
+        this.#giveBack(late.map(({ job }) => job), "still running when the worker stopped");
       }
     }
+    while (this.#releases.size > 0) await Promise.all([...this.#releases]);
     await this.#flush();
     this.#clock.clear(this.#heartbeats);
     this.#heartbeats = undefined;
     this.#source.close();
     logger.info(`worker ${workerId}: stopped`);
   }
-}
-
-function completed(result: unknown): Outcome {
-  return { result: result === undefined ? null : result };
-}
-
-function average(current: number | undefined, sample: number): number {
-  return current === undefined ? sample : current + SMOOTHING * (sample - current);
 }

@@ -1,0 +1,83 @@
+/**
+ * The worker loop gives back what it will not run in time: a job too close to its lease's end or deadline to start
+ * is released, never started, and the prefetch stays within what the slots start in half the shortest timeout.
+ * Stopping's releases: loop.acks.test.ts. Time moves only through the `FakeClock`.
+ */
+
+import assert from "node:assert/strict";
+import { before, test } from "node:test";
+
+import { gate, jobs, leased, loadTracing, scriptedLoop, settle } from "./fakes.js";
+
+before(loadTracing);
+
+test("a job whose lease runs out while it waits is released before it does, and never started", async () => {
+  const release = gate();
+  const started: string[] = [];
+  const { loop, source, clock } = scriptedLoop(
+    [leased("a"), leased("b")],
+    {
+      t: async (_payload, ctx) => {
+        started.push(ctx.job.id);
+        await release.promise;
+      },
+    },
+    { concurrency: 1, prefetch: 1 },
+  );
+  source.heartbeatError = new Error("the server is away");
+  const stopped = loop.start();
+  await clock.advance(28_500);
+  assert.deepEqual(source.released, []); // 1.5 s of its lease left: more than the 1 s margin
+  await clock.advance(500);
+  assert.deepEqual(source.released, ["b"]); // the margin reached: back to the queue before its lease runs out
+  release.resolve();
+  await settle();
+  await loop.stop();
+  await stopped;
+  assert.deepEqual(started, ["a"]);
+});
+
+test("a job that cannot end a typical run before its deadline is released, not started", async () => {
+  // The deadline counts from the claim: 5 s gone waiting of an 8 s timeout, a 5 s run would pass it.
+  const { loop, source, clock } = scriptedLoop(jobs(2, { timeout_seconds: 8 }), { t: () => clock.sleep(5_000) }, {
+    concurrency: 1,
+    prefetch: 1,
+  });
+  const stopped = loop.start();
+  await clock.advance(5_000);
+  assert.deepEqual(source.released, ["j1"]);
+  assert.deepEqual([...source.outcomes.keys()], ["j0"]);
+  await loop.stop();
+  await stopped;
+});
+
+test("a job whose timeout is shorter than a typical run still runs: released, it would come back no better off", async () => {
+  const { loop, source, clock } = scriptedLoop(jobs(2, { timeout_seconds: 4 }), { t: () => clock.sleep(5_000) }, {
+    concurrency: 2,
+    prefetch: 0,
+  });
+  const stopped = loop.start();
+  await clock.advance(5_000);
+  const ending = loop.stop();
+  await clock.advance(1_000);
+  await ending;
+  await stopped;
+  assert.deepEqual(source.released, []);
+  assert.deepEqual([...source.outcomes.keys()].sort(), ["j0", "j1"]);
+});
+
+test("it holds no more jobs than its slots start within half the shortest timeout", async () => {
+  // 1 s tasks on one slot, 10 s timeouts: 5 ahead start within 5 s; `prefetch: 50` would let most pass their deadlines.
+  const { loop, source, clock } = scriptedLoop(jobs(60, { timeout_seconds: 10 }), { t: () => clock.sleep(1_000) }, {
+    concurrency: 1,
+    prefetch: 50,
+  });
+  const stopped = loop.start();
+  await clock.advance(60_000);
+  assert.equal(source.asked[0], 51); // nothing measured yet
+  assert.ok(source.asked.slice(1).every((asked) => asked <= 6), JSON.stringify(source.asked));
+  const ending = loop.stop();
+  await clock.advance(1_000);
+  await ending;
+  await stopped;
+});
