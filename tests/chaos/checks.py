@@ -121,11 +121,16 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     )
     out.require(not foreign, f"{len(foreign)} completed jobs hold a result no execution produced: {_sample(foreign)}")
 
-    # Delivery is at least once: executions beyond one per acknowledged failure, plus the last, are duplicates.
+    # Delivery is at least once: executions beyond one per failed delivery — an acknowledged failure, or the first
+    # delivery that overran its timeout on purpose (`tasks.chaos`), timed out by the janitor — plus the last, are
+    # duplicates.
     failed = dict(ledger.rows("SELECT job_id, count(*) FROM outcomes WHERE kind = 'fail' AND acked = 1 GROUP BY 1"))
+    overran = overran_on_purpose(ledger)
     out.executions = sum(executions.values())
-    out.duplicate_executions = sum(max(0, n - int(failed.get(job_id, 0)) - 1) for job_id, n in executions.items())
-    out.retries_by_stops = retries_by_stops(jobs, failed, ledger)
+    out.duplicate_executions = sum(
+        max(0, n - int(failed.get(job_id, 0)) - (job_id in overran) - 1) for job_id, n in executions.items()
+    )
+    out.retries_by_stops = retries_by_stops(jobs, failed, overran)
 
     out.workflows = len(workflows)
     out.workflows_unfinished = sum(row["status"] == "running" for row in workflows)
@@ -152,15 +157,19 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     return out
 
 
-def retries_by_stops(jobs: list[asyncpg.Record], failed: dict[object, object], ledger: Ledger) -> int:
-    """Per finished job, its deliveries that neither completed it nor were failed by its task (an acknowledged
-    `fail`) — so ended by the janitor, its lease expired — less the one a task overran on purpose (`tasks.chaos`).
-    A released delivery is no delivery (`delivery_count` goes back): it counts nothing."""
-    overran = {
+def overran_on_purpose(ledger: Ledger) -> set[str]:
+    """The jobs whose first delivery ran and overran its timeout on purpose (`tasks.chaos`)."""
+    return {
         str(job_id)
         for (job_id,) in ledger.rows("SELECT DISTINCT job_id FROM executions WHERE delivery = 1")
         if OVERRUN[0] <= draw(str(job_id), 1) < OVERRUN[1]
     }
+
+
+def retries_by_stops(jobs: list[asyncpg.Record], failed: dict[object, object], overran: set[str]) -> int:
+    """Per finished job, its deliveries that neither completed it nor were failed by its task (an acknowledged
+    `fail`) — so ended by the janitor, its lease expired — less the one a task overran on purpose. A released
+    delivery is no delivery (`delivery_count` goes back): it counts nothing."""
     burnt = 0
     for row in jobs:
         if row["status"] not in ("completed", "dead_letter"):

@@ -16,6 +16,7 @@ function record(table, row) {
   appendFileSync(journal, JSON.stringify({ table, ...row, pid: process.pid, at: Date.now() / 1000 }) + "\n");
 }
 
+// tests/chaos/tasks.py's draw, to the bit: the checks tell the deliveries that overran on purpose by it.
 function draw(jobId, delivery) {
   return createHash("sha256").update(`${jobId}:${delivery}`).digest().readUInt32BE(0) / 2 ** 32;
 }
