@@ -1,11 +1,13 @@
 """Single measurements the scenarios cannot make: what happens to work a departed client's long-poll would
-have claimed, and how a server answers while slow statements hold every pooled connection."""
+have claimed, how a server answers while slow statements hold every pooled connection, and how soon a worker
+holding hundreds of jobs it has not started exits after SIGTERM, and what that costs them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -37,7 +39,55 @@ class Finding:
 
 
 async def run_all() -> list[Finding]:
-    return [await abandoned_long_poll(), *await exhausted_pool()]
+    return [await abandoned_long_poll(), *await exhausted_pool(), *await stop_with_unstarted_jobs()]
+
+
+UNSTARTED, SLOTS, SLOW_SECONDS = 500, 10, 1.0
+
+
+async def stop_with_unstarted_jobs() -> list[Finding]:
+    """A Python SDK worker leases `SLOTS` running and `UNSTARTED` waiting 1 s jobs (`prefetch`), then gets SIGTERM:
+    how long until it exits, and how many of its jobs it left `running` or with a retry counted (it should release
+    the waiting ones at once, finish the running ones, and go)."""
+    async with AsyncExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-probe-")))
+        url = await cluster.create_database()
+        stack.push_async_callback(cluster.drop_database, url)
+        api, base = cluster.server("api", "api", url, work, work / "ledger")
+        await asyncio.to_thread(api.start)
+        stack.callback(api.kill)
+        http = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
+        held = UNSTARTED + SLOTS
+        jobs = [{"task_name": "slow", "queue_name": "probe", "max_retries": 0} for _ in range(held)]
+        await http.post("/v1/jobs/batch", json={"jobs": jobs}, headers=TENANT)
+        argv = [sys.executable, "-m", "tests.chaos.slow_worker", base, cluster.WORKER_KEY, "probe"]
+        argv += [str(SLOTS), str(UNSTARTED), str(SLOW_SECONDS)]
+        worker = cluster.Process("slow-worker", argv, {}, work, ready_line="started; queues:")
+        await asyncio.to_thread(worker.start)
+        stack.callback(worker.kill)
+        await _until_running(url, held)
+        took = await asyncio.to_thread(worker.terminate)
+        rows = await cluster.admin(
+            "SELECT count(*) FILTER (WHERE status = 'running') AS running,"
+            " count(*) FILTER (WHERE retry_count > 0 OR status = 'dead_letter') AS burnt FROM queueflow.jobs",
+            url=url,
+        )
+    return [
+        Finding(f"SIGTERM, {UNSTARTED} unstarted {SLOW_SECONDS:g} s jobs held: the worker's exit", took, 2.0),
+        Finding("… jobs it left running (delayed by a lease)", rows[0]["running"], 0, unit=""),
+        Finding("… jobs with a retry counted, or dead-lettered", rows[0]["burnt"], 0, unit=""),
+    ]
+
+
+async def _until_running(url: str, count: int) -> None:
+    """The worker is another process: poll the database until it holds `count` jobs, with a deadline."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = await cluster.admin("SELECT count(*) AS n FROM queueflow.jobs WHERE status = 'running'", url=url)
+        if rows[0]["n"] >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"the worker never held {count} jobs")
 
 
 EXHAUSTED_POOL, STATEMENT_TIMEOUT, SLOW_REQUESTS = 2, 1.0, 20
