@@ -6,11 +6,13 @@ It is a `queueflow_worker.WorkerLoop` (slots, prefetch, batched acks and heartbe
 whose jobs come from the long-poll lease route over one keep-alive connection pool. It leases only the tasks its
 registry has (`task_names`), so workers with different tasks can share a queue.
 
-Stopping: on SIGTERM or SIGINT (`run()`), or `await stop()`, it stops leasing, finishes every job it holds (for
-up to `shutdown_grace_seconds`; then they are abandoned to their leases' expiry), records their outcomes and
-returns. A second SIGINT or SIGTERM quits at once: running tasks are abandoned the same way, and the outcomes
-already finished are still recorded. A sync task's thread cannot be stopped, so when one still runs then, `run()`
-ends the process with `os._exit(130)` once those outcomes are recorded (Python would otherwise wait for it).
+Stopping: on SIGTERM or SIGINT (`run()`), or `await stop()`, it stops leasing, releases at once every job it holds
+and has not started (`POST /v1/worker/release`: claimable again at once, no retry counted), finishes the running
+ones (for up to `shutdown_grace_seconds`; then async tasks are cancelled and their jobs released, sync ones left to
+their leases' expiry), records their outcomes and returns. A second SIGINT or SIGTERM quits at once: running tasks
+are ended the same way, and the outcomes already finished are still recorded. A sync task's thread cannot be
+stopped, so when one still runs then, `run()` ends the process with `os._exit(130)` once those outcomes are
+recorded (Python would otherwise wait for it).
 
 A key the server refuses (401, 403) is not retried: the worker stops, logs one error, and `arun()` raises it
 (`run()` exits with status 1 instead of a traceback).
@@ -20,9 +22,11 @@ root logger has no handler, `run()` adds one of its own to `queueflow_client.wor
 does), and leaves the per-job lines at WARNING: the startup line and every failure with its traceback print, a
 line per completed job does not. Configure logging (`logging.basicConfig(level=logging.INFO)`) to see every job.
 
-A lease long-polls until work arrives; `stop()` closes a parked one's connection, and the server then claims
-nothing for it (and hands back, uncounted, jobs it claimed for it after all). A job whose outcome was still
-waiting to be sent in a batch when the process died is delivered again once its lease expires.
+A lease long-polls until work arrives, but only after one found nothing (so under load no lease waits); `stop()`
+closes a parked one's connection, and the server then claims nothing for it (and hands back, uncounted, jobs it
+claimed for it after all). A lease that does not wait is never cut: its answer may already be on its way, and its
+jobs are released instead. A job whose outcome was still waiting to be sent in a batch when the process died is
+delivered again once its lease expires.
 """
 
 from __future__ import annotations
@@ -74,11 +78,12 @@ class Worker:
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        """`concurrency` tasks run at once and up to `prefetch` (default: adaptive) more jobs are leased ahead;
-        outcomes go out in batches of up to `ack_batch`, at most `ack_interval` seconds after the first. A lease
-        long-polls up to `wait_seconds`. Stopping lets held jobs finish for `shutdown_grace_seconds` (None: no
-        limit). The defaults are the TypeScript SDK's too (`concurrency: 10`, `waitSeconds: 20`,
-        `shutdownGraceMs: 30000`, …)."""
+        """`concurrency` tasks run at once and up to `prefetch` (default: adaptive) more jobs are leased ahead
+        (never more than the slots start within half a lease and half the shortest timeout lately leased); outcomes
+        go out in batches of up to `ack_batch`, at most `ack_interval` seconds after the first. A lease long-polls
+        up to `wait_seconds`. Stopping releases the jobs not started and lets the running ones finish for
+        `shutdown_grace_seconds` (None: no limit). The defaults are the TypeScript SDK's too (`concurrency: 10`,
+        `waitSeconds: 20`, `shutdownGraceMs: 30000`, …)."""
         self.tasks = tasks
         self.queues = list(queues)
         self.concurrency = concurrency
@@ -201,8 +206,8 @@ class Worker:
         await self.loop.start()
 
     async def stop(self, *, hint: str = "") -> None:
-        """Stop leasing, finish every held job (up to `shutdown_grace_seconds`) and record its outcome, then close
-        the connection."""
+        """Stop leasing, release every held job not started, finish the running ones (up to
+        `shutdown_grace_seconds`) and record their outcomes, then close the connection."""
         self._stopping.set()
         transport, self._transport = self._transport, None
         if transport is None:

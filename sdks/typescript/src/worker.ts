@@ -48,7 +48,10 @@ export interface WorkerOptions {
   queues: string[];
   /** The most handlers running at once (default 10). */
   concurrency?: number | undefined;
-  /** How many jobs to lease ahead of free slots; default: adaptive (see worker/loop.ts), at most 700. */
+  /**
+   * How many jobs to lease ahead of free slots; default: adaptive (see worker/loop.ts), at most 700. Either way no
+   * more than the slots start within half a lease and half the shortest timeout lately leased.
+   */
   prefetch?: number | undefined;
   /** Send outcomes once this many are ready (default 100, at most 1000) … */
   ackBatch?: number | undefined;
@@ -60,7 +63,7 @@ export interface WorkerOptions {
   heartbeatSeconds?: number | undefined;
   /** How long one lease call long-polls when nothing is claimable (0–60, default 20); `stop()` ends it at once. */
   waitSeconds?: number | undefined;
-  /** How long `stop()` lets held jobs finish before aborting their signals (default 30 000 ms). */
+  /** How long `stop()` lets running jobs finish before aborting their signals and releasing them (default 30 000 ms). */
   shutdownGraceMs?: number | undefined;
   /** Shown in the server's lease records (default `hostname:pid`). */
   workerId?: string | undefined;
@@ -186,15 +189,16 @@ export class Worker {
   }
 
   /**
-   * Stop gracefully: lease nothing more (a long-poll in flight is waited out, and what it brings is run),
-   * run every held job (up to `shutdownGraceMs`), record the outcomes, then abort the signals of the ones
-   * still running and hand them back to the queue for another worker.
+   * Stop gracefully: lease nothing more (a long-poll parked for work is cut; a lease whose answer may be on its
+   * way is let to arrive), release at once every held job not started and whatever a lease in flight brings (no
+   * retry counted), let the running ones finish (up to `shutdownGraceMs`) and record their outcomes, then abort
+   * the signals of the ones still running and release their jobs for another worker.
    */
   stop(): Promise<void> {
     return this.#loop.stop();
   }
 
-  /** Stop now: what still runs is aborted and handed back, as when the grace period ends. */
+  /** Stop now: what still runs is aborted and released, as when the grace period ends. */
   quit(): void {
     this.#loop.quit();
   }

@@ -13,14 +13,12 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import Outcome
+from queueflow_worker.ports import LeaseSource, TaskRunner
 from queueflow_worker.timing import MAX_BATCH
-
-if TYPE_CHECKING:
-    from queueflow_worker.loop import WorkerLoop
 
 __all__ = ["ACK_BATCHES_KEPT", "Acks"]
 
@@ -28,8 +26,26 @@ ACK_BATCHES_KEPT = 1000
 """How many of the latest ack sizes `Acks.batches` keeps."""
 
 
+class Host(Protocol):
+    """What the acks need of their `WorkerLoop`."""
+
+    name: str
+    source: LeaseSource
+    tasks: TaskRunner
+
+    @property
+    def held(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def stopping(self) -> bool: ...
+    def is_fatal(self, exc: Exception) -> bool: ...
+    def offer_room(self) -> None: ...
+    def settled(self, job_id: str, token: str) -> None: ...
+
+
 class Acks:
-    def __init__(self, loop: WorkerLoop, *, ack_batch: int, ack_interval: float) -> None:
+    def __init__(self, loop: Host, *, ack_batch: int, ack_interval: float) -> None:
         self.loop = loop
         self.ack_batch = max(1, min(ack_batch, MAX_BATCH))
         self.ack_interval = ack_interval

@@ -6,18 +6,36 @@ held now lasts, on the loop's clock, until the heartbeat's sending plus `lease_s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from collections.abc import Iterable
+from typing import Protocol
 
 from queueflow_worker.joblog import log
-from queueflow_worker.timing import MAX_BATCH, first
-
-if TYPE_CHECKING:
-    from queueflow_worker.loop import WorkerLoop
+from queueflow_worker.ports import Clock, LeaseSource
+from queueflow_worker.timing import MAX_BATCH, Held, first
 
 __all__ = ["run"]
 
 
-async def run(loop: WorkerLoop) -> None:
+class Host(Protocol):
+    """What the heartbeats need of their `WorkerLoop`."""
+
+    name: str
+    source: LeaseSource
+    clock: Clock
+    heartbeat_every: float
+    lease_seconds: float
+    beat_now: asyncio.Event
+    leases: dict[str, str]
+
+    @property
+    def waiting(self) -> Iterable[Held]: ...
+
+    def is_fatal(self, exc: Exception) -> bool: ...
+    def lost(self, job_id: str, token: str) -> None: ...
+
+
+async def run(loop: Host) -> None:
     clock = loop.clock
     while True:
         await first(loop.beat_now, clock, loop.heartbeat_every)

@@ -7,19 +7,27 @@ expiry, as before there were releases."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from queueflow_worker.joblog import log
+from queueflow_worker.ports import LeaseSource
 from queueflow_worker.timing import MAX_BATCH
-
-if TYPE_CHECKING:
-    from queueflow_worker.loop import WorkerLoop
 
 __all__ = ["Releases"]
 
 
+class Host(Protocol):
+    """What the releases need of their `WorkerLoop`."""
+
+    name: str
+    source: LeaseSource
+
+    def is_fatal(self, exc: Exception) -> bool: ...
+    def settled(self, job_id: str, token: str) -> None: ...
+
+
 class Releases:
-    def __init__(self, loop: WorkerLoop) -> None:
+    def __init__(self, loop: Host) -> None:
         self.loop = loop
         self.count = 0
         """Jobs handed back so far."""

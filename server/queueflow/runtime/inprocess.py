@@ -6,9 +6,10 @@ jobs in one claim statement, records many outcomes in one ack, and, when nothing
 Wakeups hub, which the notifier (or the in-memory store) signals when work arrives on one of its queues: the
 reference page's "idle in-process workers". The server imports `queueflow_worker` only here, and this module
 only when tasks are given (the `tasks` extra: `pip install 'queueflow[tasks]'`); it never imports the SDK, whose
-`TaskRegistry` is the usual `TaskRunner`. Stopping stops claiming, then lets held jobs finish
-for up to `drain_seconds`; what is still running then is cancelled, and its lease expires and is reclaimed by
-the janitor like a crashed worker's. It claims only the tasks the registry has (`task_names`), so it shares its
+`TaskRegistry` is the usual `TaskRunner`. Stopping stops claiming, releases at once the jobs it holds and has not
+started (`Engine.release`: claimable again at once, no retry counted), then lets the running ones finish for up to
+`drain_seconds`; what is still running then is cancelled and released too (a sync task's thread runs on: its job
+is left to its lease's expiry). It claims only the tasks the registry has (`task_names`), so it shares its
 queues with SDK workers running other tasks. Its lines are the loop's (a startup line, failures with their
 tracebacks at WARNING), but for the per-job lines: DEBUG here, since the server logs at INFO and a busy runner
 would write a line per job.
@@ -187,7 +188,8 @@ class InProcessWorker(BackgroundService):
         await self.loop.start()
 
     async def stop(self) -> None:
-        """Stop claiming, let held jobs finish (up to `drain_seconds`), then cancel what is left."""
+        """Stop claiming, release the jobs not started, let the running ones finish (up to `drain_seconds`), then
+        cancel and release what is left."""
         await self.loop.stop()
 
     async def run(self) -> None:  # the loop runs its own tasks
