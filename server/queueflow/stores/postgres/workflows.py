@@ -213,9 +213,8 @@ async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, 
     dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status, result)
     if dependents is None:
         return False  # not (or no longer) enqueued with this job: a repeat, or a late report
-    locked = (
-        [_step(row) for row in await db.fetch(DEPENDENTS_LOCK, report.workflow_id, dependents)] if dependents else []
-    )
+    rows = await db.fetch(DEPENDENTS_LOCK, report.workflow_id, dependents) if dependents else []
+    locked = [_step(row, edges=False) for row in rows]
     finish = on_finish(report.outcome, report.result, locked)
     by_name = {step.name: step for step in locked}
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
@@ -331,14 +330,16 @@ _STEP_STATUSES = {status.value: status for status in StepStatus}
 _ON_FAILURE = {choice.value: choice for choice in OnFailure}
 
 
-def _step(row: asyncpg.Record) -> Step:
+def _step(row: asyncpg.Record, *, edges: bool = True) -> Step:
+    """A step of its row; `edges=False` for a row read without `depends_on` and `dependents` (DEPENDENT_COLUMNS),
+    which are then empty."""
     return Step(
         workflow_id=row["workflow_id"],
         name=row["name"],
         idx=row["idx"],
         task_name=row["task_name"],
         status=_STEP_STATUSES[row["status"]],
-        depends_on=list(row["depends_on"]),
+        depends_on=list(row["depends_on"]) if edges else [],
         on_failure=_ON_FAILURE[row["on_failure"]],
         payload=row["payload"],
         queue_name=row["queue_name"],
@@ -348,7 +349,7 @@ def _step(row: asyncpg.Record) -> Step:
         timeout_seconds=row["timeout_seconds"],
         job_id=row["job_id"],
         concurrency_key=row["config"].get("concurrency_key"),
-        dependents=tuple(row["dependents"]),
+        dependents=tuple(row["dependents"]) if edges else (),
         remaining=row["remaining"],
     )
 
