@@ -85,9 +85,7 @@ class PostgresJobs(Pooled):
                     # A conflicting row was deleted (retention) between the two statements. Too rare for a
                     # retry loop: raising here rolls the insert back, and the caller may simply try again.
                     raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
-        if self._wakeups is not None:
-            for queue in {job.queue_name for job in inserted.values()}:
-                self._wakeups.notify(queue)
+        self._wake(job.queue_name for job in inserted.values())
         results: list[tuple[Job, bool]] = []
         for job in jobs:
             if job.idempotency_key is None:

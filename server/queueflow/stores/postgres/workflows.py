@@ -94,6 +94,7 @@ class PostgresWorkflows(Pooled):
             await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
             if jobs:
                 await db.execute(INSERT, *insert_columns(jobs))
+        self._wake(job.queue_name for job in jobs)
         return workflow, True
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
@@ -142,16 +143,19 @@ class PostgresWorkflows(Pooled):
             return None
         try:
             async with self._connection() as db, db.transaction():
-                return await _advance(db, workflow_id, tenant_id, decide, new_job, now)
+                workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, new_job, now)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
+        self._wake(job.queue_name for job in jobs)
+        return workflow
 
     async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
         if not (storable_text(report.workflow_id) and storable_text(report.step) and storable_text(report.job_id)):
             return False
-        result = json_text(report.result, ("result",))
         if errors := result_errors(report.result):
             raise ValidationError.of(errors)
+        result = json_text(report.result, ("result",))
+        jobs: Sequence[Job] | None
         try:
             async with self._connection() as db:
                 alone = True
@@ -160,15 +164,20 @@ class PostgresWorkflows(Pooled):
                     alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                 async with db.transaction():
                     if alone:
-                        return await _finish(db, report, result, new_job, now)
+                        jobs = await _finish(db, report, result, new_job, now)
+                    else:
 
-                    def decide(workflow: Workflow) -> Transition:
-                        return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result)
+                        def decide(workflow: Workflow) -> Transition:
+                            return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result)
 
-                    before = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
-                    return before is not None
+                        after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
+                        jobs = enqueued if after is not None else None
         except _Raised as raised:
             raise raised.error from None
+        if jobs is None:
+            return False
+        self._wake(job.queue_name for job in jobs)
+        return True
 
     async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
         async with self._connection() as db:
@@ -183,11 +192,11 @@ async def _advance(
     new_job: NewStepJob,
     now: datetime,
     report: StepReport | None = None,
-) -> Workflow | None:
-    """`workflow_advance` in the caller's transaction: None if the workflow does not exist (for `tenant_id`), or,
-    for a `report`, if its step was not recorded."""
+) -> tuple[Workflow | None, Sequence[Job]]:
+    """`workflow_advance` in the caller's transaction, and the jobs it enqueued: no workflow if it does not exist
+    (for `tenant_id`), or, for a `report`, if its step was not recorded."""
     if await db.fetchval(WORKFLOW_LOCK, workflow_id, tenant_id) is None:
-        return None
+        return None, ()
     row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
     if row is None:
         raise StoreUnavailable(f"workflow {workflow_id} vanished under its lock")
@@ -199,20 +208,20 @@ async def _advance(
         raise _Raised(exc) from exc
     await _write(db, snapshot, transition, recording, now)
     if report is not None and transition.finished is None:
-        return None
-    return recording.workflow
+        return None, recording.jobs
+    return recording.workflow, recording.jobs
 
 
-async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> bool:
+async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> list[Job] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
-    transaction, in `core.finish`'s lock order."""
+    transaction, in `core.finish`'s lock order: the jobs it enqueued, or None if it recorded nothing."""
     head = await db.fetchrow(WORKFLOW_SHARE, report.workflow_id)
     if head is None or head["status"] != WorkflowStatus.RUNNING.value:
-        return False
+        return None
     status = finished_status(report.outcome).value
     dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status, result)
     if dependents is None:
-        return False  # not (or no longer) enqueued with this job: a repeat, or a late report
+        return None  # not (or no longer) enqueued with this job: a repeat, or a late report
     rows = await db.fetch(DEPENDENTS_LOCK, report.workflow_id, dependents) if dependents else []
     locked = [_step(row, edges=False) for row in rows]
     finish = on_finish(report.outcome, report.result, locked)
@@ -235,7 +244,7 @@ async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, 
     counted = await db.fetchrow(WORKFLOW_COUNT, report.workflow_id, finish.unfinished, finish.partial)
     if counted is not None and (end := counted_status(counted["unfinished"], counted["partial"])) is not None:
         await db.execute(WORKFLOW_END, report.workflow_id, end.value, now)
-    return True
+    return jobs
 
 
 def _head(row: asyncpg.Record) -> Workflow:
