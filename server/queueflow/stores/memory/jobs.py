@@ -215,7 +215,10 @@ class MemoryJobs(Tables):
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
         done = [self._complete(item, now) for item in completions]
-        return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
+        return [
+            Ended(job.id, job.status, job.queue_name, job.workflow_id, job.workflow_step_id) if job else None
+            for job in done
+        ]
 
     def _complete(self, item: Completion, now: datetime) -> Job | None:
         result = copy.deepcopy(item.result)

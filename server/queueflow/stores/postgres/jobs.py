@@ -256,7 +256,9 @@ class PostgresJobs(Pooled):
                 COMPLETE, [completions[i].job_id for i in order], [sent[i] for i in order], results, now
             )
         done = {
-            (row["id"], row["held_token"]): Ended(row["id"], JobStatus.COMPLETED, row["queue_name"], row["workflow_id"])
+            (row["id"], row["held_token"]): Ended(
+                row["id"], JobStatus.COMPLETED, row["queue_name"], row["workflow_id"], row["workflow_step_id"]
+            )
             for row in rows
         }
         return [done.get((completions[i].job_id, sent[i])) if i in sent else None for i in range(len(completions))]
