@@ -43,9 +43,12 @@ async def test_inserted_queues_are_signalled_once_each_after_commit(postgres_url
         assert heard.queues == []
 
 
-async def test_a_workflow_wakes_its_steps_queues_when_it_creates_or_advances_them(postgres_url: str) -> None:
+async def test_a_workflow_wakes_its_steps_queues_when_it_creates_or_advances_them(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
     """Jobs a workflow enqueues — its roots at creation, a step's dependents at its finish — wake this process's
-    waiters too: an in-process runner would otherwise take every step of a chain a NOTIFY's trip late."""
+    waiters too: an in-process runner would otherwise take every step of a chain a NOTIFY's trip late. (On
+    `postgres_store`'s emptied database, through a store of its own.)"""
     heard = Heard()
     clock = TestClock(START)
     async with PostgresJobStore.from_url(postgres_url, pool_size=1, wakeups=heard) as store:

@@ -11,7 +11,7 @@ of it. Results stay on the step rows; a workflow's context, and a new step job's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,11 +43,9 @@ from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_
 from queueflow.stores.postgres.sql import INSERT
 from queueflow.stores.postgres.workflow_sql import (
     CANCEL_STEP_JOBS,
-    DEPENDENTS_LOCK,
-    DEPENDENTS_RECORD,
+    COUNT,
+    FINISH,
     STALLED_JOBS,
-    STEP_FINISH,
-    STEP_JOBS_INSERT,
     STEP_ON_FAILURE,
     STEPS_INSERT,
     STEPS_OF,
@@ -55,13 +53,11 @@ from queueflow.stores.postgres.workflow_sql import (
     WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
-    WORKFLOW_COUNT,
     WORKFLOW_END,
     WORKFLOW_GET,
     WORKFLOW_INSERT,
     WORKFLOW_LOCK,
     WORKFLOW_RECORD,
-    WORKFLOW_SHARE,
 )
 
 
@@ -214,42 +210,43 @@ async def _advance(
 
 async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> list[Job] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
-    transaction, in `core.finish`'s lock order: the jobs it enqueued, or None if it recorded nothing."""
-    head = await db.fetchrow(WORKFLOW_SHARE, report.workflow_id)
-    if head is None or head["status"] != WorkflowStatus.RUNNING.value:
-        return None
+    transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued, or None if it recorded
+    nothing (a repeat, a late report, a workflow no longer running)."""
     status = finished_status(report.outcome).value
-    dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status, result)
-    if dependents is None:
-        return None  # not (or no longer) enqueued with this job: a repeat, or a late report
-    rows = await db.fetch(DEPENDENTS_LOCK, report.workflow_id, dependents) if dependents else []
-    locked = [_step(row, edges=False) for row in rows]
+    rows = await db.fetch(FINISH, report.workflow_id, report.step, report.job_id, status, result)
+    if not rows or not rows[0]["finished"]:
+        return None
+    head = rows[0]
+    locked = [_step(_dependent_columns(row), edges=False) for row in rows if row["d_name"] is not None]
     finish = on_finish(report.outcome, report.result, locked)
     by_name = {step.name: step for step in locked}
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
     if errors := job_storage_errors(jobs):
         raise ValidationError.of(errors)
-    names = [*finish.remaining, *finish.enqueue]
-    if names:
-        await db.execute(
-            DEPENDENTS_RECORD,
-            report.workflow_id,
-            names,
-            [*finish.remaining.values(), *(0 for _ in jobs)],
-            [*(StepStatus.PENDING.value for _ in finish.remaining), *(StepStatus.ENQUEUED.value for _ in jobs)],
-            [*(None for _ in finish.remaining), *(job.id for job in jobs)],
-        )
-    if jobs:
-        await db.execute(STEP_JOBS_INSERT, *insert_columns(jobs), report.workflow_id)
-    counted = await db.fetchrow(WORKFLOW_COUNT, report.workflow_id, finish.unfinished, finish.partial)
+    counted = await db.fetchrow(
+        COUNT,
+        *insert_columns(jobs),
+        report.workflow_id,
+        [*finish.remaining, *finish.enqueue],
+        [*finish.remaining.values(), *(0 for _ in jobs)],
+        [*(StepStatus.PENDING.value for _ in finish.remaining), *(StepStatus.ENQUEUED.value for _ in jobs)],
+        [*(None for _ in finish.remaining), *(job.id for job in jobs)],
+        finish.unfinished,
+        finish.partial,
+    )
     if counted is not None and (end := counted_status(counted["unfinished"], counted["partial"])) is not None:
         await db.execute(WORKFLOW_END, report.workflow_id, end.value, now)
     return jobs
 
 
+def _dependent_columns(row: asyncpg.Record) -> dict[str, Any]:
+    """A FINISH row's dependent (its `d_` columns), by column name."""
+    return {name[2:]: value for name, value in row.items() if name.startswith("d_")}
+
+
 def _head(row: asyncpg.Record) -> Workflow:
-    """The workflow of a WORKFLOW_SHARE row, without its steps or context: what a finish's new jobs are made from
-    (their `_context` is STEP_JOBS_INSERT's)."""
+    """The workflow of a FINISH row, without its steps or context: what a finish's new jobs are made from (their
+    `_context` is COUNT's)."""
     return Workflow(
         id=row["id"],
         tenant_id=row["tenant_id"],
@@ -339,7 +336,7 @@ _STEP_STATUSES = {status.value: status for status in StepStatus}
 _ON_FAILURE = {choice.value: choice for choice in OnFailure}
 
 
-def _step(row: asyncpg.Record, *, edges: bool = True) -> Step:
+def _step(row: asyncpg.Record | Mapping[str, Any], *, edges: bool = True) -> Step:
     """A step of its row; `edges=False` for a row read without `depends_on` and `dependents` (DEPENDENT_COLUMNS),
     which are then empty."""
     return Step(
