@@ -14,6 +14,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.ids import new_ids
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
@@ -83,7 +84,10 @@ class Engine:
         """Insert every job or none, in one store operation."""
         validation.check_new_jobs(jobs)
         now = self.clock.now()
-        rows = [pending_job(tenant_id, job, now, self.rng) for job in jobs]
+        ids = new_ids("job", now, self.rng, len(jobs))  # increasing in the batch's order: the claim's last tie-break
+        rows = [
+            pending_job(tenant_id, job, now, self.rng, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
+        ]
         return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
