@@ -123,7 +123,9 @@ class MemoryJobs(Tables):
             self._jobs[job.id] = running
             claimed.append(self._out(running))
         for group, left in tokens.items():
-            self._buckets[group] = (left, now)
+            # As of the later of now and the bucket's refill time (`tokens_at` added nothing before it): written
+            # back as of an earlier now, the refill time would move back and the next claim refill twice.
+            self._buckets[group] = (left, max(now, self._buckets[group][1]))
         self._key_turns.update(last_keys(claimed, key_turns))
         return claimed
 
