@@ -190,6 +190,19 @@ async def test_an_expired_lease_reclaimed_by_the_janitor_is_lease_lost(
     assert_problem(response, 409, "lease_lost")
 
 
+async def test_an_expired_lease_is_lease_lost_before_any_janitor(client: AsyncClient, clock: TestClock) -> None:
+    await enqueue(client)
+    (job,) = await lease(client, lease_seconds=5)
+    clock.advance(5)  # locked_until has come: the lease is over, though no janitor has reclaimed the job
+    for action, body in [
+        ("heartbeat", {"lease_token": job["lease_token"]}),
+        ("complete", {"lease_token": job["lease_token"]}),
+        ("fail", {"lease_token": job["lease_token"], "error": "boom"}),
+    ]:
+        response = await client.post(f"/v1/worker/jobs/{job['id']}/{action}", json=body, headers=WORKER)
+        assert_problem(response, 409, "lease_lost")
+
+
 async def test_ack_settles_each_item_on_its_own(client: AsyncClient) -> None:
     for name in ("a", "b", "c"):
         await enqueue(client, task_name=name)
