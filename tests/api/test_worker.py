@@ -15,7 +15,7 @@ from queueflow.core.types import ClaimRequest, Job, NewJob
 from queueflow.engine import Engine
 from queueflow.stores.memory import InMemoryJobStore
 
-from tests.api.conftest import SETTINGS, TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
+from tests.api.conftest import SETTINGS, TENANT_A, TENANT_B, WORKER, assert_lease_lost, assert_problem, enqueue, lease
 from tests.inprocess import WatchedWakeups
 
 
@@ -76,13 +76,7 @@ async def test_heartbeat_complete_and_fail_with_a_stale_token_are_lease_lost(
 ) -> None:
     await enqueue(client)
     (job,) = await lease(client)
-    for action, body in [
-        ("heartbeat", {"lease_token": "not-the-token"}),
-        ("complete", {"lease_token": "not-the-token"}),
-        ("fail", {"lease_token": "not-the-token", "error": "boom"}),
-    ]:
-        response = await client.post(f"/v1/worker/jobs/{job['id']}/{action}", json=body, headers=WORKER)
-        assert_problem(response, 409, "lease_lost")
+    await assert_lease_lost(client, job["id"], "not-the-token")
 
 
 async def test_worker_routes_answer_404_for_a_job_that_does_not_exist(client: AsyncClient) -> None:
@@ -194,13 +188,7 @@ async def test_an_expired_lease_is_lease_lost_before_any_janitor(client: AsyncCl
     await enqueue(client)
     (job,) = await lease(client, lease_seconds=5)
     clock.advance(5)  # locked_until has come: the lease is over, though no janitor has reclaimed the job
-    for action, body in [
-        ("heartbeat", {"lease_token": job["lease_token"]}),
-        ("complete", {"lease_token": job["lease_token"]}),
-        ("fail", {"lease_token": job["lease_token"], "error": "boom"}),
-    ]:
-        response = await client.post(f"/v1/worker/jobs/{job['id']}/{action}", json=body, headers=WORKER)
-        assert_problem(response, 409, "lease_lost")
+    await assert_lease_lost(client, job["id"], job["lease_token"])
 
 
 async def test_ack_settles_each_item_on_its_own(client: AsyncClient) -> None:
