@@ -1,4 +1,4 @@
-"""`POST /v1/worker/release` (API.md, "Giving work back"): a worker hands back held jobs it has not started; each is
+"""`POST /v1/worker/release` (README.md, "The HTTP API"): a worker hands back held jobs it has not started; each is
 claimable again at once, exactly as before that delivery, or `lease_lost` on its own."""
 
 from __future__ import annotations

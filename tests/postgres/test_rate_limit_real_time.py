@@ -1,6 +1,6 @@
-"""The rate limit under concurrent leases in real time (SystemClock): API.md, "Limits are never exceeded, not even
-for an instant". Each claim reads its `now` before it waits for the settings row's lock, so claims reach the bucket
-out of their clocks' order; the bucket must never be refilled for the same interval twice."""
+"""The rate limit under concurrent leases in real time (SystemClock): the limits hold across every worker, never
+exceeded (README.md, "Flow control"). Each claim reads its `now` before it waits for the settings row's lock, so
+claims reach the bucket out of their clocks' order; the bucket must never be refilled for the same interval twice."""
 
 from __future__ import annotations
 

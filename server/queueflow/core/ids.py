@@ -18,11 +18,12 @@ def new_id(prefix: str, now: datetime, rng: RandomSource) -> str:
 
 
 def new_ids(prefix: str, now: datetime, rng: RandomSource, count: int) -> list[str]:
-    """`count` ids of one batch made at `now`, increasing in the order given (API.md: jobs of one batch with equal
-    priority and times are claimed in the batch's order, and the claim's last tie-break is the id). Ids made at
-    one millisecond share their time part, so `new_id`'s independent random parts ordered a batch at random:
-    here one random draw starts a run of consecutive values. 79 random bits, so the run never overflows into the
-    time part; two batches of one millisecond overlap with odds of about count / 2^79."""
+    """`count` ids of one batch made at `now`, increasing in the order given: jobs of one batch with equal
+    priority and times are claimed in the batch's order (README.md, "Flow control"), and the claim's last
+    tie-break is the id. Ids made at one millisecond share their time part, so `new_id`'s independent random
+    parts ordered a batch at random: here one random draw starts a run of consecutive values. 79 random bits, so
+    the run never overflows into the time part; two batches of one millisecond overlap with odds of about
+    count / 2^79."""
     start = (int(now.timestamp() * 1000) << 80) | rng.getrandbits(79)
     return [_encode(prefix, start + offset) for offset in range(count)]
 
