@@ -209,11 +209,13 @@ class JobStore(Protocol):
         ...
 
     async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
-        """running (token matches, locked_until > now) → claimable again as if this claim never happened:
-        pending (retrying when retry_count > 0), delivery_count - 1, lease cleared, started_at cleared when no
-        delivery is left (else the released claim's stays: the earlier one's is not kept). For a claim whose
-        jobs never reached their worker. Each item on its own: None where the lease is not held. Announces the
-        queues (as an insert does), so parked lessees take the jobs now."""
+        """running (token matches, locked_until > now) → claimable again exactly as before this claim: pending
+        (retrying when retry_count > 0, as a claimable job is exactly when a retry was counted), delivery_count - 1,
+        scheduled_at and retry_count untouched, lease cleared, and started_at what it was before the claim (None
+        when no delivery is left, else the earlier delivery's start, which the claim keeps for this). For jobs a
+        worker holds and has not started, and for a claim whose jobs never reached their worker. Each item on its
+        own, in order: None where the lease is not held (a second item for a job released by an earlier one
+        too). Announces the queues (as an insert does), so parked lessees take the jobs now."""
         ...
 
     async def job_complete(self, completion: Completion, now: datetime) -> Job | None:

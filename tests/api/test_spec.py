@@ -30,6 +30,7 @@ OPERATIONS = {
     ("post", "/v1/worker/jobs/{job_id}/fail"): "failJob",
     ("post", "/v1/worker/ack"): "ackJobs",
     ("post", "/v1/worker/heartbeat"): "heartbeatJobs",
+    ("post", "/v1/worker/release"): "releaseJobs",
     ("post", "/v1/schedules"): "createSchedule",
     ("get", "/v1/schedules"): "listSchedules",
     ("get", "/v1/schedules/{name}"): "getSchedule",

@@ -44,7 +44,7 @@ RESPONSE_TYPES: dict[str, type] = {
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",
-             "Heartbeat": "locked_until", "HeartbeatResults": "results"}  # fmt: skip
+             "Heartbeat": "locked_until", "HeartbeatResults": "results", "ReleaseResults": "results"}  # fmt: skip
 NOT_THE_SDKS = {"Health"}  # /healthz and /readyz, for load balancers
 
 # Public types the user builds and the client sends: the same names and enums (their None means "not sent").

@@ -88,3 +88,22 @@ async def test_each_outcome_of_a_batch_gets_its_own_answer_even_for_one_job() ->
     stale = Outcome("job_1", "expired", result={"n": 1})
     current = Outcome("job_1", "current", error="boom")
     assert await source.ack([current, stale]) == [True, False]
+
+
+async def test_a_worker_source_releases_held_jobs_each_on_its_own(
+    client: AsyncQueueFlow, http: Callable[[], httpx.AsyncClient]
+) -> None:
+    enqueued = await client.jobs.enqueue("t")
+    async with http() as raw:
+        worker = Worker(BASE, "key-w", TaskRegistry())
+        transport = AsyncTransport(BASE, "key-w", timeout=30.0, retry=RetryPolicy(), http_client=raw)
+        source = _HttpSource(transport, worker)
+        (job,) = await transport(
+            _calls.lease(["default"], max_jobs=1, lease_seconds=10, wait_seconds=0, worker_id=None)
+        )
+        released = await source.release([(job.id, "stale"), (job.id, job.lease_token), (job.id, job.lease_token)])
+        assert released == [False, True, False]
+        (again,) = await transport(
+            _calls.lease(["default"], max_jobs=1, lease_seconds=10, wait_seconds=0, worker_id=None)
+        )
+    assert (again.id, again.delivery_count) == (enqueued.id, 1)

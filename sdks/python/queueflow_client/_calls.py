@@ -33,6 +33,7 @@ from queueflow_client._generated.api.worker import (
     heartbeat_job,
     heartbeat_jobs,
     lease_jobs,
+    release_jobs,
 )
 from queueflow_client._generated.api.workflows import cancel_workflow as cancel_workflow_operation
 from queueflow_client._generated.api.workflows import create_workflow as create_workflow_operation
@@ -61,6 +62,8 @@ from queueflow_client._generated.models import (
     LeaseRequest,
     ListWorkflowsStatusType1,
     NewWorkflowStep,
+    ReleaseItem,
+    ReleaseRequest,
     UpdateQueue,
     UpdateSchedule,
     UpdateSchedulePayload,
@@ -310,6 +313,16 @@ def ack(complete: Sequence[AckComplete], fail: Sequence[AckFail]) -> Call[list[A
     body = AckRequest(complete=list(complete), fail=list(fail))
     return call(
         ack_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
+    )
+
+
+def release(leases: Sequence[tuple[str, str]]) -> Call[list[AckResult]]:
+    """Give back held jobs not started ((job id, lease token) pairs): each is claimable again at once, as before
+    that delivery, or `lease_lost` on its own."""
+    # Replayable: a repeat of a release that landed finds the lease gone (lease_lost) and changes nothing.
+    body = ReleaseRequest(jobs=[ReleaseItem(id=job_id, lease_token=token) for job_id, token in leases])
+    return call(
+        release_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
     )
 
 

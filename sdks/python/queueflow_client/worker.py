@@ -304,6 +304,12 @@ class _HttpSource:
         results = await self._transport(_calls.heartbeat_many(leases, self._worker.lease_seconds))
         return [result.outcome == "ok" for result in results]
 
+    async def release(self, jobs: Sequence[tuple[str, str]]) -> list[bool]:
+        """Give back held jobs not started, (job id, token) pairs (at most 1,000): claimable again at once, no retry
+        counted; per item, whether it was still held (and is now released)."""
+        results = await self._transport(_calls.release(jobs))
+        return [result.outcome == "ok" for result in results]
+
     async def progress(self, job_id: str, token: str, value: Any) -> bool:
         try:
             await self._transport(_calls.heartbeat(job_id, token, self._worker.lease_seconds, value))

@@ -39,7 +39,7 @@ interface CallOptions extends RequestOptions {
 type Attempt<T> = (signal: AbortSignal) => Promise<Answered<T>>;
 
 /** The worker's routes: called thousands of times a second by a busy worker. */
-export type WorkerRoute = "/v1/worker/lease" | "/v1/worker/ack" | "/v1/worker/heartbeat";
+export type WorkerRoute = "/v1/worker/lease" | "/v1/worker/ack" | "/v1/worker/heartbeat" | "/v1/worker/release";
 type JsonBody<P extends WorkerRoute> = NonNullable<paths[P]["post"]["requestBody"]>["content"]["application/json"];
 type JsonAnswer<P extends WorkerRoute> = paths[P]["post"]["responses"][200]["content"]["application/json"];
 

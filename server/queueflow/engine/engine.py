@@ -14,6 +14,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.ids import new_ids
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
@@ -83,7 +84,10 @@ class Engine:
         """Insert every job or none, in one store operation."""
         validation.check_new_jobs(jobs)
         now = self.clock.now()
-        rows = [pending_job(tenant_id, job, now, self.rng) for job in jobs]
+        ids = new_ids("job", now, self.rng, len(jobs))  # increasing in the batch's order: the claim's last tie-break
+        rows = [
+            pending_job(tenant_id, job, now, self.rng, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
+        ]
         return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
@@ -252,6 +256,29 @@ class Engine:
         if job is None:
             raise await self._lease_lost(job_id)
         return job
+
+    async def release(self, leases: Sequence[HeldLease], *, scope: str | None = None) -> list[AckResult]:
+        """Give back held jobs a worker has not started (`POST /v1/worker/release`): each is claimable again at
+        once, as it was before that delivery (`JobStore.job_release_many`), or `lease_lost` on its own, with the
+        job's status (None if it does not exist, or, for a scoped key, belongs to another tenant). In the order
+        given; of two items for one job, the second finds the lease gone."""
+        if not 1 <= len(leases) <= validation.MAX_BATCH:
+            raise ValidationError.of([FieldError(("jobs",), f"must hold 1–{validation.MAX_BATCH} jobs")])
+        mine = [True] * len(leases)
+        if scope is not None:
+            jobs = await self.store.job_get_many([item.job_id for item in leases])
+            mine = [item.job_id in jobs and jobs[item.job_id].tenant_id == scope for item in leases]
+        ours = [item for item, own in zip(leases, mine, strict=True) if own]
+        released = iter(await self.store.job_release_many(ours, self.clock.now()) if ours else [])
+        outcomes = [(item.job_id, next(released) if own else None) for item, own in zip(leases, mine, strict=True)]
+        missing = [job_id for job_id, job in outcomes if job is None]
+        lost = await self.store.job_get_many(missing) if missing else {}
+        return [
+            AckResult(job_id, AckOutcome.OK, job.status, job.queue_name)
+            if job is not None
+            else AckResult(job_id, AckOutcome.LEASE_LOST, *_status_and_queue(_in_scope(lost.get(job_id), scope)))
+            for job_id, job in outcomes
+        ]
 
     async def hand_back(self, jobs: Sequence[Job]) -> int:
         """Give back leased jobs their lessee never received (its client left before the answer went out): they
@@ -504,3 +531,8 @@ def _failure_errors(request: FailureRequest, loc: tuple[str | int, ...]) -> list
 
 def _status_and_queue(job: Job | None) -> tuple[JobStatus | None, str | None]:
     return (job.status, job.queue_name) if job is not None else (None, None)
+
+
+def _in_scope(job: Job | None, scope: str | None) -> Job | None:
+    """`job`, unless a key scoped to another tenant asks: to it, the job does not exist."""
+    return job if job is None or scope is None or job.tenant_id == scope else None

@@ -126,6 +126,12 @@ class EngineSource:
         results = await self.engine.heartbeat_many(held, lease_seconds=self.lease_seconds)
         return [result.locked_until is not None for result in results]
 
+    async def release(self, jobs: Sequence[tuple[str, str]]) -> list[bool]:
+        """Give back held jobs not started, (job id, token) pairs: claimable again at once, no retry counted; per
+        item, whether it was still held (and is now released)."""
+        results = await self.engine.release([HeldLease(job_id, token) for job_id, token in jobs])
+        return [result.outcome is AckOutcome.OK for result in results]
+
     async def progress(self, job_id: str, token: str, value: Any) -> bool:
         (result,) = await self.engine.heartbeat_many(
             [HeldLease(job_id, token, value)], lease_seconds=self.lease_seconds

@@ -378,45 +378,6 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
     assert current[expires[21].id] == expires[21]
 
 
-# --- job_release_many --------------------------------------------------------------------------------------
-
-
-async def test_release_many_makes_held_jobs_claimable_again_as_if_never_claimed(store: Store) -> None:
-    row = job(queue_name="a")
-    first = await leased(store, row)
-    (again,) = await store.job_release_many([HeldLease(first.id, first.lease_token or "")], at(2))
-    assert again == row  # pending, no delivery, no lease, never started
-    assert await store.job_get(row.id) == row
-    (claimed,) = await store.job_claim(ClaimRequest(queues=["a"], max_jobs=1, now=at(3), lease_seconds=LEASE))
-    assert (claimed.id, claimed.delivery_count) == (row.id, 1)
-
-
-async def test_release_many_of_a_retry_keeps_it_retrying_with_its_earlier_delivery(store: Store) -> None:
-    first = await leased(store, job())
-    (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(10))], at(5))
-    assert retrying is not None
-    (second,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=at(10), lease_seconds=LEASE))
-    (released,) = await store.job_release_many([HeldLease(second.id, second.lease_token or "")], at(11))
-    # Retrying, one delivery; started_at is the released claim's (the earlier one's is not kept anywhere).
-    assert released == replace(retrying, started_at=at(10))
-    assert released is not None
-    assert (released.status, released.delivery_count) == (RETRYING, 1)
-
-
-async def test_release_many_answers_none_unless_the_lease_is_held_and_changes_nothing(store: Store) -> None:
-    held = await leased(store, job())
-    token = held.lease_token or ""
-    items = [
-        HeldLease(held.id, stranger_token()),
-        HeldLease(held.id, "not-a-token"),
-        HeldLease("job_missing", token),
-    ]
-    assert await store.job_release_many(items, at(1)) == [None, None, None]
-    assert await store.job_release_many([HeldLease(held.id, token)], at(LEASE)) == [None]  # expired
-    assert await store.job_get(held.id) == held
-    assert await store.job_release_many([], at(1)) == []
-
-
 async def test_claim_with_task_names_takes_only_those_tasks(store: Store) -> None:
     mine, theirs = await inserted(store, job(task_name="mine"), job(task_name="theirs", priority=5))
     assert (

@@ -385,6 +385,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ReleaseJobs
+         * @description Give back held jobs not started: each is claimable again at once, as before that delivery (no retry
+         *     counted), or `lease_lost` on its own.
+         */
+        post: operations["releaseJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workflows": {
         parameters: {
             query?: never;
@@ -803,6 +824,19 @@ export interface components {
         RateLimit: {
             jobs: number;
             per_seconds: number;
+        };
+        /** ReleaseItem */
+        ReleaseItem: {
+            id: string;
+            lease_token: string;
+        };
+        /** ReleaseRequest */
+        ReleaseRequest: {
+            jobs: components["schemas"]["ReleaseItem"][];
+        };
+        /** ReleaseResults */
+        ReleaseResults: {
+            results: components["schemas"]["AckResult"][];
         };
         /** Schedule */
         Schedule: {
@@ -2390,6 +2424,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LeasedJobs"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    releaseJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReleaseResults"];
                 };
             };
             /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */

@@ -70,6 +70,17 @@ export class HttpSource implements LeaseSource {
     return answer.results.map((result) => result.outcome !== "lease_lost");
   }
 
+  /**
+   * Gives back held jobs not started, `[id, lease_token]` pairs (at most 1,000): each is claimable again at once,
+   * as before that delivery (no retry counted). Per item, whether it was still held (and is now released).
+   */
+  async release(leases: [string, string][]): Promise<boolean[]> {
+    const body = { jobs: leases.map(([id, lease_token]) => ({ id, lease_token })) };
+    // May be repeated: a repeat finds the lease gone (`lease_lost`) and changes nothing.
+    const answer = await this.#transport.post("/v1/worker/release", body, { safe: true });
+    return answer.results.map((result) => result.outcome === "ok");
+  }
+
   async progress(job: LeasedJob, value: unknown): Promise<void> {
     await this.#transport.call(
       (signal) =>

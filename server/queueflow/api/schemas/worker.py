@@ -160,3 +160,21 @@ class AckResult(Struct):
 
 class AckResults(Struct):
     results: list[AckResult]
+
+
+class ReleaseItem(RequestBody):
+    id: JobId
+    lease_token: LeaseToken
+
+
+class ReleaseRequest(RequestBody):
+    jobs: Annotated[list[ReleaseItem], Meta(min_length=1, max_length=validation.MAX_BATCH)]
+
+    def to_domain(self) -> list[domain.HeldLease]:
+        return [domain.HeldLease(item.id, item.lease_token) for item in self.jobs]
+
+
+class ReleaseResults(Struct):
+    results: list[AckResult]
+    """In the request's order: `ok` (the job is claimable again, `status` pending or retrying) or `lease_lost`
+    (nothing changed; `status` the job's, null if it does not exist)."""

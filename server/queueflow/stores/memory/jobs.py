@@ -110,6 +110,8 @@ class MemoryJobs(Tables):
                     tokens[group] -= 1
             busy[group] += 1
             busy_keys[keyed] += 1
+            if job.started_at is not None:
+                self._started_before[job.id] = job.started_at
             running = replace(
                 job,
                 status=JobStatus.RUNNING,
@@ -121,7 +123,9 @@ class MemoryJobs(Tables):
             self._jobs[job.id] = running
             claimed.append(self._out(running))
         for group, left in tokens.items():
-            self._buckets[group] = (left, now)
+            # As of the later of now and the bucket's refill time (`tokens_at` added nothing before it): written
+            # back as of an earlier now, the refill time would move back and the next claim refill twice.
+            self._buckets[group] = (left, max(now, self._buckets[group][1]))
         self._key_turns.update(last_keys(claimed, key_turns))
         return claimed
 
@@ -198,7 +202,7 @@ class MemoryJobs(Tables):
                 delivery_count=job.delivery_count - 1,
                 lease_token=None,
                 locked_until=None,
-                started_at=job.started_at if job.delivery_count > 1 else None,
+                started_at=self._started_before.get(job.id, job.started_at) if job.delivery_count > 1 else None,
             )
             released.append(self._out(job))
         if self._wakeups is not None:
@@ -315,6 +319,7 @@ class MemoryJobs(Tables):
         doomed.sort(key=lambda job: job.completed_at or before)
         for job in doomed[:limit]:
             del self._jobs[job.id]
+            self._started_before.pop(job.id, None)
             if job.idempotency_key is not None:
                 self._idempotency.pop((job.tenant_id, job.idempotency_key), None)
         return len(doomed[:limit])

@@ -40,6 +40,9 @@ class Tables:
         self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
         # Where each key-limited (tenant_id, queue_name)'s key turn goes on: the key it served last (`core.turns`).
         self._key_turns: dict[tuple[str, str], str] = {}
+        # Per running job redelivered, the started_at its claim overwrote (an earlier delivery's), which a release
+        # puts back; PostgreSQL keeps it in the job's config (`postgres.sql.STARTED_BEFORE`).
+        self._started_before: dict[str, datetime] = {}
         self._wakeups = wakeups
 
     def reset(self) -> None:
@@ -54,6 +57,7 @@ class Tables:
         self._queue_settings.clear()
         self._key_turns.clear()
         self._buckets.clear()
+        self._started_before.clear()
 
     def _check_insert(self, jobs: Sequence[Job]) -> None:
         errors: list[FieldError] = []

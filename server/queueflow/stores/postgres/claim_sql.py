@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, NamedTuple
 
 from queueflow.stores.postgres.params import Placeholders
-from queueflow.stores.postgres.sql import COLUMNS
+from queueflow.stores.postgres.sql import COLUMNS, STARTED_BEFORE
 
 # Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
 RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL OR rate_jobs IS NOT NULL)"
@@ -47,12 +47,20 @@ class TenantScope(NamedTuple):
 
 def lease(p: Placeholders) -> str:
     """What a claim writes into each job it takes. A lease never runs past the delivery's timeout (LEAST ignores a
-    NULL timeout)."""
+    NULL timeout).
+
+    A release (sql.RELEASE) puts the job back exactly as it was before this claim. Everything else it can derive
+    (status from retry_count, delivery_count - 1; scheduled_at is left alone), but not the started_at this claim
+    overwrites: an earlier delivery's start, if there was one. The claim keeps that one in the job's `config`
+    (`STARTED_BEFORE`) rather than in a column of its own: no migration, and a first delivery (started_at NULL, the
+    common case) writes config unchanged."""
     return f"""UPDATE queueflow.jobs
    SET status = 'running',
        lease_token = gen_random_uuid(),
        delivery_count = delivery_count + 1,
        started_at = {p.now},
+       config = CASE WHEN started_at IS NULL THEN config
+                     ELSE jsonb_set(config, '{{{STARTED_BEFORE}}}', to_jsonb(started_at)) END,
        locked_until = LEAST({p.now} + {p.lease}, {p.now} + make_interval(secs => timeout_seconds))"""
 
 

@@ -226,6 +226,10 @@ class PostgresJobs(Pooled):
         order = sorted(sent, key=lambda i: leases[i].job_id)  # one lock order for every batch (see heartbeat)
         async with self._connection() as db:
             rows = await db.fetch(RELEASE, [leases[i].job_id for i in order], [sent[i] for i in order], now)
+        if self._wakeups is not None:
+            # As for an insert: this process's lessees hear at once, the others through RELEASE's NOTIFY.
+            for queue in {row["queue_name"] for row in rows}:
+                self._wakeups.notify(queue)
         done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
         return [done.get((leases[i].job_id, sent[i])) if i in sent else None for i in range(len(leases))]
 

@@ -42,7 +42,8 @@ def job_config(backoff: BackoffPolicy, concurrency_key: str | None) -> dict[str,
     """The jobs table's `config` column (and a workflow step's, which becomes its job's): the job's policy that no
     index reads, read back by `job_from_row`. `concurrency_key` lives here, not in a column of its own: only the
     claim of a queue with a `key_concurrency_limit` reads it (`config->>'concurrency_key'`), and a column would
-    widen every row and every insert for it."""
+    widen every row and every insert for it. A claim adds the started_at of the delivery before it
+    (`sql.STARTED_BEFORE`), which nothing but a release reads."""
     config: dict[str, Any] = {"backoff": backoff.to_json()}
     if concurrency_key is not None:
         config["concurrency_key"] = concurrency_key

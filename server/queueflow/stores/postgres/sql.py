@@ -10,6 +10,10 @@ COLUMNS = (
     " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
     " progress, trace_context"
 )
+# The key of a job's `config` where a claim keeps the started_at it overwrites, an earlier delivery's, for a release
+# to put back (`claim_sql.lease`).
+STARTED_BEFORE = "started_before"
+
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 """COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
 
@@ -83,15 +87,18 @@ UPDATE queueflow.jobs AS j
 RETURNING {J_COLUMNS}
 """
 
-# A claim handed back: the row as the claim found it, but for started_at when an earlier delivery is left (the
-# released claim's stays; the earlier one's is not kept). An UPDATE does not fire the insert trigger, so the
-# queue is announced here.
+# A claim handed back: the row as the claim found it (`claim_sql.lease`). A claimable job is `retrying` exactly when
+# a retry was counted (retry_count > 0; a DLQ replay resets both), the claim left scheduled_at alone, and the
+# started_at it overwrote is in config (STARTED_BEFORE; a claim made by an older server did not keep it, and then
+# the released claim's stays). A first delivery had none. An UPDATE does not fire the insert trigger, so the queue
+# is announced here.
 RELEASE = f"""
 WITH released AS (
     UPDATE queueflow.jobs AS j
        SET status = CASE WHEN j.retry_count > 0 THEN 'retrying' ELSE 'pending' END,
            delivery_count = j.delivery_count - 1,
-           started_at = CASE WHEN j.delivery_count > 1 THEN j.started_at END,
+           started_at = CASE WHEN j.delivery_count > 1
+                             THEN coalesce((j.config->>'{STARTED_BEFORE}')::timestamptz, j.started_at) END,
            lease_token = NULL, locked_until = NULL
       FROM unnest($1::text[], $2::uuid[]) AS r(id, lease_token)
      WHERE j.id = r.id AND {HOLDS_LEASE.format(token="r.lease_token", now="$3")}

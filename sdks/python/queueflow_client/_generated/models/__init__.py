@@ -60,6 +60,9 @@ from .problem_code import ProblemCode
 from .queue import Queue
 from .queue_list import QueueList
 from .rate_limit import RateLimit
+from .release_item import ReleaseItem
+from .release_request import ReleaseRequest
+from .release_results import ReleaseResults
 from .schedule import Schedule
 from .schedule_page import SchedulePage
 from .schedule_payload import SchedulePayload
@@ -136,6 +139,9 @@ __all__ = (
     "Queue",
     "QueueList",
     "RateLimit",
+    "ReleaseItem",
+    "ReleaseRequest",
+    "ReleaseResults",
     "Schedule",
     "SchedulePage",
     "SchedulePayload",
