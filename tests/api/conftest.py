@@ -63,3 +63,14 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     assert body["title"]
     assert body["detail"]
     return body
+
+
+async def assert_lease_lost(client: Any, job_id: str, lease_token: str) -> None:
+    """Heartbeat, complete and fail of `job_id` with `lease_token` are each 409 lease_lost."""
+    for action, body in [
+        ("heartbeat", {"lease_token": lease_token}),
+        ("complete", {"lease_token": lease_token}),
+        ("fail", {"lease_token": lease_token, "error": "boom"}),
+    ]:
+        response = await client.post(f"/v1/worker/jobs/{job_id}/{action}", json=body, headers=WORKER)
+        assert_problem(response, 409, "lease_lost")

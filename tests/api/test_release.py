@@ -1,4 +1,4 @@
-"""`POST /v1/worker/release` (API.md, "Giving work back"): a worker hands back held jobs it has not started; each is
+"""`POST /v1/worker/release` (README.md, "The HTTP API"): a worker hands back held jobs it has not started; each is
 claimable again at once, exactly as before that delivery, or `lease_lost` on its own."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 
-from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
+from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_lease_lost, assert_problem, enqueue, lease
 from tests.inprocess import WatchedWakeups
 
 
@@ -128,13 +128,7 @@ async def test_a_released_token_no_longer_holds_the_job(client: AsyncClient) -> 
     await enqueue(client)
     (job,) = await lease(client)
     await release(client, [held(job)])
-    for action, body in [
-        ("heartbeat", {"lease_token": job["lease_token"]}),
-        ("complete", {"lease_token": job["lease_token"]}),
-        ("fail", {"lease_token": job["lease_token"], "error": "boom"}),
-    ]:
-        response = await client.post(f"/v1/worker/jobs/{job['id']}/{action}", json=body, headers=WORKER)
-        assert_problem(response, 409, "lease_lost")
+    await assert_lease_lost(client, job["id"], job["lease_token"])
 
 
 async def test_a_release_wakes_a_parked_lease_as_an_insert_does(client: AsyncClient, wakeups: WatchedWakeups) -> None:

@@ -15,7 +15,7 @@ from queueflow.core.types import ClaimRequest, Job, NewJob
 from queueflow.engine import Engine
 from queueflow.stores.memory import InMemoryJobStore
 
-from tests.api.conftest import SETTINGS, TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
+from tests.api.conftest import SETTINGS, TENANT_A, TENANT_B, WORKER, assert_lease_lost, assert_problem, enqueue, lease
 from tests.inprocess import WatchedWakeups
 
 
@@ -76,13 +76,7 @@ async def test_heartbeat_complete_and_fail_with_a_stale_token_are_lease_lost(
 ) -> None:
     await enqueue(client)
     (job,) = await lease(client)
-    for action, body in [
-        ("heartbeat", {"lease_token": "not-the-token"}),
-        ("complete", {"lease_token": "not-the-token"}),
-        ("fail", {"lease_token": "not-the-token", "error": "boom"}),
-    ]:
-        response = await client.post(f"/v1/worker/jobs/{job['id']}/{action}", json=body, headers=WORKER)
-        assert_problem(response, 409, "lease_lost")
+    await assert_lease_lost(client, job["id"], "not-the-token")
 
 
 async def test_worker_routes_answer_404_for_a_job_that_does_not_exist(client: AsyncClient) -> None:
@@ -188,6 +182,13 @@ async def test_an_expired_lease_reclaimed_by_the_janitor_is_lease_lost(
         f"/v1/worker/jobs/{job['id']}/complete", json={"lease_token": job["lease_token"]}, headers=WORKER
     )
     assert_problem(response, 409, "lease_lost")
+
+
+async def test_an_expired_lease_is_lease_lost_before_any_janitor(client: AsyncClient, clock: TestClock) -> None:
+    await enqueue(client)
+    (job,) = await lease(client, lease_seconds=5)
+    clock.advance(5)  # locked_until has come: the lease is over, though no janitor has reclaimed the job
+    await assert_lease_lost(client, job["id"], job["lease_token"])
 
 
 async def test_ack_settles_each_item_on_its_own(client: AsyncClient) -> None:
@@ -366,32 +367,42 @@ async def test_a_parked_lease_answers_empty_at_its_deadline(client: AsyncClient,
 
 
 class ClaimGate(InMemoryJobStore):
-    """A store whose claims wait at a gate, so a test can let a client leave while one runs."""
+    """A store whose claims wait at a gate, so a test can let a client leave while one runs; `claimed` is set once
+    a claim has taken its jobs."""
 
     def __init__(self) -> None:
         super().__init__()
         self.gate = asyncio.Event()
+        self.claimed = asyncio.Event()
 
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
         await self.gate.wait()
-        return await super().job_claim(request)
+        jobs = await super().job_claim(request)
+        self.claimed.set()
+        return jobs
 
 
-async def test_jobs_claimed_for_a_client_that_left_during_the_claim_are_handed_back_uncounted(
-    clock: TestClock, wakeups: WatchedWakeups
+@pytest.mark.parametrize("wait_seconds", [0, 30])
+@pytest.mark.parametrize("leaves", ["during the claim", "as the claim ends"])
+async def test_jobs_claimed_for_a_client_that_left_before_its_answer_are_handed_back_uncounted(
+    clock: TestClock, wakeups: WatchedWakeups, wait_seconds: float, leaves: str
 ) -> None:
     store = ClaimGate()
     app = create_app(SETTINGS, store=store, clock=clock, wakeups=wakeups, rng=random.Random(7))
     engine = Engine(store, clock)
     job = (await engine.enqueue("tenant-a", NewJob(task_name="t", queue_name="mail"))).job
-    body = json.dumps({"queues": ["mail"], "wait_seconds": 30}).encode()
+    body = json.dumps({"queues": ["mail"], "wait_seconds": wait_seconds}).encode()
     messages = [{"type": "http.request", "body": body, "more_body": False}]
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         if messages:
             return messages.pop(0)
-        store.gate.set()  # the client leaves while the claim runs
+        if leaves == "during the claim":
+            store.gate.set()
+        else:  # the disconnect comes in with the claim's last step, before the answer is written
+            store.gate.set()
+            await store.claimed.wait()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -403,7 +414,8 @@ async def test_jobs_claimed_for_a_client_that_left_during_the_claim_are_handed_b
         "headers": [(b"authorization", b"Bearer key-w"), (b"content-type", b"application/json")],
         "client": ("127.0.0.1", 1), "server": ("testserver", 80),
     }  # fmt: skip
-    await app(scope, receive, send)
+    async with asyncio.timeout(5):  # a lease that never watches its client never opens the gate
+        await app(scope, receive, send)
 
     answer = json.loads(
         b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")

@@ -18,12 +18,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
 from queueflow_client import JobContext, TaskRegistry, Worker
 
+from tests import pg
 from tests.e2e.live import ROOT, free_port, live_server
 
 GRACE = 2.0
@@ -143,3 +145,59 @@ def test_a_python_worker_stopped_while_its_poll_is_parked_strands_nothing(databa
         leased = http.post("/v1/worker/lease", json={"queues": ["stranding"], "wait_seconds": 5}).json()["jobs"]
         assert time.monotonic() - began < 1
         assert [(j["id"], j["delivery_count"]) for j in leased] == [(job["id"], 1)]
+
+
+def test_a_lease_whose_client_left_during_its_claim_hands_its_jobs_back(database_url: str) -> None:
+    """Not only a parked long-poll: a lease that claims at once (wait_seconds 0) and whose client closes the
+    connection while the claim runs hands its jobs back, uncounted, instead of answering them into a closed socket.
+    The claim is held up on the queue's settings row (a rate-limited queue's claim locks it), so that the client
+    surely leaves while it runs."""
+    with live_server("--database-url", database_url, "--mode", "api") as base, httpx.Client(base_url=base) as http:
+        patch = {"rate_limit": {"jobs": 100, "per_seconds": 1}}
+        assert http.patch("/v1/queues/held-up", json=patch).status_code == 200
+        job = http.post("/v1/jobs", json={"task_name": "t", "queue_name": "held-up"}).json()
+
+        async def leave_during_the_claim() -> tuple[str, int]:
+            async with pg.connect(database_url) as blocker, pg.connect(database_url) as watcher:
+                sql = "SELECT xmin::text, status, delivery_count FROM queueflow.jobs WHERE id = $1"
+                inserted = (await watcher.fetchrow(sql, job["id"]))["xmin"]
+                async with blocker.transaction():
+                    await blocker.execute(
+                        "SELECT FROM queueflow.queue_settings WHERE queue_name = 'held-up' FOR UPDATE"
+                    )
+                    host, port = base.removeprefix("http://").split(":")
+                    _, writer = await asyncio.open_connection(host, int(port))
+                    body = b'{"queues": ["held-up"], "wait_seconds": 0, "lease_seconds": 600}'
+                    head = f"POST /v1/worker/lease HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                    writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                    await writer.drain()
+                    await until(  # the claim waits for the settings row
+                        lambda: watcher.fetchval(
+                            "SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            " AND query LIKE '%queue_settings%' AND pid <> pg_backend_pid()"
+                        )
+                    )
+                    writer.close()  # the worker leaves; the claim goes on once the row is free
+                    await writer.wait_closed()
+
+                async def settled() -> bool:  # the claim has written the job, and whatever follows has too
+                    row = await watcher.fetchrow(sql, job["id"])
+                    return bool(row["xmin"] != inserted and row["status"] != "running")
+
+                await until(settled)
+                row = await watcher.fetchrow(sql, job["id"])
+                return row["status"], row["delivery_count"]
+
+        # Stranded, it stayed running with its 600 s lease, and this timed out.
+        assert asyncio.run(leave_during_the_claim()) == ("pending", 0)
+        leased = http.post("/v1/worker/lease", json={"queues": ["held-up"]}).json()["jobs"]
+        assert [(j["id"], j["delivery_count"]) for j in leased] == [(job["id"], 1)]
+
+
+async def until(check: Callable[[], Awaitable[bool]], seconds: float = 10) -> None:
+    """Poll another process's state (it announces nothing we could wait on) until `check()` holds."""
+    for _ in range(int(seconds / 0.01)):
+        if await check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")

@@ -8,7 +8,7 @@ import time
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
-from queueflow.core.types import NewJob
+from queueflow.core.types import AckOutcome, HeldLease, NewJob
 from queueflow.runtime.notifier import Notifier
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore
@@ -41,6 +41,22 @@ async def test_an_insert_wakes_a_waiter_well_before_the_safety_poll(
         assert not other.done()
         other.cancel()
     assert latency < 0.5, f"woken after {latency:.3f} s"
+
+
+async def test_a_release_wakes_a_waiter_in_every_process_as_an_insert_does(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    # The store releasing has no hub of its own: only PostgreSQL's NOTIFY can wake the waiter.
+    engine = engine_on(postgres_store, TestClock(START))
+    await engine.enqueue(T, NewJob(task_name="send", queue_name="mail"))
+    (held,) = await engine.lease(["mail"])
+    wakeups = Wakeups()
+    async with Notifier(postgres_url, wakeups, safety_poll=60) as notifier:
+        await asyncio.wait_for(notifier.listening.wait(), PATIENCE)
+        mail = await parked(wakeups, ["mail"])
+        (released,) = await engine.release([HeldLease(held.id, held.lease_token or "")])
+        assert released.outcome is AckOutcome.OK
+        assert await mail
 
 
 async def test_the_safety_poll_wakes_everyone_without_a_notification(postgres_url: str) -> None:

@@ -46,6 +46,15 @@ async def test_a_committed_job_is_leased_as_enqueued(postgres_url: str, postgres
     assert leased.delivery_count == 1
 
 
+async def test_jobs_of_one_transaction_are_claimed_in_its_order(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    async with pg.connect(postgres_url) as connection, connection.transaction():
+        ids = [await connection.fetchval(ENQUEUE, T, f"t{i}", "{}", "ordered") for i in range(10)]
+    engine = engine_on(postgres_store, SystemClock())
+    assert [(await engine.lease(["ordered"]))[0].id for _ in range(10)] == ids
+
+
 async def test_defaults_are_those_of_the_http_route(postgres_url: str, postgres_store: PostgresJobStore) -> None:
     async with pg.connect(postgres_url) as connection:
         job_id = await connection.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't')", T)

@@ -5,6 +5,7 @@ the janitor never replays an advance that is merely in flight."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 
@@ -22,11 +23,11 @@ from tests.postgres.test_concurrency import stores
 SIBLINGS = 10
 
 
-def fan_out(width: int, *, halting: str | None = None) -> NewWorkflow:
-    """root → `width` siblings → join; the sibling named `halting`, if any, with on_failure=halt."""
-    middle = [
-        NewStep(name=f"m{i}", task_name="t", depends_on=["root"], on_failure=OnFailure.HALT) for i in range(width)
-    ]
+def fan_out(width: int, *, halting: str | None = None, long_names: bool = False) -> NewWorkflow:
+    """root → `width` siblings (m0, m1, …; with `long_names`, each followed by a digest, which does not compress)
+    → join; the sibling named `halting`, if any, with on_failure=halt."""
+    names = [f"m{i}-{hashlib.sha256(str(i).encode()).hexdigest()}" if long_names else f"m{i}" for i in range(width)]
+    middle = [NewStep(name=name, task_name="t", depends_on=["root"], on_failure=OnFailure.HALT) for name in names]
     if halting is None:
         middle = [NewStep(name=s.name, task_name="t", depends_on=["root"], on_failure=OnFailure.SKIP) for s in middle]
     join = NewStep(name="join", task_name="t", depends_on=[step.name for step in middle])
@@ -157,39 +158,55 @@ async def test_a_busy_fan_out_with_the_janitor_sweeping_finishes_with_no_step_he
     assert sum(healed) == 0
 
 
-async def steps_read(connection: asyncpg.Connection) -> int:
-    """Rows of queueflow.workflow_steps read so far (sequential scans' rows plus index scans' fetches)."""
+async def steps_read(connection: asyncpg.Connection) -> tuple[int, int]:
+    """Rows of queueflow.workflow_steps read so far (sequential scans' rows plus index scans' fetches), and blocks
+    of its TOAST table read (from disk or the buffer cache: its long `depends_on` and `dependents` arrays)."""
     await connection.execute("SELECT pg_stat_clear_snapshot()")
     row = await connection.fetchrow(
-        "SELECT seq_tup_read, idx_tup_fetch FROM pg_stat_user_tables WHERE relname = 'workflow_steps'"
+        "SELECT seq_tup_read, idx_tup_fetch, toast_blks_read, toast_blks_hit FROM pg_stat_user_tables AS t"
+        "  JOIN pg_statio_user_tables AS io USING (relid) WHERE t.relname = 'workflow_steps'"
     )
     assert row is not None
-    return int(row["seq_tup_read"] or 0) + int(row["idx_tup_fetch"] or 0)
+    rows = int(row["seq_tup_read"] or 0) + int(row["idx_tup_fetch"] or 0)
+    return rows, int(row["toast_blks_read"] or 0) + int(row["toast_blks_hit"] or 0)
 
 
+@pytest.mark.parametrize("long_names", [False, True], ids=["short names", "toasted join"])
 async def test_a_finish_in_a_large_workflow_reads_only_the_rows_it_touches(
-    postgres_url: str, postgres_store: PostgresJobStore
+    postgres_url: str, postgres_store: PostgresJobStore, long_names: bool
 ) -> None:
-    """Counted by PostgreSQL (pg_stat_user_tables), not timed: one sibling's finish in a 2,002-step fan-out reads a
-    handful of step rows (its own, the join's), where reading every step would read 2,002."""
+    """Counted by PostgreSQL (pg_stat_user_tables, pg_statio_user_tables), not timed: one sibling's finish in a
+    2,002-step fan-out reads a handful of step rows (its own, the join's), where reading every step would read 2,002;
+    and it leaves the join's `depends_on` unread: with long names that list (2,000 names) is stored out of line, and
+    reading it in each finish — as an earlier version did — read dozens of TOAST blocks per finish, the whole
+    fan's names each time, which made a 10,000-wide fan-out's cost quadratic."""
     clock = TestClock(START)
     async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store, pg.connect(postgres_url) as watcher:
         engine = engine_on(store, clock)
-        held = await started(store, clock, [fan_out(2000)])
+        held = await started(store, clock, [fan_out(2000, long_names=long_names)])
 
-        async def flushed() -> int:
+        async def flushed() -> tuple[int, int]:
             # The store's one connection reports its table statistics when it goes idle after this (PostgreSQL
             # otherwise flushes them at most once a second).
             async with store._connection() as db:
                 await db.execute("SELECT pg_stat_force_next_flush()")
             return await steps_read(watcher)
 
-        reads = []
+        reads, toast_reads = [], []
         siblings = [job for (_, name), job in held.items() if name.startswith("m")]
         assert len(siblings) >= 100
         # Twelve: past the fifth execution of a prepared statement PostgreSQL may switch to its generic plan.
         for job in siblings[:12]:
-            before = await flushed()
+            rows_before, toast_before = await flushed()
             await engine.complete(job.id, job.lease_token or "", job.workflow_step_id)
-            reads.append(await flushed() - before)
+            rows_after, toast_after = await flushed()
+            reads.append(rows_after - rows_before)
+            toast_reads.append(toast_after - toast_before)
+        if long_names:  # the list really is out of line: reading it once costs blocks
+            async with pg.connect(postgres_url) as connection:
+                before = (await steps_read(watcher))[1]
+                await connection.fetchval("SELECT depends_on FROM queueflow.workflow_steps WHERE name = 'join'")
+                await connection.execute("SELECT pg_stat_force_next_flush()")
+            assert (await steps_read(watcher))[1] - before >= 10
     assert max(reads) <= 10, reads
+    assert max(toast_reads) <= 2, toast_reads

@@ -7,7 +7,7 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.cursor import decode_cursor, encode_cursor
 from queueflow.core.errors import ValidationError
-from queueflow.core.ids import new_id
+from queueflow.core.ids import new_id, new_ids
 from queueflow.core.jsonvalue import MAX_DEPTH, contains, storage_errors
 from queueflow.core.types import Cursor
 
@@ -65,6 +65,19 @@ def test_ids_are_prefixed_and_time_sortable() -> None:
     assert all(i.startswith("job_") and len(i) == 30 for i in ids)
     assert ids == sorted(ids)
     assert len(set(ids)) == 50
+
+
+def test_the_ids_of_one_batch_increase_in_its_order_within_one_millisecond() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    for seed in range(20):
+        ids = new_ids("job", t0, random.Random(seed), 1000)
+        assert ids == sorted(ids)
+        assert len(set(ids)) == 1000
+        assert {i[:14] for i in ids} == {new_id("job", t0, random.Random(0))[:14]}  # the time part: t0's
+    top = random.Random(0)
+    top.getrandbits = lambda k: 2**k - 1  # type: ignore[method-assign]  # the highest start a run can have
+    highest = new_ids("job", t0, top, 1000)  # never carries into the time part
+    assert {i[:14] for i in highest} == {new_id("job", t0, random.Random(0))[:14]}
 
 
 def test_cursor_round_trip_and_garbage() -> None:

@@ -58,10 +58,12 @@ async def lease_or_wait(
     runner's idle waits share).
 
     A server that is shutting down (`wakeups.closing`) answers a parked poll at once with no jobs, so it never
-    waits one out; a poll whose `client` has gone claims nothing more, since no one would receive (and complete)
+    waits one out; a lease whose `client` has gone claims nothing more, since no one would receive (and complete)
     the jobs.
     """
     ask = LeaseAsk(request.queues, request.max_jobs, request.lease_seconds, request.task_names, scope)
+    if client is not None and client.gone:
+        return []
     if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
         return await ask.claim(engine)
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
@@ -119,21 +121,26 @@ class WorkerController(Controller):
     ) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
         engine, wakeups, settings = services.engine, services.wakeups, services.settings
-        scope = worker_scope(request)
-        if data.wait_seconds > 0:
-            client = Departure()
-            watcher = asyncio.create_task(client.watch(request))
-            try:
-                jobs = await lease_or_wait(engine, wakeups, data, settings, client, scope)
-            finally:
-                watcher.cancel()
-            if jobs and client.gone:
-                # The client left while the claim ran: no one will receive these. Handed back uncounted, they
-                # go to the next lessee now instead of waiting out their lease.
-                await engine.hand_back(jobs)
-                jobs = []
-        else:
-            jobs = await lease_or_wait(engine, wakeups, data, settings, scope=scope)
+        # Every lease watches its client, a long-poll or not: a worker that stops may close a lease request whose
+        # claim is under way, and a claim answered into a closed connection strands its jobs until their leases
+        # expire, at the cost of a retry each.
+        client = Departure()
+        watcher = asyncio.create_task(client.watch(request))
+        try:
+            jobs = await lease_or_wait(engine, wakeups, data, settings, client, worker_scope(request))
+            if jobs:
+                # The last moment to notice a departure: nothing suspends between here and the answer's write.
+                # One turn of the loop lets the watcher take in a disconnect that arrived with the claim's end.
+                await asyncio.sleep(0)
+        finally:
+            watcher.cancel()
+        if jobs and client.gone:
+            # The client left before its answer went out: no one will receive these. Handed back uncounted, as
+            # they were before this claim, they go to the next lessee now instead of waiting out their lease.
+            # (A client that leaves once the answer is on its way loses it: nothing the server sees tells that
+            # apart from a client that read it and then closed, so a worker must not close a lease in flight.)
+            await engine.hand_back(jobs)
+            jobs = []
         services.metrics.jobs_leased(jobs)
         link_leased(jobs)
         return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])

@@ -14,6 +14,20 @@ _PAIR_SHIFTS = range(115, 4, -10)  # the 24 digits between the first and the las
 
 def new_id(prefix: str, now: datetime, rng: RandomSource) -> str:
     """48 bits of milliseconds since the epoch, then 80 random bits, as 26 base32 characters."""
-    value = (int(now.timestamp() * 1000) << 80) | rng.getrandbits(80)
+    return _encode(prefix, (int(now.timestamp() * 1000) << 80) | rng.getrandbits(80))
+
+
+def new_ids(prefix: str, now: datetime, rng: RandomSource, count: int) -> list[str]:
+    """`count` ids of one batch made at `now`, increasing in the order given: jobs of one batch with equal
+    priority and times are claimed in the batch's order (README.md, "Flow control"), and the claim's last
+    tie-break is the id. Ids made at one millisecond share their time part, so `new_id`'s independent random
+    parts ordered a batch at random: here one random draw starts a run of consecutive values. 79 random bits, so
+    the run never overflows into the time part; two batches of one millisecond overlap with odds of about
+    count / 2^79."""
+    start = (int(now.timestamp() * 1000) << 80) | rng.getrandbits(79)
+    return [_encode(prefix, start + offset) for offset in range(count)]
+
+
+def _encode(prefix: str, value: int) -> str:
     pairs = [_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS]
     return f"{prefix}_{_ALPHABET[value >> 125]}{''.join(pairs)}{_ALPHABET[value & 31]}"

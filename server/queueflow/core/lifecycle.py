@@ -22,14 +22,15 @@ from queueflow.core.ids import new_id
 from queueflow.core.types import Job, JobStatus, NewJob
 
 
-def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource) -> Job:
-    """∅ → pending: the row a validated `job` is inserted as, due at its `run_at` or after its delay."""
+def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *, job_id: str | None = None) -> Job:
+    """∅ → pending: the row a validated `job` is inserted as, due at its `run_at` or after its delay, with the id
+    `job_id` (one of a batch's `new_ids`), or a new one."""
     if job.run_at is not None:
         scheduled_at = job.run_at.astimezone(now.tzinfo)
     else:
         scheduled_at = now + timedelta(seconds=job.delay_seconds or 0)
     return Job(
-        id=new_id("job", now, rng),
+        id=job_id if job_id is not None else new_id("job", now, rng),
         tenant_id=tenant_id,
         queue_name=job.queue_name,
         task_name=job.task_name,

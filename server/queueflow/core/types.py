@@ -264,6 +264,9 @@ class Ended(msgspec.Struct, frozen=True):
     status: JobStatus
     queue_name: str
     workflow_id: str | None
+    workflow_step_id: str | None
+    """With `workflow_id`, the step the job ran: a completed step is advanced from this and the completion's
+    result, without reading its row back."""
 
 
 class FailureRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,6 +14,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.ids import new_ids
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
@@ -44,7 +45,7 @@ from queueflow.core.types import (
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
 from queueflow.engine.schedules import Schedules
 from queueflow.engine.settings import EngineSettings
-from queueflow.engine.workflows import Workflows
+from queueflow.engine.workflows import Workflows, completed_step_report, step_report
 from queueflow.ports import Clock, Store
 
 # How many sets of queues a process remembers whose turn it is (a worker leases the same few sets again and again).
@@ -83,7 +84,10 @@ class Engine:
         """Insert every job or none, in one store operation."""
         validation.check_new_jobs(jobs)
         now = self.clock.now()
-        rows = [pending_job(tenant_id, job, now, self.rng) for job in jobs]
+        ids = new_ids("job", now, self.rng, len(jobs))  # increasing in the batch's order: the claim's last tie-break
+        rows = [
+            pending_job(tenant_id, job, now, self.rng, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
+        ]
         return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
@@ -373,11 +377,14 @@ class Engine:
             zip([item.job_id for item in complete], done, strict=True)
         )
         outcomes += [(item.job_id, next(failed) if item.job_id in current else None) for item in fail]
-        # Only a workflow's step jobs need their whole row (to advance the workflow): read just those.
-        steps = [ended.id for ended in done if ended is not None and ended.workflow_id is not None]
-        completed_steps = await self.store.job_get_many(steps) if steps else {}
-        finished = [completed_steps.get(job.id) if isinstance(job, Ended) else job for _, job in outcomes if job]
-        await self.workflows.on_jobs_finished(finished)
+        # A completed step's report is what the worker sent: no need to read its row back.
+        reports = [
+            report
+            for item, ended in zip(complete, done, strict=True)
+            if (report := completed_step_report(ended, item.result)) is not None
+        ]
+        reports += [report for _, job in outcomes if isinstance(job, Job) and (report := step_report(job))]
+        await self.workflows.on_steps_finished(reports)
         missing = [job_id for job_id, job in outcomes if job is None]
         lost = await self.store.job_get_many(missing) if missing else {}
         return [

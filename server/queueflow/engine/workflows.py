@@ -30,7 +30,7 @@ from queueflow.core.errors import InvalidState, NotFound, StoreUnavailable, Vali
 from queueflow.core.finish import StepReport
 from queueflow.core.ids import new_id
 from queueflow.core.lifecycle import pending_job
-from queueflow.core.types import FINISHED, Job, JobStatus, Page
+from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
 from queueflow.core.workflow import (
     NewWorkflow,
     Step,
@@ -50,6 +50,33 @@ _OUTCOMES = {
     JobStatus.DEAD_LETTER: StepOutcome.FAILED,
     JobStatus.CANCELLED: StepOutcome.CANCELLED,
 }
+
+
+def step_report(job: Job | None) -> StepReport | None:
+    """What a finished step's job reports to its workflow; None for a job of no step, or one not finished."""
+    if job is None or job.workflow_id is None or job.workflow_step_id is None or job.status not in FINISHED:
+        return None
+    result = job.result if job.status is JobStatus.COMPLETED else None
+    return StepReport(
+        workflow_id=job.workflow_id,
+        step=job.workflow_step_id,
+        job_id=job.id,
+        outcome=_OUTCOMES[job.status],
+        result=result,
+    )
+
+
+def completed_step_report(ended: Ended | None, result: JSON) -> StepReport | None:
+    """What a completed step's job reports, from its completion (the worker's `result`): no need to read its row."""
+    if ended is None or ended.workflow_id is None or ended.workflow_step_id is None:
+        return None
+    return StepReport(
+        workflow_id=ended.workflow_id,
+        step=ended.workflow_step_id,
+        job_id=ended.id,
+        outcome=StepOutcome.COMPLETED,
+        result=result,
+    )
 
 
 class Workflows:
@@ -110,31 +137,27 @@ class Workflows:
             raise NotFound(f"no workflow {workflow_id}")
         return cancelled
 
-    async def on_jobs_finished(self, jobs: Sequence[Job | None]) -> tuple[Job, ...]:
-        """Advance the workflow of every finished step job among `jobs`; returns the jobs whose step it recorded.
+    async def on_jobs_finished(self, jobs: Sequence[Job | None]) -> tuple[StepReport, ...]:
+        """Advance the workflow of every finished step job among `jobs` (`on_steps_finished`)."""
+        return await self.on_steps_finished([report for job in jobs if (report := step_report(job)) is not None])
+
+    async def on_steps_finished(self, reports: Sequence[StepReport]) -> tuple[StepReport, ...]:
+        """Advance the workflow of each finished step, in order; returns the reports it recorded.
 
         The jobs' own writes are done: an advance the store cannot make now is logged and left to the
         janitor's `heal`, so the caller (a worker's complete) is not told to retry a write that succeeded.
         """
-        advanced: tuple[Job, ...] = ()
-        for job in jobs:
-            if job is None or job.workflow_id is None or job.workflow_step_id is None or job.status not in FINISHED:
-                continue
-            report = StepReport(
-                workflow_id=job.workflow_id,
-                step=job.workflow_step_id,
-                job_id=job.id,
-                outcome=_OUTCOMES[job.status],
-                result=job.result if job.status is JobStatus.COMPLETED else None,
-            )
+        advanced: tuple[StepReport, ...] = ()
+        for report in reports:
             now = self.clock.now()
             try:
                 if await self.store.workflow_step_finish(report, self._step_job_maker(now), now):
-                    advanced += (job,)
+                    advanced += (report,)
             except StoreUnavailable as exc:
                 log.warning(
-                    "workflow %s not advanced after job %s (the janitor will): %s", job.workflow_id, job.id, exc
-                )
+                    "workflow %s not advanced after job %s (the janitor will): %s",
+                    report.workflow_id, report.job_id, exc,
+                )  # fmt: skip
         return advanced
 
     async def heal(self, limit: int) -> int:
@@ -144,8 +167,8 @@ class Workflows:
         finished_before = self.clock.now() - self.settings.heal_after
         healed = await self.on_jobs_finished(await self.store.workflow_stalled_jobs(limit, finished_before))
         by_workflow: dict[str, list[str]] = {}
-        for job in healed:
-            by_workflow.setdefault(job.workflow_id or "", []).append(job.workflow_step_id or "")
+        for report in healed:
+            by_workflow.setdefault(report.workflow_id, []).append(report.step)
         for workflow_id, steps in by_workflow.items():
             log.warning("healed workflow %s: advanced after its steps %s (their advance was missed)",
                         workflow_id, ", ".join(steps))  # fmt: skip

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import LeaseLost, NotFound, ValidationError
-from queueflow.core.types import AckOutcome, HeartbeatResult, HeldLease, JobStatus, NewJob
+from queueflow.core.types import AckOutcome, FailureRequest, HeartbeatResult, HeldLease, JobStatus, NewJob
 from queueflow.engine import Engine
 
 T = "tenant-a"
@@ -115,6 +115,29 @@ async def test_heartbeat_after_the_lease_expired_is_lease_lost(engine: Engine, c
         await engine.complete(job.id, job.lease_token or "", None)
 
 
+async def test_an_expired_lease_is_over_for_every_call_before_any_janitor(engine: Engine, clock: TestClock) -> None:
+    await engine.enqueue(T, NewJob(task_name="t", timeout_seconds=20))  # its deadline ends its lease too
+    await engine.enqueue(T, NewJob(task_name="t"))
+    capped, plain = sorted(
+        await engine.lease(["default"], max_jobs=2, lease_seconds=60), key=lambda j: j.deadline is None
+    )
+    clock.advance(seconds=20)  # capped's deadline
+    with pytest.raises(LeaseLost):
+        await engine.fail(capped.id, capped.lease_token or "", "boom")
+    clock.advance(seconds=40)  # plain's locked_until: passed from this instant on
+    for job in (capped, plain):
+        token = job.lease_token or ""
+        for call in (engine.heartbeat(job.id, token), engine.complete(job.id, token), engine.fail(job.id, token, "x")):
+            with pytest.raises(LeaseLost):
+                await call
+        held = [HeldLease(job.id, token)]
+        assert [r.outcome for r in await engine.heartbeat_many(held)] == [AckOutcome.LEASE_LOST]
+        assert [r.outcome for r in await engine.release(held)] == [AckOutcome.LEASE_LOST]
+        failure = FailureRequest(job_id=job.id, lease_token=token, error="x")
+        assert [r.outcome for r in await engine.ack(fail=[failure])] == [AckOutcome.LEASE_LOST]
+        assert (await engine.get_job(T, job.id)) == job  # nothing written
+
+
 async def test_stale_or_wrong_tokens_change_nothing(engine: Engine) -> None:
     await engine.enqueue(T, NewJob(task_name="t"))
     (job,) = await engine.lease(["default"])
@@ -196,3 +219,13 @@ async def test_heartbeat_many_extends_held_leases_and_reports_lost_ones(engine: 
 async def test_invalid_heartbeat_many(engine: Engine, count: int, lease_seconds: float) -> None:
     with pytest.raises(ValidationError):
         await engine.heartbeat_many([HeldLease("job_x", "t")] * count, lease_seconds=lease_seconds)
+
+
+async def test_jobs_of_one_batch_are_claimed_in_the_batchs_order(engine: Engine) -> None:
+    # Same priority, same times: the claim's last tie-break, the id, must follow the batch. 20 jobs, so that a
+    # random order passes with odds of 1 in 20!.
+    enqueued = await engine.enqueue_many(T, [NewJob(task_name=f"t{i}") for i in range(20)])
+    batch = [item.job.id for item in enqueued]
+    assert batch == sorted(batch)
+    assert [(await engine.lease(["default"]))[0].id for _ in range(3)] == batch[:3]  # single-job leases
+    assert [job.id for job in await engine.lease(["default"], max_jobs=17)] == batch[3:]

@@ -1,4 +1,4 @@
-"""`Engine.release` on every store (API.md, "Giving work back"): each item released or `lease_lost` on its own, in
+"""`Engine.release` on every store (README.md, "The HTTP API"): each item released or `lease_lost` on its own, in
 order, with the job's status; a scoped key sees another tenant's job as missing; nothing counts as a retry."""
 
 from __future__ import annotations

@@ -281,7 +281,7 @@ async def test_complete_many_moves_each_held_job_to_completed_with_its_result_an
         ],
         at(5),
     )
-    assert ended == [Ended(a.id, COMPLETED, "a", None), Ended(b.id, COMPLETED, "b", None), None, None, None]
+    assert ended == [Ended(a.id, COMPLETED, "a", None, None), Ended(b.id, COMPLETED, "b", None, None), None, None, None]
     cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
     assert await store.job_get_many([a.id, b.id, stale.id]) == {
         a.id: replace(a, result={"rows": [1, 2]}, **cleared),

@@ -5,8 +5,8 @@ test_throughput.py.
 
 from __future__ import annotations
 
-from queueflow.core.flow import QueueSettings, QueueSettingsPatch
-from queueflow.core.types import QueueCounts
+from queueflow.core.flow import QueueSettings, QueueSettingsPatch, RateLimit
+from queueflow.core.types import ClaimRequest, QueueCounts
 from queueflow.ports import Store
 
 from tests.store_contract.conftest import START
@@ -66,3 +66,17 @@ async def test_queue_overview_reads_the_configured_queues_settings_with_the_coun
     assert await store.queue_overview(T, at(10), "idle") == ({"idle": settings["idle"]}, [])
     assert await store.queue_overview(OTHER, at(10)) == ({"b": QueueSettings(paused=True)}, [])
     assert await store.queue_overview(T, at(10), "nul\x00") == ({}, [])
+
+
+async def test_a_claim_whose_clock_reads_earlier_never_moves_the_rate_buckets_refill_time_back(store: Store) -> None:
+    # Claims read their now before they reach the bucket, so one may come after a claim that read a later time.
+    await inserted(store, *(job(queue_name="rated") for _ in range(10)))
+    await store.queue_configure(T, "rated", QueueSettingsPatch(rate_limit=RateLimit(jobs=2, per_seconds=1)), START)
+
+    def claim(seconds: float) -> ClaimRequest:
+        return ClaimRequest(queues=["rated"], max_jobs=10, now=at(seconds), lease_seconds=60)
+
+    assert len(await store.job_claim(claim(1))) == 2  # the burst: the bucket is empty as of at(1)
+    assert await store.job_claim(claim(0.5)) == []  # nothing was refilled before at(1)
+    # One token since at(1). Had the claim at at(0.5) written its time back, [0.5, 1] would be refilled twice.
+    assert len(await store.job_claim(claim(1.5))) == 1

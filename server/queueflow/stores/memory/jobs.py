@@ -123,7 +123,9 @@ class MemoryJobs(Tables):
             self._jobs[job.id] = running
             claimed.append(self._out(running))
         for group, left in tokens.items():
-            self._buckets[group] = (left, now)
+            # As of the later of now and the bucket's refill time (`tokens_at` added nothing before it): written
+            # back as of an earlier now, the refill time would move back and the next claim refill twice.
+            self._buckets[group] = (left, max(now, self._buckets[group][1]))
         self._key_turns.update(last_keys(claimed, key_turns))
         return claimed
 
@@ -217,7 +219,10 @@ class MemoryJobs(Tables):
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
         done = [self._complete(item, now) for item in completions]
-        return [Ended(job.id, job.status, job.queue_name, job.workflow_id) if job else None for job in done]
+        return [
+            Ended(job.id, job.status, job.queue_name, job.workflow_id, job.workflow_step_id) if job else None
+            for job in done
+        ]
 
     def _complete(self, item: Completion, now: datetime) -> Job | None:
         result = copy.deepcopy(item.result)

@@ -11,7 +11,7 @@ statement: more concurrent operations than connections wait their turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -106,6 +106,13 @@ class Pooled:
         self._connect_timeout = connect_timeout
         self._wakeups = wakeups
         self._opened: asyncio.Future[asyncpg.Pool] | None = None
+
+    def _wake(self, queues: Iterable[str]) -> None:
+        """Wake this process's waiters on `queues` directly, once the work on them is committed, ahead of the
+        NOTIFY's trip through PostgreSQL (which still tells the other processes)."""
+        if self._wakeups is not None:
+            for queue in set(queues):
+                self._wakeups.notify(queue)
 
     async def _ready(self) -> asyncpg.Pool:
         """The pool, opened on first use (once, however many callers ask at the same time)."""

@@ -85,9 +85,7 @@ class PostgresJobs(Pooled):
                     # A conflicting row was deleted (retention) between the two statements. Too rare for a
                     # retry loop: raising here rolls the insert back, and the caller may simply try again.
                     raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
-        if self._wakeups is not None:
-            for queue in {job.queue_name for job in inserted.values()}:
-                self._wakeups.notify(queue)
+        self._wake(job.queue_name for job in inserted.values())
         results: list[tuple[Job, bool]] = []
         for job in jobs:
             if job.idempotency_key is None:
@@ -228,6 +226,10 @@ class PostgresJobs(Pooled):
         order = sorted(sent, key=lambda i: leases[i].job_id)  # one lock order for every batch (see heartbeat)
         async with self._connection() as db:
             rows = await db.fetch(RELEASE, [leases[i].job_id for i in order], [sent[i] for i in order], now)
+        if self._wakeups is not None:
+            # As for an insert: this process's lessees hear at once, the others through RELEASE's NOTIFY.
+            for queue in {row["queue_name"] for row in rows}:
+                self._wakeups.notify(queue)
         done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
         return [done.get((leases[i].job_id, sent[i])) if i in sent else None for i in range(len(leases))]
 
@@ -258,7 +260,9 @@ class PostgresJobs(Pooled):
                 COMPLETE, [completions[i].job_id for i in order], [sent[i] for i in order], results, now
             )
         done = {
-            (row["id"], row["held_token"]): Ended(row["id"], JobStatus.COMPLETED, row["queue_name"], row["workflow_id"])
+            (row["id"], row["held_token"]): Ended(
+                row["id"], JobStatus.COMPLETED, row["queue_name"], row["workflow_id"], row["workflow_step_id"]
+            )
             for row in rows
         }
         return [done.get((completions[i].job_id, sent[i])) if i in sent else None for i in range(len(completions))]

@@ -193,8 +193,7 @@ class PostgresQueues(Pooled):
         async with self._connection() as db:
             row = await db.fetchrow(QUEUE_CONFIGURE, *values(args))
         assert row is not None  # an upsert always answers its row
-        if self._wakeups is not None:
-            self._wakeups.notify(queue_name)
+        self._wake([queue_name])
         return _settings_from_row(row)
 
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:

@@ -279,10 +279,15 @@ CLAIM_RESTRICTED_FOR_TENANT = _restricted_claim_sql(
     f"j.tenant_id = {_restricted_for_tenant.tenant} AND {_restricted_claimable(_restricted_for_tenant)}",
 )
 
-# The token buckets a restricted claim spent from, as of its `now` ($4), under the lock RESTRICTIONS_LOCK took.
+# The token buckets a restricted claim spent from, under the lock RESTRICTIONS_LOCK took: the tokens left, as of the
+# later of the claim's `now` ($4) and the bucket's refill time. A claim reads its now before it waits for the lock,
+# so the claim before it may have refilled the bucket to a later time; `core.flow.tokens_at` then adds nothing, and
+# the tokens left are as of that later time. Written back as of the claim's earlier now, the refill time moved
+# backwards and the next claim refilled that interval a second time (4 single-job leasers took 17-20 jobs in 2 s
+# of a 5/s limit, burst 5: tests/postgres/test_rate_limit_real_time.py).
 SPEND_TOKENS = """
 UPDATE queueflow.queue_settings AS s
-   SET rate_tokens = b.tokens, rate_refilled_at = $4
+   SET rate_tokens = b.tokens, rate_refilled_at = GREATEST(s.rate_refilled_at, $4)
   FROM unnest($1::text[], $2::text[], $3::float8[]) AS b(tenant_id, queue_name, tokens)
  WHERE s.tenant_id = b.tenant_id AND s.queue_name = b.queue_name
 """

@@ -112,7 +112,7 @@ UPDATE queueflow.jobs AS j
    SET status = 'completed', result = c.result, completed_at = $4, lease_token = NULL, locked_until = NULL
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
-RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id,
+RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id, j.workflow_step_id,
           {SLOT_FREED.format(queue="j.queue_name")}
 """
 

@@ -20,10 +20,14 @@ WORKFLOW_COLUMNS = (
     f"w.id, w.tenant_id, w.name, w.status, {CONTEXT} AS context, w.idempotency_key, w.created_at, w.completed_at,"
     " w.trace_context"
 )
-STEP_COLUMNS = (
-    "workflow_id, name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,"
-    " max_retries, config, timeout_seconds, remaining, dependents"
+# A step without its edges: what a finish reads of a dependent (it decides on `remaining`). A fan-in's
+# `depends_on` is as long as the fan: read by each of the fan's finishes, it made a 10,000-wide fan-out's cost
+# quadratic (each finish detoasted and decoded the join's 10,000 names).
+DEPENDENT_COLUMNS = (
+    "workflow_id, name, idx, task_name, payload, on_failure, status, job_id, queue_name, priority, max_retries,"
+    " config, timeout_seconds, remaining"
 )
+STEP_COLUMNS = f"{DEPENDENT_COLUMNS}, depends_on, dependents"
 
 WORKFLOW_INSERT = """
 INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
@@ -91,66 +95,83 @@ UPDATE queueflow.workflow_steps AS s
 
 # ---- a step's finish (`workflow_step_finish`, `core.finish`) ------------------------------------------------
 
-# First: finishes of one workflow share this lock; a structural change (FOR UPDATE) excludes them.
-WORKFLOW_SHARE = """
-SELECT id, tenant_id, name, status, idempotency_key, created_at, trace_context
-  FROM queueflow.workflows WHERE id = $1 FOR KEY SHARE
-"""
+# A finish is two statements, each a round trip (a chain's step waits for every one of them): FINISH takes the
+# locks and records the step, COUNT records what `core.finish` decided. Their parts run in `core.finish`'s lock
+# order, as the comments say.
 
 # A failure's policy, read before any lock (on_failure never changes): it decides which lock the finish takes.
 STEP_ON_FAILURE = "SELECT on_failure FROM queueflow.workflow_steps WHERE workflow_id = $1 AND name = $2"
 
-# enqueued → completed | failed | cancelled, with the result: only for the step's own job, once.
-STEP_FINISH = """
-UPDATE queueflow.workflow_steps SET status = $4, result = $5::jsonb
- WHERE workflow_id = $1 AND name = $2 AND status = 'enqueued' AND job_id = $3
-RETURNING dependents
+# 1. `head`: the workflow row FOR KEY SHARE (finishes of one workflow share this lock; a structural change's FOR
+#    UPDATE excludes them), read first: `finished` reads it.
+# 2. `finished`: the step enqueued → completed | failed | cancelled ($4), with its result ($5): only for the step's
+#    own job ($3), once, and only while the workflow runs.
+# 3. The finished step's pending dependents, locked in name order (every finisher locks in this order, so none
+#    waits on another in a cycle), as they are once their locks are granted; read after `finished`, whose
+#    `dependents` name them.
+# One row per locked dependent (`d_*` columns), or one row without them; `finished` false if nothing was recorded
+# (a repeat, a late report, a workflow no longer running); no row if the workflow does not exist.
+FINISH = f"""
+WITH head AS (
+    SELECT id, tenant_id, name, status, idempotency_key, created_at, trace_context
+      FROM queueflow.workflows WHERE id = $1 FOR KEY SHARE
+), finished AS (
+    UPDATE queueflow.workflow_steps AS s SET status = $4, result = $5::jsonb
+      FROM head
+     WHERE s.workflow_id = $1 AND s.name = $2 AND s.status = 'enqueued' AND s.job_id = $3 AND head.status = 'running'
+    RETURNING s.dependents
+)
+SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
+  FROM head AS h
+  LEFT JOIN finished AS f ON true
+  LEFT JOIN LATERAL (
+        SELECT {", ".join(f"{column} AS d_{column}" for column in DEPENDENT_COLUMNS.split(", "))}
+          FROM queueflow.workflow_steps
+         WHERE workflow_id = $1 AND name = ANY(f.dependents) AND status = 'pending'
+         ORDER BY name
+           FOR UPDATE
+       ) AS d ON true
 """
 
-# The finished step's pending dependents, locked in name order (every finisher locks in this order, so none waits
-# on another in a cycle), as they are once their locks are granted.
-DEPENDENTS_LOCK = f"""
-SELECT {STEP_COLUMNS} FROM queueflow.workflow_steps
- WHERE workflow_id = $1 AND name = ANY($2::text[]) AND status = 'pending'
- ORDER BY name
-   FOR UPDATE
-"""
-
-DEPENDENTS_RECORD = """
-UPDATE queueflow.workflow_steps AS s
-   SET remaining = c.remaining, status = c.status, job_id = c.job_id
-  FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS c(name, remaining, status, job_id)
- WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = 'pending'
-"""
-
-# The jobs of the steps a finish enqueued, each payload given its `_context` here: the context is assembled once,
-# in SQL, by a statement that starts after DEPENDENTS_LOCK was granted, so it holds the result of every dependency
-# (each committed its result before its lock on the dependent came free). As `sql.INSERT` otherwise ($17: the
-# workflow). MATERIALIZED: as a plain subquery in the join the planner rescanned it, aggregating the whole context
-# again for each inserted row (a root's finish enqueueing 9,998 steps took minutes).
-STEP_JOBS_INSERT = f"""
-WITH c AS MATERIALIZED (SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $17)
-INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
-                            max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
-                            workflow_step_id, trace_context)
-SELECT j.id, j.tenant_id, j.queue_name, j.task_name, j.payload || jsonb_build_object('{CONTEXT_KEY}', c.context),
-       j.config, j.priority, j.scheduled_at, j.max_retries, j.timeout_seconds, j.metadata, j.idempotency_key,
-       j.created_at, j.workflow_id, j.workflow_step_id, j.trace_context
-  FROM c, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
-                 $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
-                 $14::text[], $15::text[], $16::jsonb[])
-       AS j(id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at, max_retries,
-            timeout_seconds, metadata, idempotency_key, created_at, workflow_id, workflow_step_id, trace_context)
-"""
-
-# Last: the workflow's count of unfinished steps. An UPDATE that changes no key column takes FOR NO KEY UPDATE,
-# which the other finishes' KEY SHARE allows: finishers queue here only for the moment between this statement
-# and their commit.
-# It leaves updated_at (indexed) alone, so that it can be a HOT update.
-WORKFLOW_COUNT = """
+# What the finish decided, in one statement that starts after FINISH's locks were granted:
+# - `recorded`: the dependents that stay pending get their new count ($18–$21: name, remaining, status, job_id),
+#   and those that reached 0 become enqueued with their new job;
+# - `inserted`: those jobs ($1–$16, as `sql.INSERT`), each payload given its `_context` here. The context is
+#   assembled once, in SQL, by this statement, which starts after FINISH's locks were granted, so it holds the
+#   result of every dependency (each committed its result before its lock on the dependent came free).
+#   MATERIALIZED: as a plain subquery in the join the planner rescanned it, aggregating the whole context again for
+#   each inserted row (a root's finish enqueueing 9,998 steps took minutes); and only when there are jobs to
+#   insert (it reads every satisfied step's row);
+# - last, the workflow's count of unfinished steps ($22, and $23: the finish was a failure). An UPDATE that changes
+#   no key column takes FOR NO KEY UPDATE, which the other finishes' KEY SHARE allows: finishers queue here only
+#   for the moment between this statement and their commit. It leaves updated_at (indexed) alone, so that it can
+#   be a HOT update.
+# ($17: the workflow.)
+COUNT = f"""
+WITH recorded AS (
+    UPDATE queueflow.workflow_steps AS s
+       SET remaining = c.remaining, status = c.status, job_id = c.job_id
+      FROM unnest($18::text[], $19::int[], $20::text[], $21::text[]) AS c(name, remaining, status, job_id)
+     WHERE s.workflow_id = $17 AND s.name = c.name AND s.status = 'pending'
+), c AS MATERIALIZED (
+    SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $17 AND cardinality($1::text[]) > 0
+), inserted AS (
+    INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
+                                max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
+                                workflow_step_id, trace_context)
+    SELECT j.id, j.tenant_id, j.queue_name, j.task_name,
+           j.payload || jsonb_build_object('{CONTEXT_KEY}', c.context), j.config, j.priority, j.scheduled_at,
+           j.max_retries, j.timeout_seconds, j.metadata, j.idempotency_key, j.created_at, j.workflow_id,
+           j.workflow_step_id, j.trace_context
+      FROM c, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
+                     $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
+                     $14::text[], $15::text[], $16::jsonb[])
+           AS j(id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at, max_retries,
+                timeout_seconds, metadata, idempotency_key, created_at, workflow_id, workflow_step_id, trace_context)
+)
 UPDATE queueflow.workflows
-   SET unfinished = unfinished - $2, partial = partial OR $3
- WHERE id = $1 AND status = 'running'
+   SET unfinished = unfinished - $22, partial = partial OR $23
+ WHERE id = $17 AND status = 'running'
 RETURNING unfinished, partial
 """
 

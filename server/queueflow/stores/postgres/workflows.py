@@ -11,7 +11,7 @@ of it. Results stay on the step rows; a workflow's context, and a new step job's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,11 +43,9 @@ from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_
 from queueflow.stores.postgres.sql import INSERT
 from queueflow.stores.postgres.workflow_sql import (
     CANCEL_STEP_JOBS,
-    DEPENDENTS_LOCK,
-    DEPENDENTS_RECORD,
+    COUNT,
+    FINISH,
     STALLED_JOBS,
-    STEP_FINISH,
-    STEP_JOBS_INSERT,
     STEP_ON_FAILURE,
     STEPS_INSERT,
     STEPS_OF,
@@ -55,13 +53,11 @@ from queueflow.stores.postgres.workflow_sql import (
     WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
-    WORKFLOW_COUNT,
     WORKFLOW_END,
     WORKFLOW_GET,
     WORKFLOW_INSERT,
     WORKFLOW_LOCK,
     WORKFLOW_RECORD,
-    WORKFLOW_SHARE,
 )
 
 
@@ -94,6 +90,7 @@ class PostgresWorkflows(Pooled):
             await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
             if jobs:
                 await db.execute(INSERT, *insert_columns(jobs))
+        self._wake(job.queue_name for job in jobs)
         return workflow, True
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
@@ -142,16 +139,19 @@ class PostgresWorkflows(Pooled):
             return None
         try:
             async with self._connection() as db, db.transaction():
-                return await _advance(db, workflow_id, tenant_id, decide, new_job, now)
+                workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, new_job, now)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
+        self._wake(job.queue_name for job in jobs)
+        return workflow
 
     async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
         if not (storable_text(report.workflow_id) and storable_text(report.step) and storable_text(report.job_id)):
             return False
-        result = json_text(report.result, ("result",))
         if errors := result_errors(report.result):
             raise ValidationError.of(errors)
+        result = json_text(report.result, ("result",))
+        jobs: Sequence[Job] | None
         try:
             async with self._connection() as db:
                 alone = True
@@ -160,15 +160,20 @@ class PostgresWorkflows(Pooled):
                     alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                 async with db.transaction():
                     if alone:
-                        return await _finish(db, report, result, new_job, now)
+                        jobs = await _finish(db, report, result, new_job, now)
+                    else:
 
-                    def decide(workflow: Workflow) -> Transition:
-                        return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result)
+                        def decide(workflow: Workflow) -> Transition:
+                            return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result)
 
-                    before = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
-                    return before is not None
+                        after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
+                        jobs = enqueued if after is not None else None
         except _Raised as raised:
             raise raised.error from None
+        if jobs is None:
+            return False
+        self._wake(job.queue_name for job in jobs)
+        return True
 
     async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
         async with self._connection() as db:
@@ -183,11 +188,11 @@ async def _advance(
     new_job: NewStepJob,
     now: datetime,
     report: StepReport | None = None,
-) -> Workflow | None:
-    """`workflow_advance` in the caller's transaction: None if the workflow does not exist (for `tenant_id`), or,
-    for a `report`, if its step was not recorded."""
+) -> tuple[Workflow | None, Sequence[Job]]:
+    """`workflow_advance` in the caller's transaction, and the jobs it enqueued: no workflow if it does not exist
+    (for `tenant_id`), or, for a `report`, if its step was not recorded."""
     if await db.fetchval(WORKFLOW_LOCK, workflow_id, tenant_id) is None:
-        return None
+        return None, ()
     row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
     if row is None:
         raise StoreUnavailable(f"workflow {workflow_id} vanished under its lock")
@@ -199,49 +204,49 @@ async def _advance(
         raise _Raised(exc) from exc
     await _write(db, snapshot, transition, recording, now)
     if report is not None and transition.finished is None:
-        return None
-    return recording.workflow
+        return None, recording.jobs
+    return recording.workflow, recording.jobs
 
 
-async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> bool:
+async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> list[Job] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
-    transaction, in `core.finish`'s lock order."""
-    head = await db.fetchrow(WORKFLOW_SHARE, report.workflow_id)
-    if head is None or head["status"] != WorkflowStatus.RUNNING.value:
-        return False
+    transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued, or None if it recorded
+    nothing (a repeat, a late report, a workflow no longer running)."""
     status = finished_status(report.outcome).value
-    dependents = await db.fetchval(STEP_FINISH, report.workflow_id, report.step, report.job_id, status, result)
-    if dependents is None:
-        return False  # not (or no longer) enqueued with this job: a repeat, or a late report
-    locked = (
-        [_step(row) for row in await db.fetch(DEPENDENTS_LOCK, report.workflow_id, dependents)] if dependents else []
-    )
+    rows = await db.fetch(FINISH, report.workflow_id, report.step, report.job_id, status, result)
+    if not rows or not rows[0]["finished"]:
+        return None
+    head = rows[0]
+    locked = [_step(_dependent_columns(row), edges=False) for row in rows if row["d_name"] is not None]
     finish = on_finish(report.outcome, report.result, locked)
     by_name = {step.name: step for step in locked}
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
     if errors := job_storage_errors(jobs):
         raise ValidationError.of(errors)
-    names = [*finish.remaining, *finish.enqueue]
-    if names:
-        await db.execute(
-            DEPENDENTS_RECORD,
-            report.workflow_id,
-            names,
-            [*finish.remaining.values(), *(0 for _ in jobs)],
-            [*(StepStatus.PENDING.value for _ in finish.remaining), *(StepStatus.ENQUEUED.value for _ in jobs)],
-            [*(None for _ in finish.remaining), *(job.id for job in jobs)],
-        )
-    if jobs:
-        await db.execute(STEP_JOBS_INSERT, *insert_columns(jobs), report.workflow_id)
-    counted = await db.fetchrow(WORKFLOW_COUNT, report.workflow_id, finish.unfinished, finish.partial)
+    counted = await db.fetchrow(
+        COUNT,
+        *insert_columns(jobs),
+        report.workflow_id,
+        [*finish.remaining, *finish.enqueue],
+        [*finish.remaining.values(), *(0 for _ in jobs)],
+        [*(StepStatus.PENDING.value for _ in finish.remaining), *(StepStatus.ENQUEUED.value for _ in jobs)],
+        [*(None for _ in finish.remaining), *(job.id for job in jobs)],
+        finish.unfinished,
+        finish.partial,
+    )
     if counted is not None and (end := counted_status(counted["unfinished"], counted["partial"])) is not None:
         await db.execute(WORKFLOW_END, report.workflow_id, end.value, now)
-    return True
+    return jobs
+
+
+def _dependent_columns(row: asyncpg.Record) -> dict[str, Any]:
+    """A FINISH row's dependent (its `d_` columns), by column name."""
+    return {name[2:]: value for name, value in row.items() if name.startswith("d_")}
 
 
 def _head(row: asyncpg.Record) -> Workflow:
-    """The workflow of a WORKFLOW_SHARE row, without its steps or context: what a finish's new jobs are made from
-    (their `_context` is STEP_JOBS_INSERT's)."""
+    """The workflow of a FINISH row, without its steps or context: what a finish's new jobs are made from (their
+    `_context` is COUNT's)."""
     return Workflow(
         id=row["id"],
         tenant_id=row["tenant_id"],
@@ -331,14 +336,16 @@ _STEP_STATUSES = {status.value: status for status in StepStatus}
 _ON_FAILURE = {choice.value: choice for choice in OnFailure}
 
 
-def _step(row: asyncpg.Record) -> Step:
+def _step(row: asyncpg.Record | Mapping[str, Any], *, edges: bool = True) -> Step:
+    """A step of its row; `edges=False` for a row read without `depends_on` and `dependents` (DEPENDENT_COLUMNS),
+    which are then empty."""
     return Step(
         workflow_id=row["workflow_id"],
         name=row["name"],
         idx=row["idx"],
         task_name=row["task_name"],
         status=_STEP_STATUSES[row["status"]],
-        depends_on=list(row["depends_on"]),
+        depends_on=list(row["depends_on"]) if edges else [],
         on_failure=_ON_FAILURE[row["on_failure"]],
         payload=row["payload"],
         queue_name=row["queue_name"],
@@ -348,7 +355,7 @@ def _step(row: asyncpg.Record) -> Step:
         timeout_seconds=row["timeout_seconds"],
         job_id=row["job_id"],
         concurrency_key=row["config"].get("concurrency_key"),
-        dependents=tuple(row["dependents"]),
+        dependents=tuple(row["dependents"]) if edges else (),
         remaining=row["remaining"],
     )
 
