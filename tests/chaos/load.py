@@ -55,14 +55,15 @@ class Api:
         await self.http.aclose()
 
 
-async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random) -> list[str]:
+async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random, task_ms: int = 0) -> list[str]:
+    """`task_ms`: how long each job's task takes (milliseconds), beyond what its draw makes it do."""
     tenant = TENANTS[start // max(count, 1) % len(TENANTS)]
     items = [
         {
             "task_name": "chaos",
             "queue_name": rng.choice(QUEUES),
             "priority": rng.randint(-5, 5),
-            "payload": {"i": start + i},
+            "payload": {"i": start + i, **({"ms": task_ms} if task_ms else {})},
             "idempotency_key": f"chaos-{start + i}",
             **POLICY,
         }

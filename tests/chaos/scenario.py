@@ -39,6 +39,8 @@ BATCH = 250
 STRANDED_LIMIT = 6.0
 """A killed holder's jobs are released within this: the 2 s lease (or timeout), the 0.5 s janitor sweep, and slack
 for a loaded 2-core machine."""
+ROLLING_TASK_MS = 20
+"""In rolling restarts each job's task takes this long, so a stopped worker has jobs running and waiting."""
 STOP_GRACE = 5.0
 """In rolling restarts, a SIGTERMed worker still alive this long after is SIGKILLed (a deploy's grace period)."""
 SETTLE_FOR = 180.0
@@ -279,7 +281,8 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         stack.push_async_callback(api.aclose)
         await create_schedules(api, profile.schedules)
         started = time.time()
-        loading = asyncio.create_task(_load(api, ledger, profile, rng))
+        task_ms = ROLLING_TASK_MS if name == "rolling_restarts" else 0
+        loading = asyncio.create_task(_load(api, ledger, profile, rng, task_ms))
         faults = asyncio.create_task(_inject(fault, c, ledger, rng, profile, loading)) if fault else None
         await loading
         phases.mark("load")
@@ -334,14 +337,14 @@ def _clean_up(work: Path, kept: list[Outcome]) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random) -> None:
+async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random, task_ms: int = 0) -> None:
     """Enqueue the jobs at an even pace over `load_seconds` (so faults land while work flows), and the workflows."""
     batches = range(0, profile.jobs, BATCH)
     pause = profile.load_seconds / max(len(batches), 1)
     workflows_per_batch = -(-profile.workflows // max(len(batches), 1))
     made = 0
     for start in batches:
-        ids = await enqueue_jobs(api, start, min(BATCH, profile.jobs - start), rng)
+        ids = await enqueue_jobs(api, start, min(BATCH, profile.jobs - start), rng, task_ms)
         ledger.enqueued(ids, "job")
         for _ in range(min(workflows_per_batch, profile.workflows - made)):
             ledger.enqueued([await create_workflow(api, made)], "workflow")

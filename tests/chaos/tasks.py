@@ -59,6 +59,8 @@ registry = LedgerRegistry()
 async def chaos(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     nonce = uuid.uuid4().hex
     registry.ledger.executed(ctx.job_id, ctx.delivery_count, nonce)
+    if payload.get("ms"):
+        await asyncio.sleep(payload["ms"] / 1000)  # the task's own work
     roll = draw(ctx.job_id, ctx.delivery_count)
     if roll < 0.07:
         raise RuntimeError("chaos: this delivery raised")

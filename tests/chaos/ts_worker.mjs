@@ -56,9 +56,10 @@ const worker = new Worker({
   onError: () => {},
 });
 
-worker.task("chaos", async (_payload, { job, signal }) => {
+worker.task("chaos", async (payload, { job, signal }) => {
   const nonce = randomUUID().replaceAll("-", "");
   record("executions", { job_id: job.id, delivery: job.delivery_count, nonce });
+  if (payload.ms) await sleep(payload.ms, undefined, { signal }); // the task's own work
   const roll = draw(job.id, job.delivery_count);
   if (roll < 0.07) throw new Error("chaos: this delivery raised");
   if (roll < 0.12) throw new RetryError(0.1, "chaos: asked to retry");
