@@ -18,6 +18,7 @@ from queueflow_client import JobContext, TaskRegistry
 from queueflow_worker import Outcome
 
 from tests.inprocess import WatchedWakeups
+from tests.monotonic import StepClock
 from tests.sdk import sample_tasks
 
 
@@ -180,3 +181,27 @@ async def test_the_in_process_runner_records_progress(engine: Engine, wakeups: W
         job = (await engine.enqueue("default", NewJob(task_name="t"))).job
         await asyncio.wait_for(done.wait(), 5)
     assert (await engine.get_job("default", job.id)).progress == [1, 2, 3]
+
+
+async def test_an_idle_runner_starts_a_job_that_arrives_after_a_long_wait(
+    engine: Engine, wakeups: WatchedWakeups
+) -> None:
+    # Its lease waited 50 s (on the loop's clock) before the job came. Counted from the request that parked, the
+    # job's 10 s timeout would have run out at its claim, and the job would be released for nothing: a wait that
+    # ends answers none, and the loop leases anew, counting from then.
+    tasks, ran = TaskRegistry(), asyncio.Event()
+
+    @tasks.task("t")
+    async def task(payload: dict[str, Any], ctx: JobContext) -> None:
+        ran.set()
+
+    clock = StepClock()
+    worker = InProcessWorker(engine, wakeups, tasks, poll=60, clock=clock)
+    await worker.start()
+    await wakeups.until_waiting(1)
+    await clock.advance(50)
+    await engine.enqueue("default", NewJob(task_name="t", timeout_seconds=10))
+    async with asyncio.timeout(5):
+        await ran.wait()
+    await worker.stop()
+    assert worker.loop.released == 0

@@ -48,12 +48,15 @@ async def test_an_idle_in_process_source_takes_a_delayed_job_when_it_is_due(
     engine: Engine, hub: ClockedWakeups
 ) -> None:
     job = (await engine.enqueue("t", NewJob(task_name="later", delay_seconds=5))).job
-    lease = asyncio.create_task(source_of(engine, hub).lease(10))
+    source = source_of(engine, hub)
+    lease = asyncio.create_task(source.lease(10))
     assert await hub.parked() == 5.0  # until the job is due, not the safety poll
     hub.advance(4.5)
     assert await still_parked(lease)
     hub.advance(0.5)
-    (leased,) = await asyncio.wait_for(lease, 5)
+    # A wait that ends answers none: the worker loop leases anew at once, and counts the claim from that request.
+    assert await asyncio.wait_for(lease, 5) == []
+    (leased,) = await source.lease(10)
     assert leased.id == job.id
     assert leased.started_at == job.scheduled_at  # leased at the instant it became due
 
@@ -62,21 +65,27 @@ async def test_an_idle_in_process_source_takes_a_retry_when_it_is_due(engine: En
     await engine.enqueue("t", NewJob(task_name="flaky", max_retries=3))
     (first,) = await engine.lease(["default"])
     failed = await engine.fail(first.id, first.lease_token or "", "not yet", retry_after_seconds=3)
-    lease = asyncio.create_task(source_of(engine, hub).lease(10))
+    source = source_of(engine, hub)
+    lease = asyncio.create_task(source.lease(10))
     assert await hub.parked() == 3.0
     hub.advance(3)
-    (again,) = await asyncio.wait_for(lease, 5)
+    assert await asyncio.wait_for(lease, 5) == []
+    (again,) = await source.lease(10)
     assert (again.id, again.delivery_count, again.started_at) == (first.id, 2, failed.next_retry_at)
 
 
 async def test_a_sooner_job_arriving_while_parked_shortens_the_wait(engine: Engine, hub: ClockedWakeups) -> None:
     await engine.enqueue("t", NewJob(task_name="much-later", delay_seconds=40))
-    lease = asyncio.create_task(source_of(engine, hub).lease(10))
+    source = source_of(engine, hub)
+    lease = asyncio.create_task(source.lease(10))
     assert await hub.parked() == 40.0
     sooner = (await engine.enqueue("t", NewJob(task_name="sooner", delay_seconds=2))).job
-    assert await hub.parked() == 2.0  # woken by the insert, nothing claimable yet: parked again, until it is due
+    assert await asyncio.wait_for(lease, 5) == []  # woken by the insert: the loop leases anew
+    lease = asyncio.create_task(source.lease(10))
+    assert await hub.parked() == 2.0  # nothing claimable yet: parked again, until it is due
     hub.advance(2)
-    assert [job.id for job in await asyncio.wait_for(lease, 5)] == [sooner.id]
+    assert await asyncio.wait_for(lease, 5) == []
+    assert [job.id for job in await source.lease(10)] == [sooner.id]
 
 
 async def test_an_idle_source_without_due_work_waits_the_safety_poll(engine: Engine, hub: ClockedWakeups) -> None:
@@ -86,6 +95,8 @@ async def test_an_idle_source_without_due_work_waits_the_safety_poll(engine: Eng
     lease = asyncio.create_task(source.lease(10))
     assert await hub.parked() == POLL
     mine = (await engine.enqueue("t", NewJob(task_name="mine", run_at=hub.clock.now() + timedelta(seconds=7)))).job
+    assert await asyncio.wait_for(lease, 5) == []  # woken by the insert: the loop leases anew
+    lease = asyncio.create_task(source.lease(10))
     assert await hub.parked() == 7.0
     source.interrupt()
     assert await asyncio.wait_for(lease, 5) == []  # stopped: no claim after the wait

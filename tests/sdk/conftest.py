@@ -55,6 +55,17 @@ class Responses:
             await self._changed.wait_for(lambda: self.count(suffix) >= count)
 
 
+async def until_finished(client: AsyncQueueFlow, responses: Responses, job_ids: list[str]) -> None:
+    """Until every job is finished (completed, dead-lettered or cancelled), looking again after each ack: a worker
+    stopped sooner would release the jobs it had not started yet."""
+    while True:
+        acks = responses.count("/ack")
+        statuses = {(await client.jobs.get(job_id)).status for job_id in job_ids}
+        if statuses <= {"completed", "dead_letter", "cancelled"}:
+            return
+        await responses.until("/ack", acks + 1)
+
+
 @pytest.fixture
 def responses() -> Responses:
     return Responses()

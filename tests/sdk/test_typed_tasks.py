@@ -15,7 +15,7 @@ import pydantic
 import pytest
 from queueflow_client import AsyncQueueFlow, Fatal, JobContext, TaskRegistry
 
-from tests.sdk.conftest import Responses
+from tests.sdk.conftest import Responses, until_finished
 from tests.sdk.test_worker import MakeWorker
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -86,8 +86,8 @@ async def test_handles_enqueue_typed_payloads_and_the_worker_hands_them_back_typ
     ]
     worker = make_worker(tasks, concurrency=5)
     await worker.start()
-    await responses.until("/lease")
-    await worker.stop()  # all five were leased at once: stopping runs them and records every outcome
+    await until_finished(client, responses, [job.id for job in jobs])
+    await worker.stop()
     done = [await client.jobs.get(job.id) for job in jobs]
     assert [job.result for job in done[:4]] == [
         {"to": "ada@example.com", "type": "dict"},

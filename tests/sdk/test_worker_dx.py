@@ -17,7 +17,7 @@ from queueflow_client import AsyncQueueFlow, JobContext, TaskRegistry, Worker
 from queueflow_client.errors import AuthenticationError, PermissionDeniedError
 from queueflow_worker import MAX_ERROR_CHARS, Outcome, WorkerLoop, error_text, invoke
 
-from tests.sdk.conftest import BASE, Responses
+from tests.sdk.conftest import BASE, Responses, until_finished
 from tests.sdk.test_worker import Gate, MakeWorker
 
 JOBS = "queueflow_client.worker.jobs"
@@ -79,11 +79,7 @@ async def test_startup_line_and_one_line_per_job_with_the_failures_traceback(
     bad = await client.jobs.enqueue("boom", max_retries=0)
     worker = make_worker(tasks, concurrency=4, worker_id="w-1", queues=["default", "other"])
     await worker.start()
-    while True:  # both leased at once and run: until both outcomes are recorded
-        acks = responses.count("/ack")
-        if {(await client.jobs.get(job.id)).status for job in (good, bad)} == {"completed", "dead_letter"}:
-            break
-        await responses.until("/ack", acks + 1)
+    await until_finished(client, responses, [good.id, bad.id])
     await worker.stop()
     failed = await client.jobs.get(bad.id)
 

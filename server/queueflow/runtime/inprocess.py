@@ -32,7 +32,7 @@ from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.wakeups import Wakeups, Watch
 
 try:
-    from queueflow_worker import Outcome, TaskRunner, WorkerLoop, answers_in_order
+    from queueflow_worker import Clock, Outcome, TaskRunner, WorkerLoop, answers_in_order
 except ModuleNotFoundError as exc:  # pragma: no cover - the tests have the extra
     raise ModuleNotFoundError("tasks run in the server need its tasks extra: pip install 'queueflow[tasks]'") from exc
 
@@ -85,14 +85,22 @@ class EngineSource:
         ask = LeaseAsk(self.queues, max_jobs, self.lease_seconds, self.task_names)
         # The long-poll's own wait: parked until work arrives, or the next delayed job or retry of the queues is
         # due. Watching since before the first claim, so work that arrives meanwhile is never missed. A claim in
-        # flight is never cancelled by interrupt(): whatever it claims is returned and run.
+        # flight is never cancelled by interrupt(): whatever it claims is returned (and the loop releases it when
+        # it is stopping). A wait that ends answers none: the loop leases again at once, so it counts the claim's
+        # time from a request just made, not from before the wait (a job with a short timeout would look too
+        # close to its deadline to start, and be released for nothing).
         with self.wakeups.watching(self.queues) as watch:
             self._watches.add(watch)
             try:
                 while not self._interrupted:
                     try:
                         return await lease_or_wait(
-                            self.engine, watch, ask, safety_poll=self.poll, stopped=lambda: self._interrupted
+                            self.engine,
+                            watch,
+                            ask,
+                            safety_poll=self.poll,
+                            stopped=lambda: self._interrupted,
+                            claim_after_wait=False,
                         )
                     except StoreUnavailable as exc:
                         log.warning("cannot claim, the store is unavailable: %s", exc)
@@ -156,12 +164,14 @@ class InProcessWorker(BackgroundService):
         poll: float = 5.0,
         drain_seconds: float = 30.0,
         ack_interval: float = 0.01,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__()
         self.source = EngineSource(
             engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
         )
-        """`poll`: the longest an idle wait lasts (the safety poll), so a lost wake-up costs at most that."""
+        """`poll`: the longest an idle wait lasts (the safety poll), so a lost wake-up costs at most that. `clock`:
+        the worker loop's monotonic time (a test's; default the event loop's)."""
         self.loop: WorkerLoop = WorkerLoop(
             self.source,
             runner,
@@ -173,6 +183,7 @@ class InProcessWorker(BackgroundService):
             name="in-process worker",
             queues=queues,
             job_log_level=logging.DEBUG,
+            clock=clock,
         )
 
     @property

@@ -51,9 +51,12 @@ async def lease_or_wait(
     safety_poll: float,
     deadline: float | None = None,
     stopped: Callable[[], bool] = never,
+    claim_after_wait: bool = True,
 ) -> list[Job]:
     """The jobs claimed, as soon as there are any; [] once `deadline` (a `time.monotonic()` value; None: no
-    deadline) has passed, or once `stopped()` is true after a claim or a wait.
+    deadline) has passed, or once `stopped()` is true after a claim or a wait. Without `claim_after_wait`, [] as
+    soon as a wait ends: the caller leases again, at once (the in-process runner, whose worker loop counts a
+    lease's time from when it asked for it, so a claim made after a long wait would look as old as the wait).
 
     `watch` must be armed on `ask.queues` before the call (`Wakeups.watching`), so that work arriving between a
     claim and the wait is never missed; whoever stops the wait sets its event. The deadline is wall-clock
@@ -79,5 +82,5 @@ async def lease_or_wait(
         if due is not None:
             wait = min(wait, max((due - engine.clock.now()).total_seconds(), 0.0))
         await watch.wait(wait)
-        if stopped():
+        if stopped() or not claim_after_wait:
             return []
