@@ -407,7 +407,10 @@ class WorkerLoop:
             self._take(entry)
         self._settle()
         if self.waiting:
-            due = min(map(self.measures.latest_start, held))
+            # A job without a deadline may start until its lease's end less the margin, the same for the whole answer.
+            latest = self.measures.latest_start
+            due = min((latest(entry) for entry in held if entry.deadline_until is not None), default=float("inf"))
+            due = min(due, sent + self.lease_seconds - self.margin)
             if due < self._expiry_due:
                 self._waiting_added.set()  # sooner than the expiry watch waits for
 
@@ -435,23 +438,27 @@ class WorkerLoop:
         self.waiting.append(entry)
         self.peak_held = max(self.peak_held, self.held)
 
-    def _settle(self) -> None:
+    def _settle(self, now: float | None = None) -> None:
         """Start waiting jobs in free slots — but not one too close to its lease's end or deadline: that is
-        released — and tell the expiry watch, the lease loop and a drain what changed."""
+        released — and tell the expiry watch, the lease loop and a drain what changed. `now`: the clock's time,
+        when the caller has just read it (once per job is the loop's busiest path)."""
         if self.waiting and len(self._running) < self.concurrency and not self._stopping:
-            now, latest, stale = self.clock.now(), self.measures.latest_start, []
+            now = self.clock.now() if now is None else now
+            latest, margin, stale = self.measures.latest_start, self.margin, []
             while self.waiting and len(self._running) < self.concurrency:
                 entry = self.waiting.popleft()
-                if latest(entry) <= now:
+                # Without a deadline only the lease counts: no call for the common case.
+                if entry.lease_until - margin <= now or (entry.deadline_until is not None and latest(entry) <= now):
                     stale.append(entry)
                 else:
-                    self._start(entry.job, entry.token)
-            self._give_back(stale, "too close to their leases' end or deadlines to start")
+                    self._start(entry.job, entry.token, now)
+            if stale:
+                self._give_back(stale, "too close to their leases' end or deadlines to start")
         if not self.waiting and not self._running:
             self._idle.set()
         self.offer_room()
 
-    def _start(self, job: LeasedDelivery, token: str) -> None:
+    def _start(self, job: LeasedDelivery, token: str, now: float) -> None:
         function = self.tasks.function(job.task_name)
         if function is None:
             self._unknown(job, token)
@@ -459,7 +466,7 @@ class WorkerLoop:
         loop = self._running_loop
         ctx = JobContext(job, _LoopLease(self, job.id, token), loop=loop)
         work = loop.create_task(self.tasks.invoke(function, job, ctx))
-        self._running[work] = _Running(job, token, ctx, self.clock.now())
+        self._running[work] = _Running(job, token, ctx, now)
         self.peak_running = max(self.peak_running, len(self._running))
         work.add_done_callback(self._finished)
 
@@ -474,7 +481,8 @@ class WorkerLoop:
     def _finished(self, work: asyncio.Task[Any]) -> None:
         running = self._running.pop(work)
         job = running.job
-        seconds = self.clock.now() - running.started
+        now = self.clock.now()
+        seconds = now - running.started
         if running.dropped or running.ctx.cancelled:
             if self.leases.get(job.id) == running.token:
                 del self.leases[job.id]
@@ -485,7 +493,7 @@ class WorkerLoop:
             self.acks.record(outcome)
             self.measures.task_ran(job.task_name, seconds)
             joblog.finished(self.job_log_level, job, outcome, seconds, work)
-        self._settle()
+        self._settle(now)
 
     def settled(self, job_id: str, token: str) -> None:
         """The outcome of this delivery was answered: the job is no longer held."""

@@ -11,6 +11,7 @@ machines' clocks say; `margin` covers the round trip of the call that records a 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from queueflow_worker.ports import Clock, LeasedDelivery
@@ -28,13 +29,14 @@ MARGIN_SECONDS = 1.0
 class EventLoopClock:
     """The running event loop's monotonic time (the default `Clock`)."""
 
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+    _time: Callable[[], float]
 
     def now(self) -> float:
-        if self._loop is None:  # asyncio.get_running_loop() asks the OS for the process id each time: once only
-            self._loop = asyncio.get_running_loop()
-        return self._loop.time()
+        try:
+            return self._time()
+        except AttributeError:  # asyncio.get_running_loop() asks the OS for the process id each time: once only
+            self._time = asyncio.get_running_loop().time
+            return self._time()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -80,8 +82,10 @@ class Measures:
         self._typical: dict[str, float] = {}
 
     def task_ran(self, task_name: str, seconds: float) -> None:
-        self.task_seconds = average(self.task_seconds, seconds)
-        self._typical[task_name] = average(self._typical.get(task_name), seconds)
+        """Once per job: written out rather than calling `average` twice."""
+        overall, typical = self.task_seconds, self._typical.get(task_name)
+        self.task_seconds = seconds if overall is None else overall + SMOOTHING * (seconds - overall)
+        self._typical[task_name] = seconds if typical is None else typical + SMOOTHING * (seconds - typical)
 
     def lease_answered(self, seconds: float, jobs: list[LeasedDelivery], *, full: bool) -> None:
         if full:  # a full answer did not wait for work: it times the round trip

@@ -34,6 +34,7 @@ import { Table } from "../table.js";
 import type { LeasedJob } from "../types.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import { DeadlineError, HeldJob, ShutdownError, type TaskHandler } from "./context.js";
+import { Releases } from "./releases.js";
 import { Tasks } from "./tasks.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
 import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js";
@@ -81,10 +82,7 @@ export class WorkerLoop {
   /** The expiry watch: a timer at the first moment a waiting job must be released rather than started. */
   #expiry: unknown;
   #expiryAt = Infinity;
-  /** The releases in flight: the drain waits for them. */
-  readonly #releases = new Set<Promise<void>>();
-  /** Jobs handed back to the queue so far (for tests and metrics). */
-  released = 0;
+  readonly #releases: Releases;
   /** The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics). */
   readonly ackBatches: number[] = [];
 
@@ -94,6 +92,7 @@ export class WorkerLoop {
     this.#settings = settings;
     this.#clock = clock;
     this.#tasks = new Tasks(handlers, settings);
+    this.#releases = new Releases(source, settings, (error) => this.#refused(error));
     const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
     this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
   }
@@ -101,6 +100,11 @@ export class WorkerLoop {
   /** How many jobs the loop holds right now: running, or leased ahead and waiting for a slot. */
   get activeJobs(): number {
     return this.#held.size + this.#waiting.length;
+  }
+
+  /** Jobs handed back to the queue so far (for tests and metrics). */
+  get released(): number {
+    return this.#releases.count;
   }
 
   /** How many handlers run right now. */
@@ -222,8 +226,10 @@ export class WorkerLoop {
       const { leaseMs, heartbeatMs } = this.#settings;
       // The answer took long (a long-poll): extend these leases now, not a heartbeat period on.
       if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeat();
-      for (const job of jobs) this.#take(waiting(job, sent, leaseMs));
+      const taken = jobs.map((job) => waiting(job, sent, leaseMs));
+      for (const entry of taken) this.#take(entry);
       this.#ended();
+      this.#watchExpiry(taken);
     }
     await this.#drain();
   }
@@ -265,27 +271,12 @@ export class WorkerLoop {
     this.#waiting.push(entry);
   }
 
-  /** Give jobs back to the queue (in the background; the drain waits for it); they are no longer held. */
+  /** Give jobs back to the queue (in the background; the drain waits for it): they are no longer held. */
   #giveBack(jobs: LeasedJob[], why: string): void {
-    if (jobs.length === 0) return;
     for (const { id, lease_token } of jobs) {
       if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
     }
-    this.released += jobs.length;
-    const leases = jobs.map(({ id, lease_token }): [string, string] => [id, lease_token]);
-    this.#settings.logger.info(`worker ${this.#settings.workerId}: releasing ${jobs.length} jobs (${why})`);
-    const release = (async () => {
-      for (let start = 0; start < leases.length; start += MAX_BATCH) {
-        try {
-          await this.#source.release(leases.slice(start, start + MAX_BATCH));
-        } catch (error) {
-          // Left to their leases' expiry: the janitor reclaims them, counting a failed delivery.
-          if (!this.#refused(error)) this.#settings.onError(error);
-        }
-      }
-    })();
-    this.#releases.add(release);
-    void release.finally(() => this.#releases.delete(release));
+    this.#releases.giveBack(jobs, why);
   }
 
   /** Release every waiting job past the last moment it could start (`Measures.latestStart`); watch for the next. */
@@ -294,18 +285,19 @@ export class WorkerLoop {
     this.#expiry = undefined;
     this.#expiryAt = Infinity;
     const now = this.#clock.now();
-    const stale = this.#waiting.filter((entry) => this.#measures.latestStart(entry) <= now);
-    if (stale.length > 0) {
-      this.#waiting = this.#waiting.filter((entry) => !stale.includes(entry));
-      this.#giveBack(stale.map(({ job }) => job), "too close to their leases' end or deadlines to start");
+    const stale = new Set(this.#waiting.filter((entry) => this.#measures.latestStart(entry) <= now));
+    if (stale.size > 0) {
+      this.#waiting = this.#waiting.filter((entry) => !stale.has(entry));
+      this.#giveBack([...stale].map(({ job }) => job), "too close to their leases' end or deadlines to start");
       this.#ended();
     }
     this.#watchExpiry();
   }
 
-  #watchExpiry(): void {
+  /** Arm the expiry watch for the soonest of `entries` (jobs just taken; all waiting ones when it fired), if sooner. */
+  #watchExpiry(entries: Waiting[] = this.#waiting): void {
     let due = Infinity;
-    for (const entry of this.#waiting) due = Math.min(due, this.#measures.latestStart(entry));
+    for (const entry of entries) due = Math.min(due, this.#measures.latestStart(entry));
     if (due >= this.#expiryAt) return;
     this.#clock.clear(this.#expiry);
     this.#expiryAt = due;
@@ -343,15 +335,19 @@ export class WorkerLoop {
    */
   #ended(): void {
     const stale: LeasedJob[] = [];
-    const now = this.#clock.now();
-    while (this.#waiting.length > 0 && this.#held.size < this.#settings.concurrency && !this.#stopping.signal.aborted) {
-      const next = this.#waiting.shift();
-      if (!next) break;
-      if (this.#measures.latestStart(next) <= now) stale.push(next.job);
-      else this.#run(next.job);
+    if (this.#waiting.length > 0 && this.#held.size < this.#settings.concurrency) {
+      const now = this.#clock.now();
+      const { marginMs } = this.#measures;
+      while (this.#waiting.length > 0 && this.#held.size < this.#settings.concurrency && !this.#stopping.signal.aborted) {
+        const next = this.#waiting.shift();
+        if (!next) break;
+        // Without a deadline only the lease counts: no call for the common case.
+        const late = next.leaseUntil - marginMs <= now || (next.deadlineUntil !== undefined && this.#measures.latestStart(next) <= now);
+        if (late) stale.push(next.job);
+        else this.#run(next.job);
+      }
     }
     this.#giveBack(stale, "too close to their leases' end or deadlines to start");
-    if (this.#waiting.length > 0) this.#watchExpiry();
     if (this.activeJobs === 0) {
       const idle = this.#idle;
       this.#idle = undefined;
@@ -504,7 +500,7 @@ export class WorkerLoop {
         this.#giveBack(late.map(({ job }) => job), "still running when the worker stopped");
       }
     }
-    while (this.#releases.size > 0) await Promise.all([...this.#releases]);
+    await this.#releases.settled();
     await this.#flush();
     this.#clock.clear(this.#heartbeats);
     this.#heartbeats = undefined;
