@@ -21,6 +21,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from queueflow.core.errors import StoreUnavailable
@@ -56,6 +59,15 @@ def load_runner(spec: str) -> TaskRunner:
     return runner
 
 
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    armed: ExitStack
+    """Disarms `watch` when closed."""
+    watch: Watch
+    claimed_at: datetime
+    """No later than the lease's last claim."""
+
+
 class EngineSource:
     """The engine as the worker loop's `LeaseSource`."""
 
@@ -79,31 +91,64 @@ class EngineSource:
         self._interrupted = False
         self._watches: set[Watch] = set()
         """The watches of the leases in flight (the loop overlaps them while the backlog is deep)."""
+        self._kept: _Kept | None = None
+        """The watch of the last lease that came back short, armed since before its claims, for the next lease."""
 
     async def lease(self, max_jobs: int) -> list[Job]:
         ask = LeaseAsk(self.queues, max_jobs, self.lease_seconds, self.task_names)
         # The long-poll's own wait: parked until work arrives, or the next delayed job or retry of the queues is
         # due. Watching since before the first claim, so work that arrives meanwhile is never missed. A claim in
         # flight is never cancelled by interrupt(): whatever it claims is returned and run.
-        with self.wakeups.watching(self.queues) as watch:
-            self._watches.add(watch)
-            try:
-                while not self._interrupted:
-                    try:
-                        return await lease_or_wait(
-                            self.engine, watch, ask, safety_poll=self.poll, stopped=lambda: self._interrupted
-                        )
-                    except StoreUnavailable as exc:
-                        log.warning("cannot claim, the store is unavailable: %s", exc)
-                        await watch.wait(self.poll)
-                return []
-            finally:
-                self._watches.discard(watch)
+        # After a lease that came back short, its watch is kept armed for the next lease: if nothing was notified
+        # since, that one skips its first claim, which would find nothing (a chain's steps came one a lease, each
+        # followed by an empty claim that cost as much as the step's own).
+        kept, self._kept = self._kept, None
+        if kept is None:
+            armed = ExitStack()
+            watch, since = armed.enter_context(self.wakeups.watching(self.queues)), None
+        else:
+            armed, watch, since = kept.armed, kept.watch, kept.claimed_at
+            if watch.event.is_set():
+                since = None  # notified since: claim first
+        self._watches.add(watch)
+        jobs: list[Job] = []
+        claimed_at = self.engine.clock.now()
+        try:
+            while not self._interrupted:
+                claimed_at = self.engine.clock.now()
+                try:
+                    jobs = await lease_or_wait(
+                        self.engine,
+                        watch,
+                        ask,
+                        safety_poll=self.poll,
+                        stopped=lambda: self._interrupted,
+                        since=since,
+                    )
+                    break
+                except StoreUnavailable as exc:
+                    log.warning("cannot claim, the store is unavailable: %s", exc)
+                    since = None
+                    await watch.wait(self.poll)
+        except BaseException:
+            armed.close()
+            raise
+        finally:
+            self._watches.discard(watch)
+        if len(jobs) < max_jobs and not self._interrupted and self._kept is None:
+            # claimed_at: no later than the last claim, so a job due since that claim is not missed.
+            self._kept = _Kept(armed, watch, claimed_at)
+        else:
+            armed.close()
+        return jobs
 
     def interrupt(self) -> None:
         self._interrupted = True
         for watch in self._watches:
             watch.event.set()
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.armed.close()
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
         complete = [Completion(o.job_id, o.lease_token, o.result) for o in outcomes if o.error is None]
