@@ -14,10 +14,11 @@ PYTEST_WORKERS ?= 3
 
 .PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor
 
+# uv installs what pip would, from PyPI, in seconds rather than a minute and a half (CI builds .venv every run).
 $(INSTALLED): pyproject.toml $(PY_SDKS:%=%/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' $(PY_SDKS:%=-e ./%)
+	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]' $(PY_SDKS:%=-e ./%)
 	touch $@
 
 run: $(INSTALLED)

@@ -1,22 +1,26 @@
-"""In-process fixtures shared by the API and SDK suites: a TestClock, the wake-up hub, the in-memory store.
+"""In-process fixtures shared by every suite: a TestClock (`clock`), the wake-up hub (`wakeups`), the in-memory
+store (`store`) and an engine on them (`engine`).
 
-Registered for every folder by `pytest_plugins` in tests/conftest.py; a closer conftest may override any of them
-(the store-contract suite does, with every store).
+Registered for every folder by `pytest_plugins` in tests/conftest.py. Each name has one meaning everywhere: the
+store-contract suite overrides `store` and `engine` only to run the same tests over every store (its `store` is
+the store under test, in-memory or PostgreSQL).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from queueflow.clocks import TestClock
+from queueflow.engine import Engine
 from queueflow.runtime.wakeups import Wakeups, Watch
 from queueflow.stores.memory import InMemoryJobStore
 
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+from tests.moments import START
 
 
 class WatchedWakeups(Wakeups):
@@ -116,3 +120,10 @@ def wakeups() -> WatchedWakeups:
 @pytest.fixture
 def store(wakeups: Wakeups) -> InMemoryJobStore:
     return InMemoryJobStore(wakeups=wakeups)
+
+
+@pytest.fixture
+def engine(store: InMemoryJobStore, clock: TestClock) -> Engine:
+    """An engine on the same store and clock as the app's, for what a test does behind the API (a janitor sweep)
+    or without it (the runtime's services)."""
+    return Engine(store, clock, rng=random.Random(3))

@@ -26,7 +26,8 @@ from queueflow.core.types import Job, JobStatus, MaintenanceReport, NewJob
 from queueflow.ports import JobStore
 from queueflow.stores.postgres import PostgresJobStore
 
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 ROUNDS = 210
 ORDERS = ("completion first", "together", "janitor first")

@@ -21,7 +21,8 @@ from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg, pgbouncer
 from tests.e2e.live import live_server
-from tests.postgres.helpers import START, engine_on
+from tests.moments import START
+from tests.postgres.helpers import engine_on
 
 if pgbouncer.binary() is None and not os.environ.get("CI"):
     pytest.skip("no pgbouncer (`make pgbouncer` installs Debian's; .ci/run does)", allow_module_level=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 from typing import Any
 
 from msgspec.structs import replace
@@ -13,8 +12,8 @@ from queueflow.core.types import BackoffPolicy, Job, JobStatus
 from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import JobStore
 
-T = "tenant-a"
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+from tests.moments import START, T
+
 _rng = random.Random(3)
 
 

@@ -13,7 +13,8 @@ from queueflow.core.types import ClaimRequest, JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 PATIENCE = 10.0
 """Upper bound on any wait here; a passing test takes a fraction of it."""

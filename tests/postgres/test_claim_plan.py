@@ -23,7 +23,8 @@ from queueflow.stores.postgres.sql import (
 )
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 HISTORY = 100_000
 

@@ -14,7 +14,8 @@ from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres.errors import translate
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on, row
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on, row
 
 
 async def count_rows(url: str) -> int:

@@ -12,7 +12,8 @@ from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 from tests.postgres.test_concurrency import stores
 
 RUNNING = "SELECT count(*) FROM queueflow.jobs WHERE status = 'running' AND tenant_id = $1 AND queue_name = 'default'"

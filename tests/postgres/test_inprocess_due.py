@@ -19,7 +19,8 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore
 from queueflow_client import JobContext, TaskRegistry
 
-from tests.postgres.helpers import T, engine_on
+from tests.moments import T
+from tests.postgres.helpers import engine_on
 
 SAFETY_POLL = 5.0
 JOBS = 50

@@ -12,7 +12,8 @@ from queueflow.core.types import Job, NewJob
 from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.stores.postgres import PostgresJobStore
 
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 
 class Heard:

@@ -14,7 +14,8 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 PATIENCE = 10.0
 """Upper bound on any wait here; a passing test waits for the event itself, far less."""

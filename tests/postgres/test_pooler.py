@@ -23,7 +23,8 @@ from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg, pgbouncer
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 if pgbouncer.binary() is None and not os.environ.get("CI"):
     pytest.skip("no pgbouncer (`make pgbouncer` installs Debian's; .ci/run does)", allow_module_level=True)

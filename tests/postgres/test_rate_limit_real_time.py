@@ -14,7 +14,7 @@ from queueflow.core.types import NewJob
 from queueflow.engine import Engine
 from queueflow.stores.postgres import PostgresJobStore
 
-from tests.postgres.helpers import T
+from tests.moments import T
 from tests.postgres.test_concurrency import stores
 
 RATE = RateLimit(jobs=5, per_seconds=1)

@@ -14,7 +14,8 @@ from queueflow.core.types import Job
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 
 class CountingStore(PostgresJobStore):

@@ -15,7 +15,8 @@ from queueflow.stores.postgres import schema as pgschema
 from queueflow.stores.postgres.rows import insert_columns
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 from tests.postgres.helpers import row as job_row
 
 TABLES = ["jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]

@@ -22,7 +22,8 @@ from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
 from tests.inprocess import WatchedWakeups
-from tests.postgres.helpers import T, engine_on
+from tests.moments import T
+from tests.postgres.helpers import engine_on
 
 PATIENCE = 10.0
 ENQUEUE = "SELECT queueflow.enqueue(tenant_id => $1, task_name => $2, payload => $3::jsonb, queue_name => $4)"

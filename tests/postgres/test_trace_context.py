@@ -7,7 +7,8 @@ from queueflow.clocks import TestClock
 from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.stores.postgres import PostgresJobStore
 
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 
 CONTEXT = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "rojo=1"}
 

@@ -16,7 +16,8 @@ from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
 from tests.inprocess import WatchedWakeups
-from tests.postgres.helpers import T, engine_on
+from tests.moments import T
+from tests.postgres.helpers import engine_on
 
 PATIENCE = 10.0
 SETTINGS = Settings(safety_poll=60)  # a wake-up can only come from the notification

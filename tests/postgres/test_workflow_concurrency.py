@@ -12,7 +12,8 @@ from queueflow.core.workflow import CONTEXT_KEY, NewStep, NewWorkflow, StepStatu
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
-from tests.postgres.helpers import START, T, engine_on
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
 from tests.postgres.test_concurrency import stores
 
 ROUNDS = 50

@@ -13,7 +13,7 @@ import pytest
 from queueflow.api.schemas.worker import LeaseRequest
 from queueflow.api.worker import lease_or_wait
 from queueflow.clocks import TestClock
-from queueflow.core.types import NewJob
+from queueflow.core.types import Job, NewJob
 from queueflow.engine import Engine
 from queueflow.runtime.inprocess import EngineSource
 from queueflow.settings import Settings
@@ -110,3 +110,45 @@ async def test_the_http_long_poll_waits_the_same_way(engine: Engine, hub: Clocke
     assert await hub.parked() == 5.0
     hub.advance(5)
     assert [leased.id for leased in await asyncio.wait_for(poll, 5)] == [job.id]
+
+
+async def test_after_a_short_lease_the_next_parks_without_claiming_yet_misses_nothing(
+    engine: Engine, hub: ClockedWakeups
+) -> None:
+    """A chain's steps come one a lease, and each lease after one comes back short: with nothing notified since,
+    a claim would find nothing, so the source parks at once — until the next due time, as after an empty claim —
+    and still takes what arrives or becomes due."""
+    claims = 0
+    claim = engine.lease
+
+    async def counted(*args: object, **kwargs: object) -> list[Job]:
+        nonlocal claims
+        claims += 1
+        return await claim(*args, **kwargs)  # type: ignore[arg-type]
+
+    engine.lease = counted  # type: ignore[method-assign]
+    source = source_of(engine, hub)
+    first = (await engine.enqueue("t", NewJob(task_name="a"))).job
+    later = (await engine.enqueue("t", NewJob(task_name="b", delay_seconds=5))).job
+    assert [job.id for job in await source.lease(10)] == [first.id]  # short: 1 of 10
+    assert claims == 1
+
+    lease = asyncio.create_task(source.lease(10))
+    assert await hub.parked() == 5.0  # until `later` is due, without a claim first
+    assert claims == 1
+    hub.advance(5)
+    assert await asyncio.wait_for(lease, 5) == []  # the wait ended: the loop leases anew at once, which claims
+    assert [job.id for job in await source.lease(10)] == [later.id]
+    assert claims == 2
+
+    lease = asyncio.create_task(source.lease(10))
+    assert await hub.parked() == POLL  # nothing due: the safety poll, still without a claim
+    arrived = (await engine.enqueue("t", NewJob(task_name="c"))).job  # notified: wakes it
+    assert await asyncio.wait_for(lease, 5) == []
+    assert [job.id for job in await source.lease(10)] == [arrived.id]
+    assert claims == 3
+
+    # Work notified between two leases: the next lease claims first, as ever.
+    queued = (await engine.enqueue("t", NewJob(task_name="d"))).job
+    assert [job.id for job in await source.lease(10)] == [queued.id]
+    assert claims == 4

@@ -11,7 +11,6 @@ import pytest
 from litestar import Litestar
 from queueflow.api import create_app
 from queueflow.clocks import TestClock
-from queueflow.engine import Engine
 from queueflow.settings import Settings
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow_client import AsyncQueueFlow, TaskRegistry, Worker
@@ -22,12 +21,6 @@ BASE = "http://testserver"
 SETTINGS = Settings(
     api_keys={"key-a": "tenant-a", "key-b": "tenant-b"}, worker_keys={"key-w": None}, max_body_bytes=4096
 )
-
-
-@pytest.fixture
-def engine(store: InMemoryJobStore, clock: TestClock) -> Engine:
-    """The same store and clock as the app's, for what a test does behind the API (a janitor sweep)."""
-    return Engine(store, clock, rng=random.Random(3))
 
 
 @pytest.fixture

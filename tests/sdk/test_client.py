@@ -25,7 +25,7 @@ from queueflow_client import (
 )
 from queueflow_client._transport import AsyncTransport, RetryPolicy
 
-from tests.inprocess import START
+from tests.moments import START
 from tests.sdk.conftest import BASE
 
 

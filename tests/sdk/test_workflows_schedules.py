@@ -30,7 +30,7 @@ from queueflow_client import (
     WorkflowStep,
 )
 
-from tests.inprocess import START
+from tests.moments import START
 from tests.sdk.conftest import BASE
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "openapi.json"

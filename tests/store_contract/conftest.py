@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 import pytest
 from queueflow.clocks import TestClock
-from queueflow.engine import Engine, EngineSettings
+from queueflow.engine import Engine
 from queueflow.ports import Store
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.pg import emptied_store
 
 STORES = ["memory", "postgres"]
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(params=STORES)
@@ -35,15 +33,6 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-def clock() -> TestClock:
-    return TestClock(START)
-
-
-@pytest.fixture
-def settings() -> EngineSettings:
-    return EngineSettings()
-
-
-@pytest.fixture
-def engine(store: Store, clock: TestClock, settings: EngineSettings) -> Engine:
-    return Engine(store, clock, rng=random.Random(7), settings=settings)
+def engine(store: Store, clock: TestClock) -> Engine:
+    """tests/inprocess.py's `engine`, over the store under test (`clock` is tests/inprocess.py's)."""
+    return Engine(store, clock, rng=random.Random(7))

@@ -22,8 +22,8 @@ from queueflow.core.types import JSON, ClaimRequest, Completion, Cursor, Failure
 from queueflow.core.workflow import NewStep, Step, Workflow, WorkflowStatus, new_steps, step_job
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
-from tests.store_contract.workflow_helpers import T, dag
+from tests.moments import START, T
+from tests.store_contract.workflow_helpers import dag
 
 OTHER = "tenant-b"
 LEASE = 30.0

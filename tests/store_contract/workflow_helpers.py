@@ -6,7 +6,8 @@ from queueflow.core.types import JSON, Job
 from queueflow.core.workflow import NewStep, NewWorkflow, OnFailure, Step, Workflow
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
+
 HALT, SKIP, CONTINUE = OnFailure.HALT, OnFailure.SKIP, OnFailure.CONTINUE
 
 

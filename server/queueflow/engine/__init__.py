@@ -1,10 +1,11 @@
 """The engine: every QueueFlow use case, over a `Store` and a `Clock` (the only caller of the store).
 
 It validates input, reads the clock, asks `core` what should happen and has the store record it. `Engine` is
-the one object callers hold; it is composed of three collaborators, each built from the same ports and none
+the one object callers hold; it is composed of collaborators, each built from the same ports and none
 holding a reference back to the engine:
 
-    Engine ──▶ Workflows   (engine.workflows)   create, read, cancel; advance when a step's job finishes
+    Engine ──▶ Queues      (engine.queues)      counts, flow-control settings, held-back jobs, throughput
+           ──▶ Workflows   (engine.workflows)   create, read, cancel; advance when a step's job finishes
            ──▶ Schedules   (engine.schedules)   cron schedules and the scheduler's tick
 
 Every job write that finishes a step's job hands the job to `Workflows.on_jobs_finished`.

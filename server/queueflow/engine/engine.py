@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from queueflow.core import flow, validation
+from queueflow.core import validation
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
-from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.flow import QueueSettingsPatch
 from queueflow.core.ids import new_ids
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
@@ -37,12 +37,12 @@ from queueflow.core.types import (
     MaintenanceReport,
     NewJob,
     Page,
-    QueueCounts,
     QueueMinute,
     QueueStats,
     Unchanged,
 )
 from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
+from queueflow.engine.queues import Queues
 from queueflow.engine.schedules import Schedules
 from queueflow.engine.settings import EngineSettings
 from queueflow.engine.workflows import Workflows, completed_step_report, step_report
@@ -68,6 +68,7 @@ class Engine:
         # call per id (SystemRandom was 4% of a batch enqueue's CPU).
         self.rng: RandomSource = rng or random.Random()
         self.settings = settings or EngineSettings()
+        self.queues = Queues(store, clock)
         self.workflows = Workflows(store, clock, self.rng, self.settings)
         self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
         # Per set of queues leased, the tenant the last lease served last (see `lease`).
@@ -132,59 +133,19 @@ class Engine:
         return job
 
     async def queue_stats(self, tenant_id: str) -> list[QueueStats]:
-        """Every queue that holds any of the tenant's jobs or that the tenant configured, by name."""
-        return await self._queue_stats(tenant_id, None)
+        return await self.queues.stats(tenant_id)
 
     async def get_queue(self, tenant_id: str, name: str) -> QueueStats:
-        """One queue's counts and settings; NotFound when the tenant has neither jobs in it nor settings for it."""
-        for stats in await self._queue_stats(tenant_id, name):
-            return stats
-        raise NotFound(f"no queue {name}")
+        return await self.queues.get(tenant_id, name)
 
     async def held_back(self) -> dict[tuple[str, str], int]:
-        """Due jobs that flow control holds back now, by (queue, reason), summed over tenants (for /metrics)."""
-        totals: dict[tuple[str, str], int] = {}
-        for backlog in await self.store.queue_backlogs(self.clock.now()):
-            for reason, count in flow.held_back(backlog).items():
-                key = (backlog.queue_name, reason)
-                totals[key] = totals.get(key, 0) + count
-        return totals
+        return await self.queues.held_back()
 
     async def configure_queue(self, tenant_id: str, name: str, patch: QueueSettingsPatch) -> QueueStats:
-        """Change some of a queue's flow-control settings (a queue with no jobs yet too); returns the queue."""
-        validation.check(validation.name_errors(name, ("name",)) + flow.patch_errors(patch))
-        await self.store.queue_configure(tenant_id, name, patch, self.clock.now())
-        return await self.get_queue(tenant_id, name)
-
-    async def _queue_stats(self, tenant_id: str, only: str | None) -> list[QueueStats]:
-        now = self.clock.now()
-        settings, every = await self.store.queue_overview(tenant_id, now, only)
-        counts = {counts.name: counts for counts in every}
-        for name in settings.keys() - counts.keys():
-            counts[name] = QueueCounts(name=name)
-        return [
-            QueueStats(
-                name=counts.name,
-                pending=counts.pending,
-                scheduled=counts.scheduled,
-                running=counts.running,
-                retrying=counts.retrying,
-                completed=counts.completed,
-                dead_letter=counts.dead_letter,
-                cancelled=counts.cancelled,
-                oldest_pending_age_seconds=(
-                    (now - counts.oldest_due_at).total_seconds() if counts.oldest_due_at is not None else None
-                ),
-                settings=settings.get(counts.name, QueueSettings()),
-            )
-            for _, counts in sorted(counts.items())
-        ]
+        return await self.queues.configure(tenant_id, name, patch)
 
     async def queue_throughput(self, tenant_id: str, minutes: int = 60) -> list[QueueMinute]:
-        """Per queue and minute of the last `minutes` (the current one included), the jobs that completed or
-        dead-lettered in it; minutes without any are left out."""
-        since = self.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=minutes - 1)
-        return await self.store.queue_throughput(tenant_id, since)
+        return await self.queues.throughput(tenant_id, minutes)
 
     # ---- worker side --------------------------------------------------------------------------------
     #

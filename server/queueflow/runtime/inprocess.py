@@ -22,6 +22,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from queueflow.core.errors import StoreUnavailable
@@ -57,6 +60,15 @@ def load_runner(spec: str) -> TaskRunner:
     return runner
 
 
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    armed: ExitStack
+    """Disarms `watch` when closed."""
+    watch: Watch
+    claimed_at: datetime | None
+    """No later than the lease's last claim; None: the next lease claims first."""
+
+
 class EngineSource:
     """The engine as the worker loop's `LeaseSource`."""
 
@@ -80,6 +92,8 @@ class EngineSource:
         self._interrupted = False
         self._watches: set[Watch] = set()
         """The watches of the leases in flight (the loop overlaps them while the backlog is deep)."""
+        self._kept: _Kept | None = None
+        """The watch of the last lease that came back short, armed since before its claims, for the next lease."""
 
     async def lease(self, max_jobs: int) -> list[Job]:
         ask = LeaseAsk(self.queues, max_jobs, self.lease_seconds, self.task_names)
@@ -89,30 +103,59 @@ class EngineSource:
         # it is stopping). A wait that ends answers none: the loop leases again at once, so it counts the claim's
         # time from a request just made, not from before the wait (a job with a short timeout would look too
         # close to its deadline to start, and be released for nothing).
-        with self.wakeups.watching(self.queues) as watch:
-            self._watches.add(watch)
-            try:
-                while not self._interrupted:
-                    try:
-                        return await lease_or_wait(
-                            self.engine,
-                            watch,
-                            ask,
-                            safety_poll=self.poll,
-                            stopped=lambda: self._interrupted,
-                            claim_after_wait=False,
-                        )
-                    except StoreUnavailable as exc:
-                        log.warning("cannot claim, the store is unavailable: %s", exc)
-                        await watch.wait(self.poll)
-                return []
-            finally:
-                self._watches.discard(watch)
+        # After a lease that came back short, its watch is kept armed for the next lease: if nothing was notified
+        # since, that one skips its first claim, which would find nothing (a chain's steps came one a lease, each
+        # followed by an empty claim that cost as much as the step's own).
+        kept, self._kept = self._kept, None
+        if kept is None:
+            armed = ExitStack()
+            watch, since = armed.enter_context(self.wakeups.watching(self.queues)), None
+        else:
+            armed, watch, since = kept.armed, kept.watch, kept.claimed_at
+            if watch.event.is_set():
+                since = None  # notified since: claim first
+        self._watches.add(watch)
+        jobs: list[Job] = []
+        claimed_at = self.engine.clock.now()
+        try:
+            while not self._interrupted:
+                claimed_at = self.engine.clock.now()
+                try:
+                    jobs = await lease_or_wait(
+                        self.engine,
+                        watch,
+                        ask,
+                        safety_poll=self.poll,
+                        stopped=lambda: self._interrupted,
+                        since=since,
+                        claim_after_wait=False,
+                    )
+                    break
+                except StoreUnavailable as exc:
+                    log.warning("cannot claim, the store is unavailable: %s", exc)
+                    since = None
+                    await watch.wait(self.poll)
+        except BaseException:
+            armed.close()
+            raise
+        finally:
+            self._watches.discard(watch)
+        if len(jobs) < max_jobs and not self._interrupted and self._kept is None:
+            # claimed_at: no later than the last claim, so a job due since that claim is not missed. None when the
+            # lease ended with a wait (it answers none then): the wait ended for a reason (work, a due time, the
+            # safety poll), so the next lease claims first.
+            self._kept = _Kept(armed, watch, claimed_at if jobs else None)
+        else:
+            armed.close()
+        return jobs
 
     def interrupt(self) -> None:
         self._interrupted = True
         for watch in self._watches:
             watch.event.set()
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.armed.close()
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool]:
         complete = [Completion(o.job_id, o.lease_token, o.result) for o in outcomes if o.error is None]

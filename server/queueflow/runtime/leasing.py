@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from queueflow.core.types import Job
 from queueflow.engine import Engine
@@ -51,6 +52,7 @@ async def lease_or_wait(
     safety_poll: float,
     deadline: float | None = None,
     stopped: Callable[[], bool] = never,
+    since: datetime | None = None,
     claim_after_wait: bool = True,
 ) -> list[Job]:
     """The jobs claimed, as soon as there are any; [] once `deadline` (a `time.monotonic()` value; None: no
@@ -64,17 +66,23 @@ async def lease_or_wait(
     clock, and the wait until it is measured on that clock too (a TestClock's tests move it, and wake the watch).
     Each wait is capped at the safety poll, so a lost wake-up costs at most that long. Store errors propagate:
     the HTTP route answers them, the in-process source logs them and waits.
+
+    `since`: the time of an empty claim made with `watch` already armed, and nothing notified since: a claim now
+    would find nothing new either, so the first claim is left out and the wait begins at once (as after that
+    claim). The in-process source passes it after a lease that came back short.
     """
+    claimed_at = since
     while True:
-        claimed_at = engine.clock.now()
-        jobs = await ask.claim(engine)
-        if jobs or stopped():
-            return jobs
+        if claimed_at is None:
+            claimed_at = engine.clock.now()
+            jobs = await ask.claim(engine)
+            if jobs or stopped():
+                return jobs
         wait = safety_poll
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return jobs
+                return []
             wait = min(wait, remaining)
         # Asked from the time of the empty claim, so a job that became due since is answered (in the past: no
         # wait, claim again at once), and one of another task that stays unclaimed is not (no busy loop).
@@ -82,5 +90,6 @@ async def lease_or_wait(
         if due is not None:
             wait = min(wait, max((due - engine.clock.now()).total_seconds(), 0.0))
         await watch.wait(wait)
+        claimed_at = None
         if stopped() or not claim_after_wait:
             return []

@@ -6,7 +6,7 @@ from queueflow.core.errors import ValidationError
 from queueflow.core.types import AckOutcome, AckResult, BackoffPolicy, Completion, FailureRequest, JobStatus, NewJob
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
 
 
 async def leased(engine: Engine, n: int, **new: object) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from queueflow.core.errors import InvalidState, LeaseLost, NotFound
 from queueflow.core.types import BackoffPolicy, JobStatus, NewJob
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
 
 
 async def test_cancel_a_pending_job(engine: Engine, clock: TestClock) -> None:

@@ -8,7 +8,7 @@ from queueflow.core.errors import NotFound, ValidationError
 from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
 
 
 async def test_enqueue_records_every_field(engine: Engine, clock: TestClock) -> None:

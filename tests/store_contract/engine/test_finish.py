@@ -9,7 +9,8 @@ from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
+
 NO_JITTER = BackoffPolicy(BackoffStrategy.EXPONENTIAL, base_seconds=2, max_seconds=10, jitter=False)
 
 

@@ -13,7 +13,7 @@ from queueflow.core.types import JobStatus, NewJob
 from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
 
 
 async def enqueue(engine: Engine, n: int, *, tenant: str = T, queue: str = "default") -> list[str]:

@@ -8,7 +8,7 @@ from queueflow.core.errors import LeaseLost, NotFound, ValidationError
 from queueflow.core.types import AckOutcome, FailureRequest, HeartbeatResult, HeldLease, JobStatus, NewJob
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
 
 
 async def test_lease_claims_in_priority_then_schedule_then_creation_order(engine: Engine, clock: TestClock) -> None:

@@ -8,7 +8,7 @@ from queueflow.core.errors import ValidationError
 from queueflow.core.types import JobFilter, JobStatus, NewJob, QueueStats
 from queueflow.engine import Engine
 
-T = "tenant-a"
+from tests.moments import T
 
 
 async def test_list_is_newest_first_and_pages_with_a_cursor(engine: Engine, clock: TestClock) -> None:

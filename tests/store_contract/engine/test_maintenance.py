@@ -10,7 +10,8 @@ from queueflow.core.types import BackoffPolicy, Failure, JobStatus, MaintenanceR
 from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import JobStore
 
-T = "tenant-a"
+from tests.moments import T
+
 NO_JITTER = BackoffPolicy(base_seconds=5, jitter=False)
 
 

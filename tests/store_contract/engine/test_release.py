@@ -9,7 +9,9 @@ from queueflow.core.errors import ValidationError
 from queueflow.core.types import AckOutcome, AckResult, FailureRequest, HeldLease, JobStatus, NewJob
 from queueflow.engine import Engine
 
-T, OTHER = "tenant-a", "tenant-b"
+from tests.moments import T
+
+OTHER = "tenant-b"
 OK, LOST = AckOutcome.OK, AckOutcome.LEASE_LOST
 
 

@@ -16,7 +16,8 @@ from queueflow.core.types import Job
 from queueflow.engine import Engine
 from queueflow.ports import Store
 
-T = "tenant-a"
+from tests.moments import T
+
 BERLIN, NEW_YORK = "Europe/Berlin", "America/New_York"
 
 

@@ -9,10 +9,8 @@ from queueflow.core.types import JobStatus, NewJob, QueueMinute
 from queueflow.engine import Engine
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
+from tests.moments import START, T
 from tests.store_contract.store_rows import OTHER, at, in_status
-
-T = "tenant-a"
 
 
 async def _finish(engine: Engine, queue: str, *, fail: bool = False) -> None:

@@ -14,7 +14,8 @@ from queueflow.core.workflow import CONTEXT_KEY, WorkflowStatus
 from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import JobStore
 
-from tests.store_contract.workflow_helpers import CONTINUE, SKIP, T, Worker, dag, named, statuses, step
+from tests.moments import T
+from tests.store_contract.workflow_helpers import CONTINUE, SKIP, Worker, dag, named, statuses, step
 
 FAILURES = ["dead_letter", "cancelled"]
 STEP_STATUS = {"dead_letter": "failed", "cancelled": "cancelled"}

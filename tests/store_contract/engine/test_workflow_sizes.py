@@ -9,7 +9,8 @@ from queueflow.core.types import Completion, Job, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, MAX_STEPS, NewStep, NewWorkflow, StepStatus, WorkflowStatus
 from queueflow.engine import Engine
 
-from tests.store_contract.workflow_helpers import T, statuses
+from tests.moments import T
+from tests.store_contract.workflow_helpers import statuses
 
 
 def fan_out(size: int) -> NewWorkflow:

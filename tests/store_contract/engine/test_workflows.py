@@ -13,7 +13,8 @@ from queueflow.core.workflow import CONTEXT_KEY, StepStatus, WorkflowStatus
 from queueflow.engine import Engine
 from queueflow.ports import JobStore
 
-from tests.store_contract.workflow_helpers import T, Worker, dag, named, statuses, step
+from tests.moments import T
+from tests.store_contract.workflow_helpers import Worker, dag, named, statuses, step
 
 
 async def test_create_rejects_a_cycle_with_its_path_and_stores_nothing(engine: Engine) -> None:

@@ -17,7 +17,7 @@ from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
 from queueflow.core.types import JSON, ClaimRequest, Completion, Ended, Failure, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
+from tests.moments import START
 from tests.store_contract.store_rows import (
     CANCELLED,
     COMPLETED,

@@ -22,7 +22,7 @@ from queueflow.core.types import (
 from queueflow.core.workflow import WorkflowStatus
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
+from tests.moments import START, T
 from tests.store_contract.store_rows import (
     CANCELLED,
     COMPLETED,
@@ -46,7 +46,7 @@ from tests.store_contract.store_rows import (
     step_job_maker,
     stored_workflow,
 )
-from tests.store_contract.workflow_helpers import T, step
+from tests.store_contract.workflow_helpers import step
 
 # --- job_insert_many ---------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from queueflow.core.flow import QueueSettings, QueueSettingsPatch, RateLimit
 from queueflow.core.types import ClaimRequest, QueueCounts
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
+from tests.moments import START, T
 from tests.store_contract.store_rows import (
     CANCELLED,
     COMPLETED,
@@ -22,7 +22,6 @@ from tests.store_contract.store_rows import (
     inserted,
     job,
 )
-from tests.store_contract.workflow_helpers import T
 
 
 async def test_queue_overview_counts_each_of_the_tenants_queues_by_state_at_now(store: Store) -> None:

@@ -13,9 +13,8 @@ from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.schedule import Schedule
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
+from tests.moments import START, T
 from tests.store_contract.store_rows import OTHER, at, nested, newest_first, pages, schedule
-from tests.store_contract.workflow_helpers import T
 
 HOUR = timedelta(hours=1)
 

@@ -25,7 +25,7 @@ from queueflow.core.types import ClaimRequest, Completion, Failure, JobStatus
 from queueflow.core.workflow import CONTEXT_KEY, StepStatus, Workflow, WorkflowStatus
 from queueflow.ports import Store
 
-from tests.store_contract.conftest import START
+from tests.moments import START, T
 from tests.store_contract.store_rows import (
     LEASE,
     OTHER,
@@ -40,7 +40,7 @@ from tests.store_contract.store_rows import (
     stored_workflow,
     workflow,
 )
-from tests.store_contract.workflow_helpers import SKIP, T, named, statuses, step
+from tests.store_contract.workflow_helpers import SKIP, named, statuses, step
 
 
 def recording(decide: Callable[[Workflow], Transition]) -> tuple[list[Workflow], Callable[[Workflow], Transition]]:
