@@ -245,6 +245,40 @@ test("stop() during an idle long-poll ends it at once and leases nothing after",
   assert.equal((await client.jobs.get(job.id)).status, "pending");
 });
 
+test("stop() never cuts a lease whose answer is on its way: the jobs it brings are released, not stranded", async () => {
+  // The answer is held back after the server claimed for it, as if still on the wire. Cut then (an aborted fetch),
+  // its jobs would sit `running` until their leases expire, each then counting a failed delivery.
+  const answered = deferred();
+  const go = deferred();
+  let first = true;
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const response = await globalThis.fetch(input, init);
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (url.pathname === "/v1/worker/lease" && first) {
+      first = false;
+      answered.resolve();
+      const signal = init?.signal;
+      await new Promise<void>((resolve, reject) => {
+        void go.promise.then(resolve);
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    }
+    return response;
+  };
+  const jobs = await client.jobs.enqueueMany(Array.from({ length: 3 }, () => ({ task_name: "in-flight", queue_name: "w-in-flight" })));
+  const w = worker("w-in-flight", { fetch }).task("in-flight", () => null);
+  const running = w.start();
+  await answered.promise;
+  const stopping = w.stop();
+  go.resolve();
+  await stopping;
+  await running;
+  for (const job of jobs) {
+    const back = await client.jobs.get(job.id);
+    assert.deepEqual([back.status, back.delivery_count, back.retry_count], ["pending", 0, 0]);
+  }
+});
+
 test("stopOnSignals: SIGTERM stops the worker gracefully", async () => {
   const started = deferred();
   const release = deferred();
