@@ -211,3 +211,49 @@ async def test_a_finish_in_a_large_workflow_reads_only_the_rows_it_touches(
             assert (await steps_read(watcher))[1] - before >= 10
     assert max(reads) <= 10, reads
     assert max(toast_reads) <= 2, toast_reads
+
+
+class Woken:
+    """A wake-up port that tells the test when a queue's work was committed (the store's local wake)."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, asyncio.Event] = {}
+
+    def notify(self, queue: str) -> None:
+        self.queues.setdefault(queue, asyncio.Event()).set()
+
+    async def until(self, queue: str) -> None:
+        async with asyncio.timeout(10):
+            await self.queues.setdefault(queue, asyncio.Event()).wait()
+
+
+async def test_the_finishes_of_one_ack_run_side_by_side(postgres_url: str, postgres_store: PostgresJobStore) -> None:
+    """An ack of two steps of two workflows advances both at once: with the first workflow's row locked elsewhere
+    (its finish waits), the second's next step is enqueued all the same, before the first's lock comes free. One
+    finish after the other, it waited behind the first."""
+    clock = TestClock(START)
+    woken = Woken()
+    async with PostgresJobStore.from_url(postgres_url, pool_size=4, wakeups=woken) as store:
+        engine = engine_on(store, clock)
+        created = []
+        for name in ("blocked", "free"):
+            a = NewStep(name="a", task_name="t", queue_name=f"{name}-a")
+            b = NewStep(name="b", task_name="t", queue_name=f"{name}-b", depends_on=["a"])
+            workflow, _ = await engine.create_workflow(T, NewWorkflow(name=name, steps=[a, b]))
+            created.append(workflow)
+        blocked, free = created
+        held = await engine.lease(["blocked-a", "free-a"], max_jobs=2)
+        held.sort(key=lambda job: job.workflow_id != blocked.id)  # the blocked workflow's step first in the ack
+        assert [job.workflow_id for job in held] == [blocked.id, free.id]
+        async with pg.connect(postgres_url) as locker, locker.transaction():
+            await locker.execute("SELECT 1 FROM queueflow.workflows WHERE id = $1 FOR UPDATE", blocked.id)
+            ack = asyncio.create_task(
+                engine.ack([Completion(job.id, job.lease_token or "", job.workflow_id) for job in held])
+            )
+            await woken.until("free-b")  # the free workflow advanced while the blocked one's finish waits
+            assert not ack.done()
+        results = await asyncio.wait_for(ack, 10)
+        assert [result.outcome.value for result in results] == ["ok", "ok"]
+        for workflow in (blocked, free):
+            steps = {step.name: step.status for step in (await engine.get_workflow(T, workflow.id)).steps}
+            assert steps == {"a": StepStatus.COMPLETED, "b": StepStatus.ENQUEUED}

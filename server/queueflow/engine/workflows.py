@@ -17,6 +17,7 @@ job's outcome reaches neither the step nor the context. Replay the whole workflo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -44,6 +45,9 @@ from queueflow.engine.settings import EngineSettings
 from queueflow.ports import Clock, Store
 
 log = logging.getLogger("queueflow.workflows")
+
+ADVANCES_AT_ONCE = 4
+"""Step finishes of one ack (or one heal) that run side by side, each on a connection of its own."""
 
 _OUTCOMES = {
     JobStatus.COMPLETED: StepOutcome.COMPLETED,
@@ -142,23 +146,30 @@ class Workflows:
         return await self.on_steps_finished([report for job in jobs if (report := step_report(job)) is not None])
 
     async def on_steps_finished(self, reports: Sequence[StepReport]) -> tuple[StepReport, ...]:
-        """Advance the workflow of each finished step, in order; returns the reports it recorded.
+        """Advance the workflow of each finished step; returns the reports it recorded, in their order.
+
+        Up to `ADVANCES_AT_ONCE` advances run at once: an ack of many steps' outcomes waited for each finish's round
+        trips in turn. Finishes are safe side by side, of one workflow too (`core.finish`'s lock order).
 
         The jobs' own writes are done: an advance the store cannot make now is logged and left to the
         janitor's `heal`, so the caller (a worker's complete) is not told to retry a write that succeeded.
         """
-        advanced: tuple[StepReport, ...] = ()
-        for report in reports:
-            now = self.clock.now()
-            try:
-                if await self.store.workflow_step_finish(report, self._step_job_maker(now), now):
-                    advanced += (report,)
-            except StoreUnavailable as exc:
-                log.warning(
-                    "workflow %s not advanced after job %s (the janitor will): %s",
-                    report.workflow_id, report.job_id, exc,
-                )  # fmt: skip
-        return advanced
+        gate = asyncio.Semaphore(ADVANCES_AT_ONCE)
+
+        async def advance(report: StepReport) -> bool:
+            async with gate:
+                now = self.clock.now()
+                try:
+                    return await self.store.workflow_step_finish(report, self._step_job_maker(now), now)
+                except StoreUnavailable as exc:
+                    log.warning(
+                        "workflow %s not advanced after job %s (the janitor will): %s",
+                        report.workflow_id, report.job_id, exc,
+                    )  # fmt: skip
+                    return False
+
+        recorded = await asyncio.gather(*(advance(report) for report in reports))
+        return tuple(report for report, ok in zip(reports, recorded, strict=True) if ok)
 
     async def heal(self, limit: int) -> int:
         """Replay up to `limit` advances that were really missed: step jobs that finished more than

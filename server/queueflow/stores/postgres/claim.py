@@ -36,7 +36,6 @@ from queueflow.stores.postgres.params import values
 from queueflow.stores.postgres.restricted_sql import (
     CLAIM_RESTRICTED,
     CLAIM_RESTRICTED_FOR_TENANT,
-    RATE_BUCKETS,
     RESTRICTIONS_LOCK,
     RUNNING_COUNTS,
     RUNNING_KEY_COUNTS,
@@ -100,9 +99,11 @@ class PostgresClaims(Pooled):
         if not wanted:
             return None
         async with self._connection() as db:
-            due: datetime | None = await db.fetchval(NEXT_DUE, wanted, now)
-            buckets = await db.fetch(RATE_BUCKETS, wanted)
-        for row in buckets:
+            rows = await db.fetch(NEXT_DUE, wanted, now)
+        due: datetime | None = rows[0]["due"]
+        for row in rows:
+            if row["rate_jobs"] is None:
+                continue  # the one row of a claim whose queues have no rate limit
             rate = RateLimit(row["rate_jobs"], row["rate_per_seconds"])
             token = next_token_at(rate, row["rate_tokens"], row["rate_refilled_at"], now)
             if token is not None and (due is None or token < due):

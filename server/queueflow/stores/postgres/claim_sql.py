@@ -234,12 +234,18 @@ SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY(
 # after now (the claim index, ordered by priority first, cannot answer this without reading every row). That
 # index holds only the jobs written ahead of their time (`scheduled_at > created_at`, see migration 0005): a job
 # due when it was written is never due after now, unless a clock behind the one that wrote it reads it.
+# Beside it, in the same round trip (an idle lessee asks after every empty claim), the token buckets of those
+# queues' rate limits, whose next token may come sooner: one row each, or one row of nulls when none has a rate.
 NEXT_DUE = """
-SELECT min(due.scheduled_at)
-  FROM unnest($1::text[]) AS queue(name),
-       LATERAL (SELECT scheduled_at FROM queueflow.jobs
-                 WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at > $2
-                   AND scheduled_at > created_at
-                 ORDER BY scheduled_at
-                 LIMIT 1) AS due
+SELECT (SELECT min(due.scheduled_at)
+          FROM unnest($1::text[]) AS queue(name),
+               LATERAL (SELECT scheduled_at FROM queueflow.jobs
+                         WHERE queue_name = queue.name AND status IN ('pending', 'retrying') AND scheduled_at > $2
+                           AND scheduled_at > created_at
+                         ORDER BY scheduled_at
+                         LIMIT 1) AS due) AS due,
+       bucket.rate_jobs, bucket.rate_per_seconds, bucket.rate_tokens, bucket.rate_refilled_at
+  FROM (VALUES (1)) AS one(row)
+  LEFT JOIN queueflow.queue_settings AS bucket
+         ON bucket.queue_name = ANY($1::text[]) AND bucket.rate_jobs IS NOT NULL AND NOT bucket.paused
 """

@@ -300,9 +300,3 @@ UPDATE queueflow.queue_settings AS s
   FROM unnest($1::text[], $2::text[], $3::text[]) AS t(tenant_id, queue_name, key)
  WHERE s.tenant_id = t.tenant_id AND s.queue_name = t.queue_name
 """
-
-# The rate-limit buckets of the queues $1, for a parked lease to sleep until the next token (idle path only).
-RATE_BUCKETS = """
-SELECT rate_jobs, rate_per_seconds, rate_tokens, rate_refilled_at FROM queueflow.queue_settings
- WHERE queue_name = ANY($1::text[]) AND rate_jobs IS NOT NULL AND NOT paused
-"""
