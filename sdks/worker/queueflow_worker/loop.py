@@ -57,7 +57,7 @@ from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, outcome_of
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
 from queueflow_worker.releases import Releases
-from queueflow_worker.timing import MARGIN_SECONDS, MAX_BATCH, EventLoopClock, Held, Measures, first
+from queueflow_worker.timing import MARGIN_SECONDS, MAX_BATCH, EventLoopClock, ExpiryWatch, Held, Measures, first
 
 __all__ = [
     "ACK_BATCHES_KEPT",
@@ -166,10 +166,7 @@ class WorkerLoop:
         self._idle = asyncio.Event()
         self.beat_now = asyncio.Event()
         """Set when a job arrived with less than a heartbeat's period of its lease left: heartbeat now."""
-        self._waiting_added = asyncio.Event()
-        """Wakes the expiry watch: a job began to wait that must be released before `_expiry_due`."""
-        self._expiry_due = float("inf")
-        """When the expiry watch wakes next, on `clock`."""
+        self.expiry = ExpiryWatch(self.clock, self.measures, lambda: self.waiting, self._release_stale)
         self._stopping = False
         self._leasing: set[asyncio.Task[None]] = set()
         """The leases in flight."""
@@ -256,7 +253,7 @@ class WorkerLoop:
             asyncio.create_task(self._lease_loop(), name=f"queueflow-{self.name}-lease"),
             asyncio.create_task(self.acks.run(), name=f"queueflow-{self.name}-acks"),
             asyncio.create_task(heartbeats.run(self), name=f"queueflow-{self.name}-heartbeats"),
-            asyncio.create_task(self._expiry_loop(), name=f"queueflow-{self.name}-expiry"),
+            asyncio.create_task(self.expiry.run(), name=f"queueflow-{self.name}-expiry"),
         ]
 
     async def stop(self, *, hint: str = "") -> None:
@@ -331,20 +328,8 @@ class WorkerLoop:
     def _give_back(self, held: list[Held], why: str) -> None:
         self.releases.give_back([(entry.job.id, entry.token) for entry in held], why)
 
-    async def _expiry_loop(self) -> None:
-        """Release each waiting job before the last moment it could start (`Measures.latest_start`)."""
-        measures, clock = self.measures, self.clock
-        while True:
-            self._waiting_added.clear()
-            due = min((measures.latest_start(entry) for entry in self.waiting), default=None)
-            self._expiry_due = float("inf") if due is None else due
-            wait = None if due is None else due - clock.now()
-            if wait is None or wait > 0:
-                await first(self._waiting_added, clock, wait)
-                continue
-            self._release_stale()
-
     def _release_stale(self) -> None:
+        """The expiry watch's time came: release every waiting job past the last moment it could start."""
         now, latest = self.clock.now(), self.measures.latest_start
         stale = [entry for entry in self.waiting if latest(entry) <= now]
         if stale:
@@ -411,8 +396,7 @@ class WorkerLoop:
             latest = self.measures.latest_start
             due = min((latest(entry) for entry in held if entry.deadline_until is not None), default=float("inf"))
             due = min(due, sent + self.lease_seconds - self.margin)
-            if due < self._expiry_due:
-                self._waiting_added.set()  # sooner than the expiry watch waits for
+            self.expiry.taken(due)
 
     def is_fatal(self, exc: Exception) -> bool:
         """True when `exc` is one of the `fatal` errors: leasing stops and `on_fatal` hears of it (once)."""

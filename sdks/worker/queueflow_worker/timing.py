@@ -11,12 +11,12 @@ machines' clocks say; `margin` covers the round trip of the call that records a 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from queueflow_worker.ports import Clock, LeasedDelivery
 
-__all__ = ["MAX_BATCH", "EventLoopClock", "Held", "Measures", "first"]
+__all__ = ["MAX_BATCH", "EventLoopClock", "ExpiryWatch", "Held", "Measures", "first"]
 
 MAX_BATCH = 1000
 """The most items the server takes in one lease, ack, heartbeat or release."""
@@ -125,6 +125,36 @@ class Measures:
                 need = 0.0
             latest = min(latest, held.deadline_until - self.margin - need)
         return latest
+
+
+class ExpiryWatch:
+    """Wakes its loop (`expire`) at the first moment a waiting job must be released rather than started
+    (`Measures.latest_start`), so that a job whose deadline would pass while it waits goes back before it does."""
+
+    def __init__(
+        self, clock: Clock, measures: Measures, waiting: Callable[[], Iterable[Held]], expire: Callable[[], None]
+    ) -> None:
+        self.clock, self.measures, self.waiting, self.expire = clock, measures, waiting, expire
+        self.due = float("inf")
+        """When it wakes next, on `clock`."""
+        self._sooner = asyncio.Event()
+
+    def taken(self, due: float) -> None:
+        """Jobs began to wait, the first of which must start by `due`."""
+        if due < self.due:
+            self._sooner.set()
+
+    async def run(self) -> None:
+        latest, clock = self.measures.latest_start, self.clock
+        while True:
+            self._sooner.clear()
+            due = min((latest(entry) for entry in self.waiting()), default=None)
+            self.due = float("inf") if due is None else due
+            wait = None if due is None else due - clock.now()
+            if wait is None or wait > 0:
+                await first(self._sooner, clock, wait)
+            else:
+                self.expire()
 
 
 def average(current: float | None, sample: float) -> float:
