@@ -69,17 +69,18 @@ def test_ctrl_c_finishes_then_quits_and_records_what_finished(database_url: str)
             err.until(lambda line: f"boom job {boom.id} (delivery 1): failed after" in line)
 
             worker.send_signal(signal.SIGINT)
-            err.until(lambda line: "finishing 1 jobs (up to 30 s) (Ctrl-C again to quit)" in line)
+            err.until(lambda line: "finishing 1 running jobs (up to 30 s) (Ctrl-C again to quit)" in line)
             worker.send_signal(signal.SIGINT)
             assert worker.wait(timeout=15) == 130
         finally:
             if worker.poll() is None:
                 worker.kill()
                 worker.wait()
-        out.join()
-        err.join()
-        worker.stdout.close()
-        worker.stderr.close()
+            # Closed even when a wait above failed: a pipe left to the garbage collector fails a later test.
+            out.join()
+            err.join()
+            worker.stdout.close()
+            worker.stderr.close()
 
         assert "KeyboardInterrupt" not in err.text
         assert "ValueError: boom" in err.text  # the failure's traceback, with no logging configured
