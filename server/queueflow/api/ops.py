@@ -8,6 +8,7 @@ from litestar import Response, get
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 
+from queueflow import __version__
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import Health
 from queueflow.api.services import Services
@@ -21,14 +22,14 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4"
 @get("/healthz", operation_id="health", tags=["operations"], security=[])
 async def health() -> Health:
     """Liveness: 200 while the process runs."""
-    return Health("ok")
+    return Health("ok", __version__)
 
 
 @get("/readyz", operation_id="ready", tags=["operations"], security=[], responses=problem_responses(503))
 async def ready(services: NamedDependency[Services]) -> Health:
     """Readiness: 200 when the database answers, else 503."""
     await services.engine.ping()
-    return Health("ok")
+    return Health("ok", __version__)
 
 
 @get(
