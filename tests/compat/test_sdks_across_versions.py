@@ -17,10 +17,6 @@ from tests.compat.previous import ROOT, previous, sdk_venv, server_venv, tree
 TODAY_BIN = Path(sys.executable).parent
 """Today's `queueflow` (this checkout's, installed editable beside the interpreter running the tests)."""
 
-NEWER_THAN_PREVIOUS: set[str] = set()
-"""Today's TypeScript test files that need a feature the previous release's server lacks (its routes or fields),
-left out when today's suite runs against that server; emptied at each release (`make release`)."""
-
 
 def run(argv: list[str], cwd: Path, timeout: float, **env: str) -> None:
     done = subprocess.run(
@@ -56,7 +52,8 @@ def test_the_previous_typescript_suite_passes_against_todays_server(postgres_url
 
 
 def test_todays_typescript_suite_passes_against_the_previous_server(postgres_url: str) -> None:
-    typescript_suite(ROOT / "sdks" / "typescript", server_venv(), postgres_url, NEWER_THAN_PREVIOUS)
+    """But for the test files that need what that server lacks (the pin's `newer_typescript_tests`)."""
+    typescript_suite(ROOT / "sdks" / "typescript", server_venv(), postgres_url, previous().newer_typescript_tests)
 
 
 def test_todays_python_sdk_live_tests_pass_against_the_previous_server() -> None:

@@ -18,12 +18,6 @@ def specs() -> tuple[Spec, Spec]:
     return json.loads(git_show("spec/openapi.json")), json.loads((ROOT / "spec" / "openapi.json").read_text())
 
 
-TOLERATED_NEW_VALUES: dict[str, str] = {}
-"""Enum fields that may gain values although the previous release's SDKs predate "SDKs keep unknown values" (0.1):
-field → why its SDKs read a new value without failing. From a release whose SDKs keep unknown values
-(`sdks_keep_unknown_values` in compat/previous-release.toml), any enum may gain values."""
-
-
 def breaks(before: Spec, now: Spec) -> list[str]:
     """What `now` breaks of `before`, one line each."""
     found: list[str] = []
@@ -46,10 +40,11 @@ def breaks(before: Spec, now: Spec) -> list[str]:
 
 
 def _new_values(name: str, before: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """Enum values added to `name`'s fields, but for those whose SDKs are known to read them (TOLERATED_NEW_VALUES)."""
+    """Enum values added to `name`'s fields, but for those whose SDKs are known to read them (the pin's
+    `tolerated_new_values`)."""
     found = []
     for field, schema in before.get("properties", {}).items():
-        if field in now.get("properties", {}) and f"{name}.{field}" not in TOLERATED_NEW_VALUES:
+        if field in now.get("properties", {}) and f"{name}.{field}" not in previous().tolerated_new_values:
             added = _values(now["properties"][field]) - _values(schema)
             found += [f"field {field}: enum value {value}: added (its SDKs fail on it)" for value in sorted(added)]
     return found

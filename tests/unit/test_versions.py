@@ -21,27 +21,34 @@ from queueflow_client import QueueFlow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def written_versions() -> dict[str, str]:
-    """Every place a version is written, by where."""
+def written_versions(root: Path = ROOT) -> dict[str, str]:
+    """Every place a version is written in the tree at `root`, by where."""
     found = {
-        f"{path}": tomllib.loads((ROOT / path).read_text())["project"]["version"]
+        f"{path}": tomllib.loads((root / path).read_text())["project"]["version"]
         for path in ("pyproject.toml", "sdks/python/pyproject.toml", "sdks/worker/pyproject.toml")
     }
-    found["sdks/typescript/package.json"] = json.loads((ROOT / "sdks/typescript/package.json").read_text())["version"]
-    lock = json.loads((ROOT / "sdks/typescript/package-lock.json").read_text())
+    found["sdks/typescript/package.json"] = json.loads((root / "sdks/typescript/package.json").read_text())["version"]
+    lock = json.loads((root / "sdks/typescript/package-lock.json").read_text())
+    found["sdks/typescript/package-lock.json (top)"] = lock["version"]
     found["sdks/typescript/package-lock.json"] = lock["packages"][""]["version"]
-    match = re.search(r'export const VERSION = "([^"]+)"', (ROOT / "sdks/typescript/src/version.ts").read_text())
-    assert match is not None
-    found["sdks/typescript/src/version.ts"] = match.group(1)
-    found["spec/openapi.json"] = json.loads((ROOT / "spec/openapi.json").read_text())["info"]["version"]
-    found["queueflow.__version__"] = queueflow.__version__
-    found["queueflow_client.__version__"] = queueflow_client.__version__
-    found["queueflow_worker.__version__"] = queueflow_worker.__version__
+    for path, pattern in (
+        ("sdks/typescript/src/version.ts", r'export const VERSION = "([^"]+)"'),
+        ("server/queueflow/__init__.py", r'__version__ = "([^"]+)"'),
+        ("sdks/python/queueflow_client/_version.py", r'__version__ = "([^"]+)"'),
+        ("sdks/worker/queueflow_worker/__init__.py", r'__version__ = "([^"]+)"'),
+    ):
+        match = re.search(pattern, (root / path).read_text())
+        assert match is not None, path
+        found[path] = match.group(1)
     return found
 
 
 def test_every_artifact_carries_one_version() -> None:
     versions = written_versions()
+    versions["spec/openapi.json"] = json.loads((ROOT / "spec/openapi.json").read_text())["info"]["version"]
+    versions["queueflow.__version__ (imported)"] = queueflow.__version__
+    versions["queueflow_client.__version__ (imported)"] = queueflow_client.__version__
+    versions["queueflow_worker.__version__ (imported)"] = queueflow_worker.__version__
     assert set(versions.values()) == {queueflow.__version__}, versions
 
 
