@@ -145,15 +145,15 @@ def shares(p: Placeholders, columns: str, claimable: str) -> str:
                                 LIMIT share.per_tenant) AS due"""
 
 
-def turn_moved(turn_of: str, served: str, after: str | None = None) -> str:
-    """The CTEs that move the turn of the queues `turn_of` (README.md, "Fairness") to the tenant `served` (a
-    query of one row and column, `tenant_id`; no row: nothing moves), written so that no claim ever waits for
-    another: `free` locks the turn's row only when it is to change, and skips it when another claim holds it
-    (SKIP LOCKED), so that claim's turn stands; `born` writes the row on the first claim of these queues (ON
-    CONFLICT DO NOTHING: two first claims keep one turn). With `after` (the turn the claim read, a query of one
-    row and column `after_tenant`), a compare-and-set: a turn another claim has moved since it was read stays.
+def turn_moved(turn_of: str) -> str:
+    """The CTEs that move the turn of the queues `turn_of` (README.md, "Fairness") from `turn.after_tenant`, the
+    turn the claim read, to `served.tenant_id` (`turn` and `served`: CTEs of one row; no row in `served`: nothing
+    moves), written so that no claim ever waits for another: `free` locks the turn's row only when it is to change,
+    and skips it when another claim holds it (SKIP LOCKED), so that claim's turn stands; its compare-and-set leaves
+    a turn another claim has moved since this one read it. `born` writes the row on the first claim of these
+    queues (ON CONFLICT DO NOTHING: two first claims keep one turn).
 
-    While one tenant is due the turn never changes, and these cost two probes of the turn's primary key.
+    While one tenant is due the turn never changes, and these read nothing more (the claim read the turn).
 
     Why fairness holds across processes: a claim reads the turn committed before it began, in whichever process,
     so leases that follow each other (each begins after the one before it committed: the rule's "run of
@@ -165,16 +165,15 @@ def turn_moved(turn_of: str, served: str, after: str | None = None) -> str:
     every k moves, and between two moves only claims overlapping the one that moved it commit — with c claims in
     flight, about every c·k leases (tests/postgres/test_shared_turn.py). No claim waits: a claim locks the turn's
     row only to move it, and skips it when another holds it."""
-    expected = "" if after is None else f"AND t.tenant_id = ({after})"
-    return f"""free AS (SELECT t.queues FROM queueflow.claim_turns AS t, ({served}) AS served
-           WHERE t.queues = {turn_of} AND t.tenant_id <> served.tenant_id {expected}
+    return f"""free AS (SELECT t.queues FROM served, turn, queueflow.claim_turns AS t
+           WHERE served.tenant_id <> turn.after_tenant
+             AND t.queues = {turn_of} AND t.tenant_id = turn.after_tenant
              FOR UPDATE OF t SKIP LOCKED),
 moved AS (UPDATE queueflow.claim_turns AS t SET tenant_id = served.tenant_id
-            FROM free, ({served}) AS served
+            FROM free, served
            WHERE t.queues = free.queues),
 born AS (INSERT INTO queueflow.claim_turns (queues, tenant_id)
-         SELECT {turn_of}, served.tenant_id FROM ({served}) AS served
-          WHERE NOT EXISTS (SELECT FROM queueflow.claim_turns AS t WHERE t.queues = {turn_of})
+         SELECT {turn_of}, served.tenant_id FROM served, turn WHERE turn.after_tenant IS NULL
          ON CONFLICT DO NOTHING)"""
 
 
@@ -241,13 +240,8 @@ picked AS (
         WHERE c.nth <= c.per_tenant
         ORDER BY c.nth, wrapped, c.tenant_id COLLATE "C"
         LIMIT {_claim.max_jobs}),
-{
-    turn_moved(
-        _claim.turn_of,
-        'SELECT tenant_id FROM picked ORDER BY nth DESC, wrapped DESC, tenant_id COLLATE "C" DESC LIMIT 1',
-        "SELECT after_tenant FROM turn",
-    )
-}
+served AS (SELECT tenant_id FROM picked ORDER BY nth DESC, wrapped DESC, tenant_id COLLATE "C" DESC LIMIT 1),
+{turn_moved(_claim.turn_of)}
 {lease(_claim)}
  WHERE id = ANY(ARRAY(SELECT picked.id FROM picked))
 RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share, (SELECT after_tenant FROM turn) AS after_tenant
@@ -299,7 +293,9 @@ SELECT DISTINCT queue_name, (SELECT tenant_id FROM queueflow.claim_turns WHERE q
 # The turn of the lease's queues $1 moved to the tenant $2 a claim of restricted queues served last, as CLAIM
 # moves it (`turn_moved`), in the claim's transaction.
 SAVE_TURN = f"""
-WITH {turn_moved("$1::text[]", "SELECT $2::text AS tenant_id")}
+WITH turn AS (SELECT (SELECT tenant_id FROM queueflow.claim_turns WHERE queues = $1::text[]) AS after_tenant),
+served AS (SELECT $2::text AS tenant_id),
+{turn_moved("$1::text[]")}
 SELECT
 """
 
