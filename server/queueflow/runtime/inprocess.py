@@ -191,6 +191,10 @@ class EngineSource:
         return result.locked_until is not None
 
 
+def _unavailable(exc: Exception) -> bool:
+    return isinstance(exc, StoreUnavailable)
+
+
 class InProcessWorker(BackgroundService):
     name = "tasks"
 
@@ -226,6 +230,7 @@ class InProcessWorker(BackgroundService):
             name="in-process worker",
             queues=queues,
             job_log_level=logging.DEBUG,
+            transient=_unavailable,  # an ack or a release through a database blip is made again
             clock=clock,
         )
 
