@@ -73,8 +73,9 @@ export class HttpSource implements LeaseSource {
         });
       }
     }
-    // May be repeated: a duplicate is answered `lease_lost`, never applied twice.
-    await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: true });
+    // Not repeated here: the loop makes it again on its clock while the leases may hold (a repeat is answered
+    // `lease_lost`, never applied twice).
+    await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: false });
   }
 
   async heartbeat(leases: [string, string][]): Promise<boolean[]> {
@@ -89,8 +90,8 @@ export class HttpSource implements LeaseSource {
    */
   async release(leases: [string, string][]): Promise<boolean[]> {
     const body = { jobs: leases.map(([id, lease_token]) => ({ id, lease_token })) };
-    // May be repeated: a repeat finds the lease gone (`lease_lost`) and changes nothing.
-    const answer = await this.#transport.post("/v1/worker/release", body, { safe: true });
+    // Not repeated here: the loop makes it again (a repeat finds the lease gone, `lease_lost`, and changes nothing).
+    const answer = await this.#transport.post("/v1/worker/release", body, { safe: false });
     return answer.results.map((result) => result.outcome === "ok");
   }
 

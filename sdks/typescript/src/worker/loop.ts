@@ -11,7 +11,9 @@
  *   the first, one call at a time — or at once when no more can join the batch soon (no job is held any more, or
  *   leasing waits for these acks). While a whole capacity of outcomes waits for its acks (a slow server), no more
  *   jobs are leased: they would only wait with them. A job whose outcome was still waiting in a batch when the
- *   process died is delivered again once its lease expires (at-least-once).
+ *   process died is delivered again once its lease expires (at-least-once). An ack or a release that fails with no
+ *   answer or a 5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could
+ *   still hold (`retries.ts`); later outcomes wait behind it.
  * - **Batched heartbeats**: one call extends every held lease, waiting ones too. A lease found lost (the job was
  *   cancelled, or reclaimed after expiring) aborts its handler's signal, or drops the waiting job; nothing is
  *   reported for it afterwards.
@@ -35,6 +37,7 @@ import type { LeasedJob } from "../types.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import { DeadlineError, HeldJob, ShutdownError, type TaskHandler } from "./context.js";
 import { Releases } from "./releases.js";
+import { LeaseHorizon, persist } from "./retries.js";
 import { Tasks } from "./tasks.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
 import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js";
@@ -83,6 +86,10 @@ export class WorkerLoop {
   #expiry: unknown;
   #expiryAt = Infinity;
   readonly #releases: Releases;
+  /** No lease held lasts past this (the loop's clock): what an ack or a release is repeated up to. */
+  readonly #horizon: LeaseHorizon;
+  /** Aborted by `quit()`: repeats of acks and releases give up. */
+  #abandon = new AbortController();
   /** The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics). */
   readonly ackBatches: number[] = [];
 
@@ -92,7 +99,8 @@ export class WorkerLoop {
     this.#settings = settings;
     this.#clock = clock;
     this.#tasks = new Tasks(handlers, settings);
-    this.#releases = new Releases(source, settings, (error) => this.#refused(error));
+    this.#horizon = new LeaseHorizon(settings.leaseMs);
+    this.#releases = new Releases(source, settings, (error) => this.#refused(error), (call) => this.#persist(call));
     const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
     this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
   }
@@ -117,6 +125,7 @@ export class WorkerLoop {
     if (this.#running) throw new Error("the worker is already running");
     if (this.#handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
     this.#stopping = new AbortController();
+    if (this.#abandon.signal.aborted) this.#abandon = new AbortController(); // after a quit
     this.#failure = undefined;
     this.#quitting = false;
     this.#stopHint = "";
@@ -148,6 +157,7 @@ export class WorkerLoop {
   /** Stop now: what still runs is aborted and handed back, as when the grace period ends. */
   quit(): void {
     this.#quitting = true;
+    this.#abandon.abort();
     this.#halt();
     const quit = this.#quit;
     this.#quit = undefined;
@@ -218,6 +228,7 @@ export class WorkerLoop {
         continue;
       }
       const answered = this.#clock.now();
+      if (jobs.length > 0) this.#horizon.answered(answered);
       this.#measures.leaseAnswered(answered - sent, jobs, jobs.length === want);
       if (stopping.aborted) {
         this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
@@ -395,7 +406,8 @@ export class WorkerLoop {
     // Bounded, so a worker that runs for days does not grow by a number per ack (trimmed in bulk: amortised O(1)).
     if (this.ackBatches.length >= 2 * ACK_BATCHES_KEPT) this.ackBatches.splice(0, ACK_BATCHES_KEPT);
     try {
-      await this.#source.ack(batch);
+      // Made again while the server is away, as long as a lease of the batch may hold; later outcomes wait behind it.
+      await this.#persist(() => this.#source.ack(batch));
     } catch (error) {
       // Left to the leases' expiry: the jobs are delivered again.
       if (!this.#refused(error)) this.#settings.onError(error);
@@ -406,6 +418,10 @@ export class WorkerLoop {
       this.#unacked -= batch.length;
       this.#offerRoom();
     }
+  }
+
+  #persist<T>(call: () => Promise<T>): Promise<T> {
+    return persist(call, this.#clock, this.#horizon, this.#abandon.signal);
   }
 
   /** One call extends every lease held; a lost one tells its handler (or drops the waiting job). */
@@ -426,6 +442,7 @@ export class WorkerLoop {
           if (!this.#refused(error)) this.#settings.onError(error);
           continue;
         }
+        if (alive.some((holds) => holds)) this.#horizon.answered(this.#clock.now());
         for (const [index, holds] of alive.entries()) {
           const [id, token] = chunk[index] ?? [];
           if (!holds && id !== undefined && token !== undefined) this.#lost(id, token);
@@ -458,6 +475,7 @@ export class WorkerLoop {
     if (held.lost) return false;
     try {
       await this.#source.progress(held.job, value);
+      this.#horizon.answered(this.#clock.now());
       return true;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof NotFoundError) {
