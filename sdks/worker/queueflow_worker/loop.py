@@ -26,11 +26,11 @@ the server's in-process runner (jobs straight from its engine). Each supplies a 
   lost (the job was cancelled, or reclaimed after expiring) tells its task: an async task is cancelled, a sync one
   sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
 - **stopping** (`stop()`): it stops leasing (a lease parked waiting for work is interrupted through its source; one
-  whose answer may be on its way is let to arrive), releases at once every job held and not started (and every
-  job a lease in flight still brings), lets the running ones finish for up to `drain_seconds`, records the
-  outcomes and returns. Tasks still running after `drain_seconds`, or at `quit()` (a second Ctrl-C), are cancelled
-  and their jobs released; but a sync task's thread cannot be stopped, so its job is left to its lease's expiry
-  (released, another worker could run it while the thread still does).
+  whose answer may be on its way is let to arrive, for up to `LEASE_ANSWER_WAIT`), releases at once every job held
+  and not started (and every job a lease in flight still brings), lets the running ones finish for up to
+  `drain_seconds`, records the outcomes and returns. Tasks still running after `drain_seconds`, or at `quit()` (a
+  second Ctrl-C), are cancelled and their jobs released; but a sync task's thread cannot be stopped, so its job is
+  left to its lease's expiry (released, another worker could run it while the thread still does).
 - **fatal errors**: an exception of a `fatal` class from the source (a rejected key: 401, 403) stops leasing at
   once and is handed to `on_fatal`, instead of being retried every `error_pause` forever.
 - **unknown tasks**: a source leases only the tasks the registry has (`task_names`); a job of another task that
@@ -75,6 +75,10 @@ __all__ = [
 
 LEASES_IN_FLIGHT = 2
 """How many leases overlap while the backlog is deep (see the module docstring)."""
+LEASE_ANSWER_WAIT = 2.0
+"""How long `stop()` waits for a lease in flight that does not wait for work: a healthy server answers within a
+round trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire);
+one still unanswered this long after is stuck on a slow server, and the stop does not wait out its timeout."""
 
 
 class _Running:
@@ -258,7 +262,15 @@ class WorkerLoop:
             return
         lease_task, ack_task, heartbeat_task, expiry_task = self._tasks
         self._halt()
-        await _settled(lease_task)  # the leases in flight answered; what they brought is released
+        # The leases in flight answer (what they bring is released) — or, stuck on a slow server, are cut: the
+        # server hands back, uncounted, what it claimed for a client that left before its answer.
+        answered = asyncio.Event()
+        lease_task.add_done_callback(lambda _: answered.set())
+        if not await first(answered, self.clock, LEASE_ANSWER_WAIT):
+            log.warning("%s: a lease had no answer %g s after the stop: cut", self.name, LEASE_ANSWER_WAIT)
+            for lease in self._leasing:
+                lease.cancel()
+        await _settled(lease_task)
         if self._running:
             grace = f" (up to {self.drain_seconds:g} s)" if self.drain_seconds is not None else ""
             log.info("%s: finishing %d running jobs%s%s", self.name, len(self._running), grace, hint)
