@@ -23,7 +23,7 @@
  *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
  *   within half a lease or half the shortest timeout lately leased.
  * - **Stopping**: `stop()` leases nothing more (a lease parked waiting for work is aborted; one whose answer may be
- *   on its way is let to arrive), releases at once every held job not started (and what a lease in flight still
+ *   on its way is let to arrive, for up to `LEASE_ANSWER_WAIT_MS`), releases at once every held job not started (and what a lease in flight still
  *   brings), lets the running ones finish for up to `shutdownGraceMs`, then aborts the signals of the ones still
  *   running and releases their jobs too, sends every outcome and resolves. `quit()` ends the grace period at once.
  * - **A refused key** (a lease, ack or heartbeat rejected with `AuthenticationError` or `PermissionDeniedError`)
@@ -45,6 +45,13 @@ import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js"
 export { MAX_BATCH } from "./ports.js";
 export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
 
+/**
+ * How long a stop waits for a lease in flight that does not wait for work: a healthy server answers within a round
+ * trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire); one
+ * still unanswered this long after is stuck on a slow server — cut, the server hands back what it claimed for a
+ * client that left before its answer — and the stop does not wait out the request's timeout.
+ */
+export const LEASE_ANSWER_WAIT_MS = 2000;
 /** How many of the latest ack sizes `ackBatches` keeps (at least; up to twice as many between trims). */
 const ACK_BATCHES_KEPT = 1000;
 
@@ -75,6 +82,9 @@ export class WorkerLoop {
   #stopHint = "";
   /** Aborts a lease call in flight when the loop stops. */
   #leaseCall: AbortController | undefined;
+  /** Aborted `LEASE_ANSWER_WAIT_MS` after a stop: cuts a lease that does not wait but is still unanswered. */
+  #leaseCut = new AbortController();
+  #leaseCutTimer: unknown;
   #stopping = new AbortController();
   #running: Promise<void> | undefined;
   /** Wakes the lease loop: a slot freed, or the loop is stopping. Never a listener on a long-lived signal. */
@@ -126,6 +136,7 @@ export class WorkerLoop {
     if (this.#handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
     this.#stopping = new AbortController();
     if (this.#abandon.signal.aborted) this.#abandon = new AbortController(); // after a quit
+    if (this.#leaseCut.signal.aborted) this.#leaseCut = new AbortController(); // after a stop
     this.#failure = undefined;
     this.#quitting = false;
     this.#stopHint = "";
@@ -166,11 +177,16 @@ export class WorkerLoop {
 
   /**
    * Stop leasing (the lease call in flight is told: a parked long-poll ends, one whose answer may be on its way is
-   * let to arrive) and release every job not started.
+   * let to arrive for up to `LEASE_ANSWER_WAIT_MS`) and release every job not started.
    */
   #halt(): void {
     if (!this.#stopping.signal.aborted) this.#stopping.abort(new ShutdownError("the worker is stopping"));
     this.#leaseCall?.abort(new ShutdownError("the worker is stopping"));
+    const cut = this.#leaseCut;
+    if (this.#leaseCall) this.#leaseCutTimer ??= this.#clock.setTimeout(
+      () => cut.abort(new ShutdownError(`the worker stopped and the lease had no answer ${LEASE_ANSWER_WAIT_MS} ms later`)),
+      LEASE_ANSWER_WAIT_MS,
+    );
     this.#giveBack(this.#waiting.splice(0).map(({ job }) => job), "the worker is stopping");
     this.#ended();
     this.#wakeLoop();
@@ -252,9 +268,11 @@ export class WorkerLoop {
   async #lease(maxJobs: number): Promise<LeasedJob[]> {
     const call = (this.#leaseCall = new AbortController());
     try {
-      return await this.#source.lease(maxJobs, call.signal);
+      return await this.#source.lease(maxJobs, call.signal, this.#leaseCut.signal);
     } finally {
       this.#leaseCall = undefined;
+      this.#clock.clear(this.#leaseCutTimer);
+      this.#leaseCutTimer = undefined;
     }
   }
 
