@@ -244,3 +244,18 @@ async def test_a_stop_cuts_a_lease_still_unanswered_after_a_while() -> None:
         await stopping
     assert source.cut
     assert [o.job_id for o in source.acked] == ["a"]
+
+
+async def test_a_long_poll_that_waited_longer_than_a_timeout_still_starts_its_jobs() -> None:
+    # Counted from the poll's sending alone, a job of a 10 s timeout claimed after a 20 s wait looked past its
+    # deadline, and every job of such a poll was released.
+    gate, started, clock = asyncio.Event(), Started(), StepClock()
+    job = FakeJob("a", timeout_seconds=10, claimed_after_seconds=19.9)
+    source = LongPoll([job], clock, wait=20)
+    loop = WorkerLoop(source, gated(gate, started), concurrency=1, ack_interval=0, clock=clock)
+    await loop.start()
+    await clock.advance(20)
+    await started.until(1)
+    gate.set()
+    await loop.stop()
+    assert (started, loop.released) == (["a"], 0)

@@ -111,3 +111,16 @@ test("a stop cuts a lease that does not wait but is still unanswered a while aft
   assert.ok(cutWith instanceof ShutdownError);
   assert.deepEqual(source.outcomes.get("j0")?.outcome, { result: "done" });
 });
+
+test("a long-poll that waited longer than a job's timeout still starts it: its claim came that much later", async () => {
+  // Counted from the poll's sending alone, a job of a 10 s timeout claimed after a 20 s wait looked past its deadline,
+  // and every job of such a poll was released.
+  const started: string[] = [];
+  const job = leased("a", { timeout_seconds: 10, claimed_after_seconds: 19.9 });
+  const { loop, source, clock } = scriptedLoop([job], { t: (_payload, ctx) => void started.push(ctx.job.id) }, {}, 20_000);
+  const stopped = loop.start();
+  await clock.advance(20_000);
+  assert.deepEqual([started, source.released], [["a"], []]);
+  await loop.stop();
+  await stopped;
+});

@@ -405,7 +405,7 @@ class WorkerLoop:
             # A job without a deadline may start until its lease's end less the margin, the same for the whole answer.
             latest = self.measures.latest_start
             due = min((latest(entry) for entry in held if entry.deadline_until is not None), default=float("inf"))
-            due = min(due, sent + self.lease_seconds - self.margin)
+            due = min(due, held[0].lease_until - self.margin)
             self.expiry.taken(due)
 
     def transient(self, exc: Exception) -> bool:

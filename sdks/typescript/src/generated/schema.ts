@@ -726,6 +726,7 @@ export interface components {
         /** LeasedJob */
         LeasedJob: {
             backoff: components["schemas"]["Backoff"];
+            claimed_after_seconds: number;
             completed_at: string | null;
             concurrency_key: string | null;
             /** Format: date-time */

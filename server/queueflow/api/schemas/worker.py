@@ -60,10 +60,19 @@ class LeasedJob(Job, kw_only=True):
 
     lease_token: str
     deadline: datetime | None
+    claimed_after_seconds: float
+    """How long after the lease request arrived the server claimed this job (0 unless the request waited for
+    work): its lease and deadline began at least this long after the request was sent, as a worker can count on its
+    own clock."""
 
     @classmethod
-    def from_domain(cls, job: domain.Job) -> LeasedJob:
-        return cls(**job_fields(job), lease_token=job.lease_token or "", deadline=job.deadline)
+    def from_domain(cls, job: domain.Job, claimed_after: float = 0.0) -> LeasedJob:
+        return cls(
+            **job_fields(job),
+            lease_token=job.lease_token or "",
+            deadline=job.deadline,
+            claimed_after_seconds=claimed_after,
+        )
 
 
 class LeasedJobs(Struct):

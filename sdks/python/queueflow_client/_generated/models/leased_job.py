@@ -24,6 +24,7 @@ class LeasedJob:
     """
     Attributes:
         backoff (Backoff):
+        claimed_after_seconds (float):
         completed_at (datetime.datetime | None):
         concurrency_key (None | str):
         created_at (datetime.datetime):
@@ -55,6 +56,7 @@ class LeasedJob:
     """
 
     backoff: Backoff
+    claimed_after_seconds: float
     completed_at: datetime.datetime | None
     concurrency_key: None | str
     created_at: datetime.datetime
@@ -89,6 +91,8 @@ class LeasedJob:
         from ..models.trace_context import TraceContext
 
         backoff = self.backoff.to_dict()
+
+        claimed_after_seconds = self.claimed_after_seconds
 
         completed_at: None | str
         if isinstance(self.completed_at, datetime.datetime):
@@ -181,6 +185,7 @@ class LeasedJob:
         field_dict.update(
             {
                 "backoff": backoff,
+                "claimed_after_seconds": claimed_after_seconds,
                 "completed_at": completed_at,
                 "concurrency_key": concurrency_key,
                 "created_at": created_at,
@@ -223,6 +228,8 @@ class LeasedJob:
 
         d = dict(src_dict)
         backoff = Backoff.from_dict(d.pop("backoff"))
+
+        claimed_after_seconds = d.pop("claimed_after_seconds")
 
         def _parse_completed_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -390,6 +397,7 @@ class LeasedJob:
 
         leased_job = cls(
             backoff=backoff,
+            claimed_after_seconds=claimed_after_seconds,
             completed_at=completed_at,
             concurrency_key=concurrency_key,
             created_at=created_at,
