@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.leased_job_status import LeasedJobStatus
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.backoff import Backoff
@@ -24,7 +25,6 @@ class LeasedJob:
     """
     Attributes:
         backoff (Backoff):
-        claimed_after_seconds (float):
         completed_at (datetime.datetime | None):
         concurrency_key (None | str):
         created_at (datetime.datetime):
@@ -53,10 +53,10 @@ class LeasedJob:
         trace_context (None | TraceContext):
         workflow_id (None | str):
         workflow_step_id (None | str):
+        claimed_after_seconds (float | Unset):  Default: 0.0.
     """
 
     backoff: Backoff
-    claimed_after_seconds: float
     completed_at: datetime.datetime | None
     concurrency_key: None | str
     created_at: datetime.datetime
@@ -85,14 +85,13 @@ class LeasedJob:
     trace_context: None | TraceContext
     workflow_id: None | str
     workflow_step_id: None | str
+    claimed_after_seconds: float | Unset = 0.0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.trace_context import TraceContext
 
         backoff = self.backoff.to_dict()
-
-        claimed_after_seconds = self.claimed_after_seconds
 
         completed_at: None | str
         if isinstance(self.completed_at, datetime.datetime):
@@ -180,12 +179,13 @@ class LeasedJob:
         workflow_step_id: None | str
         workflow_step_id = self.workflow_step_id
 
+        claimed_after_seconds = self.claimed_after_seconds
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "backoff": backoff,
-                "claimed_after_seconds": claimed_after_seconds,
                 "completed_at": completed_at,
                 "concurrency_key": concurrency_key,
                 "created_at": created_at,
@@ -216,6 +216,8 @@ class LeasedJob:
                 "workflow_step_id": workflow_step_id,
             }
         )
+        if claimed_after_seconds is not UNSET:
+            field_dict["claimed_after_seconds"] = claimed_after_seconds
 
         return field_dict
 
@@ -228,8 +230,6 @@ class LeasedJob:
 
         d = dict(src_dict)
         backoff = Backoff.from_dict(d.pop("backoff"))
-
-        claimed_after_seconds = d.pop("claimed_after_seconds")
 
         def _parse_completed_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -395,9 +395,10 @@ class LeasedJob:
 
         workflow_step_id = _parse_workflow_step_id(d.pop("workflow_step_id"))
 
+        claimed_after_seconds = d.pop("claimed_after_seconds", UNSET)
+
         leased_job = cls(
             backoff=backoff,
-            claimed_after_seconds=claimed_after_seconds,
             completed_at=completed_at,
             concurrency_key=concurrency_key,
             created_at=created_at,
@@ -426,6 +427,7 @@ class LeasedJob:
             trace_context=trace_context,
             workflow_id=workflow_id,
             workflow_step_id=workflow_step_id,
+            claimed_after_seconds=claimed_after_seconds,
         )
 
         leased_job.additional_properties = d
