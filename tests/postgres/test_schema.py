@@ -19,7 +19,7 @@ from tests.moments import START, T
 from tests.postgres.helpers import engine_on
 from tests.postgres.helpers import row as job_row
 
-TABLES = ["jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
+TABLES = ["claim_turns", "jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -40,7 +40,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -53,6 +53,8 @@ BUILT = {
     "0004": "b16312db09f76bdaa8719faa2dba95fe12e0b29e37b431a819974fd8b40982d7",
     "0005": "d80c4e8915827e17defba6427fadd370d3ab47d8b6b2ed3cacccdd7338effe18",
     "0006": "276e8c909378580b7cd38f896446f39356fde9cc508767a5945550b2e6b7829f",
+    "0007": "e78a8f237d1c0b873bedb381f3da7f7ab9b6a3b5f28a58f4af13f1967252168f",
+    "0008": "d193ca9a8554891fc22c9af9ea9f4bbf859e2edc8346e725e8dedfea2480e3d2",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -102,7 +104,7 @@ async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> No
         keyed = "SELECT queueflow.enqueue(tenant_id => 'a', task_name => 't', concurrency_key => 'u1')"
         assert await connection.fetchval(keyed)
         await pgschema.downgrade_async(url, "0003")
-        assert await tables(connection) == [table for table in TABLES if table != "queue_settings"]
+        assert await tables(connection) == [table for table in TABLES if table not in ("queue_settings", "claim_turns")]
         with pytest.raises(asyncpg.UndefinedFunctionError):
             await connection.fetchval(keyed)
         assert await connection.fetchval("SELECT queueflow.enqueue(tenant_id => 'a', task_name => 't')")
@@ -149,7 +151,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0007"
+        assert pg.blocking(version) == "0008"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -280,7 +282,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
