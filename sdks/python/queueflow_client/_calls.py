@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from queueflow_client._generated.api.jobs import (
     cancel_job,
@@ -77,6 +78,7 @@ from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call, decoding_call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.options import JobOptions
+from queueflow_client.steps import check_unique
 from queueflow_client.types import (
     UNCHANGED,
     AckResult,
@@ -91,10 +93,26 @@ from queueflow_client.types import (
     Schedule,
     Step,
     Unchanged,
+    Wait,
     Workflow,
     WorkflowStatus,
+    WorkflowStep,
     decode_lease_answer,
 )
+
+MAX_ADDED_STEPS = 1000
+"""The most steps one `POST /v1/worker/jobs/{id}/steps` takes."""
+
+
+class _route:
+    """A route the generated core does not have yet, sent as the generated operations are (`_get_kwargs`)."""
+
+    def __init__(self, method: str, path: str) -> None:
+        self.method, self.path = method, path
+
+    def _get_kwargs(self, *path: str, body: Any = None) -> dict[str, Any]:
+        url = self.path.format(*(quote(part, safe="") for part in path))
+        return {"method": self.method, "url": url} | ({"json": body} if body is not None else {})
 
 
 def new_idempotency_key() -> str:
@@ -331,11 +349,25 @@ def release(leases: Sequence[tuple[str, str]]) -> Call[list[AckResult]]:
 STEP_OPTIONS = frozenset(field.name for field in dataclasses.fields(Step))
 
 
-def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
-    data = step.to_json() if isinstance(step, Step) else {k: v for k, v in step.items() if v is not None}
+def _step_data(step: Step | Mapping[str, Any]) -> dict[str, Any]:
+    """A step as the API takes it, checked for what the client can see: its keys, and that it has a name."""
+    if isinstance(step, Step):
+        return step.to_json()
+    if not isinstance(step, Mapping):
+        raise ArgumentError(f"a workflow step is a Step (steps.task, steps.signal, …) or a dict, not {step!r:.80}")
+    data = {k: v for k, v in step.items() if v is not None}
     _reject_unknown(data, STEP_OPTIONS, "workflow step")
-    if missing := {"name", "task_name"} - set(data):
-        raise ArgumentError(f"a workflow step needs {' and '.join(sorted(missing))}")
+    if "name" not in data:
+        raise ArgumentError("a workflow step needs a name")
+    if isinstance(data.get("wait"), Wait):
+        data["wait"] = data["wait"].to_json()
+    return data
+
+
+def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
+    data = _step_data(step)
+    if "task_name" not in data and "wait" not in data:
+        raise ArgumentError(f"the workflow step {data['name']!r} needs a task_name or a wait")
     backoff = data.pop("backoff", None)
     if data.get("payload") is not None:
         data["payload"] = json_object(data["payload"], f"the payload of step {data['name']!r}")
@@ -348,6 +380,7 @@ def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
 def create_workflow(
     name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
 ) -> Call[Workflow]:
+    check_unique(steps)
     body = CreateWorkflow(
         name=name,
         steps=[_new_step(step) for step in steps],
@@ -382,6 +415,34 @@ def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None
 def cancel_workflow(workflow_id: str) -> Call[Workflow]:
     # Not replayable: if a first attempt landed, a repeat would answer 409 invalid_state.
     return call(cancel_workflow_operation, Workflow.from_json, workflow_id, replayable=False)
+
+
+def signal_workflow(workflow_id: str, name: str, payload: Any) -> Call[Workflow]:
+    # Replayable: a repeat of a signal received with an equal payload answers 200 and changes nothing.
+    return call(
+        _route("post", "/v1/workflows/{}/signals/{}"), Workflow.from_json, workflow_id, name, replayable=True,
+        body={"payload": payload},
+    )  # fmt: skip
+
+
+def retry_workflow(workflow_id: str) -> Call[Workflow]:
+    # Not replayable: if a first attempt landed, the workflow is running and a repeat would answer 409.
+    return call(_route("post", "/v1/workflows/{}/retry"), Workflow.from_json, workflow_id, replayable=False)
+
+
+def add_steps(job_id: str, lease_token: str, steps: Sequence[Step | Mapping[str, Any]]) -> Call[list[WorkflowStep]]:
+    if not 1 <= len(steps) <= MAX_ADDED_STEPS:
+        raise ArgumentError(f"add 1–{MAX_ADDED_STEPS} steps at a time, not {len(steps)}")
+    check_unique(steps)
+    body = {"lease_token": lease_token, "steps": [_step_data(step) for step in steps]}
+    # Replayable: the lease token keys it, and a repeat of the same steps by the same step adds nothing twice.
+    return call(
+        _route("post", "/v1/worker/jobs/{}/steps"),
+        lambda data: [WorkflowStep.from_json(step) for step in data["steps"]],
+        job_id,
+        replayable=True,
+        body=body,
+    )
 
 
 # ---- schedules -------------------------------------------------------------------------------------

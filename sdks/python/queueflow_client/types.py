@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 JobStatus = Literal["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
 WorkflowStatus = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
-StepStatus = Literal["pending", "enqueued", "completed", "failed", "skipped", "cancelled"]
+StepStatus = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 OnFailure = Literal["halt", "skip", "continue"]
 
 
@@ -276,13 +276,43 @@ class HeartbeatResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Wait:
+    """What a wait step waits for: the signal `signal` (failing after `timeout_seconds`, if given), or `seconds`."""
+
+    signal: str | None = None
+    timeout_seconds: float | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.signal is not None:
+            shape: dict[str, Any] = {"signal": self.signal}
+            return shape if self.timeout_seconds is None else shape | {"timeout_seconds": self.timeout_seconds}
+        return {"seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Wait:
+        return cls(
+            signal=data.get("signal"),
+            timeout_seconds=_seconds(data.get("timeout_seconds")),
+            seconds=_seconds(data.get("seconds")),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One step of a workflow to create: a job to run once every step it `depends_on` has finished."""
+    """One step of a workflow to create, or to add from a running step (`ctx.add_steps`): a job of `task_name`,
+    or a `wait`, run once every step it `depends_on` has finished. `queueflow_client.steps` builds them
+    (`steps.task`, `steps.signal`, `steps.sleep`).
+
+    `required_by` is for a step added at run time only: existing steps, still pending, that must now also wait
+    for it (`split` adds `map_0..map_n`, each required by `reduce`)."""
 
     name: str
-    task_name: str
+    task_name: str | None = None
+    wait: Wait | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
     depends_on: Sequence[str] = ()
+    required_by: Sequence[str] = ()
     on_failure: OnFailure = "halt"
     queue_name: str | None = None
     priority: int | None = None
@@ -292,14 +322,15 @@ class Step:
     concurrency_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "name": self.name,
+        """The step as the API takes it. A wait step sends no job field (the server refuses any: 400)."""
+        body: dict[str, Any] = {"name": self.name, "depends_on": list(self.depends_on), "on_failure": self.on_failure}
+        if self.required_by:
+            body["required_by"] = list(self.required_by)
+        if self.wait is not None:
+            return body | {"wait": self.wait.to_json()} | ({"task_name": self.task_name} if self.task_name else {})
+        options = {
             "task_name": self.task_name,
             "payload": dict(self.payload),
-            "depends_on": list(self.depends_on),
-            "on_failure": self.on_failure,
-        }
-        options = {
             "queue_name": self.queue_name,
             "priority": self.priority,
             "max_retries": self.max_retries,
@@ -312,24 +343,28 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowStep:
-    """A step as the workflow reports it: its status and, once enqueued, its job."""
+    """A step as the workflow reports it: its status and, once enqueued, its job (a wait step has none: it is
+    `waiting` for its signal or its time). `added_by` names the step that added it at run time (None: declared at
+    creation)."""
 
     name: str
-    task_name: str
+    task_name: str | None
     status: StepStatus
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailure
+    added_by: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkflowStep:
         return cls(
             name=data["name"],
-            task_name=data["task_name"],
+            task_name=data.get("task_name"),
             status=data["status"],
             job_id=data.get("job_id"),
             depends_on=list(data["depends_on"]),
             on_failure=data["on_failure"],
+            added_by=data.get("added_by"),
         )
 
 

@@ -52,7 +52,7 @@ from typing import Any
 
 from queueflow_worker import heartbeats, joblog
 from queueflow_worker.acks import ACK_BATCHES_KEPT, Acks
-from queueflow_worker.context import JobContext
+from queueflow_worker.context import AddedStep, JobContext
 from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, outcome_of
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
@@ -85,7 +85,7 @@ class _Running:
 
 
 class _LoopLease:
-    """What `ctx.heartbeat()` and `ctx.progress()` call: one heartbeat of this job's lease, now."""
+    """What `ctx.heartbeat()`, `ctx.progress()` and `ctx.add_steps()` call, under this job's lease, now."""
 
     __slots__ = ("job_id", "loop", "token")
 
@@ -98,6 +98,9 @@ class _LoopLease:
 
     async def progress(self, value: Any) -> bool:
         return await self.loop.source.progress(self.job_id, self.token, value)
+
+    async def add_steps(self, steps: list[dict[str, Any]]) -> Sequence[AddedStep]:
+        return await self.loop.source.add_steps(self.job_id, self.token, steps)
 
 
 class WorkerLoop:
