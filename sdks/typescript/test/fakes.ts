@@ -5,7 +5,8 @@
 
 import type { WorkerLogger } from "../src/outcomes.js";
 import { traced } from "../src/tracing.js";
-import type { LeasedJob } from "../src/types.js";
+import type { NewStep } from "../src/steps.js";
+import type { LeasedJob, WorkflowStep } from "../src/types.js";
 import type { Clock, Timer } from "../src/worker/clock.js";
 import { type TaskHandler, localContext } from "../src/worker/context.js";
 import { type LeaseSource, type LoopSettings, type Recorded, WorkerLoop } from "../src/worker/loop.js";
@@ -210,6 +211,24 @@ export class ScriptedSource implements LeaseSource {
   async progress(job: LeasedJob, value: unknown): Promise<void> {
     this.progressed.push([job.id, value]);
     if (this.progressError !== undefined) throw this.progressError;
+  }
+
+  /** Every `addSteps` call: the job, its lease token and the steps. Answers them as pending steps, or `addStepsError`. */
+  readonly added: [id: string, token: string, steps: NewStep[]][] = [];
+  addStepsError: unknown;
+
+  async addSteps(job: LeasedJob, steps: NewStep[]): Promise<WorkflowStep[]> {
+    this.added.push([job.id, job.lease_token, steps]);
+    if (this.addStepsError !== undefined) throw this.addStepsError;
+    return steps.map((step) => ({
+      name: step.name,
+      task_name: step.task_name ?? null,
+      status: "pending",
+      job_id: null,
+      depends_on: step.depends_on ?? [],
+      on_failure: step.on_failure ?? "halt",
+      added_by: job.workflow_step_id,
+    })) as WorkflowStep[];
   }
 
   close(): void {
