@@ -40,7 +40,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -53,6 +53,8 @@ BUILT = {
     "0004": "b16312db09f76bdaa8719faa2dba95fe12e0b29e37b431a819974fd8b40982d7",
     "0005": "d80c4e8915827e17defba6427fadd370d3ab47d8b6b2ed3cacccdd7338effe18",
     "0006": "276e8c909378580b7cd38f896446f39356fde9cc508767a5945550b2e6b7829f",
+    "0007": "e78a8f237d1c0b873bedb381f3da7f7ab9b6a3b5f28a58f4af13f1967252168f",
+    "0008": "cd98f738f003422b40ca20ecc19fba0dcce0b69ef407b48c66e8155fff1b17b5",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -149,7 +151,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0007"
+        assert pg.blocking(version) == "0008"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -280,7 +282,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0007"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -334,3 +336,50 @@ async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_d
             final = await engine.get_workflow(T, workflow.id)
         assert final.status is WorkflowStatus.COMPLETED
         assert final.context == {"day": 1, "a": "A", "b": "B", "c": "C", "d": "D"}
+
+
+# The step insert of revision 0007's server, as it was: the migration that follows must leave it working.
+STEPS_INSERT_0007 = """
+INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
+                                      job_id, queue_name, priority, max_retries, config, timeout_seconds,
+                                      remaining, dependents)
+VALUES ($1, $2, 0, 't', '{}', '{}', 'halt', 'pending', NULL, 'default', 0, 3, '{}', NULL, 0, '{}')
+"""
+
+
+async def test_0008_is_expand_only_and_its_downgrade_drops_what_0007_cannot_hold() -> None:
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        await connection.execute(
+            "INSERT INTO queueflow.workflows (id, tenant_id, name) VALUES ('wf_1', 't', 'wf'), ('wf_2', 't', 'wf')"
+        )
+        # A 0007 server's writes still fit: a step with a task, its old statuses.
+        await connection.execute(STEPS_INSERT_0007, "wf_1", "old")
+        await connection.execute(
+            "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait, status, due_at)"
+            " VALUES ('wf_1', 'nap', 1, '{\"seconds\": 5}', 'waiting', now()),"
+            "        ('wf_1', 'ok', 2, '{\"signal\": \"approve\"}', 'pending', NULL)"
+        )
+        signals = await connection.fetch("SELECT name, signal FROM queueflow.workflow_steps ORDER BY idx")
+        assert [tuple(row) for row in signals] == [("old", None), ("nap", None), ("ok", "approve")]
+        with pytest.raises(asyncpg.UniqueViolationError):  # signal names are unique within a workflow
+            await connection.execute(
+                "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait)"
+                " VALUES ('wf_1', 'ok2', 3, '{\"signal\": \"approve\"}')"
+            )
+        await connection.execute(
+            "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait)"
+            " VALUES ('wf_2', 'ok', 0, '{\"signal\": \"approve\"}')"
+        )  # another workflow's signal of the same name
+        await connection.execute(
+            "INSERT INTO queueflow.schedules (id, tenant_id, name, cron, workflow)"
+            " VALUES ('sch_1', 't', 'nightly', '0 3 * * *', '{\"name\": \"wf\", \"steps\": []}')"
+        )
+        await pgschema.downgrade_async(url, "0007")
+        rows = await connection.fetch("SELECT name, task_name, status FROM queueflow.workflow_steps ORDER BY idx")
+        assert sorted(tuple(row) for row in rows) == [
+            ("nap", "", "cancelled"), ("ok", "", "pending"), ("ok", "", "pending"), ("old", "t", "pending")
+        ]  # fmt: skip
+        assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
+        await pgschema.upgrade_async(url)
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"

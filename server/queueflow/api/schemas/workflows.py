@@ -14,7 +14,7 @@ from queueflow.core import workflow
 
 StepName = QueueName  # one naming rule (`validation.NAME_PATTERN`) for queues, steps and schedules
 OnFailureName = Literal["halt", "skip", "continue"]
-StepStatusName = Literal["pending", "enqueued", "completed", "failed", "skipped", "cancelled"]
+StepStatusName = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 WorkflowStatusName = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
 
 
@@ -64,7 +64,7 @@ class CreateWorkflow(RequestBody, kw_only=True):
 
 class WorkflowStep(Struct, kw_only=True):
     name: str
-    task_name: str
+    task_name: str | None
     status: StepStatusName
     job_id: str | None
     depends_on: list[str]
