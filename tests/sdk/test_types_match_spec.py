@@ -37,6 +37,7 @@ RESPONSE_TYPES: dict[str, type] = {
     "HeartbeatResult": public.HeartbeatResult,
     "Workflow": public.Workflow,
     "WorkflowStep": public.WorkflowStep,
+    "WaitSpec": public.Wait,
     "Schedule": public.Schedule,
     "JobPage": public.Page,
     "WorkflowPage": public.Page,
@@ -44,7 +45,8 @@ RESPONSE_TYPES: dict[str, type] = {
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",
-             "Heartbeat": "locked_until", "HeartbeatResults": "results", "ReleaseResults": "results"}  # fmt: skip
+             "Heartbeat": "locked_until", "HeartbeatResults": "results", "ReleaseResults": "results",
+             "AddedSteps": "steps"}  # fmt: skip
 NOT_THE_SDKS = {"Health"}  # /healthz and /readyz, for load balancers
 
 # Public types the user builds and the client sends: the same names and enums (their None means "not sent").

@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 JobStatus = Literal["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
 WorkflowStatus = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
-StepStatus = Literal["pending", "enqueued", "completed", "failed", "skipped", "cancelled"]
+StepStatus = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 OnFailure = Literal["halt", "skip", "continue"]
 
 
@@ -276,11 +276,30 @@ class HeartbeatResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Wait:
+    """A wait step's wait: for the signal `signal` (failing after `timeout_seconds`, if given), or `seconds`."""
+
+    signal: str | None = None
+    timeout_seconds: float | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        shape = {"signal": self.signal, "timeout_seconds": self.timeout_seconds, "seconds": self.seconds}
+        return {key: value for key, value in shape.items() if value is not None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Wait:
+        return cls(signal=data.get("signal"), timeout_seconds=data.get("timeout_seconds"), seconds=data.get("seconds"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One step of a workflow to create: a job to run once every step it `depends_on` has finished."""
+    """One step of a workflow to create: a job to run (`task_name`) or a `wait`, once every step it `depends_on`
+    has finished."""
 
     name: str
-    task_name: str
+    task_name: str | None = None
+    wait: Wait | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
     depends_on: Sequence[str] = ()
     on_failure: OnFailure = "halt"
@@ -292,13 +311,10 @@ class Step:
     concurrency_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "name": self.name,
-            "task_name": self.task_name,
-            "payload": dict(self.payload),
-            "depends_on": list(self.depends_on),
-            "on_failure": self.on_failure,
-        }
+        body: dict[str, Any] = {"name": self.name, "depends_on": list(self.depends_on), "on_failure": self.on_failure}
+        if self.wait is not None:
+            return body | {"wait": self.wait.to_json()}  # a wait step has no job field
+        body |= {"task_name": self.task_name, "payload": dict(self.payload)}
         options = {
             "queue_name": self.queue_name,
             "priority": self.priority,
@@ -312,24 +328,32 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowStep:
-    """A step as the workflow reports it: its status and, once enqueued, its job."""
+    """A step as the workflow reports it: its status and, once enqueued, its job; a wait step's `wait` and, while
+    it is `waiting`, `due_at`; `added_by`, the step that added it at run time."""
 
     name: str
-    task_name: str
+    task_name: str | None
     status: StepStatus
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailure
+    wait: Wait | None = None
+    due_at: datetime | None = None
+    added_by: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkflowStep:
+        wait, due = data.get("wait"), data.get("due_at")
         return cls(
             name=data["name"],
-            task_name=data["task_name"],
+            task_name=data.get("task_name"),
             status=data["status"],
             job_id=data.get("job_id"),
             depends_on=list(data["depends_on"]),
             on_failure=data["on_failure"],
+            wait=Wait.from_json(wait) if wait is not None else None,
+            due_at=datetime.fromisoformat(due) if due is not None else None,
+            added_by=data.get("added_by"),
         )
 
 
