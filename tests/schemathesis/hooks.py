@@ -13,7 +13,7 @@ from typing import Any
 import schemathesis
 from queueflow.core.dag import dependency_errors
 from queueflow.core.schedule import cron_errors, timezone_errors
-from queueflow.core.workflow import CONTEXT_KEY
+from queueflow.core.workflow import CONTEXT_KEY, JOB_FIELDS
 from schemathesis import Case
 from schemathesis.hooks import HookContext
 
@@ -84,9 +84,28 @@ def _workflow_ok(steps: list[Any]) -> bool:
         return True
     if not all(_job_ok(step) and CONTEXT_KEY not in (step.get("payload") or {}) for step in steps):
         return False  # `_context` is reserved for the context the engine adds
+    if not all(_task_or_wait(step) for step in steps):
+        return False
+    signals = [step["wait"].get("signal") for step in steps if step.get("wait") and step["wait"].get("signal")]
+    if len(signals) != len(set(signals)):
+        return False  # signal names are unique within a workflow
     # Unique names, resolvable dependencies, no cycles: the graph rules are the engine's own (core.dag).
     names = [step.get("name") for step in steps]
     return not dependency_errors(names, [step.get("depends_on") or [] for step in steps])
+
+
+def _task_or_wait(step: dict[str, Any]) -> bool:
+    """A step has a task_name or a wait (`{signal, timeout_seconds?}` or `{seconds}`), and a wait step no job field."""
+    wait = step.get("wait")
+    if (step.get("task_name") is None) == (wait is None):
+        return False
+    if wait is None:
+        return True
+    if any(name in step for name in JOB_FIELDS):
+        return False
+    if (wait.get("signal") is None) == (wait.get("seconds") is None):
+        return False
+    return wait.get("seconds") is None or wait.get("timeout_seconds") is None
 
 
 def _storable(value: Any, depth: int = 0) -> bool:

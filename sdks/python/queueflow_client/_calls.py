@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
 from queueflow_client._generated.api.jobs import (
     cancel_job,
@@ -29,6 +28,7 @@ from queueflow_client._generated.api.schedules import list_schedules as list_sch
 from queueflow_client._generated.api.schedules import update_schedule as update_schedule_operation
 from queueflow_client._generated.api.worker import (
     ack_jobs,
+    add_workflow_steps,
     complete_job,
     fail_job,
     heartbeat_job,
@@ -40,10 +40,14 @@ from queueflow_client._generated.api.workflows import cancel_workflow as cancel_
 from queueflow_client._generated.api.workflows import create_workflow as create_workflow_operation
 from queueflow_client._generated.api.workflows import get_workflow as get_workflow_operation
 from queueflow_client._generated.api.workflows import list_workflows as list_workflows_operation
+from queueflow_client._generated.api.workflows import retry_workflow as retry_workflow_operation
+from queueflow_client._generated.api.workflows import signal_workflow as signal_workflow_operation
 from queueflow_client._generated.models import (
     AckComplete,
     AckFail,
     AckRequest,
+    AddedStep,
+    AddStepsRequest,
     BatchItem,
     BatchItemMetadata,
     BatchItemPayload,
@@ -65,6 +69,7 @@ from queueflow_client._generated.models import (
     NewWorkflowStep,
     ReleaseItem,
     ReleaseRequest,
+    SignalRequest,
     UpdateQueue,
     UpdateSchedule,
     UpdateSchedulePayload,
@@ -102,17 +107,6 @@ from queueflow_client.types import (
 
 MAX_ADDED_STEPS = 1000
 """The most steps one `POST /v1/worker/jobs/{id}/steps` takes."""
-
-
-class _route:
-    """A route the generated core does not have yet, sent as the generated operations are (`_get_kwargs`)."""
-
-    def __init__(self, method: str, path: str) -> None:
-        self.method, self.path = method, path
-
-    def _get_kwargs(self, *path: str, body: Any = None) -> dict[str, Any]:
-        url = self.path.format(*(quote(part, safe="") for part in path))
-        return {"method": self.method, "url": url} | ({"json": body} if body is not None else {})
 
 
 def new_idempotency_key() -> str:
@@ -364,17 +358,32 @@ def _step_data(step: Step | Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
+def _step_fields(step: Step | Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A step's fields for a generated step model, and its backoff as the generated core's."""
     data = _step_data(step)
     if "task_name" not in data and "wait" not in data:
         raise ArgumentError(f"the workflow step {data['name']!r} needs a task_name or a wait")
     backoff = data.pop("backoff", None)
     if data.get("payload") is not None:
         data["payload"] = json_object(data["payload"], f"the payload of step {data['name']!r}")
+    return data, _backoff(backoff)
+
+
+def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
+    data, backoff = _step_fields(step)
+    if data.get("required_by"):
+        raise ArgumentError(f"the step {data['name']!r} has required_by, which only a step added at run time has")
     # from_dict leaves every key the step lacks UNSET, so the server's defaults apply to it.
     new = NewWorkflowStep.from_dict(data)
-    new.backoff = _backoff(backoff)
+    new.backoff = backoff
     return new
+
+
+def _added_step(step: Step | Mapping[str, Any]) -> AddedStep:
+    data, backoff = _step_fields(step)
+    added = AddedStep.from_dict(data)
+    added.backoff = backoff
+    return added
 
 
 def create_workflow(
@@ -419,25 +428,23 @@ def cancel_workflow(workflow_id: str) -> Call[Workflow]:
 
 def signal_workflow(workflow_id: str, name: str, payload: Any) -> Call[Workflow]:
     # Replayable: a repeat of a signal received with an equal payload answers 200 and changes nothing.
-    return call(
-        _route("post", "/v1/workflows/{}/signals/{}"), Workflow.from_json, workflow_id, name, replayable=True,
-        body={"payload": payload},
-    )  # fmt: skip
+    body = SignalRequest(payload=payload)
+    return call(signal_workflow_operation, Workflow.from_json, workflow_id, name, replayable=True, body=body)
 
 
 def retry_workflow(workflow_id: str) -> Call[Workflow]:
     # Not replayable: if a first attempt landed, the workflow is running and a repeat would answer 409.
-    return call(_route("post", "/v1/workflows/{}/retry"), Workflow.from_json, workflow_id, replayable=False)
+    return call(retry_workflow_operation, Workflow.from_json, workflow_id, replayable=False)
 
 
 def add_steps(job_id: str, lease_token: str, steps: Sequence[Step | Mapping[str, Any]]) -> Call[list[WorkflowStep]]:
     if not 1 <= len(steps) <= MAX_ADDED_STEPS:
         raise ArgumentError(f"add 1–{MAX_ADDED_STEPS} steps at a time, not {len(steps)}")
     check_unique(steps)
-    body = {"lease_token": lease_token, "steps": [_step_data(step) for step in steps]}
+    body = AddStepsRequest(lease_token=lease_token, steps=[_added_step(step) for step in steps])
     # Replayable: the lease token keys it, and a repeat of the same steps by the same step adds nothing twice.
     return call(
-        _route("post", "/v1/worker/jobs/{}/steps"),
+        add_workflow_steps,
         lambda data: [WorkflowStep.from_json(step) for step in data["steps"]],
         job_id,
         replayable=True,

@@ -343,9 +343,9 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowStep:
-    """A step as the workflow reports it: its status and, once enqueued, its job (a wait step has none: it is
-    `waiting` for its signal or its time). `added_by` names the step that added it at run time (None: declared at
-    creation)."""
+    """A step as the workflow reports it: its status and, once enqueued, its job; a wait step's `wait` and, while
+    it is `waiting`, `due_at` (a wait step has no job); `added_by`, the step that added it at run time (None:
+    declared at creation)."""
 
     name: str
     task_name: str | None
@@ -353,10 +353,13 @@ class WorkflowStep:
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailure
+    wait: Wait | None = None
+    due_at: datetime | None = None
     added_by: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkflowStep:
+        wait, due = data.get("wait"), data.get("due_at")
         return cls(
             name=data["name"],
             task_name=data.get("task_name"),
@@ -364,6 +367,8 @@ class WorkflowStep:
             job_id=data.get("job_id"),
             depends_on=list(data["depends_on"]),
             on_failure=data["on_failure"],
+            wait=Wait.from_json(wait) if wait is not None else None,
+            due_at=datetime.fromisoformat(due) if due is not None else None,
             added_by=data.get("added_by"),
         )
 

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.workflow_step_on_failure import WorkflowStepOnFailure
 from ..models.workflow_step_status import WorkflowStepStatus
+
+if TYPE_CHECKING:
+    from ..models.wait_spec import WaitSpec
+
 
 T = TypeVar("T", bound="WorkflowStep")
 
@@ -16,24 +21,41 @@ T = TypeVar("T", bound="WorkflowStep")
 class WorkflowStep:
     """
     Attributes:
+        added_by (None | str):
         depends_on (list[str]):
+        due_at (datetime.datetime | None):
         job_id (None | str):
         name (str):
         on_failure (WorkflowStepOnFailure):
         status (WorkflowStepStatus):
-        task_name (str):
+        task_name (None | str):
+        wait (None | WaitSpec):
     """
 
+    added_by: None | str
     depends_on: list[str]
+    due_at: datetime.datetime | None
     job_id: None | str
     name: str
     on_failure: WorkflowStepOnFailure
     status: WorkflowStepStatus
-    task_name: str
+    task_name: None | str
+    wait: None | WaitSpec
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.wait_spec import WaitSpec
+
+        added_by: None | str
+        added_by = self.added_by
+
         depends_on = self.depends_on
+
+        due_at: None | str
+        if isinstance(self.due_at, datetime.datetime):
+            due_at = self.due_at.isoformat()
+        else:
+            due_at = self.due_at
 
         job_id: None | str
         job_id = self.job_id
@@ -44,18 +66,28 @@ class WorkflowStep:
 
         status = self.status.value
 
+        task_name: None | str
         task_name = self.task_name
+
+        wait: dict[str, Any] | None
+        if isinstance(self.wait, WaitSpec):
+            wait = self.wait.to_dict()
+        else:
+            wait = self.wait
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "added_by": added_by,
                 "depends_on": depends_on,
+                "due_at": due_at,
                 "job_id": job_id,
                 "name": name,
                 "on_failure": on_failure,
                 "status": status,
                 "task_name": task_name,
+                "wait": wait,
             }
         )
 
@@ -63,8 +95,33 @@ class WorkflowStep:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.wait_spec import WaitSpec
+
         d = dict(src_dict)
+
+        def _parse_added_by(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        added_by = _parse_added_by(d.pop("added_by"))
+
         depends_on = cast(list[str], d.pop("depends_on"))
+
+        def _parse_due_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                due_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return due_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        due_at = _parse_due_at(d.pop("due_at"))
 
         def _parse_job_id(data: object) -> None | str:
             if data is None:
@@ -79,15 +136,38 @@ class WorkflowStep:
 
         status = WorkflowStepStatus(d.pop("status"))
 
-        task_name = d.pop("task_name")
+        def _parse_task_name(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        task_name = _parse_task_name(d.pop("task_name"))
+
+        def _parse_wait(data: object) -> None | WaitSpec:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                wait_type_0 = WaitSpec.from_dict(data)
+
+                return wait_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | WaitSpec, data)
+
+        wait = _parse_wait(d.pop("wait"))
 
         workflow_step = cls(
+            added_by=added_by,
             depends_on=depends_on,
+            due_at=due_at,
             job_id=job_id,
             name=name,
             on_failure=on_failure,
             status=status,
             task_name=task_name,
+            wait=wait,
         )
 
         workflow_step.additional_properties = d
