@@ -152,7 +152,9 @@ def test_workflows_signal_and_retry(cli: Cli, http: TestClient[Litestar]) -> Non
     shown = cli("workflows", "signal", workflow_id, "ok", "--payload", "[1, 2]")  # a repeat: nothing changes
     assert f"id            {workflow_id}\n" in shown
     assert "pending" in shown
-    cli("workflows", "signal", workflow_id, "ok", "--payload", "{bad", code=2)
+    with pytest.raises(SystemExit) as usage:
+        cli("workflows", "signal", workflow_id, "ok", "--payload", "{bad")
+    assert usage.value.code == 2
     cli("workflows", "signal", workflow_id, "nope", code=1)
     cli("workflows", "retry", workflow_id, code=1)  # running: only a failed one is retried
     assert cli.json("workflows", "get", workflow_id)["status"] == "running"

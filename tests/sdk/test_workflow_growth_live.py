@@ -95,7 +95,8 @@ async def test_add_steps_errors_are_the_clients_classes(client: AsyncQueueFlow, 
     added = await worker_calls(
         _calls.add_steps(job.id, job.lease_token, [steps.sleep("nap", 5, required_by=["reduce"])])
     )
-    assert [(step.name, step.status, step.added_by) for step in added] == [("nap", "pending", "split")]
+    # No dependency: it waits at once (its time is a row), and reduce now waits for it too.
+    assert [(step.name, step.status, step.added_by) for step in added] == [("nap", "waiting", "split")]
 
 
 async def test_a_signal_sent_early_is_kept_and_a_repeat_changes_nothing(
