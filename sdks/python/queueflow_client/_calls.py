@@ -389,7 +389,6 @@ def _added_step(step: Step | Mapping[str, Any]) -> AddedStep:
 def create_workflow(
     name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
 ) -> Call[Workflow]:
-    check_unique(steps)
     body = CreateWorkflow(
         name=name,
         steps=[_new_step(step) for step in steps],

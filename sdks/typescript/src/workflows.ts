@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 
 import { paginate } from "./pagination.js";
-import { checkUnique, type WorkflowDefinition } from "./steps.js";
+import type { WorkflowDefinition } from "./steps.js";
 import type { RequestOptions, Transport } from "./transport.js";
 import { type WaitOptions, waitUntil } from "./waiting.js";
 import type { CreateWorkflow, ListWorkflowsParams, Page, Workflow } from "./types.js";
@@ -26,8 +26,7 @@ export class Workflows {
    */
   create(workflow: CreateWorkflow | WorkflowDefinition, options: CreateWorkflowOptions = {}): Promise<Workflow> {
     const key = options.idempotencyKey ?? `qf-client-${randomUUID()}`;
-    checkUnique(workflow.steps);
-    const body = workflow as CreateWorkflow; // a definition is a CreateWorkflow whose steps are built by `steps`
+    const body = workflow as CreateWorkflow; // a definition is a CreateWorkflow whose steps `steps` built
     return this.#transport.call(
       (signal) => this.#transport.api.POST("/v1/workflows", { body, params: { header: { "Idempotency-Key": key } }, signal }),
       { ...options, safe: true },
