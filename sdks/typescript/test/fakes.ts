@@ -8,7 +8,7 @@ import { traced } from "../src/tracing.js";
 import type { NewStep } from "../src/steps.js";
 import type { LeasedJob, WorkflowStep } from "../src/types.js";
 import type { Clock, Timer } from "../src/worker/clock.js";
-import { type TaskHandler, localContext } from "../src/worker/context.js";
+import { type TaskHandler, asPending, localContext } from "../src/worker/context.js";
 import { type LeaseSource, type LoopSettings, type Recorded, WorkerLoop } from "../src/worker/loop.js";
 
 /** Let every promise that can settle now settle: one turn of the event loop runs all pending microtasks. */
@@ -220,15 +220,7 @@ export class ScriptedSource implements LeaseSource {
   async addSteps(job: LeasedJob, steps: NewStep[]): Promise<WorkflowStep[]> {
     this.added.push([job.id, job.lease_token, steps]);
     if (this.addStepsError !== undefined) throw this.addStepsError;
-    return steps.map((step) => ({
-      name: step.name,
-      task_name: step.task_name ?? null,
-      status: "pending",
-      job_id: null,
-      depends_on: step.depends_on ?? [],
-      on_failure: step.on_failure ?? "halt",
-      added_by: job.workflow_step_id,
-    })) as WorkflowStep[];
+    return asPending(steps, job.workflow_step_id);
   }
 
   close(): void {

@@ -124,16 +124,23 @@ export class LocalLease {
     }
     const sent = JSON.parse(JSON.stringify(steps)) as NewStep[];
     this.addedSteps.push(...sent);
-    return sent.map((added) => ({
-      name: added.name,
-      task_name: added.task_name ?? null,
-      status: "pending",
-      job_id: null,
-      depends_on: added.depends_on ?? [],
-      on_failure: added.on_failure ?? "halt",
-      added_by: step,
-    })) as WorkflowStep[];
+    return asPending(sent, step);
   }
+}
+
+/** Steps just added by the step `addedBy`, as a workflow would list them before any of them ran. */
+export function asPending(steps: readonly NewStep[], addedBy: string | null): WorkflowStep[] {
+  return steps.map((added) => ({
+    name: added.name,
+    task_name: added.task_name ?? null,
+    status: "pending",
+    job_id: null,
+    depends_on: added.depends_on ?? [],
+    on_failure: added.on_failure ?? "halt",
+    wait: added.wait ?? null,
+    due_at: null,
+    added_by: addedBy,
+  }));
 }
 
 /**
