@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from queueflow import __version__
 from queueflow.settings import ACCESS_LOGS, MODES, Settings, SettingsError
 
 DEFAULT_SPEC = Path("spec/openapi.json")
@@ -17,6 +18,7 @@ DEFAULT_SPEC = Path("spec/openapi.json")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="queueflow", description="A durable job queue on PostgreSQL.")
+    parser.add_argument("--version", action="version", version=f"queueflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="walk a few jobs through the engine on the in-memory store")
 

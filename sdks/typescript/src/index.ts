@@ -6,6 +6,7 @@ export { Schedules } from "./schedules.js";
 export { steps } from "./steps.js";
 export type { NewStep, OnFailure, SignalStepOptions, StepOptions, StepRef, TaskStepOptions, Wait, WorkflowDefinition } from "./steps.js";
 export { paginate } from "./pagination.js";
+export { VERSION } from "./version.js";
 export { enqueueTx } from "./transactional.js";
 export type { Queryable, TransactionalJob } from "./transactional.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";

@@ -13,6 +13,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from queueflow import __version__
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.types import Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
@@ -126,6 +127,18 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+VERSION_HEADER = (b"queueflow-version", __version__.encode())
+"""On every answer, routed or not: which server version answered (a rolling deploy runs two at once)."""
+
+
+def _header(scope: HTTPScope, name: bytes) -> str | None:
+    """A request header's value (the first, if repeated), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
 class Observe:
     """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
 
@@ -150,6 +163,7 @@ class Observe:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message["headers"] = [*message.get("headers", ()), VERSION_HEADER]
             await send(message)
 
         try:
@@ -175,6 +189,7 @@ class Observe:
                     "status": status,
                     "duration_ms": round(duration * 1000, 3),
                     "tenant": state.get("tenant"),
+                    "user_agent": _header(scope, b"user-agent"),
                 },
                 ensure_ascii=True,
             )
