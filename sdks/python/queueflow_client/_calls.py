@@ -83,7 +83,7 @@ from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call, decoding_call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.options import JobOptions
-from queueflow_client.steps import check_unique
+from queueflow_client.steps import WorkflowDefinition, check_unique
 from queueflow_client.types import (
     UNCHANGED,
     AckResult,
@@ -386,14 +386,32 @@ def _added_step(step: Step | Mapping[str, Any]) -> AddedStep:
     return added
 
 
-def create_workflow(
-    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
-) -> Call[Workflow]:
-    body = CreateWorkflow(
+def _new_workflow(workflow: Any) -> CreateWorkflow:
+    """A schedule's workflow: a `steps.workflow(...)` definition, or a mapping of `name`, `steps`, `context`."""
+    if isinstance(workflow, WorkflowDefinition):
+        return _create_body(workflow.name, workflow.steps, workflow.context)
+    if not isinstance(workflow, Mapping) or not isinstance(workflow.get("name"), str):
+        raise ArgumentError(
+            f"a schedule's workflow is steps.workflow(...) or a dict with name and steps, not {workflow!r:.80}"
+        )
+    _reject_unknown(workflow, ("name", "steps", "context"), "workflow")
+    return _create_body(workflow["name"], workflow.get("steps") or (), workflow.get("context"))
+
+
+def _create_body(
+    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None
+) -> CreateWorkflow:
+    return CreateWorkflow(
         name=name,
         steps=[_new_step(step) for step in steps],
         context=CreateWorkflowContext.from_dict(json_object(context, "context")) if context is not None else UNSET,
     )
+
+
+def create_workflow(
+    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
+) -> Call[Workflow]:
+    body = _create_body(name, steps, context)
     return call(
         create_workflow_operation,
         Workflow.from_json,
@@ -462,6 +480,8 @@ def _schedule_fields(given: Mapping[str, Any], payload_type: Any) -> dict[str, A
             body[key] = UNSET
         elif key == "payload":
             body[key] = payload_type.from_dict(json_object(value, "payload"))
+        elif key == "workflow":
+            body[key] = _new_workflow(value)
         else:
             body[key] = value
     return body
