@@ -476,6 +476,8 @@ def _schedule_fields(given: Mapping[str, Any], payload_type: Any) -> dict[str, A
     """The keyword arguments of a generated schedule body: a field left at None is UNSET, so it is not sent."""
     body: dict[str, Any] = {}
     for key, value in given.items():
+        if value is None and key == "workflow":
+            continue  # a job schedule's: its generated default is unset already
         if value is None:
             body[key] = UNSET
         elif key == "payload":
