@@ -22,6 +22,7 @@ BAR, GAP, HEIGHT = 2, 1, 32
 STEP_SYMBOLS = {
     "pending": "○",
     "enqueued": "◔",
+    "waiting": "⧗",
     "completed": "✓",
     "failed": "✕",
     "skipped": "↷",
@@ -138,7 +139,7 @@ def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
         name = step.name if len(step.name) <= 22 else step.name[:21] + "…"
         node = (
             f'<g class="dag-node s-{status}" data-step="{escape(step.name)}" data-status="{status}">'
-            f"<title>{escape(step.name)} · task {escape(step.task_name)} · {status}</title>"
+            f"<title>{escape(step.name)} · {escape(_what(step))} · {status}</title>"
             f'<rect x="{x:g}" y="{y:g}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
             f'<text class="dag-name" x="{x + 12:g}" y="{y + 21:g}">{escape(name)}</text>'
             f'<text class="dag-status" x="{x + 12:g}" y="{y + 40:g}">{STEP_SYMBOLS.get(status, "")} {status}</text>'
@@ -205,3 +206,12 @@ def level_chart(bands: Sequence[Band], link: Callable[[Band], str]) -> Markup:
         parts.append(f'<a href="{escape(link(band))}">{"".join(box)}</a>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def _what(step: Step) -> str:
+    """What a step does: its task, or its wait."""
+    if step.wait is None:
+        return f"task {step.task_name}"
+    if step.wait.signal is not None:
+        return f"waits for signal {step.wait.signal}"
+    return f"sleeps {step.wait.seconds:g} s"
