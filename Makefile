@@ -12,7 +12,7 @@ PY_SDKS := sdks/worker sdks/python
 # More workers than cores: most of the slow tests wait on servers and PostgreSQL rather than compute.
 PYTEST_WORKERS ?= 3
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor release
 
 # uv installs what pip would, from PyPI, in seconds rather than a minute and a half (CI builds .venv every run).
 $(INSTALLED): pyproject.toml $(PY_SDKS:%=%/pyproject.toml)
@@ -54,6 +54,12 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/queueflow spec --check
+
+# `make release VERSION=x.y.z`: one version for the server and both SDKs, from one commit: refuses a dirty tree or
+# failing tests, then commits, tags and pins it for tests/compat (scripts/release.py; docs/compatibility.md).
+release: $(INSTALLED) $(TS_MODULES)
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z"; exit 2; }
+	$(BIN)/python scripts/release.py $(VERSION)
 
 # .ci/run runs the two at once (`make -j2 ci` does too).
 ci: test lint

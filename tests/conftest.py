@@ -26,6 +26,9 @@ SLOW_FIRST = {
     "test_typescript_sdk",
     "test_every_scenario_runs_in_the_smoke_profile",
     "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
+    "test_the_previous_python_sdk_suite_passes_against_todays_server",
+    "test_the_previous_typescript_suite_passes_against_todays_server",
+    "test_todays_typescript_suite_passes_against_the_previous_server",
 }
 """Tests of half a minute or more (by name, so that moving one keeps it here). Under `make test`'s workers they
 start first, one per free worker, rather than last, alone, behind the hundreds of quick ones."""
@@ -34,6 +37,7 @@ SHARES_TYPESCRIPT_DIST = {
     "test_typescript_sdk",
     "test_every_scenario_runs_in_the_smoke_profile",
     "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
+    "test_todays_typescript_suite_passes_against_the_previous_server",
 }
 """Tests that build sdks/typescript/dist (`npm run build` rewrites its files in place, and `npm pack` again) or
 start workers from it: one after the other (`_typescript_dist`), so that none loads a half-written file."""

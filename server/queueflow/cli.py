@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from queueflow import __version__
 from queueflow.settings import ACCESS_LOGS, MODES, Settings, SettingsError
 
 DEFAULT_SPEC = Path("spec/openapi.json")
@@ -17,6 +18,7 @@ DEFAULT_SPEC = Path("spec/openapi.json")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="queueflow", description="A durable job queue on PostgreSQL.")
+    parser.add_argument("--version", action="version", version=f"queueflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="walk a few jobs through the engine on the in-memory store")
 
@@ -40,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--tasks", help="module:attribute of a queueflow_client TaskRegistry to run in-process")
     serving.add_argument("--task-queues", help='queues the in-process tasks drain, "q1,q2" (default: default)')
     serving.add_argument("--task-concurrency", help="most jobs the in-process tasks run at once (default 10)")
+    serving.add_argument(
+        "--workers", help="processes serving on the one port, each with its own pool and loops (default 1)"
+    )
     serving.add_argument("--pool-size", help="most PostgreSQL connections this process holds (default 10)")
     serving.add_argument(
         "--statement-cache-size",

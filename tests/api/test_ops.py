@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 from httpx import ASGITransport, AsyncClient
+from queueflow import __version__
 from queueflow.api import create_app
 from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
@@ -34,8 +35,20 @@ def client_for(app: object) -> AsyncClient:
 async def test_healthz_and_readyz(client: AsyncClient) -> None:
     health = await client.get("/healthz")
     ready = await client.get("/readyz")
-    assert (health.status_code, health.json()) == (200, {"status": "ok"})
-    assert (ready.status_code, ready.json()) == (200, {"status": "ok"})
+    assert (health.status_code, health.json()) == (200, {"status": "ok", "version": __version__})
+    assert (ready.status_code, ready.json()) == (200, {"status": "ok", "version": __version__})
+
+
+async def test_every_answer_says_which_server_version_gave_it(client: AsyncClient) -> None:
+    answers = [
+        await client.get("/healthz"),
+        await client.get("/v1/queues", headers=TENANT_A),
+        await client.get("/v1/jobs/job_nope", headers=TENANT_A),  # a problem
+        await client.get("/v1/queues"),  # no credential
+        await client.get("/no/such/route"),  # unrouted
+        await client.get("/metrics"),
+    ]
+    assert [answer.headers.get("queueflow-version") for answer in answers] == [__version__] * len(answers)
 
 
 async def test_an_unreachable_store_is_503_unavailable_with_retry_after(clock: TestClock) -> None:
@@ -105,13 +118,14 @@ async def test_every_app_has_its_own_metrics(clock: TestClock) -> None:
 @pytest.mark.parametrize("settings", [replace(SETTINGS, access_log="all")])
 async def test_each_request_is_logged_once_as_json(client: AsyncClient, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="queueflow.access"):
-        await client.get("/v1/queues", headers=TENANT_A)
+        await client.get("/v1/queues", headers={**TENANT_A, "User-Agent": "queueflow-python/9.9.9"})
     (record,) = [r for r in caplog.records if r.name == "queueflow.access"]
     line = json.loads(record.getMessage())
     assert line["method"] == "GET"
     assert line["path"] == "/v1/queues"
     assert line["status"] == 200
     assert line["tenant"] == "tenant-a"
+    assert line["user_agent"] == "queueflow-python/9.9.9"  # which SDK, and which version, called
     assert line["duration_ms"] >= 0
 
 

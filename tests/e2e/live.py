@@ -7,12 +7,15 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 READY = "Application startup complete"
+SERVER_PYTHON = os.environ.get("QUEUEFLOW_SERVER_PYTHON") or sys.executable
+"""The Python whose `queueflow` the live servers run: this one, or another release's (tests/compat)."""
 
 
 def free_port() -> int:
@@ -22,12 +25,26 @@ def free_port() -> int:
         return port
 
 
+def _listening(port: int, timeout: float) -> bool:
+    """Whether the port accepts connections within `timeout` s. uvicorn logs READY when the app has started, just
+    before it binds its socket: a request sent at once could find nothing listening yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)  # another process binding its socket: polling is all there is
+
+
 @contextmanager
 def live_server(
     *args: str,
     env: Mapping[str, str] | None = None,
     timeout: float = 30,
-    python: str | Path = sys.executable,
+    python: str | Path = SERVER_PYTHON,
     cwd: Path = ROOT,
 ) -> Iterator[str]:
     """Start `queueflow serve ARGS` (with `python`, in `cwd`) and yield its base URL once uvicorn says it is up;
@@ -57,7 +74,7 @@ def live_server(
     drainer = threading.Thread(target=drain, daemon=True)
     drainer.start()
     try:
-        if not ready.wait(timeout) or process.poll() is not None:
+        if not ready.wait(timeout) or process.poll() is not None or not _listening(port, timeout):
             raise RuntimeError("queueflow serve did not start:\n" + "".join(log))
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -49,10 +49,15 @@ async def test_an_exhausted_pool_answers_503_problems_and_recovers(database: str
             ]
             answered = asyncio.gather(*slow)
             health = (await http.get("/healthz")).status_code
+            scrape, scraped_in = await timed("GET", "/metrics")
             answers = await answered
             await holder.execute("ROLLBACK")
             after = await http.post("/v1/jobs", json={"task_name": "t"}, headers=TENANT)
     assert health == 200
+    # A scrape answers within a second, with the values it has (the queue depth it could not refresh).
+    assert scrape.status_code == 200
+    assert "queueflow_http_requests_total" in scrape.text
+    assert scraped_in < 1.0, f"the scrape took {scraped_in:.2f} s"
     for response, took in answers:
         assert response.status_code == 503, response.text
         assert response.headers["content-type"].startswith("application/problem+json")

@@ -10,6 +10,7 @@ is generated from the server's OpenAPI document (`make sdks`); everything else h
 it.
 """
 
+from queueflow_client._version import __version__ as __version__
 from queueflow_client.client import AsyncQueueFlow, QueueFlow
 from queueflow_client.errors import (
     APIConnectionError,
@@ -44,8 +45,6 @@ from queueflow_client.types import (
     WorkflowStep,
 )
 from queueflow_client.worker import Worker
-
-__version__ = "0.1.0"
 
 __all__ = [
     "UNCHANGED",

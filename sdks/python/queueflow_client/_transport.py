@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from queueflow_client._generated.client import AuthenticatedClient
+from queueflow_client._version import USER_AGENT
 from queueflow_client.errors import APIConnectionError, APITimeoutError, error_from_response
 
 try:  # the optional `otel` extra: opentelemetry-api
@@ -37,7 +38,6 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 2
-USER_AGENT = "queueflow-client-python/0.1.0"
 
 # Failures that happen before a single byte of the request is sent: repeating the request cannot repeat an effect.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

@@ -20,6 +20,9 @@ JobStatus = Literal["pending", "running", "retrying", "completed", "dead_letter"
 WorkflowStatus = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
 StepStatus = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 OnFailure = Literal["halt", "skip", "continue"]
+# A field of one of these types is annotated `... | str`: a server newer than the SDK may answer a value the SDK
+# does not know yet (a new status), which the field then holds as the string it is, never an error
+# (docs/compatibility.md). Compare with the values you know; treat any other as "something newer".
 
 
 def _time(value: Any) -> datetime | None:
@@ -46,7 +49,7 @@ def _required_time(value: Any) -> datetime:
 class Backoff:
     """How long a failed job waits before its next delivery (the `Backoff` schema of spec/openapi.json)."""
 
-    strategy: Literal["exponential", "linear", "fixed"] = "exponential"
+    strategy: Literal["exponential", "linear", "fixed"] | str = "exponential"
     base_seconds: float = 1.0
     max_seconds: float = 3600.0
     jitter: bool = True
@@ -83,7 +86,7 @@ class Job:
     queue_name: str
     task_name: str
     payload: dict[str, Any]
-    status: JobStatus
+    status: JobStatus | str
     priority: int
     scheduled_at: datetime
     locked_until: datetime | None
@@ -250,8 +253,8 @@ class AckResult:
     """One item of a batched ack: `ok`, or `lease_lost` with the job's current status (None: no such job)."""
 
     id: str
-    outcome: Literal["ok", "lease_lost"]
-    status: JobStatus | None
+    outcome: Literal["ok", "lease_lost"] | str
+    status: JobStatus | str | None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AckResult:
@@ -333,7 +336,7 @@ class WorkflowStep:
 
     name: str
     task_name: str | None
-    status: StepStatus
+    status: StepStatus | str
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailure
@@ -362,7 +365,7 @@ class Workflow:
     id: str
     tenant_id: str
     name: str
-    status: WorkflowStatus
+    status: WorkflowStatus | str
     context: dict[str, Any]
     steps: list[WorkflowStep]
     created_at: datetime

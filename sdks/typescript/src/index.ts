@@ -4,6 +4,7 @@ export { QueueFlow, Jobs, Queues } from "./client.js";
 export { Workflows } from "./workflows.js";
 export { Schedules } from "./schedules.js";
 export { paginate } from "./pagination.js";
+export { VERSION } from "./version.js";
 export { enqueueTx } from "./transactional.js";
 export type { Queryable, TransactionalJob } from "./transactional.js";
 export type { QueueFlowOptions, EnqueueOptions } from "./client.js";

@@ -17,6 +17,7 @@ import { Agent as HttpAgent, type IncomingMessage, type RequestOptions, request 
 import { createRequire } from "node:module";
 
 import { ConnectionError, TimeoutError } from "./errors.js";
+import { traceHeaders } from "./tracing.js";
 
 /** What `Transport` needs of an answer: what openapi-fetch gives, with only the parts of a `Response` it reads. */
 export interface Answered<T> {
@@ -76,7 +77,7 @@ export class KeepAlive {
         path: this.#prefix + path,
         method: "POST",
         agent: this.#agent,
-        headers: { ...this.#headers, "Content-Length": body.length },
+        headers: { ...this.#headers, ...traceHeaders(), "Content-Length": body.length },
       };
       const request = this.#request(options);
       const timer = setTimeout(() => fail(new TimeoutError(`no answer from ${this.#base.origin} within ${timeoutMs} ms`)), timeoutMs);

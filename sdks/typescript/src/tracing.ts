@@ -22,6 +22,7 @@ interface OtelApi {
     setSpanContext(context: unknown, spanContext: object): unknown;
   };
   context: { active(): unknown; with<T>(context: unknown, run: () => T): T };
+  propagation: { inject(context: unknown, carrier: Record<string, string>): void };
   SpanKind: { CONSUMER: number };
   SpanStatusCode: { ERROR: number };
 }
@@ -31,12 +32,24 @@ let otel: Promise<OtelApi | null> | undefined;
 /** The module once loaded (null: not installed); undefined until then. */
 let otelApi: OtelApi | null | undefined;
 
-function loadOtel(): Promise<OtelApi | null> {
+export function loadOtel(): Promise<OtelApi | null> {
   otel ??= import(OTEL_MODULE).then(
     (module: OtelApi) => (otelApi = module),
     () => (otelApi = null),
   );
   return otel;
+}
+
+/**
+ * The caller's trace context as request headers (`traceparent`, `tracestate`), as the Python SDK sends them: a job
+ * enqueued inside a span carries that span's context, and its task's span continues the trace. Empty when
+ * `@opentelemetry/api` is not installed, when no propagator is registered (the API's default injects nothing), and
+ * until the module has loaded (every client starts loading it when it is made).
+ */
+export function traceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  if (otelApi) otelApi.propagation.inject(otelApi.context.active(), carrier);
+  return carrier;
 }
 
 let noopProvider: unknown;

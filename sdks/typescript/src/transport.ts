@@ -9,6 +9,8 @@ import { APIError, ConnectionError, TimeoutError, UnavailableError, apiError } f
 import type { paths } from "./generated/schema.js";
 import { serializeBody } from "./json.js";
 import { type Answered, KeepAlive } from "./keepalive.js";
+import { loadOtel, traceHeaders } from "./tracing.js";
+import { USER_AGENT } from "./version.js";
 
 export interface TransportOptions {
   /** Where the server listens, e.g. `http://127.0.0.1:8000`. */
@@ -61,11 +63,13 @@ export class Transport {
     if (!options.baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-    this.#headers = { Accept: "application/json" };
+    this.#headers = { Accept: "application/json", "User-Agent": USER_AGENT };
     if (options.token) this.#headers.Authorization = `Bearer ${options.token}`;
     this.#baseUrl = options.baseUrl;
     this.#fetch = options.fetch;
     this.#keepAlive = options.fetch ? undefined : new KeepAlive(options.baseUrl, this.#headers);
+    // Loaded now, so that the first request already carries the caller's trace context (see `traceHeaders`).
+    void loadOtel();
   }
 
   /**
@@ -169,6 +173,7 @@ export class Transport {
 /** `fetch`, whose network failures (a TypeError, whatever the cause) become a ConnectionError naming the request. */
 function naming(fetch: typeof globalThis.fetch): (request: Request, init?: RequestInit) => Promise<Response> {
   return async (request, init) => {
+    for (const [name, value] of Object.entries(traceHeaders())) request.headers.set(name, value);
     try {
       return await fetch(request, init);
     } catch (error) {

@@ -13,11 +13,15 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from queueflow import __version__
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.types import Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
 
 access_log = logging.getLogger("queueflow.access")
+
+MAX_CHILDREN = 1000
+"""The most (method, route, status) metric children `Observe` keeps at hand."""
 
 DEPTH_STATES = ("pending", "scheduled", "running", "retrying", "completed", "dead_letter", "cancelled")
 
@@ -126,6 +130,18 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+VERSION_HEADER = (b"queueflow-version", __version__.encode())
+"""On every answer, routed or not: which server version answered (a rolling deploy runs two at once)."""
+
+
+def _header(scope: HTTPScope, name: bytes) -> str | None:
+    """A request header's value (the first, if repeated), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
 class Observe:
     """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
 
@@ -138,6 +154,9 @@ class Observe:
         # The lowest status that gets a log line: every request is counted and timed in the metrics anyway, so
         # by default only the ones an operator must look at (4xx, 5xx) pay for formatting and logging.
         self.log_from = {"all": 0, "errors": 400, "off": None}[access_log]
+        # Each (method, route, status)'s counter and histogram children, looked up once: `labels()` takes a lock
+        # and builds its key on every call, twice a request. Bounded, since a client chooses the method.
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -150,6 +169,7 @@ class Observe:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message["headers"] = [*message.get("headers", ()), VERSION_HEADER]
             await send(message)
 
         try:
@@ -161,8 +181,15 @@ class Observe:
         method = scope["method"]
         route = scope.get("path_template") or "unmatched"
         if route not in self.skip:
-            self.metrics.requests.labels(method, route, str(status)).inc()
-            self.metrics.latency.labels(method, route, str(status)).observe(duration)
+            key = (method, route, status)
+            children = self._children.get(key)
+            if children is None:
+                labels = (method, route, str(status))
+                children = (self.metrics.requests.labels(*labels), self.metrics.latency.labels(*labels))
+                if len(self._children) < MAX_CHILDREN:
+                    self._children[key] = children
+            children[0].inc()
+            children[1].observe(duration)
         if self.log_from is None or status < self.log_from or not access_log.isEnabledFor(logging.INFO):
             return
         state: dict[str, Any] = scope.get("state") or {}
@@ -175,6 +202,7 @@ class Observe:
                     "status": status,
                     "duration_ms": round(duration * 1000, 3),
                     "tenant": state.get("tenant"),
+                    "user_agent": _header(scope, b"user-agent"),
                 },
                 ensure_ascii=True,
             )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from litestar import Response, get
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 
+from queueflow import __version__
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import Health
 from queueflow.api.services import Services
@@ -17,18 +19,23 @@ log = logging.getLogger("queueflow.api")
 
 PROMETHEUS_TEXT = "text/plain; version=0.0.4"
 
+DEPTH_REFRESH_SECONDS = 0.5
+"""The longest a scrape waits to refresh the queue depths. With every pooled connection busy (or the database
+slow) the scrape still answers within a second, with the values it has: a scrape that times out is how an
+operator loses the metrics that would show why."""
+
 
 @get("/healthz", operation_id="health", tags=["operations"], security=[])
 async def health() -> Health:
     """Liveness: 200 while the process runs."""
-    return Health("ok")
+    return Health("ok", __version__)
 
 
 @get("/readyz", operation_id="ready", tags=["operations"], security=[], responses=problem_responses(503))
 async def ready(services: NamedDependency[Services]) -> Health:
     """Readiness: 200 when the database answers, else 503."""
     await services.engine.ping()
-    return Health("ok")
+    return Health("ok", __version__)
 
 
 @get(
@@ -48,11 +55,14 @@ async def prometheus_metrics(services: NamedDependency[Services]) -> Response[by
     engine, metrics = services.engine, services.metrics
     metrics.lease_waiters.set(services.wakeups.waiting)
     try:
-        stats = [queue for tenant in services.settings.tenants for queue in await engine.queue_stats(tenant)]
-        held = await engine.held_back()
+        async with asyncio.timeout(DEPTH_REFRESH_SECONDS):
+            stats = [queue for tenant in services.settings.tenants for queue in await engine.queue_stats(tenant)]
+            held = await engine.held_back()
     except QueueFlowError as exc:
         # The process's own counters are still worth scraping while the database is away.
         log.warning("queue depth not refreshed: %s", exc.detail)
+    except TimeoutError:
+        log.warning("queue depth not refreshed: no answer from the database within %s s", DEPTH_REFRESH_SECONDS)
     else:
         metrics.set_depth(stats)
         metrics.set_held_back(held)

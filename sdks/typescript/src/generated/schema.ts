@@ -722,6 +722,7 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok" | "unavailable";
+            version?: string;
         };
         /** Heartbeat */
         Heartbeat: {

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from litestar.params import PathParameter
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from queueflow.core import validation
 
@@ -46,3 +46,6 @@ class RequestBody(Struct, forbid_unknown_fields=True, kw_only=True):
 
 class Health(Struct):
     status: Literal["ok", "unavailable"]
+    version: str | UnsetType = UNSET
+    """The server's version (`queueflow --version`), always sent. Added in 0.2.0, so not `required` in the spec:
+    an SDK reading a 0.1 server, which does not send it, reads it as absent (docs/compatibility.md)."""

@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.health_status import HealthStatus
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="Health")
 
@@ -16,13 +17,17 @@ class Health:
     """
     Attributes:
         status (HealthStatus):
+        version (str | Unset):
     """
 
     status: HealthStatus
+    version: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         status = self.status.value
+
+        version = self.version
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -31,6 +36,8 @@ class Health:
                 "status": status,
             }
         )
+        if version is not UNSET:
+            field_dict["version"] = version
 
         return field_dict
 
@@ -39,8 +46,11 @@ class Health:
         d = dict(src_dict)
         status = HealthStatus(d.pop("status"))
 
+        version = d.pop("version", UNSET)
+
         health = cls(
             status=status,
+            version=version,
         )
 
         health.additional_properties = d

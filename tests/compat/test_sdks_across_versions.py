@@ -1,0 +1,72 @@
+"""SDKs and servers of neighbouring versions (docs/compatibility.md): the previous release's SDK test suites
+against today's server, and today's SDKs' live-server tests against the previous release's server. Each suite runs
+as it does in its own release, in a process of its own; a failure shows that suite's output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from queueflow.stores.postgres.url import asyncpg_dsn
+
+from tests.compat.previous import ROOT, previous, sdk_venv, server_venv, tree
+
+TODAY_BIN = Path(sys.executable).parent
+"""Today's `queueflow` (this checkout's, installed editable beside the interpreter running the tests)."""
+
+
+def run(argv: list[str], cwd: Path, timeout: float, **env: str) -> None:
+    done = subprocess.run(
+        argv, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"{' '.join(argv)} in {cwd} failed:\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
+
+
+def typescript_suite(package: Path, server_bin: Path, postgres_url: str, leave_out: set[str] = frozenset()) -> None:
+    """Build the TypeScript SDK in `package` and run its tests against `server_bin/queueflow`."""
+    assert shutil.which("npm"), "Node 20+ and npm are needed for the TypeScript SDK"
+    if not (package / "node_modules" / ".package-lock.json").exists():
+        run(["npm", "ci", "--no-audit", "--no-fund"], package, 300)
+    run(["npm", "run", "build"], package, 120)
+    files = sorted(
+        str(path.relative_to(package))
+        for path in (package / "dist-test" / "test").glob("*.test.js")
+        if path.name.removesuffix(".js") not in leave_out
+    )
+    env = {"QUEUEFLOW_BIN": str(server_bin / "queueflow"), "QUEUEFLOW_TEST_PG_URL": asyncpg_dsn(postgres_url)}
+    run(["node", "--test", "--test-concurrency=2", *files], package, 300, **env)
+
+
+def test_the_previous_python_sdk_suite_passes_against_todays_server() -> None:
+    """Its tests/sdk, run from its tree, with its `queueflow-client` and today's server (the app in-process, as
+    that suite runs it; with today's `queueflow-worker`, which today's server imports: one interpreter holds one)."""
+    python = sdk_venv() / "python"
+    run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "tests/sdk"], tree(), 600)
+
+
+def test_the_previous_typescript_suite_passes_against_todays_server(postgres_url: str) -> None:
+    typescript_suite(tree() / "sdks" / "typescript", TODAY_BIN, postgres_url)
+
+
+def test_todays_typescript_suite_passes_against_the_previous_server(postgres_url: str) -> None:
+    """But for the test files that need what that server lacks (the pin's `newer_typescript_tests`)."""
+    typescript_suite(ROOT / "sdks" / "typescript", server_venv(), postgres_url, previous().newer_typescript_tests)
+
+
+def test_todays_python_sdk_live_tests_pass_against_the_previous_server() -> None:
+    """tests/e2e/test_sdk_live.py (the client and both kinds of worker against a real server on PostgreSQL), its
+    server started with the previous release's Python."""
+    run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/e2e/test_sdk_live.py"],
+        ROOT,
+        600,
+        QUEUEFLOW_SERVER_PYTHON=str(server_venv() / "python"),
+    )
+
+
+def test_the_previous_release_is_an_ancestor_of_this_tree() -> None:
+    """The pin names a commit of this history (a typo or a rewritten history would test against nothing)."""
+    run(["git", "merge-base", "--is-ancestor", previous().commit, "HEAD"], ROOT, 30)
