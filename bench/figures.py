@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from bench import stats
 from bench.report import Figure, Results, Target
-from bench.scenarios import wakeup
+from bench.scenarios import per_request, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import KINDS, DrainRun
@@ -65,6 +65,39 @@ def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
         cpu = stats.median([run.server_cpu_per_1000 for run in http_runs])
         results.add(
             Figure(f"server CPU per 1,000 {what}, {THROUGHPUT[key][0].split(':')[0].split(',')[0]}", cpu * 1000, "ms")
+        )
+
+
+# key → the most its server CPU per request may be, ÷ GET /healthz's (issue 32).
+PER_REQUEST_TARGETS = {"enqueue": 2.0, "get": 2.0, "lease": 2.0, "complete": 2.0, "empty_lease": 1.5}
+
+
+def per_request_cpu(results: Results, rounds: list[per_request.Round]) -> None:
+    """Each route's server CPU per request beside /healthz's, the ratio the median of the rounds' own ratios (each
+    round measures its floor, before and after its routes)."""
+    if not rounds:
+        return
+    floor = [round_["healthz"].cpu_us for round_ in rounds]
+    results.add(Figure(f"server CPU per request, {per_request.ROUTES['healthz']}", stats.median(floor), "µs"))
+    for key, bound in PER_REQUEST_TARGETS.items():
+        cpu = [round_[key].cpu_us for round_ in rounds]
+        results.add(
+            Figure(
+                f"server CPU per request, {per_request.ROUTES[key]}",
+                stats.median(cpu),
+                "µs",
+                stats.median(floor),
+                "GET /healthz",
+                Target("ratio", "<=", bound),
+                cpu,
+                paired_ratio=stats.median([per_request.ratios(round_)[key] for round_ in rounds]),
+            )
+        )
+    for key in per_request.ROUTES:
+        results.details.append(
+            spread(f"{per_request.ROUTES[key]}: server CPU per request", [r[key].cpu_us for r in rounds], "µs")
+            + "; requests/s "
+            + ", ".join(f"{r[key].rate:,.0f}" for r in rounds)
         )
 
 

@@ -67,16 +67,24 @@ class Connection:
             raise HttpError(f"GET {path}: {status} {payload[:500]!r}")
         return _decode(payload)
 
+    def encode(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        """The whole request as bytes, for `exchange`: a scenario that repeats one request encodes it once."""
+        head = f"{method} {path} HTTP/1.1\r\n".encode() + self._headers
+        head += f"Content-Length: {len(body)}\r\n\r\n".encode() if body is not None else b"\r\n"
+        return head + body if body is not None else head
+
     async def request(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        return await self.exchange(self.encode(method, path, body))
+
+    async def exchange(self, raw: bytes) -> tuple[int, bytes]:
+        """Send one encoded request (`encode`) and read its answer: (status, body)."""
         if self._writer is not None and time.monotonic() - self._used > IDLE_LIMIT:
             await self.close()
         if self._reader is None or self._writer is None:
             await self.open()
         assert self._reader is not None
         assert self._writer is not None
-        head = f"{method} {path} HTTP/1.1\r\n".encode() + self._headers
-        head += f"Content-Length: {len(body)}\r\n\r\n".encode() if body is not None else b"\r\n"
-        self._writer.write(head + body if body is not None else head)
+        self._writer.write(raw)
         status_line = await self._reader.readuntil(b"\r\n")
         status = int(status_line.split(b" ", 2)[1])
         length, chunked = 0, False

@@ -20,6 +20,12 @@ HOW = f"""## How each figure is measured
   file). The load generator is bench/httpclient.py (keep-alive HTTP/1.1 on asyncio streams, pre-encoded bodies) in
   the harness's own process; its CPU per 1,000 jobs is in the details, to show it is not the bottleneck. Drains start
   from seeded (and vacuumed) backlogs like the raw ones; server CPU is utime + stime from /proc.
+- **Server CPU per request** (bench/scenarios/per_request.py): on the same server, each single-item route
+  (`POST /v1/jobs` with one job, `GET /v1/jobs/{{id}}` of those jobs, `POST /v1/worker/lease` max_jobs 1 of them,
+  their `…/complete`, a lease of an empty queue with `wait_seconds` 0) runs N times on 4 keep-alive connections,
+  every request encoded before the clock starts; the server's utime + stime over the phase ÷ N. `GET /healthz`
+  (the framework's floor) runs before and after the routes, its mean the round's floor; a route's ratio is the
+  median of the rounds' own ratios.
 - **Batched drain across 100 tenants**: the same drain of the same number of jobs, spread evenly over 100 tenants,
   each enqueuing through its own API key in bursts of random size (20 jobs on average), the bursts of all tenants
   shuffled together (seeded), so that no stretch of the backlog is one tenant's; the same 4 workers and worker key

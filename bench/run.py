@@ -25,7 +25,7 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, raw, wakeup, worker_drains
+from bench.scenarios import history, per_request, raw, wakeup, worker_drains
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
@@ -190,6 +190,14 @@ async def _queueflow(
         )
         figures.history(results, profile.finished_rows, empty, full)
 
+    async def per_request_cpu() -> None:
+        await http_db.reset_jobs()
+        rounds = await per_request.measure(server, profile.per_request_requests, profile.repetitions)
+        for round_ in rounds:
+            print(f"  {per_request.describe(round_)}", flush=True)
+        figures.per_request_cpu(results, rounds)
+
+    await step("server CPU per request, by route, ÷ GET /healthz", per_request_cpu)
     await step("wake-up latency, new job", lambda: counted("wake-up", wake_new))
     await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))
     await step("lease latency with finished history", lambda: counted("lease with history", lease_history))

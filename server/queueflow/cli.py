@@ -42,6 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--tasks", help="module:attribute of a queueflow_client TaskRegistry to run in-process")
     serving.add_argument("--task-queues", help='queues the in-process tasks drain, "q1,q2" (default: default)')
     serving.add_argument("--task-concurrency", help="most jobs the in-process tasks run at once (default 10)")
+    serving.add_argument(
+        "--workers", help="processes serving on the one port, each with its own pool and loops (default 1)"
+    )
     serving.add_argument("--pool-size", help="most PostgreSQL connections this process holds (default 10)")
     serving.add_argument(
         "--statement-cache-size",

@@ -22,7 +22,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
@@ -33,6 +33,7 @@ import uvloop
 from queueflow.clocks import SystemClock
 from queueflow.engine import Engine
 from queueflow.ports import Store
+from queueflow.prefork import supervise
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
@@ -110,17 +111,41 @@ def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.sock
         log.info("OpenTelemetry: exporting spans as the OTEL_* variables say")
     try:
         with database(settings) as url:
-            if settings.mode == "worker":
-                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                    runner.run(_run_worker(settings, url, tasks))
+            if settings.mode != "worker" and sock is None:
+                sock = listen(settings)
+
+            def run(number: int) -> None:
+                if settings.mode == "worker":
+                    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                        runner.run(_run_worker(settings, url, tasks))
+                else:
+                    assert sock is not None
+                    _run_http(settings, url, tasks, sock, tracer_provider, banner=number == 0)
+
+            if settings.workers == 1:
+                run(0)
             else:
-                _run_http(settings, url, tasks, sock if sock is not None else listen(settings), tracer_provider)
+                # Forked once the socket is bound and the schema migrated (an embedded PostgreSQL stays with the
+                # parent, which stops it after its children): see `prefork`.
+                status = supervise(settings.workers, lambda number: _child(run, number))
+                if status:
+                    raise SystemExit(status)
     except SystemExit as stopped:
         if stopped.code not in (None, 0):
             raise
     finally:
         if tracer_provider is not None:
             tracer_provider.shutdown()  # flushes the spans still batched
+    _end_now()
+
+
+def _child(run: Callable[[int], None], number: int) -> None:
+    """The `number`-th forked process of `--workers`: serves until stopped, then ends without returning."""
+    try:
+        run(number)
+    except SystemExit as stopped:
+        if stopped.code not in (None, 0):
+            raise
     _end_now()
 
 
@@ -219,7 +244,13 @@ async def _runtime(
 
 
 def _run_http(
-    settings: Settings, url: str, tasks: TaskRunner | None, sock: socket.socket, tracer_provider: Any = None
+    settings: Settings,
+    url: str,
+    tasks: TaskRunner | None,
+    sock: socket.socket,
+    tracer_provider: Any = None,
+    *,
+    banner: bool = True,
 ) -> None:
     import uvicorn
     from litestar import Litestar
@@ -248,10 +279,13 @@ def _run_http(
         "loop": "uvloop",
         "http": "httptools",
     }
-    _closing_server(uvicorn.Config(app, **config), wakeups, banner=walkthrough(settings)).run(sockets=[sock])
+    # With --workers, the first process prints the walkthrough; the others would repeat it.
+    _closing_server(uvicorn.Config(app, **config), wakeups, banner=walkthrough(settings) if banner else None).run(
+        sockets=[sock]
+    )
 
 
-def _closing_server(config: uvicorn.Config, wakeups: Wakeups, *, banner: str) -> uvicorn.Server:
+def _closing_server(config: uvicorn.Config, wakeups: Wakeups, *, banner: str | None) -> uvicorn.Server:
     """uvicorn's server, which prints `banner` once it serves (the app started, the socket accepting), and on
     SIGTERM/SIGINT also answers every parked long-poll at once (`Wakeups.close`): uvicorn lets open requests finish
     before it exits, and a parked lease would hold it for up to 60 s."""
@@ -266,7 +300,7 @@ def _closing_server(config: uvicorn.Config, wakeups: Wakeups, *, banner: str) ->
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if not self.should_exit:
+            if not self.should_exit and banner is not None:
                 print(banner, flush=True)
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:

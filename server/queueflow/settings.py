@@ -62,6 +62,8 @@ class Settings:
     listen_database_url: str | None = None
     """Where the notifier LISTENs (default: `database_url`). A transaction-mode pooler cannot keep a LISTEN: point
     this past it, at PostgreSQL itself; without it, wake-ups behind such a pooler come from the safety poll."""
+    workers: int = 1
+    """Processes serving (`prefork`): N share the port, each with its own pool, notifier and loops."""
     access_log: AccessLog = "errors"
     """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
     request) or `off`."""
@@ -126,6 +128,10 @@ class Settings:
             raise SettingsError("statement_cache_size must not be negative (0 turns the cache off)")
         if self.access_log not in ACCESS_LOGS:
             raise SettingsError(f"access_log must be one of {', '.join(ACCESS_LOGS)}, not {self.access_log!r}")
+        if self.workers < 1:
+            raise SettingsError("workers must be at least 1")
+        if self.workers > 1 and self.database_url == "memory://":
+            raise SettingsError("workers above 1 need PostgreSQL: each process would have a memory:// store of its own")
         if self.task_concurrency < 1:
             raise SettingsError("task_concurrency must be at least 1")
         if not self.task_queues or not all(NAME_PATTERN.fullmatch(queue) for queue in self.task_queues):
@@ -218,6 +224,7 @@ _PARSERS: dict[str, Any] = {
     "lease_wait_limit": _number(float),
     "task_concurrency": _number(int),
     "pool_size": _number(int),
+    "workers": _number(int),
     "statement_cache_size": _number(int),
     "statement_timeout": _number(float),
     "task_queues": parse_names,

@@ -173,3 +173,51 @@ async def test_retry_reruns_a_failed_workflow_and_refuses_a_running_one(client: 
     body = retried.json()
     assert (body["status"], body["completed_at"], statuses(body)) == ("running", None, {"a": "enqueued"})
     assert body["steps"][0]["job_id"] != job["id"]
+
+
+# ---- schedules that start workflows -------------------------------------------------------------------------
+
+NIGHTLY = {
+    "name": "etl",
+    "context": {"region": "eu"},
+    "steps": [
+        {"name": "extract", "task_name": "extract"},
+        {"name": "nap", "wait": {"seconds": 5}, "depends_on": ["extract"]},
+    ],
+}
+
+
+async def test_a_schedule_with_a_workflow_starts_one_per_occurrence(
+    client: AsyncClient, clock: TestClock, engine: Any
+) -> None:
+    response = await client.post(
+        "/v1/schedules", json={"name": "nightly", "cron": "0 3 * * *", "workflow": NIGHTLY}, headers=TENANT_A
+    )
+    assert response.status_code == 201, response.text
+    schedule = response.json()
+    assert [schedule[name] for name in ("task_name", "queue_name", "payload", "priority", "max_retries")] == [None] * 5
+    assert schedule["workflow"]["steps"][1]["wait"] == {"seconds": 5.0}
+    clock.advance(hours=15)
+    assert await engine.fire_due_schedules() == 1
+    (started,) = (await client.get("/v1/workflows", headers=TENANT_A)).json()["items"]
+    assert started["context"] == {"region": "eu", "schedule": "nightly", "occurrence": "2026-03-02T03:00:00Z"}
+    plain = await client.post(
+        "/v1/schedules", json={"name": "jobs", "cron": "@daily", "task_name": "t"}, headers=TENANT_A
+    )
+    assert plain.json()["workflow"] is None
+    assert plain.json()["queue_name"] == "default"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"task_name": "t", "workflow": NIGHTLY},
+        {},
+        {"workflow": NIGHTLY, "payload": {}},
+        {"workflow": NIGHTLY, "max_retries": 3},
+        {"workflow": {**NIGHTLY, "steps": [{"name": "a", "task_name": "t", "depends_on": ["a"]}]}},
+    ],
+)
+async def test_a_schedule_takes_a_task_or_a_workflow(client: AsyncClient, body: dict[str, Any]) -> None:
+    response = await client.post("/v1/schedules", json={"name": "n", "cron": "@daily", **body}, headers=TENANT_A)
+    assert_problem(response, 400, "validation_error")

@@ -406,7 +406,8 @@ class Workflow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job.
+    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job, or starts one
+    `workflow` (`{name, context, steps}`; its job fields are then None).
 
     `next_run_at` is the pending occurrence (None while disabled); `last_run_at` the latest that fired."""
 
@@ -415,16 +416,17 @@ class Schedule:
     name: str
     cron: str
     timezone: str
-    task_name: str
-    queue_name: str
-    payload: dict[str, Any]
-    priority: int
-    max_retries: int
+    task_name: str | None
+    queue_name: str | None
+    payload: dict[str, Any] | None
+    priority: int | None
+    max_retries: int | None
     enabled: bool
     next_run_at: datetime | None
     last_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    workflow: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Schedule:
@@ -434,14 +436,15 @@ class Schedule:
             name=data["name"],
             cron=data["cron"],
             timezone=data["timezone"],
-            task_name=data["task_name"],
-            queue_name=data["queue_name"],
-            payload=dict(data["payload"]),
-            priority=data["priority"],
-            max_retries=data["max_retries"],
+            task_name=data.get("task_name"),
+            queue_name=data.get("queue_name"),
+            payload=dict(data["payload"]) if data.get("payload") is not None else None,
+            priority=data.get("priority"),
+            max_retries=data.get("max_retries"),
             enabled=data["enabled"],
             next_run_at=_time(data.get("next_run_at")),
             last_run_at=_time(data.get("last_run_at")),
             created_at=_required_time(data["created_at"]),
             updated_at=_required_time(data["updated_at"]),
+            workflow=data.get("workflow"),
         )

@@ -12,7 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
 from queueflow import __version__
-from queueflow.api.auth import DEFAULT_TENANT, Keyring, guard
+from queueflow.api.auth import DEFAULT_TENANT, Keyring, authenticator
 from queueflow.api.jobs import JobsController, QueuesController, jobs_options, queue_options
 from queueflow.api.observe import Metrics, Observe
 from queueflow.api.openapi import StrictStructSchemaPlugin
@@ -66,7 +66,7 @@ def create_app(
             schedule_options,
             SchedulesController,
         ],
-        guards=[guard(keyring)],
+        before_request=authenticator(keyring),
         security=[{SECURITY_SCHEME: []}],
     )
     app = Litestar(

@@ -1,7 +1,7 @@
-"""Credentials: bearer keys, two kinds, checked by one guard on the `/v1` router.
+"""Credentials: bearer keys, two kinds, checked before every handler of the `/v1` router (`authenticator`).
 
 A handler says which kind it needs in its `opt` (`{"credential": "tenant"}`, `"worker"`, or `"none"`).
-Tenant keys map to a tenant; the guard puts it in the request state, where tenant routes read it (`tenant_of`).
+Tenant keys map to a tenant; `authenticator` puts it in the request state, where tenant routes read it (`tenant_of`).
 A worker key may be scoped to a tenant too (`wkey=tenant-a`): its tenant goes in the same place, and the worker
 routes read it there (`worker_scope`: None for a key that drains every tenant).
 With no key configured at all, auth is off and every request is tenant `default` (development mode).
@@ -14,10 +14,8 @@ import hmac
 from typing import Any, Literal
 
 from litestar import Request
-from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
-from litestar.handlers import BaseRouteHandler
-from litestar.types import Guard
+from litestar.types import BeforeRequestHookHandler
 
 from queueflow.settings import Settings
 
@@ -55,11 +53,14 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
-def guard(keyring: Keyring) -> Guard:
-    """The guard of the `/v1` router: only a key of the kind the handler needs gets through."""
+def authenticator(keyring: Keyring) -> BeforeRequestHookHandler:
+    """The `/v1` router's `before_request` hook: only a key of the kind the handler needs gets through.
 
-    async def authenticate(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
-        needed: Kind | Literal["none"] = handler.opt["credential"]
+    A hook, not a Litestar guard: a guard is handed a copy of the route handler (`copy.copy`, 10 µs) on every
+    request. The hook runs at the same point, before the body is read, and what it raises is answered alike."""
+
+    async def authenticate(connection: Request[Any, Any, Any]) -> None:
+        needed: Kind | Literal["none"] = connection.route_handler.opt["credential"]
         if needed == "none":
             return
         if keyring.development_mode:
@@ -77,7 +78,7 @@ def guard(keyring: Keyring) -> Guard:
     return authenticate
 
 
-def _admit(connection: ASGIConnection[Any, Any, Any, Any], tenant: str | None) -> None:
+def _admit(connection: Request[Any, Any, Any], tenant: str | None) -> None:
     connection.state.tenant = tenant
 
 
@@ -89,7 +90,7 @@ def worker_scope(request: Request[Any, Any, Any]) -> str | None:
 
 
 def tenant_of(request: Request[Any, Any, Any]) -> str:
-    """The tenant a tenant route's key belongs to (set by the guard). Read by the handlers themselves, as
+    """The tenant a tenant route's key belongs to (set by `authenticator`). Read by the handlers themselves, as
     `worker_scope` is."""
     tenant: str = request.state.tenant
     return tenant

@@ -20,6 +20,9 @@ from queueflow.settings import AccessLog
 
 access_log = logging.getLogger("queueflow.access")
 
+MAX_CHILDREN = 1000
+"""The most (method, route, status) metric children `Observe` keeps at hand."""
+
 DEPTH_STATES = ("pending", "scheduled", "running", "retrying", "completed", "dead_letter", "cancelled")
 
 
@@ -151,6 +154,9 @@ class Observe:
         # The lowest status that gets a log line: every request is counted and timed in the metrics anyway, so
         # by default only the ones an operator must look at (4xx, 5xx) pay for formatting and logging.
         self.log_from = {"all": 0, "errors": 400, "off": None}[access_log]
+        # Each (method, route, status)'s counter and histogram children, looked up once: `labels()` takes a lock
+        # and builds its key on every call, twice a request. Bounded, since a client chooses the method.
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -175,8 +181,15 @@ class Observe:
         method = scope["method"]
         route = scope.get("path_template") or "unmatched"
         if route not in self.skip:
-            self.metrics.requests.labels(method, route, str(status)).inc()
-            self.metrics.latency.labels(method, route, str(status)).observe(duration)
+            key = (method, route, status)
+            children = self._children.get(key)
+            if children is None:
+                labels = (method, route, str(status))
+                children = (self.metrics.requests.labels(*labels), self.metrics.latency.labels(*labels))
+                if len(self._children) < MAX_CHILDREN:
+                    self._children[key] = children
+            children[0].inc()
+            children[1].observe(duration)
         if self.log_from is None or status < self.log_from or not access_log.isEnabledFor(logging.INFO):
             return
         state: dict[str, Any] = scope.get("state") or {}

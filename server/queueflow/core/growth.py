@@ -10,7 +10,7 @@ The rules, in the order they are checked (400 `ValidationError` first, then 409 
   `depends_on`); no cycle through old and new edges; signal names unique in the workflow; at most
   `workflow.MAX_STEPS` steps in all;
 - a new step whose name exists is a *repeat* when the same adder added it earlier with the same definition
-  (`definition`, its `required_by` included): it is left as it is. Any other clash is 409;
+  (`definitions.step_definition`, its `required_by` included): it is left as it is. Any other clash is 409;
 - a step named in a new step's `required_by` must still be `pending` (not yet enqueued, so it cannot have
   started), else 409.
 
@@ -26,35 +26,13 @@ from dataclasses import dataclass, replace
 
 from queueflow.core.advance import satisfied
 from queueflow.core.dag import find_cycles
+from queueflow.core.definitions import step_definition
 from queueflow.core.errors import FieldError, InvalidState, ValidationError
 from queueflow.core.jsonvalue import same_json
-from queueflow.core.types import JSON
 from queueflow.core.workflow import MAX_STEPS, NewStep, Step, StepStatus, Workflow, signal_errors, step_errors
 
 MAX_ADDED = 1000
 """Steps one request may add."""
-
-
-def definition(step: NewStep) -> dict[str, JSON]:
-    """What a repeated add of `step` must match: everything the request said of it."""
-    shape: dict[str, JSON] = {
-        "depends_on": list(step.depends_on),
-        "required_by": list(step.required_by),
-        "on_failure": step.on_failure.value,
-    }
-    if step.wait is not None:
-        shape["wait"] = step.wait.to_json()
-        return shape
-    return shape | {
-        "task_name": step.task_name,
-        "payload": step.payload,
-        "queue_name": step.queue_name,
-        "priority": step.priority,
-        "max_retries": step.max_retries,
-        "backoff": step.backoff.to_json(),
-        "timeout_seconds": step.timeout_seconds,
-        "concurrency_key": step.concurrency_key,
-    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +69,7 @@ def grow(workflow: Workflow, adder: str, steps: Sequence[NewStep]) -> Growth:
     for step in steps:
         old = existing.get(step.name)
         if old is not None and not (
-            old.added_by == adder and old.added_as is not None and same_json(old.added_as, definition(step))
+            old.added_by == adder and old.added_as is not None and same_json(old.added_as, step_definition(step))
         ):
             raise InvalidState(f"a step named {step.name!r} exists already, with another definition or adder")
     for step in fresh:
@@ -188,7 +166,7 @@ def _grown(workflow: Workflow, adder: str, fresh: Sequence[NewStep], listed: lis
             remaining=sum(name not in satisfied_now for name in step.depends_on),
             wait=step.wait,
             added_by=adder,
-            added_as=definition(step),
+            added_as=step_definition(step),
         )
         for index, step in enumerate(fresh)
     ]

@@ -137,7 +137,7 @@ class Step:
     added_by: str | None = None
     """The step that added this one at run time; None for a step declared at creation."""
     added_as: dict[str, JSON] | None = None
-    """The definition it was added with (`growth.definition`): a repeated add of the same step compares it."""
+    """The definition it was added with (`definitions.step_definition`): a repeated add of the same step compares it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,6 +23,7 @@ BAR, GAP, HEIGHT = 2, 1, 32
 STEP_SYMBOLS = {
     "pending": "○",
     "enqueued": "◔",
+    "waiting": "⧗",
     "completed": "✓",
     "failed": "✕",
     "skipped": "↷",

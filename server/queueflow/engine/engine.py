@@ -70,7 +70,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.queues = Queues(store, clock)
         self.workflows = Workflows(store, clock, self.rng, self.settings)
-        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
+        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self.workflows.create)
         # Per set of queues leased, the tenant the last lease served last (see `lease`).
         self._turns: dict[tuple[str, ...], str] = {}
 

@@ -44,14 +44,19 @@ class Wakeups:
         self._finish_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.closing = False
         """True once `close()` was called: the process is shutting down."""
+        self.notices = 0
+        """How many times work was announced so far (`notify`, `notify_all`): a store that found nothing to claim
+        knows, by this count not having moved, that nothing was announced since (`PostgresClaims`)."""
 
     def notify(self, queue: str) -> None:
         """Wake every waiter on `queue`."""
+        self.notices += 1
         for event in self._waiters.get(queue, ()):
             event.set()
 
     def notify_all(self) -> None:
         """Wake every waiter: after a lost connection, a notification may have been missed."""
+        self.notices += 1
         for waiters in (self._waiters, self._finish_waiters):
             for events in waiters.values():
                 for event in events:

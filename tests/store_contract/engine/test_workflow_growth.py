@@ -1,4 +1,4 @@
-"""Steps added at run time (API.md "A step that adds steps"): map/reduce, repeats, clashes, required_by, the
+"""Steps added at run time (the HTTP contract, "A step that adds steps"): map/reduce, repeats, clashes, required_by, the
 lease rules, and atomicity."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Re-running a workflow that ended (API.md `POST /v1/workflows/{id}/retry`): failed, cancelled and skipped steps go
-back to pending, completed ones keep their results, ready steps get new jobs."""
+"""Re-running a workflow that ended (the HTTP contract, `POST /v1/workflows/{id}/retry`): failed, cancelled and
+skipped steps go back to pending, completed ones keep their results, ready steps get new jobs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Steps that wait (API.md "Workflows that grow and wait"): sleeps, signals (early ones kept), timeouts, and the
-due-wait sweep ending each wait exactly once."""
+"""Steps that wait (the HTTP contract, "Workflows that grow and wait"): sleeps, signals (early ones kept),
+timeouts, and the due-wait sweep ending each wait exactly once."""
 
 from __future__ import annotations
 

@@ -654,17 +654,14 @@ export interface components {
             cron: string;
             /** @default true */
             enabled?: boolean;
-            /** @default 3 */
             max_retries?: number;
             name: string;
             payload?: {
                 [key: string]: unknown;
             };
-            /** @default 0 */
             priority?: number;
-            /** @default default */
             queue_name?: string;
-            task_name: string;
+            task_name?: string;
             /**
              * @description An IANA time zone name; occurrences follow it across DST changes
              * @default UTC
@@ -672,6 +669,7 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string;
+            workflow?: components["schemas"]["CreateWorkflow"];
         };
         /** CreateWorkflow */
         CreateWorkflow: {
@@ -940,19 +938,22 @@ export interface components {
             enabled: boolean;
             id: string;
             last_run_at: string | null;
-            max_retries: number;
+            max_retries: number | null;
             name: string;
             next_run_at: string | null;
             payload: {
                 [key: string]: unknown;
-            };
-            priority: number;
-            queue_name: string;
-            task_name: string;
+            } | null;
+            priority: number | null;
+            queue_name: string | null;
+            task_name: string | null;
             tenant_id: string;
             timezone: string;
             /** Format: date-time */
             updated_at: string;
+            workflow: {
+                [key: string]: unknown;
+            } | null;
         };
         /** SchedulePage */
         SchedulePage: {
@@ -998,6 +999,7 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string;
+            workflow?: components["schemas"]["CreateWorkflow"];
         };
         /** WaitSpec */
         WaitSpec: {

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -25,6 +26,7 @@ from queueflow.stores.postgres.claim_sql import (
     BEGIN_CLAIM,
     CLAIM,
     CLAIM_FOR_TENANT,
+    DUE_ANY,
     NEXT_DUE,
     RESTRICTED_QUEUES,
     ClaimArgs,
@@ -53,8 +55,31 @@ DEFAULT_PLANS = "SET LOCAL plan_cache_mode = auto"
 Pair = tuple[str, str]
 """A (tenant_id, queue_name): what flow-control settings are kept for."""
 
+MAX_IDLE = 1000
+"""Queue lists remembered as idle (`PostgresClaims`); past it, the oldest is forgotten (its next claim is whole)."""
+
 
 class PostgresClaims(Pooled):
+    """The claim, on the shared pool.
+
+    An idle lessee (a worker polling an empty queue, a lease with `wait_seconds` 0) claims again and again and finds
+    nothing; each claim is a transaction of four round trips. So the store remembers the queue lists whose last claim
+    found nothing, with the count of announcements of new work at that claim's start (`Wakeups.notices`): while
+    nothing was announced since, the next claim of the same queues first asks DUE_ANY whether any of their jobs is
+    due, one statement, and ends there when none is. The question is exact about what a claim could take (a job
+    due by the passing of time announces nothing, and DUE_ANY finds it), so this changes no answer: a claim that
+    ran a moment earlier. An announcement, or a claim that takes a job, makes the next claim whole at once, so a
+    woken lessee claims without the question first.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._idle: dict[tuple[str, ...], int] = {}
+
+    def _notices(self) -> int:
+        # A WorkSignal other than the server's hub may not count (tests' own): then every idle claim asks first.
+        return int(getattr(self._wakeups, "notices", 0))
+
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
         queues = queue_names(request.queues)
         tasks = (
@@ -76,6 +101,22 @@ class PostgresClaims(Pooled):
         after = request.after_tenant
         turn = Turn(after_tenant=after if after is not None and storable_text(after) else None)
         scope = None if tenant is None else TenantScope(tenant=tenant)
+        idle_key, notices = tuple(queues), self._notices()
+        if self._idle.get(idle_key) == notices:
+            async with self._connection() as db:
+                if not await db.fetchval(DUE_ANY, queues, request.now):
+                    return []
+        jobs = await self._claim(request, args, turn, scope)
+        self._idle.pop(idle_key, None)  # re-inserted last: the oldest entry goes first when the table is full
+        if not jobs:
+            self._idle[idle_key] = notices
+            if len(self._idle) > MAX_IDLE:
+                del self._idle[next(iter(self._idle))]
+        return jobs
+
+    async def _claim(self, request: ClaimRequest, args: ClaimArgs, turn: Turn, scope: TenantScope | None) -> list[Job]:
+        """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
+        short, the restricted ones."""
         key_turns: KeyTurns = {}
         async with self._connection() as db, _claim_transaction(db):
             if scope is None:
@@ -86,7 +127,7 @@ class PostgresClaims(Pooled):
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
             if len(jobs) < request.max_jobs:
-                restricted = [row["queue_name"] for row in await db.fetch(RESTRICTED_QUEUES, queues)]
+                restricted = [row["queue_name"] for row in await db.fetch(RESTRICTED_QUEUES, args.queues)]
                 if restricted:
                     rest = args._replace(queues=restricted, max_jobs=request.max_jobs - len(jobs))
                     more, key_turns = await claim_restricted(db, rest, turn, scope)

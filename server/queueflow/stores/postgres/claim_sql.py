@@ -225,6 +225,19 @@ CLAIM_FOR_TENANT = f"""
 RETURNING {COLUMNS}
 """
 
+# Whether any job of the queues $1 is due at $2, whatever its tenant, its task or its queue's restrictions: a claim of
+# those queues can take a job only if one is. One statement and no transaction, where a claim that finds nothing
+# takes four round trips (BEGIN, CLAIM, RESTRICTED_QUEUES, COMMIT): a lessee that found nothing asks this first
+# (`claim.PostgresClaims`), as an idle worker polling an empty queue does again and again. Each queue's pending
+# range of idx_jobs_claim, read until its first due row.
+DUE_ANY = """
+SELECT EXISTS (SELECT FROM unnest($1::text[]) AS queue(name),
+                   LATERAL (SELECT FROM queueflow.jobs AS j
+                             WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+                               AND j.scheduled_at <= $2
+                             LIMIT 1) AS due)
+"""
+
 # Which of the queues $1 some tenant restricts (CLAIM left them out): a short claim claims from these next.
 RESTRICTED_QUEUES = f"""
 SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}

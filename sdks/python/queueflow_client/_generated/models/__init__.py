@@ -70,7 +70,8 @@ from .release_request import ReleaseRequest
 from .release_results import ReleaseResults
 from .schedule import Schedule
 from .schedule_page import SchedulePage
-from .schedule_payload import SchedulePayload
+from .schedule_payload_type_0 import SchedulePayloadType0
+from .schedule_workflow_type_0 import ScheduleWorkflowType0
 from .signal_request import SignalRequest
 from .trace_context import TraceContext
 from .update_queue import UpdateQueue
@@ -156,7 +157,8 @@ __all__ = (
     "ReleaseResults",
     "Schedule",
     "SchedulePage",
-    "SchedulePayload",
+    "SchedulePayloadType0",
+    "ScheduleWorkflowType0",
     "SignalRequest",
     "TraceContext",
     "UpdateQueue",

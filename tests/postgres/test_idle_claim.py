@@ -1,0 +1,43 @@
+"""An idle lessee's claim: one statement while nothing is due, and never an answer a whole claim would not give."""
+
+from __future__ import annotations
+
+from queueflow.clocks import TestClock
+from queueflow.core.types import NewJob
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.claim_sql import DUE_ANY
+
+from tests.postgres.helpers import engine_on
+
+
+async def test_an_idle_lease_is_one_statement_and_still_takes_every_job_due(postgres_url: str) -> None:
+    clock, hub = TestClock(), Wakeups()
+    async with (
+        PostgresJobStore.from_url(postgres_url, pool_size=1, wakeups=hub) as store,
+        # Another process's store: what it inserts is announced to this one's hub by NOTIFY only (no notifier here).
+        PostgresJobStore.from_url(postgres_url, pool_size=1) as elsewhere,
+    ):
+        engine, other = engine_on(store, clock), engine_on(elsewhere, clock, seed=12)
+        statements: list[str] = []
+        async with store._connection() as db:
+            db.add_query_logger(lambda record: statements.append(record.query))
+        assert await engine.lease(["idle"]) == []
+        statements.clear()
+        assert await engine.lease(["idle"]) == []
+        assert statements == [DUE_ANY]  # was BEGIN, CLAIM, RESTRICTED_QUEUES, COMMIT
+
+        # Work nobody announced here: inserted elsewhere, and a delayed job whose time comes.
+        inserted = (await other.enqueue("t", NewJob(task_name="x", queue_name="idle"))).job
+        assert [job.id for job in await engine.lease(["idle"])] == [inserted.id]
+        delayed = (await other.enqueue("t", NewJob(task_name="x", queue_name="idle", delay_seconds=5))).job
+        assert await engine.lease(["idle"]) == []
+        clock.advance(5)
+        assert [job.id for job in await engine.lease(["idle"])] == [delayed.id]
+
+        # Announced work is claimed at once, without the question first.
+        assert await engine.lease(["idle"]) == []
+        announced = (await engine.enqueue("t", NewJob(task_name="x", queue_name="idle"))).job
+        statements.clear()
+        assert [job.id for job in await engine.lease(["idle"])] == [announced.id]
+        assert DUE_ANY not in statements
