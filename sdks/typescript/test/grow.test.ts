@@ -109,3 +109,19 @@ test("a signal sent early is kept; a repeat changes nothing, another payload is 
     calls.close();
   }
 });
+
+test("a schedule may carry a workflow built with steps, instead of a task; job fields beside it are refused", async () => {
+  const extract = steps.task("extract", "extract", { full: true });
+  const nightly = steps.workflow("nightly-etl", [extract, steps.signal("ok", { depends_on: [extract], timeout_seconds: 60 })], {
+    context: { run: 1 },
+  });
+  const created = await client.schedules.create({ name: "nightly-etl", cron: "0 3 * * *", workflow: nightly });
+  assert.equal(created.task_name, null);
+  assert.equal(created.queue_name, null);
+  assert.deepEqual(
+    (created.workflow as { steps: { name: string }[] }).steps.map((step) => step.name),
+    ["extract", "ok"],
+  );
+  await assert.rejects(client.schedules.create({ name: "mixed", cron: "0 3 * * *", workflow: nightly, priority: 5 }), ValidationError);
+  await client.schedules.delete("nightly-etl");
+});

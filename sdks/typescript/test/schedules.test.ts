@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { APIError, InvalidStateError, NotFoundError, QueueFlow, type Schedule, ValidationError, steps } from "../src/index.js";
+import { APIError, InvalidStateError, NotFoundError, QueueFlow, type Schedule, ValidationError } from "../src/index.js";
 import { API_KEY, type LiveServer, OTHER_API_KEY, startServer } from "./live.js";
 
 let server: LiveServer;
@@ -121,21 +121,4 @@ test("an unknown schedule, or another tenant's, is not found", async () => {
   await assert.rejects(other.schedules.delete("mine"), NotFoundError);
   assert.deepEqual((await other.schedules.list()).items, []);
   assert.equal((await client.schedules.get("mine")).enabled, true);
-});
-
-test("a schedule may carry a workflow built with steps, instead of a task; job fields beside it are refused", async () => {
-  const extract = steps.task("extract", "extract", { full: true });
-  const nightly = steps.workflow("nightly-etl", [extract, steps.signal("ok", { depends_on: [extract], timeout_seconds: 60 })], {
-    context: { run: 1 },
-  });
-  const created = await client.schedules.create({ name: "nightly-etl", cron: "0 3 * * *", workflow: nightly });
-  assert.equal(created.task_name, null);
-  assert.equal(created.queue_name, null);
-  assert.deepEqual(
-    (created.workflow as { steps: { name: string }[] }).steps.map((step) => step.name),
-    ["extract", "ok"],
-  );
-  const mixed = await problem(client.schedules.create({ name: "mixed", cron: "0 3 * * *", workflow: nightly, priority: 5 }));
-  assert.ok(mixed instanceof ValidationError);
-  await client.schedules.delete("nightly-etl");
 });
