@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from queueflow.core.errors import ValidationError
+from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.types import Job, NewJob
 from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.engine import Engine
@@ -244,3 +244,27 @@ async def test_the_in_process_runner_adds_steps_as_the_route_does(engine: Engine
     assert (done.status, done.context["reduce"]) == ("completed", 13)
     assert seen[0] == [("map_0", "enqueued", "split"), ("map_1", "enqueued", "split")]
     assert "nowhere" in seen[1]
+
+
+async def test_an_ack_through_a_database_blip_is_made_again(engine: Engine, wakeups: WatchedWakeups) -> None:
+    # Given up at the first failure, the outcome was lost while the lease held: the job would have run again.
+    clock = StepClock()
+    worker = InProcessWorker(engine, wakeups, sample_tasks.tasks, poll=60, clock=clock)
+    record, tries = worker.source.ack, []
+
+    async def blipping(outcomes: Sequence[Outcome]) -> list[bool]:
+        tries.append(len(outcomes))
+        if len(tries) <= 2:
+            raise StoreUnavailable("the database is unavailable: connection reset")
+        return await record(outcomes)
+
+    worker.source.ack = blipping  # type: ignore[method-assign]
+    job = (await engine.enqueue("default", NewJob(task_name="add", payload={"a": 2, "b": 3}))).job
+    await worker.start()
+    for _ in range(50):
+        if (await engine.get_job("default", job.id)).status == "completed":
+            break
+        await clock.advance(0.1)
+    await worker.stop()
+    finished = await engine.get_job("default", job.id)
+    assert (finished.status, finished.delivery_count, tries) == ("completed", 1, [1, 1, 1])

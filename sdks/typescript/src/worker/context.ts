@@ -184,6 +184,7 @@ export function localContext(
     completed_at: null,
     lease_token: "local",
     deadline: null,
+    claimed_after_seconds: 0,
     progress: null,
     trace_context: null,
     ...fields,
