@@ -11,6 +11,7 @@ from typing import Protocol
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
+from queueflow.core.growth import Growth
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
     JSON,
@@ -27,7 +28,8 @@ from queueflow.core.types import (
     QueueMinute,
     Unchanged,
 )
-from queueflow.core.workflow import Workflow, WorkflowStatus
+from queueflow.core.waits import DueWait, SignalAction
+from queueflow.core.workflow import Step, Workflow, WorkflowStatus
 
 
 class Clock(Protocol):
@@ -103,18 +105,67 @@ class WorkflowStore(Protocol):
         None if it does not exist (for `tenant_id`), without calling `decide`."""
         ...
 
-    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
-        """The step's job ended: record it, if the workflow is running and the step is `enqueued` with
-        `report.job_id` as its job (otherwise — a repeat, a late report, a step a halt or cancel got to first —
-        nothing is written: False). A completion or a `continue` failure (`core.finish.finishes_alone`) is
-        recorded on the touched rows alone (`core.finish.on_finish`): enqueued → completed | failed | cancelled
-        with its result, its pending dependents counted down, those at 0 pending → enqueued with a new job each,
-        the workflow's unfinished count decremented, and the terminal status (`counted_status`) with
-        completed_at = now when it reaches 0. A new job is `new_job(workflow, step)` with the workflow without
+    async def workflow_step_finish(
+        self, report: StepReport, new_job: NewStepJob, now: datetime
+    ) -> tuple[DueWait, ...] | None:
+        """The step's job ended, or (no `job_id`) its wait: record it, if the workflow is running and the step is
+        as reported (`core.advance.is_reported`: `enqueued` with `report.job_id` as its job, or `waiting` as
+        `report.wait_end` read it; otherwise — a repeat, a late report, a step a halt or cancel got to first, a
+        timeout a signal got to first — nothing is written: None). A completion or a `continue` failure
+        (`core.finish.finishes_alone`) is recorded on the touched rows alone (`core.finish.on_finish`):
+        enqueued | waiting → completed | failed | cancelled with its result (due_at cleared), its pending
+        dependents counted down, those at 0 pending → enqueued with a new job each (a wait step: → waiting with
+        its due time), the workflow's unfinished count decremented, and the terminal status (`counted_status`) with
+        completed_at = now when it reaches 0. Returns the waits it made that are due at once (a signal kept):
+        the caller ends them. A new job is `new_job(workflow, step)` with the workflow without
         its steps; the store sets its payload's `_context` to the context as it is when the job is inserted (every
         result written before, this step's included). A `halt` or `skip` failure is recorded as
         `workflow_advance` records `core.advance.on_job_finished`. A result or job it cannot store is a
-        `ValidationError`, and nothing is written. True when the step was recorded."""
+        `ValidationError`, and nothing is written."""
+        ...
+
+    async def workflow_add_steps(
+        self,
+        job_id: str,
+        scope: str | None,
+        decide: Callable[[Job | None, Workflow | None], Growth],
+        new_job: NewStepJob,
+        now: datetime,
+    ) -> Workflow:
+        """A running step's job adds steps to its workflow, in one transaction: the job read (of tenant `scope`,
+        if given) and held FOR SHARE (its completion waits for this to commit), its workflow locked exclusively
+        and read, `decide` called on them (None where missing), then `growth.added` inserted (pending),
+        `growth.rewired` rows' depends_on, dependents and remaining written, and `advance.settle` of the grown
+        workflow recorded as `workflow_advance` records it (ready new steps enqueued with a job, or waiting).
+        An error raised by `decide` propagates as raised, and nothing is written. Returns the workflow as
+        recorded."""
+        ...
+
+    async def workflow_signal(
+        self,
+        workflow_id: str,
+        tenant_id: str,
+        name: str,
+        payload: JSON,
+        now: datetime,
+        decide: Callable[[Workflow | None, Step | None], SignalAction],
+    ) -> DueWait | None:
+        """A signal `name` for the tenant's workflow, in one transaction: the workflow row held FOR KEY SHARE (a
+        change of the whole workflow waits), the step whose wait names the signal locked FOR UPDATE (so a finish
+        that makes it wait waits for this, or this for it), and `decide` called on them as they are (the workflow
+        without its steps, or None; the step, or None). KEEP: the step keeps the signal (payload, received_at =
+        now), and a `waiting` step is due now (due_at = now), returned for the caller to end; REPEAT: nothing.
+        An error raised by `decide` propagates, nothing written. A payload it cannot store is a
+        `ValidationError`."""
+        ...
+
+    async def workflow_waits_due(self, now: datetime, limit: int) -> list[DueWait]:
+        """Up to `limit` `waiting` steps of running workflows whose due_at ≤ now, earliest first, as they are:
+        for the caller to end, each by a guarded `workflow_step_finish`. Reads only."""
+        ...
+
+    async def workflow_next_wait_due(self) -> datetime | None:
+        """The earliest due_at of a `waiting` step, or None. Reads only."""
         ...
 
     async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:

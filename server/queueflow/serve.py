@@ -1,9 +1,9 @@
 """`queueflow serve`: one QueueFlow process — its database, its store, its loops and (in api/all mode) its HTTP API.
 
-    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   tasks (with --tasks)
+    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   wait timer   tasks (with --tasks)
     api        ✓             ✓
-    worker                   ✓                ✓             ✓                 ✓
-    all        ✓             ✓                ✓             ✓                 ✓
+    worker                   ✓                ✓             ✓              ✓               ✓
+    all        ✓             ✓                ✓             ✓              ✓               ✓
 
 Without a database URL the process runs an embedded PostgreSQL with its files under `--data-dir` (default
 `.queueflow/`), so a first start needs nothing installed. `memory://` selects the in-memory store instead
@@ -38,6 +38,7 @@ from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.telemetry import tracer_provider_from_env
+from queueflow.runtime.waits import WaitTimer
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings, SettingsError
 
@@ -221,6 +222,7 @@ async def _runtime(
             engine = Engine(store, SystemClock(), settings=settings.engine_settings)
             services.append(Janitor(engine, interval=settings.janitor_interval))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
+            services.append(WaitTimer(engine))
             if tasks is not None:
                 from queueflow.runtime.inprocess import InProcessWorker
 

@@ -15,7 +15,7 @@ from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, lease
 
 SCHEDULE_FIELDS = {
     "id", "tenant_id", "name", "cron", "timezone", "task_name", "queue_name", "payload", "priority", "max_retries",
-    "enabled", "next_run_at", "last_run_at", "created_at", "updated_at",
+    "enabled", "next_run_at", "last_run_at", "created_at", "updated_at", "workflow",
 }  # fmt: skip
 ROUTES = [
     ("POST", "/v1/schedules"),

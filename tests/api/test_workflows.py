@@ -11,7 +11,7 @@ from queueflow.clocks import TestClock
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, lease
 
 WORKFLOW_FIELDS = {"id", "tenant_id", "name", "status", "context", "steps", "created_at", "completed_at"}
-STEP_FIELDS = {"name", "task_name", "status", "job_id", "depends_on", "on_failure"}
+STEP_FIELDS = {"name", "task_name", "status", "job_id", "depends_on", "on_failure", "wait", "due_at", "added_by"}
 JSON = {**TENANT_A, "Content-Type": "application/json"}
 
 DIAMOND = [
@@ -74,6 +74,9 @@ async def test_create_answers_201_and_enqueues_the_roots_only(client: AsyncClien
         "job_id": root["job_id"],
         "depends_on": [],
         "on_failure": "halt",
+        "wait": None,
+        "due_at": None,
+        "added_by": None,
     }
     assert root["job_id"].startswith("job_")
     assert [(step["name"], step["status"], step["job_id"]) for step in rest] == [

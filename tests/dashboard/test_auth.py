@@ -119,6 +119,8 @@ async def test_every_form_needs_the_csrf_token(signed_in: Browser, token: str | 
         f"/ui/jobs/{job['id']}/retry",
         "/ui/dead-letters/replay",
         "/ui/workflows/wf_x/cancel",
+        "/ui/workflows/wf_x/signal",
+        "/ui/workflows/wf_x/retry",
         "/ui/schedules/s/enable",
         "/ui/schedules/s/disable",
         "/ui/schedules/s/delete",
@@ -163,6 +165,8 @@ async def test_another_tenants_objects_are_404_pages(signed_in: Browser) -> None
     for path in [
         f"/ui/jobs/{theirs['id']}/cancel",
         f"/ui/workflows/{workflow['id']}/cancel",
+        f"/ui/workflows/{workflow['id']}/signal",
+        f"/ui/workflows/{workflow['id']}/retry",
         "/ui/schedules/their-sched/delete",
     ]:
         assert (await signed_in.submit(path)).status_code == 404

@@ -318,6 +318,21 @@ async def test_workflows_list_and_the_dag(signed_in: Browser) -> None:
     )  # type: ignore[operator]
 
 
+async def test_a_workflow_with_wait_steps_draws_them(signed_in: Browser) -> None:
+    steps = [
+        {"name": "a", "wait": {"signal": "approve", "timeout_seconds": 60}},
+        {"name": "b", "wait": {"seconds": 30}},
+        {"name": "c", "task_name": "ship", "depends_on": ["a", "b"]},
+    ]
+    workflow = await api(signed_in, "POST", "/v1/workflows", name="gate", steps=steps)
+    page = (await signed_in.get(f"/ui/workflows/{workflow['id']}")).text
+    statuses = dict(re.findall(r'<g class="dag-node s-\w+" data-step="(\w)" data-status="(\w+)">', page))
+    assert statuses == {"a": "waiting", "b": "waiting", "c": "pending"}
+    assert "waits for signal approve" in page
+    assert "signal approve" in page
+    assert "sleep 30 s" in page
+
+
 async def test_schedules_enable_disable_delete(signed_in: Browser) -> None:
     await api(
         signed_in,

@@ -1,7 +1,7 @@
 """README.md's curl calls run as written (issue 17, item 8): every shell block that calls the API runs, call by call
 and in order, against an app configured as the block's `export` line says (`secret-a` a tenant key, `secret-w` a
-worker key), and every call answers 2xx. `JOB_ID` and `TOKEN` are filled as the README tells a reader to: from the
-job the block enqueued and from the lease's answer."""
+worker key), and every call answers 2xx. `JOB_ID`, `TOKEN` and `WF_ID` are filled as the README tells a reader to:
+from the job the block enqueued (or else the one leased), the lease's answer, and the workflow the block created."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def request_of(argv: list[str]) -> tuple[str, str, dict[str, str], str | None]:
 
 
 def test_every_block_that_calls_the_api_is_found() -> None:
-    assert len(CALLING) >= 4  # a job's life, flow control, schedules, workflows
+    assert len(CALLING) >= 5  # a job's life, flow control, schedules, workflows, workflows that grow and wait
 
 
 @pytest.mark.parametrize("block", CALLING, ids=[block.name for block in CALLING])
@@ -78,9 +78,11 @@ async def test_the_curl_calls_run_as_written(block: Block) -> None:
             answers.append(answer)
             if path == "/v1/jobs" and method == "POST":
                 filled.setdefault("JOB_ID", answer["id"])
+            if path == "/v1/workflows" and method == "POST":
+                filled.setdefault("WF_ID", answer["id"])
             if path == "/v1/worker/lease":
                 (job,) = answer["jobs"]
-                assert job["id"] == filled["JOB_ID"]
+                assert job["id"] == filled.setdefault("JOB_ID", job["id"])
                 filled["TOKEN"] = job["lease_token"]
     assert answers
     if "/complete" in block.code:

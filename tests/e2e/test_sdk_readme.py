@@ -18,15 +18,18 @@ EXPECTED = {
     "[('extract', 'completed'), ('load', 'completed')]",
     "Schedules": "the name is taken\nFalse None 0 3 * * *\n['nightly-report']",
     "Flow control": "True 3\nFalse 1 None",
+    "Workflows that grow and wait": "completed 30\n['map_0', 'map_1', 'map_2', 'map_3']",
+    "Workflows that grow and wait#2": "completed invoice 42 approved by ada",
 }
 
 
 def example(section: str) -> str:
-    """The first Python block of the README section headed `section`."""
-    body = README.read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", body, re.DOTALL)
-    assert match is not None, f"no Python example under '## {section}'"
-    return match.group(1)
+    """The Python block of the README section headed `section`: its first, or with `#n` its n-th."""
+    heading, _, nth = section.partition("#")
+    body = README.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    found = re.findall(r"```python\n(.*?)```", body, re.DOTALL)
+    assert len(found) >= int(nth or 1), f"no Python example {nth or 1} under '## {heading}'"
+    return str(found[int(nth or 1) - 1])
 
 
 @pytest.mark.parametrize("section", sorted(EXPECTED))

@@ -40,7 +40,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0009"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -55,6 +55,7 @@ BUILT = {
     "0006": "276e8c909378580b7cd38f896446f39356fde9cc508767a5945550b2e6b7829f",
     "0007": "e78a8f237d1c0b873bedb381f3da7f7ab9b6a3b5f28a58f4af13f1967252168f",
     "0008": "d193ca9a8554891fc22c9af9ea9f4bbf859e2edc8346e725e8dedfea2480e3d2",
+    "0009": "2d71a27a85b4d22e04b7548e9bc6d50f57f43eef10c0a2a18535816b71ef240b",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -151,7 +152,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0008"
+        assert pg.blocking(version) == "0009"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -282,7 +283,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0009"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -336,3 +337,50 @@ async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_d
             final = await engine.get_workflow(T, workflow.id)
         assert final.status is WorkflowStatus.COMPLETED
         assert final.context == {"day": 1, "a": "A", "b": "B", "c": "C", "d": "D"}
+
+
+# The step insert of revision 0007's server, as it was: the migration that follows must leave it working.
+STEPS_INSERT_0007 = """
+INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
+                                      job_id, queue_name, priority, max_retries, config, timeout_seconds,
+                                      remaining, dependents)
+VALUES ($1, $2, 0, 't', '{}', '{}', 'halt', 'pending', NULL, 'default', 0, 3, '{}', NULL, 0, '{}')
+"""
+
+
+async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold() -> None:
+    async with pg.fresh_database() as url, pg.connect(url) as connection:
+        await pgschema.upgrade_async(url)
+        await connection.execute(
+            "INSERT INTO queueflow.workflows (id, tenant_id, name) VALUES ('wf_1', 't', 'wf'), ('wf_2', 't', 'wf')"
+        )
+        # A 0008 server's writes still fit: a step with a task, its old statuses.
+        await connection.execute(STEPS_INSERT_0007, "wf_1", "old")
+        await connection.execute(
+            "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait, status, due_at)"
+            " VALUES ('wf_1', 'nap', 1, '{\"seconds\": 5}', 'waiting', now()),"
+            "        ('wf_1', 'ok', 2, '{\"signal\": \"approve\"}', 'pending', NULL)"
+        )
+        signals = await connection.fetch("SELECT name, signal FROM queueflow.workflow_steps ORDER BY idx")
+        assert [tuple(row) for row in signals] == [("old", None), ("nap", None), ("ok", "approve")]
+        with pytest.raises(asyncpg.UniqueViolationError):  # signal names are unique within a workflow
+            await connection.execute(
+                "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait)"
+                " VALUES ('wf_1', 'ok2', 3, '{\"signal\": \"approve\"}')"
+            )
+        await connection.execute(
+            "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait)"
+            " VALUES ('wf_2', 'ok', 0, '{\"signal\": \"approve\"}')"
+        )  # another workflow's signal of the same name
+        await connection.execute(
+            "INSERT INTO queueflow.schedules (id, tenant_id, name, cron, workflow)"
+            " VALUES ('sch_1', 't', 'nightly', '0 3 * * *', '{\"name\": \"wf\", \"steps\": []}')"
+        )
+        await pgschema.downgrade_async(url, "0008")
+        rows = await connection.fetch("SELECT name, task_name, status FROM queueflow.workflow_steps ORDER BY idx")
+        assert sorted(tuple(row) for row in rows) == [
+            ("nap", "", "cancelled"), ("ok", "", "pending"), ("ok", "", "pending"), ("old", "t", "pending")
+        ]  # fmt: skip
+        assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
+        await pgschema.upgrade_async(url)
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0009"

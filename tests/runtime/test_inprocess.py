@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from queueflow.core.errors import StoreUnavailable
+from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.types import Job, NewJob
+from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.engine import Engine
 from queueflow.runtime.inprocess import EngineSource, InProcessWorker, load_runner
 from queueflow.settings import Settings, SettingsError
-from queueflow_client import JobContext, TaskRegistry
+from queueflow_client import JobContext, TaskRegistry, steps
 from queueflow_worker import Outcome
 
 from tests.inprocess import WatchedWakeups
@@ -206,6 +207,43 @@ async def test_an_idle_runner_starts_a_job_that_arrives_after_a_long_wait(
         await ran.wait()
     await worker.stop()
     assert worker.loop.released == 0
+
+
+async def test_the_in_process_runner_adds_steps_as_the_route_does(engine: Engine, wakeups: WatchedWakeups) -> None:
+    tasks = TaskRegistry()
+    seen: list[Any] = []
+
+    @tasks.task("split")
+    async def split(payload: dict[str, Any], ctx: JobContext) -> int:
+        maps = [steps.task(f"map_{i}", "square", {"row": row}, required_by=["reduce"]) for i, row in enumerate([2, 3])]
+        seen.append([(step.name, str(step.status), step.added_by) for step in await ctx.add_steps(maps)])
+        try:
+            await ctx.add_steps([steps.task("bad", "t", depends_on=["nowhere"])])
+        except ValidationError as exc:  # the route's rules and error, in-process: the server's own class
+            seen.append(exc.detail)
+        return 2
+
+    @tasks.task("square")
+    async def square(payload: dict[str, Any], ctx: JobContext) -> int:
+        return int(payload["row"]) ** 2
+
+    @tasks.task("reduce")
+    async def reduce(payload: dict[str, Any], ctx: JobContext) -> int:
+        return sum(value for name, value in payload["_context"].items() if name.startswith("map_"))
+
+    first = NewStep(name="split", task_name="split")
+    workflow, _ = await engine.create_workflow(
+        "default",
+        NewWorkflow(name="mr", steps=[first, NewStep(name="reduce", task_name="reduce", depends_on=["split"])]),
+    )
+    worker = InProcessWorker(engine, wakeups, tasks, queues=["default"], poll=60)
+    recorded = Recorded(worker)
+    async with worker:
+        await recorded.until(4)  # split, two maps, reduce
+    done = await engine.get_workflow("default", workflow.id)
+    assert (done.status, done.context["reduce"]) == ("completed", 13)
+    assert seen[0] == [("map_0", "enqueued", "split"), ("map_1", "enqueued", "split")]
+    assert "nowhere" in seen[1]
 
 
 async def test_an_ack_through_a_database_blip_is_made_again(engine: Engine, wakeups: WatchedWakeups) -> None:

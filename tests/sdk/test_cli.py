@@ -139,3 +139,22 @@ def test_url_and_key_come_from_the_environment(http: TestClient[Litestar], monke
     out = io.StringIO()
     assert main(["--json", "jobs", "enqueue", "t"], http_client=http, out=out) == 0
     assert json.loads(out.getvalue())["tenant_id"] == "tenant-b"
+
+
+def test_workflows_signal_and_retry(cli: Cli, http: TestClient[Litestar]) -> None:
+    steps = [{"name": "draft", "task_name": "write"}, {"name": "ok", "depends_on": ["draft"], "wait": {"signal": "ok"}}]
+    created = http.post(
+        "/v1/workflows", json={"name": "review", "steps": steps}, headers={"Authorization": "Bearer key-a"}
+    )
+    workflow_id = created.json()["id"]
+    signalled = cli.json("workflows", "signal", workflow_id, "ok", "--payload", "[1, 2]")
+    assert [step["status"] for step in signalled["steps"]] == ["enqueued", "pending"]  # kept for when it waits
+    shown = cli("workflows", "signal", workflow_id, "ok", "--payload", "[1, 2]")  # a repeat: nothing changes
+    assert f"id            {workflow_id}\n" in shown
+    assert "pending" in shown
+    with pytest.raises(SystemExit) as usage:
+        cli("workflows", "signal", workflow_id, "ok", "--payload", "{bad")
+    assert usage.value.code == 2
+    cli("workflows", "signal", workflow_id, "nope", code=1)
+    cli("workflows", "retry", workflow_id, code=1)  # running: only a failed one is retried
+    assert cli.json("workflows", "get", workflow_id)["status"] == "running"

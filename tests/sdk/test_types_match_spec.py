@@ -37,6 +37,7 @@ RESPONSE_TYPES: dict[str, type] = {
     "HeartbeatResult": public.HeartbeatResult,
     "Workflow": public.Workflow,
     "WorkflowStep": public.WorkflowStep,
+    "WaitSpec": public.Wait,
     "Schedule": public.Schedule,
     "JobPage": public.Page,
     "WorkflowPage": public.Page,
@@ -44,11 +45,13 @@ RESPONSE_TYPES: dict[str, type] = {
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",
-             "Heartbeat": "locked_until", "HeartbeatResults": "results", "ReleaseResults": "results"}  # fmt: skip
+             "Heartbeat": "locked_until", "HeartbeatResults": "results", "ReleaseResults": "results",
+             "AddedSteps": "steps"}  # fmt: skip
 NOT_THE_SDKS = {"Health"}  # /healthz and /readyz, for load balancers
 
 # Public types the user builds and the client sends: the same names and enums (their None means "not sent").
-REQUEST_TYPES: dict[str, type] = {"NewWorkflowStep": public.Step, "BatchItem": JobOptions, "FieldProblem": FieldError}
+# `Step` is the added step's shape (`required_by` left empty, and so not sent, for a step created with its workflow).
+REQUEST_TYPES: dict[str, type] = {"AddedStep": public.Step, "BatchItem": JobOptions, "FieldProblem": FieldError}
 
 
 def resolve(schema: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from queueflow.core.types import JSON, Job
+from queueflow.core.waits import Wait
 from queueflow.core.workflow import NewStep, NewWorkflow, OnFailure, Step, Workflow
 from queueflow.engine import Engine
 
@@ -72,3 +73,18 @@ class Worker:
         if outcome == "dead_letter":
             return await self.dead_letter(workflow_id, name)
         return await self.cancel(workflow_id, name)
+
+
+def sleep(name: str, seconds: float, *depends_on: str, on_failure: OnFailure = HALT) -> NewStep:
+    return NewStep(name=name, wait=Wait(seconds=seconds), depends_on=list(depends_on), on_failure=on_failure)
+
+
+def signal(
+    name: str, signal_name: str, *depends_on: str, timeout: float | None = None, on_failure: OnFailure = HALT
+) -> NewStep:
+    return NewStep(
+        name=name,
+        wait=Wait(signal=signal_name, timeout_seconds=timeout),
+        depends_on=list(depends_on),
+        on_failure=on_failure,
+    )

@@ -4,12 +4,15 @@
     client = QueueFlow("http://127.0.0.1:8000")
     client.jobs.enqueue("send_email", payload={"to": "ada@example.com"})
 
+Workflows are written with `queueflow_client.steps` (`steps.task`, `steps.signal`, `steps.sleep`, `steps.workflow`).
+
 Its methods live by resource in `queueflow_client.resources`; the task context and worker loop it shares with
 the server's in-process runner, in the `queueflow_worker` package. The HTTP core in `queueflow_client._generated`
 is generated from the server's OpenAPI document (`make sdks`); everything else here is written by hand on top of
 it.
 """
 
+from queueflow_client import steps
 from queueflow_client._version import __version__ as __version__
 from queueflow_client.client import AsyncQueueFlow, QueueFlow
 from queueflow_client.errors import (
@@ -28,7 +31,9 @@ from queueflow_client.errors import (
     UnavailableError,
     ValidationError,
 )
+from queueflow_client.local import LocalLease
 from queueflow_client.options import EnqueueOptions, JobOptions
+from queueflow_client.steps import WorkflowDefinition
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
 from queueflow_client.types import (
     UNCHANGED,
@@ -41,6 +46,7 @@ from queueflow_client.types import (
     Schedule,
     Step,
     TraceContext,
+    Wait,
     Workflow,
     WorkflowStep,
 )
@@ -64,6 +70,7 @@ __all__ = [
     "JobOptions",
     "LeaseLostError",
     "LeasedJob",
+    "LocalLease",
     "NotFoundError",
     "Page",
     "PayloadTooLargeError",
@@ -79,7 +86,10 @@ __all__ = [
     "TraceContext",
     "UnavailableError",
     "ValidationError",
+    "Wait",
     "Worker",
     "Workflow",
+    "WorkflowDefinition",
     "WorkflowStep",
+    "steps",
 ]

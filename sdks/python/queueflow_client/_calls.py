@@ -28,6 +28,7 @@ from queueflow_client._generated.api.schedules import list_schedules as list_sch
 from queueflow_client._generated.api.schedules import update_schedule as update_schedule_operation
 from queueflow_client._generated.api.worker import (
     ack_jobs,
+    add_workflow_steps,
     complete_job,
     fail_job,
     heartbeat_job,
@@ -39,10 +40,14 @@ from queueflow_client._generated.api.workflows import cancel_workflow as cancel_
 from queueflow_client._generated.api.workflows import create_workflow as create_workflow_operation
 from queueflow_client._generated.api.workflows import get_workflow as get_workflow_operation
 from queueflow_client._generated.api.workflows import list_workflows as list_workflows_operation
+from queueflow_client._generated.api.workflows import retry_workflow as retry_workflow_operation
+from queueflow_client._generated.api.workflows import signal_workflow as signal_workflow_operation
 from queueflow_client._generated.models import (
     AckComplete,
     AckFail,
     AckRequest,
+    AddedStep,
+    AddStepsRequest,
     BatchItem,
     BatchItemMetadata,
     BatchItemPayload,
@@ -64,6 +69,7 @@ from queueflow_client._generated.models import (
     NewWorkflowStep,
     ReleaseItem,
     ReleaseRequest,
+    SignalRequest,
     UpdateQueue,
     UpdateSchedule,
     UpdateSchedulePayload,
@@ -77,6 +83,7 @@ from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call, decoding_call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.options import JobOptions
+from queueflow_client.steps import WorkflowDefinition, check_unique
 from queueflow_client.types import (
     UNCHANGED,
     AckResult,
@@ -91,10 +98,15 @@ from queueflow_client.types import (
     Schedule,
     Step,
     Unchanged,
+    Wait,
     Workflow,
     WorkflowStatus,
+    WorkflowStep,
     decode_lease_answer,
 )
+
+MAX_ADDED_STEPS = 1000
+"""The most steps one `POST /v1/worker/jobs/{id}/steps` takes."""
 
 
 def new_idempotency_key() -> str:
@@ -331,28 +343,75 @@ def release(leases: Sequence[tuple[str, str]]) -> Call[list[AckResult]]:
 STEP_OPTIONS = frozenset(field.name for field in dataclasses.fields(Step))
 
 
-def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
-    data = step.to_json() if isinstance(step, Step) else {k: v for k, v in step.items() if v is not None}
+def _step_data(step: Step | Mapping[str, Any]) -> dict[str, Any]:
+    """A step as the API takes it, checked for what the client can see: its keys, and that it has a name."""
+    if isinstance(step, Step):
+        return step.to_json()
+    if not isinstance(step, Mapping):
+        raise ArgumentError(f"a workflow step is a Step (steps.task, steps.signal, …) or a dict, not {step!r:.80}")
+    data = {k: v for k, v in step.items() if v is not None}
     _reject_unknown(data, STEP_OPTIONS, "workflow step")
-    if missing := {"name", "task_name"} - set(data):
-        raise ArgumentError(f"a workflow step needs {' and '.join(sorted(missing))}")
+    if "name" not in data:
+        raise ArgumentError("a workflow step needs a name")
+    if isinstance(data.get("wait"), Wait):
+        data["wait"] = data["wait"].to_json()
+    return data
+
+
+def _step_fields(step: Step | Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A step's fields for a generated step model, and its backoff as the generated core's."""
+    data = _step_data(step)
+    if "task_name" not in data and "wait" not in data:
+        raise ArgumentError(f"the workflow step {data['name']!r} needs a task_name or a wait")
     backoff = data.pop("backoff", None)
     if data.get("payload") is not None:
         data["payload"] = json_object(data["payload"], f"the payload of step {data['name']!r}")
+    return data, _backoff(backoff)
+
+
+def _new_step(step: Step | Mapping[str, Any]) -> NewWorkflowStep:
+    data, backoff = _step_fields(step)
+    if data.get("required_by"):
+        raise ArgumentError(f"the step {data['name']!r} has required_by, which only a step added at run time has")
     # from_dict leaves every key the step lacks UNSET, so the server's defaults apply to it.
     new = NewWorkflowStep.from_dict(data)
-    new.backoff = _backoff(backoff)
+    new.backoff = backoff
     return new
+
+
+def _added_step(step: Step | Mapping[str, Any]) -> AddedStep:
+    data, backoff = _step_fields(step)
+    added = AddedStep.from_dict(data)
+    added.backoff = backoff
+    return added
+
+
+def _new_workflow(workflow: Any) -> CreateWorkflow:
+    """A schedule's workflow: a `steps.workflow(...)` definition, or a mapping of `name`, `steps`, `context`."""
+    if isinstance(workflow, WorkflowDefinition):
+        return _create_body(workflow.name, workflow.steps, workflow.context)
+    if not isinstance(workflow, Mapping) or not isinstance(workflow.get("name"), str):
+        raise ArgumentError(
+            f"a schedule's workflow is steps.workflow(...) or a dict with name and steps, not {workflow!r:.80}"
+        )
+    _reject_unknown(workflow, ("name", "steps", "context"), "workflow")
+    return _create_body(workflow["name"], workflow.get("steps") or (), workflow.get("context"))
+
+
+def _create_body(
+    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None
+) -> CreateWorkflow:
+    return CreateWorkflow(
+        name=name,
+        steps=[_new_step(step) for step in steps],
+        context=CreateWorkflowContext.from_dict(json_object(context, "context")) if context is not None else UNSET,
+    )
 
 
 def create_workflow(
     name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
 ) -> Call[Workflow]:
-    body = CreateWorkflow(
-        name=name,
-        steps=[_new_step(step) for step in steps],
-        context=CreateWorkflowContext.from_dict(json_object(context, "context")) if context is not None else UNSET,
-    )
+    body = _create_body(name, steps, context)
     return call(
         create_workflow_operation,
         Workflow.from_json,
@@ -384,6 +443,32 @@ def cancel_workflow(workflow_id: str) -> Call[Workflow]:
     return call(cancel_workflow_operation, Workflow.from_json, workflow_id, replayable=False)
 
 
+def signal_workflow(workflow_id: str, name: str, payload: Any) -> Call[Workflow]:
+    # Replayable: a repeat of a signal received with an equal payload answers 200 and changes nothing.
+    body = SignalRequest(payload=payload)
+    return call(signal_workflow_operation, Workflow.from_json, workflow_id, name, replayable=True, body=body)
+
+
+def retry_workflow(workflow_id: str) -> Call[Workflow]:
+    # Not replayable: if a first attempt landed, the workflow is running and a repeat would answer 409.
+    return call(retry_workflow_operation, Workflow.from_json, workflow_id, replayable=False)
+
+
+def add_steps(job_id: str, lease_token: str, steps: Sequence[Step | Mapping[str, Any]]) -> Call[list[WorkflowStep]]:
+    if not 1 <= len(steps) <= MAX_ADDED_STEPS:
+        raise ArgumentError(f"add 1–{MAX_ADDED_STEPS} steps at a time, not {len(steps)}")
+    check_unique(steps)
+    body = AddStepsRequest(lease_token=lease_token, steps=[_added_step(step) for step in steps])
+    # Replayable: the lease token keys it, and a repeat of the same steps by the same step adds nothing twice.
+    return call(
+        add_workflow_steps,
+        lambda data: [WorkflowStep.from_json(step) for step in data["steps"]],
+        job_id,
+        replayable=True,
+        body=body,
+    )
+
+
 # ---- schedules -------------------------------------------------------------------------------------
 
 
@@ -391,10 +476,14 @@ def _schedule_fields(given: Mapping[str, Any], payload_type: Any) -> dict[str, A
     """The keyword arguments of a generated schedule body: a field left at None is UNSET, so it is not sent."""
     body: dict[str, Any] = {}
     for key, value in given.items():
+        if value is None and key == "workflow":
+            continue  # a job schedule's: its generated default is unset already
         if value is None:
             body[key] = UNSET
         elif key == "payload":
             body[key] = payload_type.from_dict(json_object(value, "payload"))
+        elif key == "workflow":
+            body[key] = _new_workflow(value)
         else:
             body[key] = value
     return body

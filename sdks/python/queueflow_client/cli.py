@@ -5,6 +5,8 @@
     queueflow-client dlq list --queue mail
     queueflow-client dlq replay --all --queue mail
     queueflow-client queues --json
+    queueflow-client workflows signal wf_123 approval --payload '{"approved": true}'
+    queueflow-client workflows retry wf_123
 
 The URL and key come from `--url` / `--api-key`, else `QUEUEFLOW_URL` / `QUEUEFLOW_API_KEY` (the URL defaults to
 `make run`'s server; no key suits a development-mode server). Answers print as a table, or with `--json` as JSON
@@ -67,8 +69,17 @@ def parser() -> argparse.ArgumentParser:
     add_filters(replay, limit=None)
 
     commands.add_parser("queues", help="every queue with its counts by state")
-    workflows = commands.add_parser("workflows", help="look at workflows").add_subparsers(dest="action", required=True)
+    workflows = commands.add_parser("workflows", help="look at, signal and retry workflows").add_subparsers(
+        dest="action", required=True
+    )
     workflows.add_parser("get", help="one workflow and its steps").add_argument("workflow_id")
+    signal = workflows.add_parser("signal", help="send a signal to the step of a workflow that waits for it")
+    signal.add_argument("workflow_id")
+    signal.add_argument("name", help="the signal's name")
+    signal.add_argument("--payload", type=json_value, help="any JSON: the waiting step's result (default null)")
+    workflows.add_parser(
+        "retry", help="run a failed, partially failed or cancelled workflow's unfinished steps again"
+    ).add_argument("workflow_id")
     schedules = commands.add_parser("schedules", help="look at cron schedules").add_subparsers(
         dest="action", required=True
     )
@@ -84,11 +95,15 @@ def add_filters(command: argparse.ArgumentParser, limit: int | None = 20) -> Non
         command.add_argument("--limit", type=int, default=limit, help=f"at most this many (default {limit})")
 
 
-def json_object(text: str) -> dict[str, Any]:
+def json_value(text: str) -> Any:
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+
+
+def json_object(text: str) -> dict[str, Any]:
+    value = json_value(text)
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, not {type(value).__name__}")
     return value
@@ -137,6 +152,10 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
         return client.queues.list()
     if command == "workflows get":
         return client.workflows.get(args.workflow_id)
+    if command == "workflows signal":
+        return client.workflows.signal(args.workflow_id, args.name, args.payload)
+    if command == "workflows retry":
+        return client.workflows.retry(args.workflow_id)
     assert command == "schedules list", command
     return list(client.schedules.list())
 

@@ -6,6 +6,18 @@ there, and a dataclass, Struct or model payload is encoded as a `Task` handle wo
 for a job that exists nowhere: `ctx.heartbeat()` answers True, and `ctx.cancelled` stays False until the test
 calls `ctx.lose()`. Its return value is returned (it must be JSON, as a worker requires); what it raises —
 `Retry`, `Fatal`, any exception — is raised, for the test to assert on.
+
+What the task reported on the way is kept on a `LocalLease` the test passes (`lease=`): every `ctx.progress(...)`
+value, and every step `ctx.add_steps([...])` added (as the API would receive it), so a test asserts a split step
+adds its map steps without a server:
+
+    lease = LocalLease()
+    tasks.run_local("split", {"rows": [1, 2, 3]}, lease=lease, workflow_step_id="split")
+    assert [step["name"] for step in lease.added_steps] == ["map_0", "map_1", "map_2"]
+
+`ctx.add_steps` needs the fake job to be a workflow step (`workflow_step_id=`), as the server does (else an
+InvalidStateError), and checks what the client can: a name given twice, or already added in this run, is a
+ValidationError.
 """
 
 from __future__ import annotations
@@ -20,9 +32,12 @@ from typing import Any
 from queueflow_worker.context import JobContext, invoke
 from queueflow_worker.ports import TaskRunner
 
+from queueflow_client.errors import FieldError, InvalidStateError, ValidationError
 from queueflow_client.handles import encode
+from queueflow_client.steps import check_unique
+from queueflow_client.types import WorkflowStep
 
-__all__ = ["LocalJob", "run_local", "run_local_async"]
+__all__ = ["LocalJob", "LocalLease", "run_local", "run_local_async"]
 
 
 @dataclass(frozen=True)
@@ -38,18 +53,64 @@ class LocalJob:
     workflow_step_id: str | None = None
     deadline: datetime | None = None
 
+    def __post_init__(self) -> None:
+        if self.workflow_step_id is not None and self.workflow_id is None:
+            object.__setattr__(self, "workflow_id", "wf_local")  # a step is always of some workflow
 
-class _NoLease:
+
+class LocalLease:
+    """The lease of a local run: it always holds, and it records what the task reported through its `ctx`."""
+
+    def __init__(self) -> None:
+        self.job: LocalJob | None = None
+        """The fake job of the run (set when it starts)."""
+        self.progress_reports: list[Any] = []
+        """Every `ctx.progress(value)`, in order."""
+        self.added_steps: list[dict[str, Any]] = []
+        """Every step `ctx.add_steps` added, in order, as the API would receive it (`name`, `task_name`,
+        `payload`, `depends_on`, `required_by`, `wait`, …)."""
+
     async def heartbeat(self) -> bool:
         return True
 
     async def progress(self, value: Any) -> bool:
+        self.progress_reports.append(json.loads(json.dumps(value, allow_nan=False)))
         return True
 
+    async def add_steps(self, steps: list[dict[str, Any]]) -> list[WorkflowStep]:
+        job = self.job
+        if job is None or job.workflow_step_id is None:
+            detail = "ctx.add_steps: this job is not a workflow step (run_local(..., workflow_step_id=...))"
+            raise InvalidStateError(409, "invalid_state", detail)
+        check_unique(steps)
+        taken = {step["name"] for step in self.added_steps} & {step["name"] for step in steps}
+        if taken:
+            raise ValidationError(
+                400, "validation_error", f"steps already added in this run: {', '.join(sorted(taken))}",
+                tuple(FieldError("steps", f"{name!r} is taken") for name in sorted(taken)),
+            )  # fmt: skip
+        added = [json.loads(json.dumps(step, allow_nan=False)) for step in steps]
+        self.added_steps.extend(added)
+        return [
+            WorkflowStep(
+                name=step["name"],
+                task_name=step.get("task_name"),
+                status="pending",
+                job_id=None,
+                depends_on=list(step.get("depends_on", ())),
+                on_failure=step.get("on_failure", "halt"),
+                added_by=job.workflow_step_id,
+            )
+            for step in added
+        ]
 
-async def run_local_async(tasks: TaskRunner, task_name: str, payload: Any = None, **job: Any) -> Any:
+
+async def run_local_async(
+    tasks: TaskRunner, task_name: str, payload: Any = None, *, lease: LocalLease | None = None, **job: Any
+) -> Any:
     """Run the task `task_name` of `tasks` once on `payload`; `job` sets the fake job's other fields
-    (`delivery_count=3`, `id=…`, `queue_name=…`, `workflow_id=…`, `deadline=…`)."""
+    (`delivery_count=3`, `id=…`, `queue_name=…`, `workflow_step_id=…`, `deadline=…`); `lease` records what the
+    task reported (progress, added steps)."""
     function = tasks.function(task_name)
     if function is None:
         known = ", ".join(tasks.names) or "none"
@@ -61,7 +122,9 @@ async def run_local_async(tasks: TaskRunner, task_name: str, payload: Any = None
     if not isinstance(sent, dict):
         raise TypeError(f"the payload must be a JSON object, not {type(sent).__name__}")
     delivery = LocalJob(task_name, sent, **job)
-    result = await invoke(function, dict(sent), JobContext(delivery, _NoLease()))
+    lease = lease if lease is not None else LocalLease()
+    lease.job = delivery
+    result = await invoke(function, dict(sent), JobContext(delivery, lease))
     try:
         json.dumps(result, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -69,6 +132,8 @@ async def run_local_async(tasks: TaskRunner, task_name: str, payload: Any = None
     return result
 
 
-def run_local(tasks: TaskRunner, task_name: str, payload: Any = None, **job: Any) -> Any:
+def run_local(
+    tasks: TaskRunner, task_name: str, payload: Any = None, *, lease: LocalLease | None = None, **job: Any
+) -> Any:
     """`run_local_async` from code that is not in an event loop (a plain test function)."""
-    return asyncio.run(run_local_async(tasks, task_name, payload, **job))
+    return asyncio.run(run_local_async(tasks, task_name, payload, lease=lease, **job))

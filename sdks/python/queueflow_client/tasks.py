@@ -27,7 +27,7 @@ from queueflow_worker.context import Delivery, Fatal, JobContext, Lease, Retry, 
 from queueflow_worker.outcomes import Outcome
 
 from queueflow_client.handles import Task, runnable
-from queueflow_client.local import run_local, run_local_async
+from queueflow_client.local import LocalLease, run_local, run_local_async
 
 try:  # the optional `otel` extra: opentelemetry-api
     from opentelemetry import propagate as otel_propagate
@@ -96,14 +96,17 @@ class TaskRegistry:
         """The function registered as `name`, if any."""
         return self._tasks.get(name)
 
-    def run_local(self, name: str, payload: Any = None, **job: Any) -> Any:
+    def run_local(self, name: str, payload: Any = None, *, lease: LocalLease | None = None, **job: Any) -> Any:
         """Run the task `name` once, in-process and without a server, as a worker would (for tests): its result
-        is returned, what it raises is raised. See `queueflow_client.local`."""
-        return run_local(self, name, payload, **job)
+        is returned, what it raises is raised; `lease` (a `LocalLease`) records its progress and added steps. See
+        `queueflow_client.local`."""
+        return run_local(self, name, payload, lease=lease, **job)
 
-    async def run_local_async(self, name: str, payload: Any = None, **job: Any) -> Any:
+    async def run_local_async(
+        self, name: str, payload: Any = None, *, lease: LocalLease | None = None, **job: Any
+    ) -> Any:
         """`run_local` from inside an event loop (an async test)."""
-        return await run_local_async(self, name, payload, **job)
+        return await run_local_async(self, name, payload, lease=lease, **job)
 
     async def invoke(self, function: TaskFunction, job: Delivery, ctx: JobContext) -> Any:
         """Run one delivery's function on its payload, inside the delivery's span when OpenTelemetry is

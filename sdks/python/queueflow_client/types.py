@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 JobStatus = Literal["pending", "running", "retrying", "completed", "dead_letter", "cancelled"]
 WorkflowStatus = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
-StepStatus = Literal["pending", "enqueued", "completed", "failed", "skipped", "cancelled"]
+StepStatus = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 OnFailure = Literal["halt", "skip", "continue"]
 # A field of one of these types is annotated `... | str`: a server newer than the SDK may answer a value the SDK
 # does not know yet (a new status), which the field then holds as the string it is, never an error
@@ -287,13 +287,43 @@ class HeartbeatResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Wait:
+    """What a wait step waits for: the signal `signal` (failing after `timeout_seconds`, if given), or `seconds`."""
+
+    signal: str | None = None
+    timeout_seconds: float | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.signal is not None:
+            shape: dict[str, Any] = {"signal": self.signal}
+            return shape if self.timeout_seconds is None else shape | {"timeout_seconds": self.timeout_seconds}
+        return {"seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Wait:
+        return cls(
+            signal=data.get("signal"),
+            timeout_seconds=_seconds(data.get("timeout_seconds")),
+            seconds=_seconds(data.get("seconds")),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One step of a workflow to create: a job to run once every step it `depends_on` has finished."""
+    """One step of a workflow to create, or to add from a running step (`ctx.add_steps`): a job of `task_name`,
+    or a `wait`, run once every step it `depends_on` has finished. `queueflow_client.steps` builds them
+    (`steps.task`, `steps.signal`, `steps.sleep`).
+
+    `required_by` is for a step added at run time only: existing steps, still pending, that must now also wait
+    for it (`split` adds `map_0..map_n`, each required by `reduce`)."""
 
     name: str
-    task_name: str
+    task_name: str | None = None
+    wait: Wait | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
     depends_on: Sequence[str] = ()
+    required_by: Sequence[str] = ()
     on_failure: OnFailure = "halt"
     queue_name: str | None = None
     priority: int | None = None
@@ -303,14 +333,15 @@ class Step:
     concurrency_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "name": self.name,
+        """The step as the API takes it. A wait step sends no job field (the server refuses any: 400)."""
+        body: dict[str, Any] = {"name": self.name, "depends_on": list(self.depends_on), "on_failure": self.on_failure}
+        if self.required_by:
+            body["required_by"] = list(self.required_by)
+        if self.wait is not None:
+            return body | {"wait": self.wait.to_json()} | ({"task_name": self.task_name} if self.task_name else {})
+        options = {
             "task_name": self.task_name,
             "payload": dict(self.payload),
-            "depends_on": list(self.depends_on),
-            "on_failure": self.on_failure,
-        }
-        options = {
             "queue_name": self.queue_name,
             "priority": self.priority,
             "max_retries": self.max_retries,
@@ -323,24 +354,33 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowStep:
-    """A step as the workflow reports it: its status and, once enqueued, its job."""
+    """A step as the workflow reports it: its status and, once enqueued, its job; a wait step's `wait` and, while
+    it is `waiting`, `due_at` (a wait step has no job); `added_by`, the step that added it at run time (None:
+    declared at creation)."""
 
     name: str
-    task_name: str
+    task_name: str | None
     status: StepStatus | str
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailure
+    wait: Wait | None = None
+    due_at: datetime | None = None
+    added_by: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkflowStep:
+        wait, due = data.get("wait"), data.get("due_at")
         return cls(
             name=data["name"],
-            task_name=data["task_name"],
+            task_name=data.get("task_name"),
             status=data["status"],
             job_id=data.get("job_id"),
             depends_on=list(data["depends_on"]),
             on_failure=data["on_failure"],
+            wait=Wait.from_json(wait) if wait is not None else None,
+            due_at=datetime.fromisoformat(due) if due is not None else None,
+            added_by=data.get("added_by"),
         )
 
 
@@ -374,7 +414,8 @@ class Workflow:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job.
+    """A cron schedule: each occurrence of `cron` in `timezone` enqueues one `task_name` job, or starts one
+    `workflow` (`{name, context, steps}`; its job fields are then None).
 
     `next_run_at` is the pending occurrence (None while disabled); `last_run_at` the latest that fired."""
 
@@ -383,16 +424,17 @@ class Schedule:
     name: str
     cron: str
     timezone: str
-    task_name: str
-    queue_name: str
-    payload: dict[str, Any]
-    priority: int
-    max_retries: int
+    task_name: str | None
+    queue_name: str | None
+    payload: dict[str, Any] | None
+    priority: int | None
+    max_retries: int | None
     enabled: bool
     next_run_at: datetime | None
     last_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    workflow: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Schedule:
@@ -402,14 +444,15 @@ class Schedule:
             name=data["name"],
             cron=data["cron"],
             timezone=data["timezone"],
-            task_name=data["task_name"],
-            queue_name=data["queue_name"],
-            payload=dict(data["payload"]),
-            priority=data["priority"],
-            max_retries=data["max_retries"],
+            task_name=data.get("task_name"),
+            queue_name=data.get("queue_name"),
+            payload=dict(data["payload"]) if data.get("payload") is not None else None,
+            priority=data.get("priority"),
+            max_retries=data.get("max_retries"),
             enabled=data["enabled"],
             next_run_at=_time(data.get("next_run_at")),
             last_run_at=_time(data.get("last_run_at")),
             created_at=_required_time(data["created_at"]),
             updated_at=_required_time(data["updated_at"]),
+            workflow=data.get("workflow"),
         )

@@ -57,7 +57,7 @@ from queueflow_client._transport import (
 )
 from queueflow_client.errors import AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError
 from queueflow_client.tasks import TaskRegistry
-from queueflow_client.types import LeasedJob
+from queueflow_client.types import LeasedJob, WorkflowStep
 
 __all__ = ["Worker"]
 
@@ -249,6 +249,9 @@ class _Unopened:
     async def progress(self, job_id: str, token: str, value: Any) -> bool:
         raise RuntimeError("the worker is not started")
 
+    async def add_steps(self, job_id: str, token: str, steps: list[dict[str, Any]]) -> list[WorkflowStep]:
+        raise RuntimeError("the worker is not started")
+
 
 class _HttpSource:
     """The worker routes as a `LeaseSource`."""
@@ -356,6 +359,11 @@ class _HttpSource:
         except (LeaseLostError, NotFoundError):
             return False
         return True
+
+    async def add_steps(self, job_id: str, token: str, steps: list[dict[str, Any]]) -> list[WorkflowStep]:
+        """`POST /v1/worker/jobs/{id}/steps`: its errors are the client's (LeaseLostError, InvalidStateError,
+        ValidationError, …)."""
+        return await self._transport(_calls.add_steps(job_id, token, steps))
 
 
 def _default_logging() -> None:

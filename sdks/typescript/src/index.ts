@@ -3,6 +3,8 @@
 export { QueueFlow, Jobs, Queues } from "./client.js";
 export { Workflows } from "./workflows.js";
 export { Schedules } from "./schedules.js";
+export { steps } from "./steps.js";
+export type { NewStep, OnFailure, SignalStepOptions, StepOptions, StepRef, TaskStepOptions, Wait, WorkflowDefinition } from "./steps.js";
 export { paginate } from "./pagination.js";
 export { VERSION } from "./version.js";
 export { enqueueTx } from "./transactional.js";
@@ -11,6 +13,7 @@ export type { QueueFlowOptions, EnqueueOptions } from "./client.js";
 export type { CreateWorkflowOptions } from "./workflows.js";
 export { Worker, RetryError, FatalError, ShutdownError, DeadlineError } from "./worker.js";
 export type { WorkerOptions, WorkerLogger, TaskContext, TaskHandler } from "./worker.js";
+export { LocalLease } from "./worker/context.js";
 export { defineTask, TaskDefinition } from "./tasks.js";
 export type { TypedJob, JobFields } from "./tasks.js";
 export type { RequestOptions } from "./transport.js";

@@ -30,7 +30,7 @@ import { hostname } from "node:os";
 import type { WorkerLogger } from "./outcomes.js";
 import type { TaskDefinition } from "./tasks.js";
 import type { LeasedJob } from "./types.js";
-import { type TaskContext, type TaskHandler, localContext } from "./worker/context.js";
+import { LocalLease, type TaskContext, type TaskHandler, localContext } from "./worker/context.js";
 import { HttpSource } from "./worker/httpSource.js";
 import { MAX_BATCH, WorkerLoop } from "./worker/loop.js";
 
@@ -157,16 +157,23 @@ export class Worker {
   /**
    * Run the handler of `taskName` once on `payload`, in-process and without a server, as the worker would (for
    * tests): the payload goes through JSON first, `ctx.job` is a running job made of `job`'s fields over
-   * defaults, `ctx.signal` never aborts and `ctx.progress` answers true. Resolves with the result as the job would store it (through JSON);
-   * what the handler throws (`RetryError`, `FatalError`, any error) rejects.
+   * defaults, `ctx.signal` never aborts, `ctx.progress` answers true and `ctx.addSteps` answers its steps as pending
+   * ones (the job must be a workflow step: `{ workflow_step_id: "split" }`), both recorded on `lease` for the test to
+   * assert (`lease.addedSteps`, `lease.progressReports`). Resolves with the result as the job would store it (through
+   * JSON); what the handler throws (`RetryError`, `FatalError`, any error) rejects.
    */
-  async runLocal(taskName: string, payload: Record<string, unknown> = {}, job: Partial<LeasedJob> = {}): Promise<unknown> {
+  async runLocal(
+    taskName: string,
+    payload: Record<string, unknown> = {},
+    job: Partial<LeasedJob> = {},
+    lease: LocalLease = new LocalLease(),
+  ): Promise<unknown> {
     const handler = this.#handlers.get(taskName);
     if (!handler) {
       throw new TypeError(`no handler for task ${JSON.stringify(taskName)} (it has: ${[...this.#handlers.keys()].sort().join(", ")})`);
     }
     const sent = JSON.parse(JSON.stringify(payload)) as Record<string, unknown>;
-    const result = await handler(sent as never, localContext(taskName, this.#queues[0] ?? "default", sent, job));
+    const result = await handler(sent as never, localContext(taskName, this.#queues[0] ?? "default", sent, job, lease));
     return JSON.parse(JSON.stringify(result === undefined ? null : result)) as unknown;
   }
 

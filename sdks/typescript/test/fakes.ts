@@ -5,9 +5,10 @@
 
 import type { WorkerLogger } from "../src/outcomes.js";
 import { traced } from "../src/tracing.js";
-import type { LeasedJob } from "../src/types.js";
+import type { NewStep } from "../src/steps.js";
+import type { LeasedJob, WorkflowStep } from "../src/types.js";
 import type { Clock, Timer } from "../src/worker/clock.js";
-import { type TaskHandler, localContext } from "../src/worker/context.js";
+import { type TaskHandler, asPending, localContext } from "../src/worker/context.js";
 import { type LeaseSource, type LoopSettings, type Recorded, WorkerLoop } from "../src/worker/loop.js";
 
 /** Let every promise that can settle now settle: one turn of the event loop runs all pending microtasks. */
@@ -210,6 +211,16 @@ export class ScriptedSource implements LeaseSource {
   async progress(job: LeasedJob, value: unknown): Promise<void> {
     this.progressed.push([job.id, value]);
     if (this.progressError !== undefined) throw this.progressError;
+  }
+
+  /** Every `addSteps` call: the job, its lease token and the steps. Answers them as pending steps, or `addStepsError`. */
+  readonly added: [id: string, token: string, steps: NewStep[]][] = [];
+  addStepsError: unknown;
+
+  async addSteps(job: LeasedJob, steps: NewStep[]): Promise<WorkflowStep[]> {
+    this.added.push([job.id, job.lease_token, steps]);
+    if (this.addStepsError !== undefined) throw this.addStepsError;
+    return asPending(steps, job.workflow_step_id);
   }
 
   close(): void {

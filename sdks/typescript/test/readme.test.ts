@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 
 import ts from "typescript";
 
-import { API_KEY, type LiveServer, PACKAGE_DIR, startServer } from "./live.js";
+import { API_KEY, type LiveServer, PACKAGE_DIR, WORKER_KEY, startServer } from "./live.js";
 
 const run = promisify(execFile);
 const README_URL = "http://127.0.0.1:8000";
@@ -52,7 +52,12 @@ for (const block of blocks) {
     });
     const file = join(scratch, `block-${block.line}.mjs`);
     await writeFile(file, outputText);
-    const env = { ...process.env, QUEUEFLOW_API_KEY: API_KEY, ...(needsDatabase ? { DATABASE_URL: databaseUrl } : {}) };
+    const env = {
+      ...process.env,
+      QUEUEFLOW_API_KEY: API_KEY,
+      QUEUEFLOW_WORKER_KEY: WORKER_KEY,
+      ...(needsDatabase ? { DATABASE_URL: databaseUrl } : {}),
+    };
     await run(process.execPath, [file], { cwd: scratch, env, timeout: 30_000 });
   });
 }

@@ -33,6 +33,6 @@ test("QueueFlow and its resources show only their documented API", () => {
   assert.ok(client.workflows instanceof Workflows && client.schedules instanceof Schedules);
   assert.deepEqual(surface(client.jobs), ["cancel", "enqueue", "enqueueMany", "get", "iterate", "list", "retry", "run", "wait"]);
   assert.deepEqual(surface(client.queues), ["get", "list", "pause", "resume", "update"]);
-  assert.deepEqual(surface(client.workflows), ["cancel", "create", "get", "iterate", "list", "wait"]);
+  assert.deepEqual(surface(client.workflows), ["cancel", "create", "get", "iterate", "list", "retry", "signal", "wait"]);
   assert.deepEqual(surface(client.schedules), ["create", "delete", "get", "iterate", "list", "update"]);
 });

@@ -64,8 +64,8 @@ export function typeChecks(client: QueueFlow, worker: Worker): void {
 export function workflowAndScheduleTypeChecks(client: QueueFlow): void {
   // @ts-expect-error -- "abort" is not an on_failure policy
   void client.workflows.create({ name: "w", steps: [{ name: "a", task_name: "t", on_failure: "abort" }] });
-  // @ts-expect-error -- a step needs a task_name
-  void client.workflows.create({ name: "w", steps: [{ name: "a" }] });
+  // @ts-expect-error -- a step needs a name
+  void client.workflows.create({ name: "w", steps: [{ task_name: "t" }] });
   // @ts-expect-error -- depends_on lists step names
   void client.workflows.create({ name: "w", steps: [{ name: "a", task_name: "t", depends_on: "b" }] });
   // @ts-expect-error -- "done" is not a workflow status

@@ -4,7 +4,17 @@
 `TaskRegistry`, which is a `TaskRunner`.
 """
 
-from queueflow_worker.context import Delivery, Fatal, JobContext, Lease, Retry, TaskFunction, invoke
+from queueflow_worker.context import (
+    AddedStep,
+    Delivery,
+    Fatal,
+    JobContext,
+    Lease,
+    Retry,
+    TaskFunction,
+    invoke,
+    step_json,
+)
 from queueflow_worker.loop import WorkerLoop
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, answers_in_order, error_text
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
@@ -14,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "AddedStep",
     "Clock",
     "Delivery",
     "EventLoopClock",
@@ -30,4 +41,5 @@ __all__ = [
     "answers_in_order",
     "error_text",
     "invoke",
+    "step_json",
 ]

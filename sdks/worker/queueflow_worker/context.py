@@ -6,6 +6,9 @@ the loop, a plain `def` in a thread).
 While a task runs its lease is heartbeated every `lease_seconds / 3`; when a heartbeat finds the lease lost (the
 job was cancelled, or its lease expired and it was reclaimed) the task is told: an async task is cancelled, a
 sync one sees `ctx.cancelled` become true. Whatever such a task returns afterwards is dropped.
+
+A task running a workflow step may grow its workflow: `ctx.add_steps([...])` (`POST /v1/worker/jobs/{id}/steps`
+over HTTP, the engine in-process) adds steps under the job's lease, atomically, and is safe to repeat after a crash.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-__all__ = ["Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "invoke"]
+__all__ = ["AddedStep", "Delivery", "Fatal", "JobContext", "Lease", "Retry", "TaskFunction", "invoke", "step_json"]
 
 TaskFunction = Callable[[dict[str, Any], "JobContext"], Any]
 """`(payload, ctx) -> result`, async or not."""
@@ -56,6 +59,36 @@ class Delivery(Protocol):
     def deadline(self) -> datetime | None: ...
 
 
+class AddedStep(Protocol):
+    """A step of the workflow as `ctx.add_steps` answers it (the SDK's `WorkflowStep` is one; so is the server's
+    own `Step`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def job_id(self) -> str | None: ...
+    @property
+    def depends_on(self) -> Sequence[str]: ...
+    @property
+    def added_by(self) -> str | None: ...
+
+
+def step_json(step: Any) -> dict[str, Any]:
+    """A step to add as the API takes it (a `NewStep` of `POST /v1/worker/jobs/{id}/steps`): a step builder's
+    `to_json()` (the SDK's `queueflow_client.steps`), or a mapping of the same fields (None values left out)."""
+    if callable(to_json := getattr(step, "to_json", None)):
+        data = to_json()
+    elif isinstance(step, Mapping):
+        data = {key: value for key, value in step.items() if value is not None}
+    else:
+        raise TypeError(f"a step to add is a step (steps.task, steps.signal, steps.sleep) or a dict, not {step!r:.80}")
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise TypeError(f"a step to add needs a name: {data!r:.80}")
+    return data
+
+
 class Lease(Protocol):
     """The held lease of one delivery, as its task sees it."""
 
@@ -65,6 +98,11 @@ class Lease(Protocol):
 
     async def progress(self, value: Any) -> bool:
         """A heartbeat that also records `value` as the job's progress; False when it no longer holds the job."""
+        ...
+
+    async def add_steps(self, steps: list[dict[str, Any]]) -> Sequence[AddedStep]:
+        """Add `steps` (`step_json`'s shape) to the job's workflow under this lease; the listed steps as they are
+        now. Raises the source's errors: a lost lease, a job of no workflow, steps the server refuses."""
         ...
 
 
@@ -132,6 +170,21 @@ class JobContext:
     def progress_blocking(self, value: Any) -> bool:
         """`progress(value)` for a sync task, from its thread."""
         return asyncio.run_coroutine_threadsafe(self.progress(value), self._loop).result()
+
+    async def add_steps(self, steps: Sequence[Any]) -> list[AddedStep]:
+        """Add `steps` to the workflow this job's step runs in (`queueflow_client.steps`: `steps.task(...,
+        required_by=["reduce"])`, `steps.signal(...)`, …; or dicts of the API's fields), all or none; answers the
+        listed steps as they are now (a new step whose dependencies are all done is already enqueued). Safe to repeat:
+        a delivery run again after a crash that adds the same steps adds nothing twice. A job that is no workflow
+        step, or a step past `pending` in `required_by`, is an InvalidStateError; a lost lease a LeaseLostError; a
+        cycle, an unknown name, a name given twice a ValidationError (the SDK's classes, over HTTP)."""
+        if isinstance(steps, str | Mapping) or not isinstance(steps, Sequence):
+            raise TypeError("add_steps takes a list of steps")
+        return list(await self._lease.add_steps([step_json(step) for step in steps]))
+
+    def add_steps_blocking(self, steps: Sequence[Any]) -> list[AddedStep]:
+        """`add_steps(steps)` for a sync task, from its thread."""
+        return asyncio.run_coroutine_threadsafe(self.add_steps(steps), self._loop).result()
 
 
 async def invoke(

@@ -8,9 +8,10 @@ A running task's own `ctx.heartbeat()` and `ctx.progress()` are one job's heartb
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from queueflow_worker.context import AddedStep
 from queueflow_worker.joblog import log
 from queueflow_worker.ports import Clock, LeaseSource
 from queueflow_worker.retries import LeaseHorizon
@@ -64,7 +65,7 @@ async def run(loop: Host) -> None:
 
 
 class JobLease:
-    """What `ctx.heartbeat()` and `ctx.progress()` call: one heartbeat of this job's lease, now."""
+    """What `ctx.heartbeat()`, `ctx.progress()` and `ctx.add_steps()` call, under this job's lease, now."""
 
     __slots__ = ("job_id", "loop", "token")
 
@@ -77,6 +78,9 @@ class JobLease:
 
     async def progress(self, value: Any) -> bool:
         return self._extended(await self.loop.source.progress(self.job_id, self.token, value))
+
+    async def add_steps(self, steps: list[dict[str, Any]]) -> Sequence[AddedStep]:
+        return await self.loop.source.add_steps(self.job_id, self.token, steps)
 
     def _extended(self, held: bool) -> bool:
         if held:

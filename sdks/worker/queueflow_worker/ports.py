@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from queueflow_worker.context import Delivery, JobContext, TaskFunction
+from queueflow_worker.context import AddedStep, Delivery, JobContext, TaskFunction
 from queueflow_worker.outcomes import Outcome
 
 __all__ = ["Clock", "LeaseSource", "LeasedDelivery", "TaskRunner"]
@@ -56,6 +56,12 @@ class LeaseSource(Protocol):
 
     async def progress(self, job_id: str, token: str, value: Any) -> bool:
         """Extend one lease now and record `value` as its job's progress; whether it still held."""
+        ...
+
+    async def add_steps(self, job_id: str, token: str, steps: list[dict[str, Any]]) -> Sequence[AddedStep]:
+        """The job `job_id`, a running workflow step held with `token`, adds `steps` (each a `NewStep` of
+        `POST /v1/worker/jobs/{id}/steps`, as `context.step_json` makes it) to its workflow; the listed steps as
+        they are now. Errors as the source has them: lease lost, not a workflow step, refused steps."""
         ...
 
 

@@ -50,6 +50,13 @@ class StrictBody(AbstractDTO[T]):
         return False
 
 
+class OptionalStrictBody(StrictBody[T]):
+    """`StrictBody` for a body that may be left out: no body is `T` with its defaults."""
+
+    def decode_bytes(self, value: bytes) -> Any:
+        return self.model_type() if not value.strip() else decode_strict(value, self.model_type)
+
+
 def decode_strict(raw: bytes, kind: type[T]) -> T:
     """Decode JSON `raw` into `kind` with no type coercion, or raise a ValidationError naming the field."""
     if not raw.strip():

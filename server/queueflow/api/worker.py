@@ -34,6 +34,7 @@ from queueflow.api.schemas.worker import (
     ReleaseRequest,
     ReleaseResults,
 )
+from queueflow.api.schemas.workflows import AddedSteps, AddStepsRequest, WorkflowStep
 from queueflow.api.services import Services
 from queueflow.api.tracing import link_leased
 from queueflow.core import types as domain
@@ -287,3 +288,25 @@ class WorkerController(Controller):
         counted), or `lease_lost` on its own."""
         results = await services.engine.release(data.to_domain(), scope=worker_scope(request))
         return ReleaseResults([AckResult.from_domain(result) for result in results])
+
+    @post(
+        "/jobs/{job_id:str}/steps",
+        operation_id="addWorkflowSteps",
+        dto=StrictBody[AddStepsRequest],
+        return_dto=None,
+        status_code=201,
+        responses=problem_responses(*WORKER_ERRORS, 404, 409),
+    )
+    async def add_workflow_steps(
+        self,
+        services: NamedDependency[Services],
+        job_id: JobIdPath,
+        data: JSONBody[AddStepsRequest],
+        request: Request[Any, Any, Any],
+    ) -> AddedSteps:
+        """Add steps to the workflow of the running step whose job this is (the lease must be held): atomic, and
+        safe to repeat (steps this step added before with the same definition are left as they are)."""
+        steps = await services.engine.workflows.add_steps(
+            job_id, data.lease_token, data.to_domain(), worker_scope(request)
+        )
+        return AddedSteps([WorkflowStep.from_domain(step) for step in steps])

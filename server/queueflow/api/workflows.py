@@ -1,4 +1,5 @@
-"""Tenant routes for workflows: create (validating the DAG), get, list and cancel, each one engine call."""
+"""Tenant routes for workflows: create (validating the DAG), get, list, cancel, signal and retry, each one engine
+call."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ from typing import Annotated, Any
 from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import JSONBody, QueryParameter
+from litestar.params import JSONBody, PathParameter, QueryParameter
 
 from queueflow.api.allow import options_for
 from queueflow.api.auth import TENANT, tenant_of
-from queueflow.api.body import StrictBody
+from queueflow.api.body import OptionalStrictBody, StrictBody
 from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, WaitSeconds
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import JobIdPath
-from queueflow.api.schemas.workflows import CreateWorkflow, Workflow, WorkflowPage, WorkflowStatusName
+from queueflow.api.schemas.workflows import CreateWorkflow, SignalRequest, Workflow, WorkflowPage, WorkflowStatusName
 from queueflow.api.services import Services
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import workflow_when_finished
@@ -24,6 +25,7 @@ from queueflow.core.workflow import StepStatus, WorkflowStatus
 from queueflow.engine import MAX_PAGE
 
 WorkflowIdPath = JobIdPath  # every id has the same shape: a type prefix and 26 base32 characters
+SignalNamePath = Annotated[str, PathParameter(pattern=r"^[A-Za-z0-9_.:-]{1,100}$", min_length=1, max_length=100)]
 workflows_options = options_for("/workflows", "GET", "POST")  # registered before WorkflowsController
 
 
@@ -100,3 +102,38 @@ class WorkflowsController(Controller):
     ) -> Workflow:
         """Cancel a running workflow: every unfinished step, and its job (a running job's lease stops working)."""
         return Workflow.from_domain(await services.engine.cancel_workflow(tenant_of(request), workflow_id))
+
+    @post(
+        "/{workflow_id:str}/signals/{name:str}",
+        operation_id="signalWorkflow",
+        dto=OptionalStrictBody[SignalRequest],
+        return_dto=None,
+        status_code=200,
+        responses=problem_responses(400, *TENANT_ERRORS, 404, 409, 413),
+    )
+    async def signal_workflow(
+        self,
+        services: NamedDependency[Services],
+        request: Request[Any, Any, Any],
+        workflow_id: WorkflowIdPath,
+        name: SignalNamePath,
+        data: JSONBody[SignalRequest | None] = None,
+    ) -> Workflow:
+        """Send the signal `name`: the step waiting for it completes now with `payload` as its result (and the
+        workflow advances), or, if it does not wait yet, keeps it for when it does."""
+        payload = None if data is None else data.payload
+        signalled = await services.engine.workflows.signal(tenant_of(request), workflow_id, name, payload)
+        return Workflow.from_domain(signalled)
+
+    @post(
+        "/{workflow_id:str}/retry",
+        operation_id="retryWorkflow",
+        status_code=200,
+        responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
+    )
+    async def retry_workflow(
+        self, services: NamedDependency[Services], request: Request[Any, Any, Any], workflow_id: WorkflowIdPath
+    ) -> Workflow:
+        """Re-run a failed, partially failed or cancelled workflow: its failed, cancelled and skipped steps run
+        again; completed steps keep their results."""
+        return Workflow.from_domain(await services.engine.workflows.retry(tenant_of(request), workflow_id))

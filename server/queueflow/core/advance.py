@@ -8,8 +8,10 @@ result, assembled when it is read, so a finish writes one result, never the whol
 Readiness: a pending step is ready when every dependency is *satisfied*: completed, or failed/cancelled with
 `on_failure=continue`. Each step row counts its unsatisfied dependencies (`Step.remaining`).
 
-A step's job ends in failure when it dead-letters (the step is `failed`) or is cancelled (`cancelled`); either way
-the step's `on_failure` applies:
+A ready step that runs a job is enqueued; a ready wait step becomes `waiting` with its due time (`core.waits`).
+
+A step's job ends in failure when it dead-letters (the step is `failed`) or is cancelled (`cancelled`); a wait
+step fails when its signal times out. Either way the step's `on_failure` applies:
     halt      every unfinished step, pending or enqueued, is cancelled (enqueued steps' jobs too), and the workflow
               is `failed` at once.
     skip      every pending step that depends on it, directly or not, is skipped; other branches go on.
@@ -38,8 +40,10 @@ from enum import StrEnum
 from typing import Protocol
 
 from queueflow.core.types import JSON, Job
+from queueflow.core.waits import DueWait, Wait, WaitEnd, is_due
 from queueflow.core.workflow import (
     FAILED_STEPS,
+    RETRIED_STEPS,
     UNFINISHED_STEPS,
     OnFailure,
     Step,
@@ -69,9 +73,11 @@ class StepState(Protocol):
     def depends_on(self) -> Sequence[str]: ...
     @property
     def on_failure(self) -> OnFailure: ...
+    @property
+    def wait(self) -> Wait | None: ...
 
 
-FINISH_FROM = frozenset({StepStatus.ENQUEUED})
+FINISH_FROM = frozenset({StepStatus.ENQUEUED, StepStatus.WAITING})
 SKIP_FROM = frozenset({StepStatus.PENDING})
 CANCEL_FROM = UNFINISHED_STEPS
 ENQUEUE_FROM = frozenset({StepStatus.PENDING})
@@ -111,14 +117,22 @@ class Transition:
     """pending | enqueued → cancelled; the enqueued ones' jobs are cancelled too."""
     enqueue: tuple[str, ...] = ()
     """pending → enqueued, each with a new job (`workflow.step_job`) built from the merged context."""
+    wait: tuple[str, ...] = ()
+    """pending → waiting (wait steps), each with its due time (`Wait.due`)."""
+    reopen: tuple[str, ...] = ()
+    """failed | cancelled | skipped → pending (a retry), before the changes above; no job, no due time."""
+    rerun: bool = False
+    """The workflow goes back to `running` (a retry), its completed_at cleared."""
     workflow_status: WorkflowStatus | None = None
     """The workflow's terminal status, when nothing is left to schedule; None while it runs on."""
 
     def changes(self) -> list[StepChange]:
         changes = [] if self.finished is None else [self.finished]
+        changes += [StepChange(name, StepStatus.PENDING, RETRIED_STEPS) for name in self.reopen]
         changes += [StepChange(name, StepStatus.SKIPPED, SKIP_FROM) for name in self.skip]
         changes += [StepChange(name, StepStatus.CANCELLED, CANCEL_FROM) for name in self.cancel]
         changes += [StepChange(name, StepStatus.ENQUEUED, ENQUEUE_FROM) for name in self.enqueue]
+        changes += [StepChange(name, StepStatus.WAITING, ENQUEUE_FROM) for name in self.wait]
         return changes
 
 
@@ -128,6 +142,7 @@ class _State:
     status: StepStatus
     depends_on: Sequence[str]
     on_failure: OnFailure
+    wait: Wait | None
 
 
 def satisfied(step: StepState) -> bool:
@@ -173,17 +188,33 @@ def settle(steps: Sequence[StepState]) -> Transition:
         cancel = tuple(step.name for step in steps if step.status in UNFINISHED_STEPS)
         return Transition(cancel=cancel, workflow_status=WorkflowStatus.FAILED)
     skip = _downstream_of_skips(steps)
+    waits = {step.name for step in steps if step.wait is not None}
     ready = [name for name in ready_steps(steps) if name not in skip]
-    changed = {name: StepStatus.SKIPPED for name in skip} | {name: StepStatus.ENQUEUED for name in ready}
+    enqueue = tuple(name for name in ready if name not in waits)
+    wait = tuple(name for name in ready if name in waits)
+    changed = (
+        {name: StepStatus.SKIPPED for name in skip}
+        | {name: StepStatus.ENQUEUED for name in enqueue}
+        | {name: StepStatus.WAITING for name in wait}
+    )
     projected = [_with_status(step, changed.get(step.name, step.status)) for step in steps]
-    return Transition(skip=skip, enqueue=tuple(ready), workflow_status=derive_status(projected))
+    return Transition(skip=skip, enqueue=enqueue, wait=wait, workflow_status=derive_status(projected))
+
+
+def retry_workflow(steps: Sequence[StepState]) -> Transition:
+    """A retry of a workflow that ended: every failed, cancelled or skipped step back to pending (completed ones
+    keep their results), the workflow running again, and what is then ready enqueued or waiting (`settle`)."""
+    reopen = tuple(step.name for step in steps if step.status in RETRIED_STEPS)
+    projected = [_with_status(step, StepStatus.PENDING) if step.name in reopen else step for step in steps]
+    after = settle(projected)
+    return replace(after, reopen=reopen, rerun=True)
 
 
 def on_step_finished(steps: Sequence[StepState], name: str, outcome: StepOutcome, result: JSON = None) -> Transition:
     """What a store records when the job of step `name` ends with `outcome` (and `result`, when completed).
 
-    A report for a step that is no longer enqueued (a repeat, or a step a halt or a cancel got to first) records
-    nothing for that step; the rest of the snapshot is settled as usual.
+    A report for a step that is no longer enqueued or waiting (a repeat, or a step a halt or a cancel got to
+    first) records nothing for that step; the rest of the snapshot is settled as usual.
     """
     step = next((step for step in steps if step.name == name), None)
     if step is None:
@@ -193,16 +224,38 @@ def on_step_finished(steps: Sequence[StepState], name: str, outcome: StepOutcome
     status = finished_status(outcome)
     after = settle([_with_status(other, status) if other.name == name else other for other in steps])
     kept = result if outcome is StepOutcome.COMPLETED else None
-    return replace(after, finished=StepChange(name, status, FINISH_FROM), result=kept)
+    return replace(after, finished=StepChange(name, status, frozenset({step.status})), result=kept)
 
 
-def on_job_finished(workflow: Workflow, name: str, job_id: str, outcome: StepOutcome, result: JSON) -> Transition:
-    """`on_step_finished` for the job `job_id` of step `name`: nothing for a report about a workflow that is no
-    longer running, or about a job that is not (or no longer) the step's."""
+def on_job_finished(
+    workflow: Workflow,
+    name: str,
+    job_id: str | None,
+    outcome: StepOutcome,
+    result: JSON,
+    wait_end: WaitEnd | None = None,
+) -> Transition:
+    """`on_step_finished` for the job `job_id` of step `name` (None: the end of a wait, decided on `wait_end`):
+    nothing for a report about a workflow that is no longer running, or about a step that is not as reported
+    (`is_reported`)."""
     step = next((step for step in workflow.steps if step.name == name), None)
-    if workflow.status is not WorkflowStatus.RUNNING or step is None or step.job_id != job_id:
+    if workflow.status is not WorkflowStatus.RUNNING or step is None or not is_reported(step, job_id, wait_end):
         return Transition()
     return on_step_finished(workflow.steps, name, outcome, result)
+
+
+def is_reported(step: Step, job_id: str | None, wait_end: WaitEnd | None) -> bool:
+    """Whether `step` is as its end was reported: enqueued with the job `job_id`, or (no job) waiting as read
+    when its end was decided — the same due time, and a signal kept or not alike. A stale report (a timeout read
+    before a signal came, a due time from before a retry) matches nothing, so of two racing ends one is recorded."""
+    if job_id is not None:
+        return step.status is StepStatus.ENQUEUED and step.job_id == job_id
+    return (
+        wait_end is not None
+        and step.status is StepStatus.WAITING
+        and step.due_at == wait_end.due_at
+        and (step.signal is not None) == wait_end.signalled
+    )
 
 
 def cancel_workflow(steps: Sequence[StepState]) -> Transition:
@@ -223,9 +276,25 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
     for change in transition.changes():
         row = rows.get(change.name)
         if row is not None and row.status in change.expect:
+            if change.status is StepStatus.WAITING and row.wait is not None:
+                row = replace(row, due_at=row.wait.due(now, row.signal is not None))
+            elif change.status is StepStatus.PENDING:
+                row = replace(row, job_id=None, due_at=None)
+            elif change.status is not StepStatus.ENQUEUED:
+                row = replace(row, due_at=None)
             rows[change.name] = replace(row, status=change.status)
             applied.append(change)
+    for change in applied:
+        row = rows[change.name]
+        if change.status is StepStatus.PENDING and row.status is StepStatus.PENDING:
+            # Reopened by a retry: it waits for every dependency that is not satisfied now.
+            left = sum(not satisfied(rows[name]) for name in row.depends_on)
+            rows[change.name] = replace(row, remaining=left)
     context = workflow.context
+    reopened = [change.name for change in applied if change.status is StepStatus.PENDING]
+    if reopened:
+        # A retried step's result (null, for a `continue` failure) leaves the context until it is satisfied again.
+        context = {key: value for key, value in context.items() if key not in reopened}
     finished = transition.finished
     if finished is not None and finished in applied and satisfied(rows[finished.name]):
         context = {**context, finished.name: transition.result}
@@ -234,6 +303,8 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
             if dependent.status in (StepStatus.PENDING, StepStatus.ENQUEUED) and dependent.remaining > 0:
                 rows[name] = replace(dependent, remaining=dependent.remaining - 1)
     status, completed_at = workflow.status, workflow.completed_at
+    if transition.rerun and status is not WorkflowStatus.RUNNING:
+        status, completed_at = WorkflowStatus.RUNNING, None
     if transition.workflow_status is not None and status is WorkflowStatus.RUNNING:
         status, completed_at = transition.workflow_status, now
     updated = replace(workflow, context=context, steps=list(rows.values()), status=status, completed_at=completed_at)
@@ -246,7 +317,7 @@ class Counters:
     them (`core.finish`)."""
 
     unfinished: int
-    """Steps pending or enqueued."""
+    """Steps pending, enqueued or waiting."""
     partial: bool
     """Some step ended other than completed: once nothing is unfinished the workflow is `partially_failed`."""
 
@@ -328,4 +399,18 @@ def _downstream_of_skips(steps: Sequence[StepState]) -> tuple[str, ...]:
 
 
 def _with_status(step: StepState, status: StepStatus) -> _State:
-    return _State(step.name, status, step.depends_on, step.on_failure)
+    return _State(step.name, status, step.depends_on, step.on_failure, step.wait)
+
+
+def due_waits(workflow: Workflow, now: datetime) -> list[DueWait]:
+    """The workflow's waiting steps to end now (due, or with a signal kept): after a change of the whole workflow,
+    which reads it all anyway."""
+    found = [due_wait(workflow.id, step) for step in workflow.steps if step.status is StepStatus.WAITING]
+    return [due for due in found if due is not None and is_due(due, now)]
+
+
+def due_wait(workflow_id: str, step: Step) -> DueWait | None:
+    """`step` as a wait to end, if it is a wait step."""
+    if step.wait is None:
+        return None
+    return DueWait(workflow_id=workflow_id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)

@@ -32,12 +32,14 @@ first, which waits out the finishes in flight and holds off new ones, and decide
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from queueflow.core.advance import StepOutcome, finished_status
 from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
 from queueflow.core.types import JSON
+from queueflow.core.waits import DueWait, WaitEnd
 from queueflow.core.workflow import OnFailure, Step, StepStatus, WorkflowStatus
 
 
@@ -59,31 +61,52 @@ class Finish:
     """Pending dependents that stay pending, with their new count of unsatisfied dependencies."""
     enqueue: tuple[str, ...]
     """Pending dependents whose count reached 0: enqueued now, each with a new job (remaining 0)."""
+    wait: dict[str, datetime | None] = field(default_factory=dict)
+    """Pending wait steps among them whose count reached 0: waiting now, with their due time (remaining 0)."""
+    due: tuple[DueWait, ...] = ()
+    """Those of `wait` with a signal kept: due at once, for the caller to end (a finish of their own)."""
     partial: bool
     """The finish was a failure: the workflow can end `partially_failed` at best."""
     unfinished: int = 1
     """By how much the workflow's count of unfinished steps goes down."""
 
 
-def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step]) -> Finish:
+def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step], now: datetime) -> Finish:
     """The finish of a step whose job ended with `outcome` (`finishes_alone`), given its dependents that are still
-    pending as the store locked them (any other dependent was skipped or cancelled and is left alone)."""
+    pending as the store locked them (any other dependent was skipped or cancelled and is left alone). A ready
+    wait step waits from `now`; one whose signal was kept is due at once (`Finish.due`)."""
     remaining: dict[str, int] = {}
     enqueue: list[str] = []
+    wait: dict[str, datetime | None] = {}
+    due: list[DueWait] = []
     for dependent in dependents:
         if dependent.status is not StepStatus.PENDING:
             continue
         left = dependent.remaining - 1
-        if left <= 0:
+        if left > 0:
+            remaining[dependent.name] = left
+        elif dependent.wait is None:
             enqueue.append(dependent.name)
         else:
-            remaining[dependent.name] = left
+            due_at = wait[dependent.name] = dependent.wait.due(now, dependent.signal is not None)
+            if dependent.signal is not None:
+                due.append(
+                    DueWait(
+                        workflow_id=dependent.workflow_id,
+                        name=dependent.name,
+                        wait=dependent.wait,
+                        due_at=due_at,
+                        signal=dependent.signal,
+                    )
+                )
     completed = outcome is StepOutcome.COMPLETED
     return Finish(
         status=finished_status(outcome),
         result=result if completed else None,
         remaining=remaining,
         enqueue=tuple(enqueue),
+        wait=wait,
+        due=tuple(due),
         partial=not completed,
     )
 
@@ -98,13 +121,34 @@ def counted_status(unfinished: int, partial: bool) -> WorkflowStatus | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepReport:
-    """The job `job_id` of step `step` of workflow `workflow_id` ended with `outcome` (and `result`, completed)."""
+    """The job `job_id` of step `step` of workflow `workflow_id` ended with `outcome` (and `result`, completed);
+    or, with no job, its wait ended, as decided on the row `wait_end` describes (`wait_report`)."""
 
     workflow_id: str
     step: str
-    job_id: str
+    job_id: str | None
     outcome: StepOutcome
     result: JSON = None
+    wait_end: WaitEnd | None = None
+
+
+def wait_report(due: DueWait) -> StepReport:
+    """How the wait `due` ends: with its kept signal's payload, after its sleep (null), or failed (its signal
+    timed out)."""
+    if due.signal is not None:
+        outcome, result = StepOutcome.COMPLETED, due.signal.payload
+    elif due.wait.seconds is not None:
+        outcome, result = StepOutcome.COMPLETED, None
+    else:
+        outcome, result = StepOutcome.FAILED, None
+    return StepReport(
+        workflow_id=due.workflow_id,
+        step=due.name,
+        job_id=None,
+        outcome=outcome,
+        result=result,
+        wait_end=WaitEnd(due_at=due.due_at, signalled=due.signal is not None),
+    )
 
 
 def result_errors(result: JSON) -> list[FieldError]:

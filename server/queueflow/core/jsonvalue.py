@@ -180,3 +180,12 @@ def _same_scalar(a: JSON, b: JSON) -> bool:
     if isinstance(a, dict | list) or isinstance(b, dict | list):
         return False
     return bool(a == b)
+
+
+def same_json(a: JSON, b: JSON) -> bool:
+    """Whether two JSON values are equal as JSON (as PostgreSQL's `jsonb =`): `true` is not `1`, `1` is `1.0`."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_json(a[key], b[key]) for key in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return _same_scalar(a, b)

@@ -26,23 +26,31 @@ Missed firings
     After downtime only the latest missed occurrence fires, once (`due_firing`). Each firing's job carries
     the idempotency key ``cron:<schedule id>:<occurrence>``, so any number of schedulers that decide the same
     firing insert one job between them.
+
+What fires
+    A job (`task_name`, with its `queue_name`, `payload`, `priority`, `max_retries`), or a workflow (`workflow`:
+    a new workflow's name, context and steps): exactly one of the two. A workflow schedule has none of the job's
+    fields (None); each firing starts one workflow (`firing_workflow`), keyed as a job's firing is, its context
+    gaining `schedule` and `occurrence`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, available_timezones
 
+import msgspec
 from croniter import CroniterError, croniter
 
 from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import JSON, NewJob
 from queueflow.core.validation import Loc, name_errors, new_job_errors, text_errors
+from queueflow.core.workflow import NewWorkflow, new_workflow_errors
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",
@@ -71,17 +79,32 @@ class CronError(ValueError):
     """A cron expression QueueFlow does not accept; the message says what is wrong with it."""
 
 
+JOB_DEFAULTS: dict[str, JSON] = {"queue_name": "default", "payload": {}, "priority": 0, "max_retries": 3}
+"""A job schedule's fields when not given (a workflow schedule has none of them)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewSchedule:
+    """A job schedule (`task_name`; its other job fields None take `JOB_DEFAULTS`) or a workflow schedule
+    (`workflow`, and no job field): exactly one of the two (`schedule_errors`)."""
+
     name: str
     cron: str
-    task_name: str
+    task_name: str | None = None
     timezone: str = "UTC"
-    queue_name: str = "default"
-    payload: dict[str, JSON] = field(default_factory=dict)
-    priority: int = 0
-    max_retries: int = 3
+    queue_name: str | None = None
+    payload: dict[str, JSON] | None = None
+    priority: int | None = None
+    max_retries: int | None = None
     enabled: bool = True
+    workflow: NewWorkflow | None = None
+
+    def with_defaults(self) -> NewSchedule:
+        """A job schedule with its absent job fields at their defaults; a workflow schedule as it is."""
+        if self.workflow is not None:
+            return self
+        given = {name: getattr(self, name) for name in JOB_DEFAULTS}
+        return replace(self, **{name: JOB_DEFAULTS[name] if value is None else value for name, value in given.items()})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,16 +116,18 @@ class Schedule:
     name: str
     cron: str
     timezone: str
-    task_name: str
-    queue_name: str
-    payload: dict[str, JSON]
-    priority: int
-    max_retries: int
+    task_name: str | None
+    queue_name: str | None
+    payload: dict[str, JSON] | None
+    priority: int | None
+    max_retries: int | None
     enabled: bool
     next_run_at: datetime | None
     last_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    workflow: NewWorkflow | None = None
+    """What a workflow schedule starts (its job fields are then None)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +142,7 @@ class SchedulePatch:
     priority: int | None = None
     max_retries: int | None = None
     enabled: bool | None = None
+    workflow: NewWorkflow | None = None
 
 
 class Firing(NamedTuple):
@@ -153,9 +179,18 @@ def schedule_errors(schedule: NewSchedule) -> list[FieldError]:
     errors = name_errors(schedule.name, ("name",))
     errors += cron_errors(schedule.cron)
     errors += timezone_errors(schedule.timezone)
-    errors += _job_field_errors(
-        schedule.task_name, schedule.queue_name, schedule.payload, schedule.priority, schedule.max_retries
-    )
+    if (schedule.task_name is None) == (schedule.workflow is None):
+        errors.append(FieldError((), "a schedule has either a task_name or a workflow"))
+    elif schedule.workflow is not None:
+        # Each step carries its own job fields; the schedule's would say nothing.
+        errors += [
+            FieldError((name,), "a workflow schedule has no job fields")
+            for name in JOB_DEFAULTS
+            if getattr(schedule, name) is not None
+        ]
+        errors += [replace(error, loc=("workflow", *error.loc)) for error in new_workflow_errors(schedule.workflow)]
+    else:
+        errors += new_job_errors(_firing_job_fields(schedule.with_defaults()))
     if not isinstance(schedule.enabled, bool):
         errors.append(FieldError(("enabled",), "must be a boolean"))
     return errors
@@ -171,18 +206,20 @@ def schedule_storage_errors(schedule: Schedule) -> list[FieldError]:
     """Why a store could not keep `schedule` (text PostgreSQL refuses), whether or not the engine validated it."""
     errors: list[FieldError] = []
     for name in ("tenant_id", "name", "cron", "timezone", "task_name", "queue_name", "payload"):
-        errors += storage_errors(getattr(schedule, name), (name,))
+        if (value := getattr(schedule, name)) is not None:
+            errors += storage_errors(value, (name,))
     return errors
 
 
-def _job_field_errors(
-    task_name: str, queue_name: str, payload: dict[str, JSON], priority: int, max_retries: int
-) -> list[FieldError]:
-    # A firing is a job: its fields obey the job rules, so they are checked by the job rules.
-    job = NewJob(
-        task_name=task_name, queue_name=queue_name, payload=payload, priority=priority, max_retries=max_retries
+def _firing_job_fields(schedule: NewSchedule | Schedule) -> NewJob:
+    """The job fields of a job schedule (its defaults applied): a firing is a job, so they obey the job rules."""
+    return NewJob(
+        task_name=schedule.task_name or "",
+        queue_name=schedule.queue_name if schedule.queue_name is not None else str(JOB_DEFAULTS["queue_name"]),
+        payload=dict(schedule.payload) if schedule.payload is not None else {},
+        priority=schedule.priority if schedule.priority is not None else 0,
+        max_retries=schedule.max_retries if schedule.max_retries is not None else 3,
     )
-    return new_job_errors(job)
 
 
 # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -229,15 +266,22 @@ def due_firing(schedule: Schedule, now: datetime) -> Firing | None:
 
 
 def firing_job(schedule: Schedule, occurrence: datetime) -> NewJob:
-    """The job one firing inserts; it is due at its occurrence, so a late firing is claimable at once."""
-    return NewJob(
-        task_name=schedule.task_name,
-        queue_name=schedule.queue_name,
-        payload=dict(schedule.payload),
-        priority=schedule.priority,
-        max_retries=schedule.max_retries,
+    """The job one firing of a job schedule inserts; it is due at its occurrence, so a late firing is claimable
+    at once."""
+    return msgspec.structs.replace(
+        _firing_job_fields(schedule),
         run_at=occurrence,
         metadata=firing_metadata(schedule.name, occurrence),
+        idempotency_key=occurrence_key(schedule.id, occurrence),
+    )
+
+
+def firing_workflow(schedule: Schedule, workflow: NewWorkflow, occurrence: datetime) -> NewWorkflow:
+    """The workflow one firing of a workflow schedule starts: keyed per occurrence, so any number of schedulers
+    start one, its context gaining `schedule` and `occurrence` (as a job firing's metadata does)."""
+    return replace(
+        workflow,
+        context={**workflow.context, **firing_metadata(schedule.name, occurrence)},
         idempotency_key=occurrence_key(schedule.id, occurrence),
     )
 

@@ -1,12 +1,16 @@
-"""Workflows: a DAG of named steps, each run as one job. The types, the rules a new workflow must pass, and the
-job a step becomes.
+"""Workflows: a DAG of named steps, each run as one job or a wait (`core.waits`). The types, the rules a new
+workflow must pass, and the job a step becomes.
 
     step      pending ──dependencies satisfied──▶ enqueued ──its job completes──────▶ completed
-                 │                                   ├──its job dead-letters───▶ failed
-                 │                                   └──its job is cancelled──▶ cancelled
+                 │                  │                ├──its job dead-letters───▶ failed
+                 │                  │                └──its job is cancelled──▶ cancelled
+                 │                  └──a wait step──▶ waiting ──signal or time──▶ completed | failed (timeout)
                  ├──an upstream `skip` failure──▶ skipped
-                 └──a `halt` failure or a workflow cancel──▶ cancelled  (enqueued steps and their jobs too)
+                 └──a `halt` failure or a workflow cancel──▶ cancelled  (enqueued and waiting steps too)
     workflow  running ──nothing left to schedule──▶ completed | failed | partially_failed | cancelled
+              failed | partially_failed | cancelled ──retry──▶ running (`advance.retry_workflow`)
+
+Steps added at run time by a running step (`core.growth`) are steps like these, with `added_by` naming the adder.
 
 How a workflow advances from one of these states to the next is `core.advance`; the graph checks are `core.dag`.
 """
@@ -22,6 +26,7 @@ from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import JSON, BackoffPolicy, NewJob
 from queueflow.core.validation import Loc, name_errors, new_job_errors, object_errors, text_errors
+from queueflow.core.waits import KeptSignal, Wait, wait_errors
 
 MAX_STEPS = 10_000
 CONTEXT_KEY = "_context"
@@ -37,13 +42,16 @@ class OnFailure(StrEnum):
 class StepStatus(StrEnum):
     PENDING = "pending"
     ENQUEUED = "enqueued"
+    WAITING = "waiting"
     COMPLETED = "completed"
     FAILED = "failed"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"
 
 
-UNFINISHED_STEPS = frozenset({StepStatus.PENDING, StepStatus.ENQUEUED})
+UNFINISHED_STEPS = frozenset({StepStatus.PENDING, StepStatus.ENQUEUED, StepStatus.WAITING})
+RETRIED_STEPS = frozenset({StepStatus.FAILED, StepStatus.CANCELLED, StepStatus.SKIPPED})
+"""What a workflow's retry sends back to `pending`."""
 FAILED_STEPS = frozenset({StepStatus.FAILED, StepStatus.CANCELLED})
 """A step's job ended in failure (dead-lettered or cancelled): its `on_failure` applies."""
 
@@ -56,10 +64,23 @@ class WorkflowStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+JOB_FIELDS = (
+    "payload", "queue_name", "priority", "max_retries", "backoff", "timeout_seconds", "concurrency_key"
+)  # fmt: skip
+"""A step's fields that only a step with a job may carry."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewStep:
+    """A step to run a job (`task_name`) or to wait (`wait`): exactly one of the two."""
+
     name: str
-    task_name: str
+    task_name: str | None = None
+    wait: Wait | None = None
+    job_fields: frozenset[str] = frozenset()
+    """The job fields the caller gave (the API's body): a wait step may give none, not even at its default."""
+    required_by: list[str] = field(default_factory=list)
+    """Existing steps that must now also wait for this one (only for a step added at run time, `core.growth`)."""
     payload: dict[str, JSON] = field(default_factory=dict)
     depends_on: list[str] = field(default_factory=list)
     on_failure: OnFailure = OnFailure.HALT
@@ -90,7 +111,7 @@ class Step:
     workflow_id: str
     name: str
     idx: int
-    task_name: str
+    task_name: str | None
     status: StepStatus
     depends_on: list[str]
     on_failure: OnFailure
@@ -107,6 +128,16 @@ class Step:
     of this step touches."""
     remaining: int = 0
     """How many of `depends_on` are not yet satisfied; a pending step is ready at 0."""
+    wait: Wait | None = None
+    """A wait step's wait (it has no job)."""
+    due_at: datetime | None = None
+    """A `waiting` step's due time (`Wait.due`)."""
+    signal: KeptSignal | None = None
+    """A signal step's received signal, kept (from before it waited, too)."""
+    added_by: str | None = None
+    """The step that added this one at run time; None for a step declared at creation."""
+    added_as: dict[str, JSON] | None = None
+    """The definition it was added with (`definitions.step_definition`): a repeated add of the same step compares it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,17 +168,39 @@ def new_workflow_errors(workflow: NewWorkflow) -> list[FieldError]:
         return [*errors, FieldError(("steps",), f"must hold 1–{MAX_STEPS} steps")]
     for index, step in enumerate(steps):
         errors += step_errors(step, ("steps", index))
+        if step.required_by:
+            errors.append(FieldError(("steps", index, "required_by"), "only a step added at run time has it"))
     errors += dependency_errors(
         [step.name for step in steps],
         [step.depends_on if isinstance(step.depends_on, list | tuple) else [] for step in steps],
     )
+    return errors + signal_errors([(("steps", index), step) for index, step in enumerate(steps)], set())
+
+
+def signal_errors(steps: list[tuple[Loc, NewStep]], taken: set[str]) -> list[FieldError]:
+    """Signal names are unique within a workflow: none of `steps` may reuse one of another, or one in `taken`."""
+    errors: list[FieldError] = []
+    seen = set(taken)
+    for loc, step in steps:
+        signal = step.wait.signal if isinstance(step.wait, Wait) else None
+        if signal is None:
+            continue
+        if signal in seen:
+            errors.append(FieldError((*loc, "wait", "signal"), f"another step of the workflow waits for {signal!r}"))
+        seen.add(signal)
     return errors
 
 
 def step_errors(step: NewStep, loc: Loc) -> list[FieldError]:
     """The rules of one step on its own; how steps refer to each other is `dag.dependency_errors`."""
     errors = name_errors(step.name, (*loc, "name"))
-    errors += new_job_errors(_job(step, step.payload), loc)
+    if (step.task_name is None) == (step.wait is None):
+        errors.append(FieldError(loc, "a step has either a task_name or a wait"))
+    elif step.wait is not None:
+        errors += wait_errors(step.wait, (*loc, "wait"))
+        errors += [FieldError((*loc, name), "a wait step has no job") for name in _job_fields(step)]
+    else:
+        errors += new_job_errors(_job(step, step.payload), loc)
     if isinstance(step.payload, dict) and CONTEXT_KEY in step.payload:
         errors.append(FieldError((*loc, "payload", CONTEXT_KEY), "is reserved for the workflow's context"))
     if not isinstance(step.on_failure, OnFailure):
@@ -155,6 +208,14 @@ def step_errors(step: NewStep, loc: Loc) -> list[FieldError]:
     if not isinstance(step.depends_on, list | tuple):
         errors.append(FieldError((*loc, "depends_on"), "must be a list of step names"))
     return errors
+
+
+_DEFAULT = NewStep(name="", task_name="")
+
+
+def _job_fields(step: NewStep) -> list[str]:
+    """The job fields a step gives: named as given, or set to other than their default."""
+    return [name for name in JOB_FIELDS if name in step.job_fields or getattr(step, name) != getattr(_DEFAULT, name)]
 
 
 def new_steps(workflow_id: str, workflow: NewWorkflow) -> list[Step]:
@@ -182,6 +243,7 @@ def new_steps(workflow_id: str, workflow: NewWorkflow) -> list[Step]:
             concurrency_key=step.concurrency_key,
             dependents=tuple(dependents[step.name]),
             remaining=len(step.depends_on),
+            wait=step.wait,
         )
         for index, step in enumerate(workflow.steps)
     ]
@@ -199,7 +261,7 @@ def step_job(step: Step, context: dict[str, JSON]) -> NewJob:
 
 def _job(step: NewStep | Step, payload: dict[str, JSON]) -> NewJob:
     return NewJob(
-        task_name=step.task_name,
+        task_name=step.task_name or "",
         queue_name=step.queue_name,
         payload=payload,
         priority=step.priority,
@@ -220,6 +282,6 @@ def workflow_storage_errors(workflow: Workflow) -> list[FieldError]:
     for index, step in enumerate(workflow.steps):
         loc = ("steps", index)
         errors += storage_errors(step.payload, (*loc, "payload"))
-        errors += storage_errors([step.name, step.task_name, step.queue_name], loc)
+        errors += storage_errors([step.name, step.task_name or "", step.queue_name], loc)
         errors += storage_errors(list(step.depends_on), (*loc, "depends_on"))
     return errors

@@ -20,7 +20,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
-from queueflow.dashboard import dead_letters, flow, flows, jobs, signin
+from queueflow.dashboard import dead_letters, flow, flows, jobs, signin, workflow_actions
 from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
@@ -46,6 +46,8 @@ PAGES = [
     flows.workflows_page,
     flows.workflow_page,
     flows.cancel_workflow,
+    workflow_actions.signal_workflow,
+    workflow_actions.retry_workflow,
     flows.schedules_page,
     flows.enable_schedule,
     flows.disable_schedule,

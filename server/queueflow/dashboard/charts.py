@@ -14,6 +14,7 @@ from markupsafe import Markup, escape
 
 from queueflow.core.types import QueueMinute
 from queueflow.core.workflow import Step, Workflow
+from queueflow.dashboard.look import seconds
 from queueflow.dashboard.steps import STATUSES, Band
 
 SPAN_MINUTES = 60
@@ -22,6 +23,7 @@ BAR, GAP, HEIGHT = 2, 1, 32
 STEP_SYMBOLS = {
     "pending": "○",
     "enqueued": "◔",
+    "waiting": "⧗",
     "completed": "✓",
     "failed": "✕",
     "skipped": "↷",
@@ -136,9 +138,11 @@ def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
         x, y = where[step.name]
         status = str(step.status)
         name = step.name if len(step.name) <= 22 else step.name[:21] + "…"
+        added = f" added by {step.added_by}" if step.added_by else ""
         node = (
-            f'<g class="dag-node s-{status}" data-step="{escape(step.name)}" data-status="{status}">'
-            f"<title>{escape(step.name)} · task {escape(step.task_name)} · {status}</title>"
+            f'<g class="dag-node s-{status}{" added" if added else ""}" data-step="{escape(step.name)}" '
+            f'data-status="{status}">'
+            f"<title>{escape(step.name)} · {escape(what_step_does(step))} · {status}{escape(added)}</title>"
             f'<rect x="{x:g}" y="{y:g}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
             f'<text class="dag-name" x="{x + 12:g}" y="{y + 21:g}">{escape(name)}</text>'
             f'<text class="dag-status" x="{x + 12:g}" y="{y + 40:g}">{STEP_SYMBOLS.get(status, "")} {status}</text>'
@@ -149,6 +153,15 @@ def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
         parts.append(node)
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def what_step_does(step: Step) -> str:
+    """ "task send_email", "waits for signal approval", "sleeps 3 d": what a step is, in a few words."""
+    if step.wait is None:
+        return f"task {step.task_name}"
+    if step.wait.signal is not None:
+        return f"waits for signal {step.wait.signal}"
+    return f"sleeps {seconds(step.wait.seconds)}"
 
 
 def _dag_label(workflow: Workflow) -> str:

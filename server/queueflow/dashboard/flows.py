@@ -1,4 +1,5 @@
-"""The Workflows and Schedules pages, and their buttons (cancel a workflow; enable, disable, delete a schedule)."""
+"""The Workflows and Schedules pages, and their buttons (cancel a workflow; enable, disable, delete a schedule);
+a workflow's signal and retry forms post to `workflow_actions`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from queueflow.dashboard.charts import dag_chart, level_chart
 from queueflow.dashboard.session import Flash
 from queueflow.dashboard.steps import SMALL, STATUSES, StepQuery, bands, step_levels, step_page
 from queueflow.dashboard.web import UI, redirect, render, tenant_of
+from queueflow.dashboard.workflow_actions import RETRIABLE, open_signals
 from queueflow.engine import Engine
 
 PAGE_SIZE = 50
@@ -77,6 +79,8 @@ async def workflow_page(
             "query": query,
             "table": step_page(workflow.steps, levels, query),
             "here": here,
+            "signals": open_signals(workflow),
+            "retriable": workflow.status in RETRIABLE,
         },
     )
 

@@ -26,6 +26,7 @@ STATUS_SYMBOLS = {
     "cancelled": "⊘",
     # workflows and steps
     "enqueued": "◔",
+    "waiting": "◷",
     "failed": "✕",
     "partially_failed": "◑",
     "skipped": "↷",

@@ -22,7 +22,7 @@ SMALL = 50
 PAGE_SIZE = 100
 MAX_BANDS = 16
 """At most this many level boxes; a deeper DAG groups consecutive levels into one box."""
-STATUSES = ["completed", "enqueued", "pending", "failed", "skipped", "cancelled"]
+STATUSES = ["completed", "enqueued", "waiting", "pending", "failed", "skipped", "cancelled"]
 """Every step status, in the order the page shows them: done first, then what runs, what waits, and what ended
 otherwise."""
 

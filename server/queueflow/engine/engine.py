@@ -67,7 +67,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.queues = Queues(store, clock)
         self.workflows = Workflows(store, clock, self.rng, self.settings)
-        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit)
+        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self.workflows.create)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 and has the store record it.
 
 A firing is an ordinary pending job, validated and inserted as `Engine.enqueue` does it, with the idempotency key
-``cron:<schedule id>:<occurrence>``, and only then is the schedule advanced (a compare-and-set on the row as
+``cron:<schedule id>:<occurrence>`` — or, for a workflow schedule, a workflow created as `Workflows.create` does
+it, with the same key — and only then is the schedule advanced (a compare-and-set on the row as
 read). So any number of schedulers may tick at once: they insert one job per occurrence between them, and one of
 them advances the schedule. A scheduler that dies between the two writes leaves the schedule due; the next tick
 re-inserts the same key, which resolves to the job already there, and advances it.
@@ -13,6 +14,7 @@ re-inserts the same key, which resolves to the job already there, and advances i
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -27,6 +29,7 @@ from queueflow.core.schedule import (
     SchedulePatch,
     due_firing,
     firing_job,
+    firing_workflow,
     initial_next_run_at,
     patched,
     schedule_errors,
@@ -35,7 +38,11 @@ from queueflow.core.schedule import (
 )
 from queueflow.core.types import Page
 from queueflow.core.validation import check, check_new_jobs
+from queueflow.core.workflow import NewWorkflow, Workflow
 from queueflow.ports import Clock, Store
+
+StartWorkflow = Callable[[str, NewWorkflow], Awaitable[tuple[Workflow, bool]]]
+"""Creates a tenant's workflow (`Workflows.create`); a known idempotency key returns the original."""
 
 log = logging.getLogger("queueflow.scheduler")
 
@@ -45,8 +52,11 @@ TICK = timedelta(microseconds=1)
 
 
 class Schedules:
-    def __init__(self, store: Store, clock: Clock, rng: RandomSource, tick_limit: int) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, rng: RandomSource, tick_limit: int, start_workflow: StartWorkflow
+    ) -> None:
         self.store = store
+        self.start_workflow = start_workflow
         self.clock = clock
         self.rng = rng
         self.tick_limit = tick_limit
@@ -55,6 +65,7 @@ class Schedules:
     async def create(self, tenant_id: str, new: NewSchedule) -> Schedule:
         """Create a schedule; it first fires at its first occurrence after now. A taken name is InvalidState."""
         check(schedule_errors(new))
+        new = new.with_defaults()
         now = self.clock.now()
         fields = {name: getattr(new, name) for name in NewSchedule.__dataclass_fields__}
         schedule = Schedule(
@@ -109,9 +120,13 @@ class Schedules:
             if firing is None or schedule.next_run_at is None:
                 continue
             try:
-                job = firing_job(schedule, firing.occurrence)
-                check_new_jobs([job])
-                await self.store.job_insert_many([pending_job(schedule.tenant_id, job, now, self.rng)])
+                if schedule.workflow is not None:
+                    workflow = firing_workflow(schedule, schedule.workflow, firing.occurrence)
+                    await self.start_workflow(schedule.tenant_id, workflow)
+                else:
+                    job = firing_job(schedule, firing.occurrence)
+                    check_new_jobs([job])
+                    await self.store.job_insert_many([pending_job(schedule.tenant_id, job, now, self.rng)])
             except ValidationError as exc:
                 # Not expected (the schedule was validated), but one bad row must not wedge every later tick.
                 log.error(

@@ -24,15 +24,27 @@ from datetime import datetime
 
 from msgspec.structs import replace
 
-from queueflow.core.advance import StepOutcome, Transition, cancel_workflow, record, settle
+from queueflow.core.advance import (
+    StepOutcome,
+    Transition,
+    cancel_workflow,
+    due_waits,
+    record,
+    retry_workflow,
+    settle,
+)
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
-from queueflow.core.errors import InvalidState, NotFound, StoreUnavailable, ValidationError
-from queueflow.core.finish import StepReport
+from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
+from queueflow.core.finish import StepReport, wait_report
+from queueflow.core.growth import Growth, grow
 from queueflow.core.ids import new_id
-from queueflow.core.lifecycle import pending_job
+from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
+from queueflow.core.lifecycle import holds_lease, pending_job
 from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
+from queueflow.core.waits import DueWait, SignalAction, on_signal
 from queueflow.core.workflow import (
+    NewStep,
     NewWorkflow,
     Step,
     Workflow,
@@ -45,6 +57,8 @@ from queueflow.engine.settings import EngineSettings
 from queueflow.ports import Clock, Store
 
 log = logging.getLogger("queueflow.workflows")
+
+_RETRIABLE = frozenset({WorkflowStatus.FAILED, WorkflowStatus.PARTIALLY_FAILED, WorkflowStatus.CANCELLED})
 
 ADVANCES_AT_ONCE = 4
 """Step finishes of one ack (or one heal) that run side by side, each on a connection of its own."""
@@ -160,16 +174,106 @@ class Workflows:
             async with gate:
                 now = self.clock.now()
                 try:
-                    return await self.store.workflow_step_finish(report, self._step_job_maker(now), now)
+                    due = await self.store.workflow_step_finish(report, self._step_job_maker(now), now)
                 except StoreUnavailable as exc:
                     log.warning(
-                        "workflow %s not advanced after job %s (the janitor will): %s",
-                        report.workflow_id, report.job_id, exc,
+                        "workflow %s not advanced after step %s (the janitor will): %s",
+                        report.workflow_id, report.step, exc,
                     )  # fmt: skip
                     return False
+            if due:
+                # Waits made ready with their signal kept end now, each a finish of its own (after a crash
+                # here, the due-wait sweep ends them: they are due).
+                await self.on_steps_finished([wait_report(wait) for wait in due])
+            return due is not None
 
         recorded = await asyncio.gather(*(advance(report) for report in reports))
         return tuple(report for report, ok in zip(reports, recorded, strict=True) if ok)
+
+    async def add_steps(
+        self, job_id: str, lease_token: str, steps: Sequence[NewStep], scope: str | None
+    ) -> tuple[Step, ...]:
+        """The running step's job `job_id` adds `steps` to its workflow (`core.growth`); the listed steps as they
+        are once recorded. 404 for an unknown job, 409 lease_lost unless the lease is held, 409 for a job of no
+        workflow."""
+        now = self.clock.now()
+
+        def decide(job: Job | None, workflow: Workflow | None) -> Growth:
+            if job is None:
+                raise NotFound(f"no job {job_id}")
+            if not holds_lease(job, lease_token, now):
+                raise LeaseLost(f"job {job_id}: this lease token does not hold it (stale, expired or finished)")
+            if workflow is None or job.workflow_step_id is None:
+                raise InvalidState(f"job {job_id} is not a workflow step")
+            if workflow.status is not WorkflowStatus.RUNNING:
+                raise InvalidState(f"workflow {workflow.id} is {workflow.status}")
+            return grow(workflow, job.workflow_step_id, steps)
+
+        recorded: Workflow | None = await self.store.workflow_add_steps(
+            job_id, scope, decide, self._step_job_maker(now), now
+        )
+        if recorded is not None and (due := due_waits(recorded, now)):
+            await self._end_due(due)
+            recorded = await self.store.workflow_get(recorded.id)
+        if recorded is None:
+            raise StoreUnavailable(f"the workflow of job {job_id} vanished")
+        by_name = {step.name: step for step in recorded.steps}
+        return tuple(by_name[step.name] for step in steps)
+
+    async def signal(self, tenant_id: str, workflow_id: str, name: str, payload: JSON) -> Workflow:
+        """Deliver the signal `name` (`core.waits.on_signal`): a waiting step completes now and the workflow
+        advances before this returns; a pending one keeps it for when it would wait."""
+        # It becomes the step's result: stored as one (`core.finish.result_errors`), at the body's field.
+        if errors := storage_errors(payload, ("payload",), max_depth=MAX_RESULT_DEPTH):
+            raise ValidationError.of(errors)
+
+        def decide(workflow: Workflow | None, step: Step | None) -> SignalAction:
+            if workflow is None:
+                raise NotFound(f"no workflow {workflow_id}")
+            status = None if step is None else step.status.value
+            return on_signal(
+                workflow.status is WorkflowStatus.RUNNING, name, status, None if step is None else step.signal, payload
+            )
+
+        now = self.clock.now()
+        due = await self.store.workflow_signal(workflow_id, tenant_id, name, payload, now, decide)
+        if due is not None:
+            await self._end_due([due])
+        return await self.get(tenant_id, workflow_id)
+
+    async def retry(self, tenant_id: str, workflow_id: str) -> Workflow:
+        """Re-run a workflow that ended failed, partially_failed or cancelled (`core.advance.retry_workflow`)."""
+
+        def decide(workflow: Workflow) -> Transition:
+            if workflow.status not in _RETRIABLE:
+                raise InvalidState(
+                    f"workflow {workflow_id} is {workflow.status}; only a failed, partially failed or cancelled"
+                    " workflow can be retried"
+                )
+            return retry_workflow(workflow.steps)
+
+        now = self.clock.now()
+        retried = await self.store.workflow_advance(
+            workflow_id, decide, self._step_job_maker(now), now, tenant_id=tenant_id
+        )
+        if retried is None:
+            raise NotFound(f"no workflow {workflow_id}")
+        if due := due_waits(retried, now):
+            await self._end_due(due)
+            return await self.get(tenant_id, workflow_id)
+        return retried
+
+    async def end_due_waits(self, limit: int) -> int:
+        """End up to `limit` waits that are due (a sleep over, a signal's timeout passed, a kept signal not yet
+        acted on); how many ended here (another process may end some first: each ends once)."""
+        due = await self.store.workflow_waits_due(self.clock.now(), limit)
+        return len(await self._end_due(due))
+
+    async def next_wait_due(self) -> datetime | None:
+        return await self.store.workflow_next_wait_due()
+
+    async def _end_due(self, due: Sequence[DueWait]) -> tuple[StepReport, ...]:
+        return await self.on_steps_finished([wait_report(wait) for wait in due])
 
     async def heal(self, limit: int) -> int:
         """Replay up to `limit` advances that were really missed: step jobs that finished more than

@@ -28,8 +28,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
+from queueflow.api.body import decode_strict
+from queueflow.api.schemas.workflows import AddStepsRequest
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
+from queueflow.core.workflow import Step
 from queueflow.engine import Engine
 from queueflow.runtime.leasing import LeaseAsk, lease_or_wait
 from queueflow.runtime.service import BackgroundService
@@ -190,6 +195,13 @@ class EngineSource:
             [HeldLease(job_id, token, value)], lease_seconds=self.lease_seconds
         )
         return result.locked_until is not None
+
+    async def add_steps(self, job_id: str, token: str, steps: list[dict[str, Any]]) -> list[Step]:
+        """`ctx.add_steps` in-process: the steps read as `POST /v1/worker/jobs/{id}/steps` reads its body (the same
+        rules, the same ValidationError), then added through the engine under the job's lease."""
+        raw = msgspec.json.encode({"lease_token": token, "steps": steps})
+        request = decode_strict(raw, AddStepsRequest)
+        return list(await self.engine.workflows.add_steps(job_id, token, request.to_domain(), None))
 
 
 def _unavailable(exc: Exception) -> bool:

@@ -80,6 +80,10 @@ class PeriodicService(BackgroundService, Generic[R]):
         """Whether `result` shows more work waiting, so the next pass should start at once."""
         return False
 
+    async def pause(self, result: R | None) -> float:
+        """Seconds to wait before the next pass, after one with `result` (None: it failed)."""
+        return self.interval
+
     async def tick(self) -> R | None:
         """One pass; None when it failed."""
         self.passes += 1
@@ -97,4 +101,4 @@ class PeriodicService(BackgroundService, Generic[R]):
             if result is not None and self.backlog(result):
                 await asyncio.sleep(0)  # yield to the loop, then go again at once
                 continue
-            await asyncio.sleep(self.interval)
+            await asyncio.sleep(await self.pause(result))

@@ -1,5 +1,8 @@
-"""`client.schedules`: cron schedules that enqueue a job of a task at each tick (`Schedules` sync,
-`AsyncSchedules` async)."""
+"""`client.schedules`: cron schedules that enqueue a job of a task, or start a workflow, at each tick (`Schedules`
+sync, `AsyncSchedules` async).
+
+    client.schedules.create("nightly-etl", cron="0 3 * * *", workflow=steps.workflow("etl", [...]))
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,16 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, TypedDict, Unpack
 
 from queueflow_client import _calls
+from queueflow_client.errors import ArgumentError
 from queueflow_client.resources._base import DEFAULT_PAGE, Resource, apages, pages
+from queueflow_client.steps import WorkflowDefinition
 from queueflow_client.types import Page, Schedule
 
-__all__ = ["AsyncSchedules", "ScheduleChanges", "ScheduleOptions", "Schedules"]
+__all__ = ["AsyncSchedules", "ScheduleChanges", "ScheduleOptions", "ScheduledWorkflow", "Schedules"]
+
+
+ScheduledWorkflow = WorkflowDefinition | Mapping[str, Any]
+"""A schedule's workflow: `steps.workflow(...)`, or a mapping of `name`, `steps` and `context`."""
 
 
 class ScheduleOptions(TypedDict, total=False):
@@ -29,6 +38,8 @@ class ScheduleChanges(ScheduleOptions, total=False):
 
     cron: str | None
     task_name: str | None
+    workflow: ScheduledWorkflow | None
+    """A workflow schedule's new workflow (a job schedule cannot become one)."""
 
 
 def _fields(options: Mapping[str, Any], **given: Any) -> dict[str, Any]:
@@ -40,10 +51,32 @@ def _fields(options: Mapping[str, Any], **given: Any) -> dict[str, Any]:
     return {**dict.fromkeys(ScheduleChanges.__optional_keys__), **given, **options}
 
 
+def _created(
+    options: Mapping[str, Any],
+    cron: str,
+    task_name: str | None,
+    workflow: ScheduledWorkflow | None,
+) -> dict[str, Any]:
+    """A new schedule's fields: a job's (`task_name`) or a workflow's (`workflow`), exactly one of the two."""
+    if (task_name is None) == (workflow is None):
+        raise ArgumentError("a schedule enqueues a job (task_name=...) or starts a workflow (workflow=...): give one")
+    return _fields(options, cron=cron, task_name=task_name, workflow=workflow)
+
+
 class Schedules(Resource):
-    def create(self, name: str, *, cron: str, task_name: str, **options: Unpack[ScheduleOptions]) -> Schedule:
-        """Create a cron schedule; a name already in use is an InvalidStateError."""
-        fields = _fields(options, cron=cron, task_name=task_name)
+    def create(
+        self,
+        name: str,
+        *,
+        cron: str,
+        task_name: str | None = None,
+        workflow: ScheduledWorkflow | None = None,
+        **options: Unpack[ScheduleOptions],
+    ) -> Schedule:
+        """Create a cron schedule that enqueues a `task_name` job, or starts a `workflow` (`steps.workflow(...)`; it
+        takes no job option: each step has its own), at each occurrence; a name already in use is an
+        InvalidStateError."""
+        fields = _created(options, cron, task_name, workflow)
         result: Schedule = self._send(_calls.create_schedule(name, fields))
         return result
 
@@ -71,9 +104,19 @@ class Schedules(Resource):
 class AsyncSchedules(Resource):
     """`Schedules`, awaited."""
 
-    async def create(self, name: str, *, cron: str, task_name: str, **options: Unpack[ScheduleOptions]) -> Schedule:
-        """Create a cron schedule; a name already in use is an InvalidStateError."""
-        fields = _fields(options, cron=cron, task_name=task_name)
+    async def create(
+        self,
+        name: str,
+        *,
+        cron: str,
+        task_name: str | None = None,
+        workflow: ScheduledWorkflow | None = None,
+        **options: Unpack[ScheduleOptions],
+    ) -> Schedule:
+        """Create a cron schedule that enqueues a `task_name` job, or starts a `workflow` (`steps.workflow(...)`; it
+        takes no job option: each step has its own), at each occurrence; a name already in use is an
+        InvalidStateError."""
+        fields = _created(options, cron, task_name, workflow)
         result: Schedule = await self._send(_calls.create_schedule(name, fields))
         return result
 

@@ -1,5 +1,5 @@
-"""`client.workflows`: DAGs of steps — create, read, wait for, list and cancel them (`Workflows` sync,
-`AsyncWorkflows` async)."""
+"""`client.workflows`: DAGs of steps — create, read, wait for, list, cancel, signal and retry them (`Workflows`
+sync, `AsyncWorkflows` async)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from queueflow_client import _calls
+from queueflow_client._transport import Call
 from queueflow_client._waiting import async_wait, wait
+from queueflow_client.errors import ArgumentError
 from queueflow_client.resources._base import DEFAULT_PAGE, Resource, apages, pages
+from queueflow_client.steps import WorkflowDefinition
 from queueflow_client.types import Page, Step, Workflow, WorkflowStatus
 
 __all__ = ["AsyncWorkflows", "Workflows"]
@@ -18,17 +21,34 @@ def _finished(workflow: Workflow) -> bool:
     return workflow.status != "running"
 
 
+def _create(
+    name: str | WorkflowDefinition,
+    steps: Sequence[Step | Mapping[str, Any]] | None,
+    context: Mapping[str, Any] | None,
+    idempotency_key: str | None,
+) -> Call[Workflow]:
+    """`create(definition)` or `create(name, steps, context=...)`: the two ways to say the same workflow."""
+    if isinstance(name, WorkflowDefinition):
+        if steps is not None or context is not None:
+            raise ArgumentError("a WorkflowDefinition holds its steps and context: pass it alone")
+        return _calls.create_workflow(name.name, name.steps, name.context, idempotency_key)
+    if steps is None:
+        raise ArgumentError("create(name, steps) needs the steps (or pass a steps.workflow(...) definition)")
+    return _calls.create_workflow(name, steps, context, idempotency_key)
+
+
 class Workflows(Resource):
     def create(
         self,
-        name: str,
-        steps: Sequence[Step | Mapping[str, Any]],
+        name: str | WorkflowDefinition,
+        steps: Sequence[Step | Mapping[str, Any]] | None = None,
         *,
         context: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Workflow:
-        """Create a DAG of steps and enqueue its root steps (ValidationError for a cycle or unknown dependency)."""
-        result: Workflow = self._send(_calls.create_workflow(name, steps, context, idempotency_key))
+        """Create a DAG of steps and enqueue its root steps (ValidationError for a cycle or unknown dependency):
+        `create(steps.workflow("etl", [...]))`, or `create("etl", [...], context=...)`."""
+        result: Workflow = self._send(_create(name, steps, context, idempotency_key))
         return result
 
     def get(self, workflow_id: str) -> Workflow:
@@ -59,20 +79,37 @@ class Workflows(Resource):
         result: Workflow = self._send(_calls.cancel_workflow(workflow_id))
         return result
 
+    def signal(self, workflow_id: str, name: str, payload: Any = None) -> Workflow:
+        """Send the signal `name` with `payload` (any JSON; it becomes the waiting step's result): a step waiting
+        for it completes now and the workflow advances before the answer; one not yet waiting keeps it. The same
+        signal sent again with an equal payload changes nothing. NotFoundError if no step waits for `name`;
+        InvalidStateError for another payload than the one received, a workflow no longer running, or a step that
+        can no longer wait (skipped, cancelled, timed out)."""
+        result: Workflow = self._send(_calls.signal_workflow(workflow_id, name, payload))
+        return result
+
+    def retry(self, workflow_id: str) -> Workflow:
+        """Run a failed, partially failed or cancelled workflow again: its failed, cancelled and skipped steps go
+        back to pending (completed ones keep their results) and its ready steps are enqueued as new jobs before the
+        answer. InvalidStateError for a workflow in any other status."""
+        result: Workflow = self._send(_calls.retry_workflow(workflow_id))
+        return result
+
 
 class AsyncWorkflows(Resource):
     """`Workflows`, awaited."""
 
     async def create(
         self,
-        name: str,
-        steps: Sequence[Step | Mapping[str, Any]],
+        name: str | WorkflowDefinition,
+        steps: Sequence[Step | Mapping[str, Any]] | None = None,
         *,
         context: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Workflow:
-        """Create a DAG of steps and enqueue its root steps (ValidationError for a cycle or unknown dependency)."""
-        result: Workflow = await self._send(_calls.create_workflow(name, steps, context, idempotency_key))
+        """Create a DAG of steps and enqueue its root steps (ValidationError for a cycle or unknown dependency):
+        `create(steps.workflow("etl", [...]))`, or `create("etl", [...], context=...)`."""
+        result: Workflow = await self._send(_create(name, steps, context, idempotency_key))
         return result
 
     async def get(self, workflow_id: str) -> Workflow:
@@ -103,4 +140,20 @@ class AsyncWorkflows(Resource):
     async def cancel(self, workflow_id: str) -> Workflow:
         """Cancel a running workflow: every unfinished step and its job."""
         result: Workflow = await self._send(_calls.cancel_workflow(workflow_id))
+        return result
+
+    async def signal(self, workflow_id: str, name: str, payload: Any = None) -> Workflow:
+        """Send the signal `name` with `payload` (any JSON; it becomes the waiting step's result): a step waiting
+        for it completes now and the workflow advances before the answer; one not yet waiting keeps it. The same
+        signal sent again with an equal payload changes nothing. NotFoundError if no step waits for `name`;
+        InvalidStateError for another payload than the one received, a workflow no longer running, or a step that
+        can no longer wait (skipped, cancelled, timed out)."""
+        result: Workflow = await self._send(_calls.signal_workflow(workflow_id, name, payload))
+        return result
+
+    async def retry(self, workflow_id: str) -> Workflow:
+        """Run a failed, partially failed or cancelled workflow again: its failed, cancelled and skipped steps go
+        back to pending (completed ones keep their results) and its ready steps are enqueued as new jobs before the
+        answer. InvalidStateError for a workflow in any other status."""
+        result: Workflow = await self._send(_calls.retry_workflow(workflow_id))
         return result

@@ -365,6 +365,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/jobs/{job_id}/steps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AddWorkflowSteps
+         * @description Add steps to the workflow of the running step whose job this is (the lease must be held): atomic, and
+         *     safe to repeat (steps this step added before with the same definition are left as they are).
+         */
+        post: operations["addWorkflowSteps"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/worker/lease": {
         parameters: {
             query?: never;
@@ -470,6 +491,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workflows/{workflow_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * RetryWorkflow
+         * @description Re-run a failed, partially failed or cancelled workflow: its failed, cancelled and skipped steps run
+         *     again; completed steps keep their results.
+         */
+        post: operations["retryWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workflows/{workflow_id}/signals/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SignalWorkflow
+         * @description Send the signal `name`: the step waiting for it completes now with `payload` as its result (and the
+         *     workflow advances), or, if it does not wait yet, keeps it for when it does.
+         */
+        post: operations["signalWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -505,6 +568,38 @@ export interface components {
         /** AckResults */
         AckResults: {
             results: components["schemas"]["AckResult"][];
+        };
+        /** AddStepsRequest */
+        AddStepsRequest: {
+            lease_token: string;
+            steps: components["schemas"]["AddedStep"][];
+        };
+        /** AddedStep */
+        AddedStep: {
+            backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
+            depends_on?: string[];
+            max_retries?: number;
+            name: string;
+            /**
+             * @default halt
+             * @enum {string}
+             */
+            on_failure?: "halt" | "skip" | "continue";
+            payload?: {
+                [key: string]: unknown;
+            };
+            priority?: number;
+            queue_name?: string;
+            required_by?: string[];
+            task_name?: string | null;
+            timeout_seconds?: number | null;
+            wait?: components["schemas"]["WaitSpec"] | null;
+        };
+        /** AddedSteps */
+        AddedSteps: {
+            steps: components["schemas"]["WorkflowStep"][];
         };
         /** Backoff */
         Backoff: {
@@ -559,17 +654,14 @@ export interface components {
             cron: string;
             /** @default true */
             enabled?: boolean;
-            /** @default 3 */
             max_retries?: number;
             name: string;
             payload?: {
                 [key: string]: unknown;
             };
-            /** @default 0 */
             priority?: number;
-            /** @default default */
             queue_name?: string;
-            task_name: string;
+            task_name?: string;
             /**
              * @description An IANA time zone name; occurrences follow it across DST changes
              * @default UTC
@@ -577,6 +669,7 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string;
+            workflow?: components["schemas"]["CreateWorkflow"];
         };
         /** CreateWorkflow */
         CreateWorkflow: {
@@ -775,7 +868,6 @@ export interface components {
             /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
             concurrency_key?: string | null;
             depends_on?: string[];
-            /** @default 3 */
             max_retries?: number;
             name: string;
             /**
@@ -786,12 +878,11 @@ export interface components {
             payload?: {
                 [key: string]: unknown;
             };
-            /** @default 0 */
             priority?: number;
-            /** @default default */
             queue_name?: string;
-            task_name: string;
+            task_name?: string | null;
             timeout_seconds?: number | null;
+            wait?: components["schemas"]["WaitSpec"] | null;
         };
         /** Problem */
         Problem: {
@@ -849,24 +940,31 @@ export interface components {
             enabled: boolean;
             id: string;
             last_run_at: string | null;
-            max_retries: number;
+            max_retries: number | null;
             name: string;
             next_run_at: string | null;
             payload: {
                 [key: string]: unknown;
-            };
-            priority: number;
-            queue_name: string;
-            task_name: string;
+            } | null;
+            priority: number | null;
+            queue_name: string | null;
+            task_name: string | null;
             tenant_id: string;
             timezone: string;
             /** Format: date-time */
             updated_at: string;
+            workflow?: {
+                [key: string]: unknown;
+            } | null;
         };
         /** SchedulePage */
         SchedulePage: {
             items: components["schemas"]["Schedule"][];
             next_cursor: string | null;
+        };
+        /** SignalRequest */
+        SignalRequest: {
+            payload?: unknown;
         };
         /** TraceContext */
         TraceContext: {
@@ -903,6 +1001,13 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string;
+            workflow?: components["schemas"]["CreateWorkflow"];
+        };
+        /** WaitSpec */
+        WaitSpec: {
+            seconds?: number | null;
+            signal?: string | null;
+            timeout_seconds?: number | null;
         };
         /** Workflow */
         Workflow: {
@@ -926,14 +1031,17 @@ export interface components {
         };
         /** WorkflowStep */
         WorkflowStep: {
+            added_by?: string | null;
             depends_on: string[];
+            due_at?: string | null;
             job_id: string | null;
             name: string;
             /** @enum {string} */
             on_failure: "halt" | "skip" | "continue";
             /** @enum {string} */
-            status: "pending" | "enqueued" | "completed" | "failed" | "skipped" | "cancelled";
-            task_name: string;
+            status: "pending" | "enqueued" | "waiting" | "completed" | "failed" | "skipped" | "cancelled";
+            task_name: string | null;
+            wait?: components["schemas"]["WaitSpec"] | null;
         };
     };
     responses: never;
@@ -2407,6 +2515,95 @@ export interface operations {
             };
         };
     };
+    addWorkflowSteps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddStepsRequest"];
+            };
+        };
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddedSteps"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     leaseJobs: {
         parameters: {
             query?: never;
@@ -2818,6 +3015,172 @@ export interface operations {
             };
             /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workflow_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    signalWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workflow_id: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignalRequest"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,7 +2,8 @@
 
 import type { components } from "../generated/schema.js";
 import { Transport, type TransportOptions } from "../transport.js";
-import type { LeasedJob } from "../types.js";
+import type { NewStep } from "../steps.js";
+import type { LeasedJob, WorkflowStep } from "../types.js";
 import type { LeaseSource, Recorded } from "./ports.js";
 
 type Schemas = components["schemas"];
@@ -107,6 +108,20 @@ export class HttpSource implements LeaseSource {
         }),
       { safe: true },
     );
+  }
+
+  async addSteps(job: LeasedJob, steps: NewStep[]): Promise<WorkflowStep[]> {
+    const answer = await this.#transport.call(
+      (signal) =>
+        this.#transport.api.POST("/v1/worker/jobs/{job_id}/steps", {
+          params: { path: { job_id: job.id } },
+          body: { lease_token: job.lease_token, steps },
+          signal,
+        }),
+      // Repeated safely: the lease token keys it, and the same steps added again by the same step add nothing twice.
+      { safe: true },
+    );
+    return answer.steps;
   }
 
   close(): void {

@@ -1,7 +1,8 @@
 /** What the worker loop is plugged into: a `LeaseSource` (the worker routes over HTTP; a test's script), and its settings. */
 
 import type { Outcome, WorkerLogger } from "../outcomes.js";
-import type { LeasedJob } from "../types.js";
+import type { NewStep } from "../steps.js";
+import type { LeasedJob, WorkflowStep } from "../types.js";
 
 /** Where a `WorkerLoop` gets jobs and records what became of them. */
 export interface LeaseSource {
@@ -27,6 +28,12 @@ export interface LeaseSource {
    * `NotFoundError` when the lease no longer holds (the loop then aborts the job's signal with that error).
    */
   progress(job: LeasedJob, value: unknown): Promise<void>;
+  /**
+   * The running workflow step `job` adds `steps` to its workflow under its lease (`POST /v1/worker/jobs/{id}/steps`);
+   * resolves with the listed steps as they are now. Rejects with the client's errors (`LeaseLostError`,
+   * `InvalidStateError`, `ValidationError`, …).
+   */
+  addSteps(job: LeasedJob, steps: NewStep[]): Promise<WorkflowStep[]>;
   /** The loop has stopped and every outcome is sent: let go of idle connections. */
   close(): void;
 }

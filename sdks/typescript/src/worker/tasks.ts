@@ -3,7 +3,7 @@
 import { type Outcome, failure } from "../outcomes.js";
 import { traced } from "../tracing.js";
 import type { LeasedJob } from "../types.js";
-import { type HeldJob, JobContext, type TaskHandler } from "./context.js";
+import { type HeldJob, JobContext, type JobLease, type TaskHandler } from "./context.js";
 import type { LoopSettings } from "./ports.js";
 
 export class Tasks {
@@ -16,12 +16,12 @@ export class Tasks {
   ) {}
 
   /** Not an async function: a handler's promise is the one promise waited on, with no others chained to it. */
-  execute(held: HeldJob, progress: (value: unknown) => Promise<boolean>): Promise<Outcome> {
+  execute(held: HeldJob, lease: JobLease): Promise<Outcome> {
     const { job } = held;
     const handler = this.handlers.get(job.task_name);
     if (!handler) return Promise.resolve(this.#unknownTask(job));
     try {
-      const result = traced(job, () => handler(job.payload as never, new JobContext(held, progress)));
+      const result = traced(job, () => handler(job.payload as never, new JobContext(held, lease)));
       return Promise.resolve(result).then(completed, failure);
     } catch (error) {
       return Promise.resolve(failure(error)); // thrown before the handler's promise (or by a function handler)

@@ -3,23 +3,54 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
-from queueflow.api.schemas.common import NO_NUL, QUEUE_NAME_SCHEMA, JSONObject, QueueName, RequestBody
-from queueflow.api.schemas.jobs import TaskFields
-from queueflow.core import workflow
+from queueflow.api.schemas.common import (
+    NO_NUL,
+    QUEUE_NAME_SCHEMA,
+    JSONObject,
+    LeaseToken,
+    MaxRetries,
+    Priority,
+    QueueName,
+    RequestBody,
+    TaskName,
+    TimeoutSeconds,
+)
+from queueflow.api.schemas.jobs import Backoff, ConcurrencyKey
+from queueflow.core import growth, waits, workflow
 
 StepName = QueueName  # one naming rule (`validation.NAME_PATTERN`) for queues, steps and schedules
 OnFailureName = Literal["halt", "skip", "continue"]
-StepStatusName = Literal["pending", "enqueued", "completed", "failed", "skipped", "cancelled"]
+StepStatusName = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 WorkflowStatusName = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
 
 
-class NewWorkflowStep(TaskFields, kw_only=True):
+class WaitSpec(RequestBody, kw_only=True):
+    """`{"signal": name, "timeout_seconds"?: N}` — wait for the signal (failing after the timeout, if given) — or
+    `{"seconds": N}` — wait that long. Exactly one of `signal` and `seconds`."""
+
+    signal: StepName | None = None
+    timeout_seconds: Annotated[float, Meta(ge=waits.MIN_TIMEOUT_SECONDS, le=waits.MAX_WAIT_SECONDS)] | None = None
+    seconds: Annotated[float, Meta(ge=waits.MIN_SLEEP_SECONDS, le=waits.MAX_WAIT_SECONDS)] | None = None
+
+    def to_domain(self) -> waits.Wait:
+        return waits.Wait(signal=self.signal, timeout_seconds=self.timeout_seconds, seconds=self.seconds)
+
+    @classmethod
+    def from_domain(cls, wait: waits.Wait) -> WaitSpec:
+        return cls(signal=wait.signal, timeout_seconds=wait.timeout_seconds, seconds=wait.seconds)
+
+
+class NewWorkflowStep(RequestBody, kw_only=True):
+    """A step that runs a job (`task_name`, with the job's fields) or waits (`wait`, with no job field)."""
+
     name: StepName
+    task_name: TaskName | None = None
+    wait: WaitSpec | None = None
     depends_on: Annotated[
         list[StepName],
         Meta(
@@ -29,20 +60,28 @@ class NewWorkflowStep(TaskFields, kw_only=True):
         ),
     ] = msgspec.field(default_factory=list)
     on_failure: OnFailureName = "halt"
+    # The job's fields, UNSET when not given: a wait step may give none of them.
+    queue_name: QueueName | UnsetType = UNSET
+    payload: JSONObject | UnsetType = UNSET
+    priority: Priority | UnsetType = UNSET
+    max_retries: MaxRetries | UnsetType = UNSET
+    backoff: Backoff | UnsetType = UNSET
+    timeout_seconds: TimeoutSeconds | UnsetType | None = UNSET
+    concurrency_key: ConcurrencyKey | UnsetType | None = UNSET
 
-    def to_domain(self) -> workflow.NewStep:
+    def to_domain(self, required_by: list[str] | None = None) -> workflow.NewStep:
+        given = {name: getattr(self, name) for name in workflow.JOB_FIELDS if getattr(self, name) is not UNSET}
+        if isinstance(given.get("backoff"), Backoff):
+            given["backoff"] = given["backoff"].to_domain()
         return workflow.NewStep(
             name=self.name,
             task_name=self.task_name,
-            payload=self.payload,
+            wait=None if self.wait is None else self.wait.to_domain(),
+            job_fields=frozenset(given),
+            required_by=list(required_by or []),
             depends_on=self.depends_on,
             on_failure=workflow.OnFailure(self.on_failure),
-            queue_name=self.queue_name,
-            priority=self.priority,
-            max_retries=self.max_retries,
-            backoff=self.backoff.to_domain(),
-            timeout_seconds=self.timeout_seconds,
-            concurrency_key=self.concurrency_key,
+            **given,
         )
 
 
@@ -63,12 +102,34 @@ class CreateWorkflow(RequestBody, kw_only=True):
 
 
 class WorkflowStep(Struct, kw_only=True):
+    """A step: `task_name` and `job_id` for one that runs a job, `wait` (and, while `waiting`, `due_at`: when its
+    sleep ends or its signal times out) for one that waits; `added_by` names the step that added it at run time.
+    Those three came in 0.2: always sent, but not `required` in the spec, so an SDK reading a 0.1 server (which
+    does not send them) reads them as absent (docs/compatibility.md)."""
+
     name: str
-    task_name: str
+    task_name: str | None
     status: StepStatusName
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailureName
+    wait: WaitSpec | None = None
+    due_at: datetime | None = None
+    added_by: str | None = None
+
+    @classmethod
+    def from_domain(cls, step: workflow.Step) -> WorkflowStep:
+        return cls(
+            name=step.name,
+            task_name=step.task_name,
+            status=step.status.value,
+            job_id=step.job_id,
+            depends_on=step.depends_on,
+            on_failure=step.on_failure.value,
+            wait=None if step.wait is None else WaitSpec.from_domain(step.wait),
+            due_at=step.due_at if step.status is workflow.StepStatus.WAITING else None,
+            added_by=step.added_by,
+        )
 
 
 class Workflow(Struct, kw_only=True):
@@ -85,17 +146,7 @@ class Workflow(Struct, kw_only=True):
 
     @classmethod
     def from_domain(cls, run: workflow.Workflow) -> Workflow:
-        steps = [
-            WorkflowStep(
-                name=step.name,
-                task_name=step.task_name,
-                status=step.status.value,
-                job_id=step.job_id,
-                depends_on=step.depends_on,
-                on_failure=step.on_failure.value,
-            )
-            for step in run.steps
-        ]
+        steps = [WorkflowStep.from_domain(step) for step in run.steps]
         return cls(
             id=run.id,
             tenant_id=run.tenant_id,
@@ -111,3 +162,31 @@ class Workflow(Struct, kw_only=True):
 class WorkflowPage(Struct):
     items: list[Workflow]
     next_cursor: str | None
+
+
+class AddedStep(NewWorkflowStep, kw_only=True):
+    required_by: Annotated[
+        list[StepName],
+        Meta(max_length=workflow.MAX_STEPS, extra_json_schema={"extra": {"items": QUEUE_NAME_SCHEMA}}),
+    ] = msgspec.field(default_factory=list)
+    """Existing `pending` steps that must now also wait for this one."""
+
+
+class AddStepsRequest(RequestBody, kw_only=True):
+    """Steps a running step adds to its own workflow (atomic; a repeat by the same step is safe)."""
+
+    lease_token: LeaseToken
+    steps: Annotated[list[AddedStep], Meta(min_length=1, max_length=growth.MAX_ADDED)]
+
+    def to_domain(self) -> list[workflow.NewStep]:
+        return [step.to_domain(step.required_by) for step in self.steps]
+
+
+class AddedSteps(Struct):
+    steps: list[WorkflowStep]
+
+
+class SignalRequest(RequestBody, kw_only=True):
+    """A signal's payload (any JSON; null when absent): the waiting step's result."""
+
+    payload: Any = None

@@ -15,11 +15,23 @@ from datetime import datetime
 
 from msgspec.structs import replace
 
-from queueflow.core.advance import NewStepJob, Transition, counters, on_job_finished, record
+from queueflow.core.advance import (
+    NewStepJob,
+    Transition,
+    counters,
+    due_waits,
+    is_reported,
+    on_job_finished,
+    record,
+    settle,
+)
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
-from queueflow.core.types import CANCELLABLE, FINISHED, Cursor, Job, JobStatus
-from queueflow.core.workflow import StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
+from queueflow.core.growth import Growth
+from queueflow.core.jsonvalue import storage_errors
+from queueflow.core.types import CANCELLABLE, FINISHED, JSON, Cursor, Job, JobStatus
+from queueflow.core.waits import DueWait, KeptSignal, SignalAction
+from queueflow.core.workflow import Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.memory.state import Tables
 
 
@@ -78,21 +90,24 @@ class MemoryWorkflows(Tables):
         snapshot = self._workflow_out(workflow)
         return self._record(workflow, snapshot, decide(snapshot), new_job, now)
 
-    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
+    async def workflow_step_finish(
+        self, report: StepReport, new_job: NewStepJob, now: datetime
+    ) -> tuple[DueWait, ...] | None:
         workflow = self._workflows.get(report.workflow_id)
         positions = self._step_positions.get(report.workflow_id, {})
         if workflow is None or workflow.status is not WorkflowStatus.RUNNING or report.step not in positions:
-            return False
+            return None
         steps = workflow.steps
         step = steps[positions[report.step]]
-        if step.status is not StepStatus.ENQUEUED or step.job_id != report.job_id:
-            return False  # a repeat, or a late report of a job that is not (or no longer) the step's
+        if not is_reported(step, report.job_id, report.wait_end):
+            return None  # a repeat, a late report of a job that is not (or no longer) the step's, a stale wait end
         if not finishes_alone(report.outcome, step.on_failure):
             snapshot = self._workflow_out(workflow)
-            transition = on_job_finished(snapshot, report.step, report.job_id, report.outcome, report.result)
-            self._record(workflow, snapshot, transition, new_job, now)
-            return True
-        finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents])
+            transition = on_job_finished(
+                snapshot, report.step, report.job_id, report.outcome, report.result, report.wait_end
+            )
+            return tuple(due_waits(self._record(workflow, snapshot, transition, new_job, now), now))
+        finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents], now)
         if errors := result_errors(finish.result):
             raise ValidationError.of(errors)
         jobs: list[Job] = []
@@ -102,13 +117,17 @@ class MemoryWorkflows(Tables):
             jobs = [new_job(view, steps[positions[name]]) for name in finish.enqueue]
             self._check_insert(jobs)
         # Validated: from here on nothing raises.
-        steps[positions[step.name]] = replace_dataclass(step, status=finish.status)
+        steps[positions[step.name]] = replace_dataclass(step, status=finish.status, due_at=None)
         workflow.context[step.name] = copy.deepcopy(finish.result)
         for name, left in finish.remaining.items():
             steps[positions[name]] = replace_dataclass(steps[positions[name]], remaining=left)
         for job in jobs:
             position = positions[job.workflow_step_id or ""]
             steps[position] = replace_dataclass(steps[position], status=StepStatus.ENQUEUED, remaining=0, job_id=job.id)
+        for name, due_at in finish.wait.items():
+            steps[positions[name]] = replace_dataclass(
+                steps[positions[name]], status=StepStatus.WAITING, remaining=0, due_at=due_at
+            )
         self._insert(jobs)
         before = self._workflow_counters[workflow.id]
         after = replace_dataclass(
@@ -118,7 +137,88 @@ class MemoryWorkflows(Tables):
         if (status := counted_status(after.unfinished, after.partial)) is not None:
             self._workflows[workflow.id] = replace_dataclass(workflow, status=status, completed_at=now)
             self._announce_finished([workflow.id])
-        return True
+        return finish.due
+
+    async def workflow_add_steps(
+        self,
+        job_id: str,
+        scope: str | None,
+        decide: Callable[[Job | None, Workflow | None], Growth],
+        new_job: NewStepJob,
+        now: datetime,
+    ) -> Workflow:
+        job = self._jobs.get(job_id)
+        if job is not None and scope is not None and job.tenant_id != scope:
+            job = None
+        workflow = self._workflows.get(job.workflow_id) if job is not None and job.workflow_id is not None else None
+        growth = decide(
+            None if job is None else self._out(job), None if workflow is None else self._workflow_out(workflow)
+        )
+        assert workflow is not None  # `decide` refuses a job of no workflow
+        grown = growth.workflow
+        if errors := workflow_storage_errors(grown):
+            raise ValidationError.of(errors)
+        # Recorded as a change of the whole workflow, on the grown snapshot (validated before it is kept).
+        return self._record(workflow, grown, settle(grown.steps), new_job, now)
+
+    async def workflow_signal(
+        self,
+        workflow_id: str,
+        tenant_id: str,
+        name: str,
+        payload: JSON,
+        now: datetime,
+        decide: Callable[[Workflow | None, Step | None], SignalAction],
+    ) -> DueWait | None:
+        workflow = self._workflows.get(workflow_id)
+        if workflow is None or workflow.tenant_id != tenant_id:
+            decide(None, None)
+            return None
+        position = next(
+            (i for i, step in enumerate(workflow.steps) if step.wait is not None and step.wait.signal == name), None
+        )
+        step = None if position is None else workflow.steps[position]
+        action = decide(replace_dataclass(workflow, steps=[], context={}), step)
+        if action is not SignalAction.KEEP or step is None or position is None:
+            return None
+        if errors := storage_errors(payload, ("payload",)):
+            raise ValidationError.of(errors)
+        waiting = step.status is StepStatus.WAITING
+        kept = replace_dataclass(
+            step,
+            signal=KeptSignal(payload=copy.deepcopy(payload), received_at=now),
+            due_at=now if waiting else step.due_at,
+        )
+        workflow.steps[position] = kept
+        if not waiting or kept.wait is None:
+            return None
+        return DueWait(workflow_id=workflow_id, name=kept.name, wait=kept.wait, due_at=now, signal=kept.signal)
+
+    async def workflow_waits_due(self, now: datetime, limit: int) -> list[DueWait]:
+        due = [
+            DueWait(workflow_id=workflow.id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)
+            for workflow in self._workflows.values()
+            if workflow.status is WorkflowStatus.RUNNING
+            for step in workflow.steps
+            if step.status is StepStatus.WAITING
+            and step.wait is not None
+            and step.due_at is not None
+            and step.due_at <= now
+        ]
+        due.sort(key=lambda wait: wait.due_at or now)
+        return due[:limit]
+
+    async def workflow_next_wait_due(self) -> datetime | None:
+        return min(
+            (
+                step.due_at
+                for workflow in self._workflows.values()
+                if workflow.status is WorkflowStatus.RUNNING
+                for step in workflow.steps
+                if step.status is StepStatus.WAITING and step.due_at is not None
+            ),
+            default=None,
+        )
 
     async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
         stalled = [

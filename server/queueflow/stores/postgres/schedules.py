@@ -10,9 +10,10 @@ from datetime import datetime
 
 import asyncpg
 
+from queueflow.core.definitions import new_workflow_from_json, new_workflow_json
 from queueflow.core.errors import InvalidState
 from queueflow.core.jsonvalue import storable_text
-from queueflow.core.schedule import Schedule, schedule_storage_errors
+from queueflow.core.schedule import JOB_DEFAULTS, Schedule, schedule_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
 from queueflow.stores.postgres.connection import Pooled
@@ -20,14 +21,14 @@ from queueflow.stores.postgres.errors import json_text
 
 COLUMNS = (
     "id, tenant_id, name, cron, timezone, task_name, queue_name, payload, priority, max_retries, enabled,"
-    " next_run_at, last_run_at, created_at, updated_at"
+    " next_run_at, last_run_at, created_at, updated_at, workflow"
 )
 
 # A taken name is an answer, not an error: ON CONFLICT names only that constraint, so a duplicate id still
 # raises (and becomes a ValidationError in pgerrors).
 INSERT = f"""
 INSERT INTO queueflow.schedules ({COLUMNS})
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16::jsonb)
 ON CONFLICT ON CONSTRAINT uq_schedules_tenant_name DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -46,7 +47,7 @@ SELECT {COLUMNS} FROM queueflow.schedules
 UPDATE = f"""
 UPDATE queueflow.schedules
    SET cron = $3, timezone = $4, task_name = $5, queue_name = $6, payload = $7::jsonb, priority = $8,
-       max_retries = $9, enabled = $10, next_run_at = $11, updated_at = $12
+       max_retries = $9, enabled = $10, next_run_at = $11, updated_at = $12, workflow = $15::jsonb
  WHERE id = $1 AND tenant_id = $2 AND updated_at = $13 AND next_run_at IS NOT DISTINCT FROM $14
 RETURNING {COLUMNS}
 """
@@ -81,6 +82,7 @@ class PostgresSchedules(Pooled):
                 schedule.last_run_at,
                 schedule.created_at,
                 schedule.updated_at,
+                _workflow(schedule),
             )
         if row is None:
             raise InvalidState(f"a schedule called {schedule.name!r} already exists")
@@ -115,6 +117,7 @@ class PostgresSchedules(Pooled):
                 schedule.updated_at,
                 expected_updated_at,
                 expected_next_run_at,
+                _workflow(schedule),
             )
         return _schedule(row) if row is not None else None
 
@@ -148,19 +151,28 @@ class PostgresSchedules(Pooled):
 
 
 def _fields(schedule: Schedule) -> tuple[object, ...]:
-    """The editable columns, in the order INSERT and UPDATE both take them (cron … next_run_at)."""
+    """The editable columns, in the order INSERT and UPDATE both take them (cron … next_run_at). A workflow
+    schedule has no job fields: their columns (NOT NULL since 0001) keep the defaults, and read back as None."""
+    job = schedule.workflow is None
     return (
         schedule.cron,
         schedule.timezone,
         schedule.task_name,
-        schedule.queue_name,
-        json_text(schedule.payload, ("payload",)),
-        schedule.priority,
-        schedule.max_retries,
+        schedule.queue_name if job else JOB_DEFAULTS["queue_name"],
+        json_text(schedule.payload if job else {}, ("payload",)),
+        schedule.priority if job else JOB_DEFAULTS["priority"],
+        schedule.max_retries if job else JOB_DEFAULTS["max_retries"],
         schedule.enabled,
         schedule.next_run_at,
     )
 
 
+def _workflow(schedule: Schedule) -> str | None:
+    return None if schedule.workflow is None else json_text(new_workflow_json(schedule.workflow), ("workflow",))
+
+
 def _schedule(row: asyncpg.Record) -> Schedule:
-    return Schedule(**{name: row[name] for name in Schedule.__dataclass_fields__})
+    fields = {name: row[name] for name in Schedule.__dataclass_fields__ if name != "workflow"}
+    if row["workflow"] is None:
+        return Schedule(**fields)
+    return Schedule(**(fields | dict.fromkeys(JOB_DEFAULTS)), workflow=new_workflow_from_json(row["workflow"]))

@@ -18,10 +18,13 @@ from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.queues import PostgresQueues
 from queueflow.stores.postgres.schedules import PostgresSchedules
 from queueflow.stores.postgres.url import asyncpg_dsn
+from queueflow.stores.postgres.workflow_growth import PostgresWorkflowGrowth
 from queueflow.stores.postgres.workflows import PostgresWorkflows
 
 
-class PostgresJobStore(PostgresJobs, PostgresClaims, PostgresQueues, PostgresWorkflows, PostgresSchedules):
+class PostgresJobStore(
+    PostgresJobs, PostgresClaims, PostgresQueues, PostgresWorkflows, PostgresWorkflowGrowth, PostgresSchedules
+):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
     @classmethod

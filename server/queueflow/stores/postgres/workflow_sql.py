@@ -23,11 +23,12 @@ WORKFLOW_COLUMNS = (
 # A step without its edges: what a finish reads of a dependent (it decides on `remaining`). A fan-in's
 # `depends_on` is as long as the fan: read by each of the fan's finishes, it made a 10,000-wide fan-out's cost
 # quadratic (each finish detoasted and decoded the join's 10,000 names).
+# A dependent that is a wait step becomes `waiting` (or due, with a signal kept): its wait and signal are read too.
 DEPENDENT_COLUMNS = (
     "workflow_id, name, idx, task_name, payload, on_failure, status, job_id, queue_name, priority, max_retries,"
-    " config, timeout_seconds, remaining"
+    " config, timeout_seconds, remaining, wait, due_at, signal_payload, signal_received_at"
 )
-STEP_COLUMNS = f"{DEPENDENT_COLUMNS}, depends_on, dependents"
+STEP_COLUMNS = f"{DEPENDENT_COLUMNS}, depends_on, dependents, added_by, added_as"
 
 WORKFLOW_INSERT = """
 INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
@@ -50,14 +51,15 @@ SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows AS w WHERE w.tenant_id = $1 A
 STEPS_INSERT = """
 INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
                                       job_id, queue_name, priority, max_retries, config, timeout_seconds,
-                                      remaining, dependents)
+                                      remaining, dependents, wait, due_at, added_by, added_as)
 SELECT $1, s.name, s.idx, s.task_name, s.payload, ARRAY(SELECT jsonb_array_elements_text(s.depends_on)),
        s.on_failure, s.status, s.job_id, s.queue_name, s.priority, s.max_retries, s.config, s.timeout_seconds,
-       s.remaining, ARRAY(SELECT jsonb_array_elements_text(s.dependents))
+       s.remaining, ARRAY(SELECT jsonb_array_elements_text(s.dependents)), s.wait, s.due_at, s.added_by, s.added_as
   FROM unnest($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[],
-              $10::text[], $11::int[], $12::int[], $13::jsonb[], $14::float8[], $15::int[], $16::jsonb[])
+              $10::text[], $11::int[], $12::int[], $13::jsonb[], $14::float8[], $15::int[], $16::jsonb[],
+              $17::jsonb[], $18::timestamptz[], $19::text[], $20::jsonb[])
        AS s(name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,
-            max_retries, config, timeout_seconds, remaining, dependents)
+            max_retries, config, timeout_seconds, remaining, dependents, wait, due_at, added_by, added_as)
 """
 
 WORKFLOW_GET = f"""
@@ -87,10 +89,20 @@ UPDATE queueflow.workflows
 # Only the finished step has a result to keep (NULL for the others: theirs stays).
 STEPS_RECORD = """
 UPDATE queueflow.workflow_steps AS s
-   SET status = c.status, job_id = c.job_id, remaining = c.remaining, result = COALESCE(c.result, s.result)
-  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
-       AS c(name, expect, status, job_id, remaining, result)
+   SET status = c.status, job_id = c.job_id, remaining = c.remaining, result = COALESCE(c.result, s.result),
+       due_at = c.due_at
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::timestamptz[])
+       AS c(name, expect, status, job_id, remaining, result, due_at)
  WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
+"""
+
+# Steps added at run time rewire existing rows (`core.growth`): new dependents, and `required_by` edges.
+STEPS_REWIRE = """
+UPDATE queueflow.workflow_steps AS s
+   SET depends_on = ARRAY(SELECT jsonb_array_elements_text(c.depends_on)),
+       dependents = ARRAY(SELECT jsonb_array_elements_text(c.dependents)), remaining = c.remaining
+  FROM unnest($2::text[], $3::jsonb[], $4::jsonb[], $5::int[]) AS c(name, depends_on, dependents, remaining)
+ WHERE s.workflow_id = $1 AND s.name = c.name
 """
 
 # ---- a step's finish (`workflow_step_finish`, `core.finish`) ------------------------------------------------
@@ -105,7 +117,9 @@ STEP_ON_FAILURE = "SELECT on_failure FROM queueflow.workflow_steps WHERE workflo
 # 1. `head`: the workflow row FOR KEY SHARE (finishes of one workflow share this lock; a structural change's FOR
 #    UPDATE excludes them), read first: `finished` reads it.
 # 2. `finished`: the step enqueued → completed | failed | cancelled ($4), with its result ($5): only for the step's
-#    own job ($3), once, and only while the workflow runs.
+#    own job ($3), once, and only while the workflow runs. With no job ($3 NULL) it is the end of a wait:
+#    waiting → completed | failed, only while the row is as the end was decided on (`core.advance.is_reported`:
+#    its due time $6, a signal kept or not $7), so a stale timeout or a second process's end records nothing.
 # 3. The finished step's pending dependents, locked in name order (every finisher locks in this order, so none
 #    waits on another in a cycle), as they are once their locks are granted; read after `finished`, whose
 #    `dependents` name them.
@@ -116,9 +130,13 @@ WITH head AS (
     SELECT id, tenant_id, name, status, idempotency_key, created_at, trace_context
       FROM queueflow.workflows WHERE id = $1 FOR KEY SHARE
 ), finished AS (
-    UPDATE queueflow.workflow_steps AS s SET status = $4, result = $5::jsonb
+    UPDATE queueflow.workflow_steps AS s SET status = $4, result = $5::jsonb, due_at = NULL
       FROM head
-     WHERE s.workflow_id = $1 AND s.name = $2 AND s.status = 'enqueued' AND s.job_id = $3 AND head.status = 'running'
+     WHERE s.workflow_id = $1 AND s.name = $2 AND head.status = 'running'
+       AND CASE WHEN $3::text IS NULL
+                THEN s.status = 'waiting' AND s.job_id IS NULL AND s.due_at IS NOT DISTINCT FROM $6::timestamptz
+                     AND (s.signal_received_at IS NOT NULL) = $7::boolean
+                ELSE s.status = 'enqueued' AND s.job_id = $3 END
     RETURNING s.dependents
 )
 SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
@@ -134,8 +152,8 @@ SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
 """
 
 # What the finish decided, in one statement that starts after FINISH's locks were granted:
-# - `recorded`: the dependents that stay pending get their new count ($18–$21: name, remaining, status, job_id),
-#   and those that reached 0 become enqueued with their new job;
+# - `recorded`: the dependents that stay pending get their new count ($18–$21, $24: name, remaining, status,
+#   job_id, due_at), and those that reached 0 become enqueued with their new job, or waiting with a due time;
 # - `inserted`: those jobs ($1–$16, as `sql.INSERT`), each payload given its `_context` here. The context is
 #   assembled once, in SQL, by this statement, which starts after FINISH's locks were granted, so it holds the
 #   result of every dependency (each committed its result before its lock on the dependent came free).
@@ -150,8 +168,9 @@ SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
 COUNT = f"""
 WITH recorded AS (
     UPDATE queueflow.workflow_steps AS s
-       SET remaining = c.remaining, status = c.status, job_id = c.job_id
-      FROM unnest($18::text[], $19::int[], $20::text[], $21::text[]) AS c(name, remaining, status, job_id)
+       SET remaining = c.remaining, status = c.status, job_id = c.job_id, due_at = c.due_at
+      FROM unnest($18::text[], $19::int[], $20::text[], $21::text[], $24::timestamptz[])
+           AS c(name, remaining, status, job_id, due_at)
      WHERE s.workflow_id = $17 AND s.name = c.name AND s.status = 'pending'
 ), c AS MATERIALIZED (
     SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $17 AND cardinality($1::text[]) > 0
@@ -202,3 +221,49 @@ SELECT {J_COLUMNS}
  ORDER BY w.updated_at, s.workflow_id, s.idx
  LIMIT $1
 """
+
+# ---- signals and due waits (`workflow_growth`) -------------------------------------------------------------
+
+# The workflow row FOR KEY SHARE (a change of the whole workflow waits for the signal, as for a finish), then the
+# step waiting for the signal FOR UPDATE: a finish that makes it wait locks it too, so one of the two sees the
+# other's write. One row with the workflow (no row: no workflow for the tenant), `s_*` NULL with no such step.
+SIGNAL_STEP = f"""
+WITH head AS (
+    SELECT id, status FROM queueflow.workflows WHERE id = $1 AND tenant_id = $2 FOR KEY SHARE
+)
+SELECT h.id, h.status AS workflow_status, s.*
+  FROM head AS h
+  LEFT JOIN LATERAL (
+        SELECT {", ".join(f"{column} AS s_{column}" for column in STEP_COLUMNS.split(", "))}
+          FROM queueflow.workflow_steps WHERE workflow_id = $1 AND signal = $3
+           FOR UPDATE
+       ) AS s ON true
+"""
+
+# The signal kept ($3, $4) on step $2; a waiting step is due now ($4), for the caller to end.
+SIGNAL_KEEP = """
+UPDATE queueflow.workflow_steps
+   SET signal_payload = $3::jsonb, signal_received_at = $4,
+       due_at = CASE WHEN status = 'waiting' THEN $4 ELSE due_at END
+ WHERE workflow_id = $1 AND name = $2
+RETURNING status, due_at
+"""
+
+# Waits due at $1 (idx_workflow_steps_due), of running workflows.
+WAITS_DUE = """
+SELECT s.workflow_id, s.name, s.wait, s.due_at, s.signal_payload, s.signal_received_at
+  FROM queueflow.workflow_steps AS s
+  JOIN queueflow.workflows AS w ON w.id = s.workflow_id AND w.status = 'running'
+ WHERE s.status = 'waiting' AND s.due_at IS NOT NULL AND s.due_at <= $1
+ ORDER BY s.due_at
+ LIMIT $2
+"""
+
+NEXT_WAIT_DUE = """
+SELECT min(due_at) FROM queueflow.workflow_steps WHERE status = 'waiting' AND due_at IS NOT NULL
+"""
+
+# The job that adds steps, held FOR SHARE until the addition commits (its completion waits for it).
+JOB_FOR_SHARE = (
+    f"SELECT {J_COLUMNS} FROM queueflow.jobs AS j WHERE j.id = $1 AND ($2::text IS NULL OR j.tenant_id = $2) FOR SHARE"
+)

@@ -22,6 +22,7 @@ from queueflow.core.advance import (
     Recording,
     Transition,
     counters,
+    due_waits,
     finished_status,
     on_job_finished,
     record,
@@ -36,6 +37,7 @@ from queueflow.core.finish import (
 )
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
+from queueflow.core.waits import DueWait, KeptSignal, Wait
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
@@ -145,13 +147,17 @@ class PostgresWorkflows(Pooled):
         self._wake(job.queue_name for job in jobs)
         return workflow
 
-    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
-        if not (storable_text(report.workflow_id) and storable_text(report.step) and storable_text(report.job_id)):
-            return False
+    async def workflow_step_finish(
+        self, report: StepReport, new_job: NewStepJob, now: datetime
+    ) -> tuple[DueWait, ...] | None:
+        texts = (report.workflow_id, report.step, report.job_id or "")
+        if not all(storable_text(text) for text in texts):
+            return None
         if errors := result_errors(report.result):
             raise ValidationError.of(errors)
         result = json_text(report.result, ("result",))
         jobs: Sequence[Job] | None
+        due: tuple[DueWait, ...] = ()
         try:
             async with self._connection() as db:
                 alone = True
@@ -160,20 +166,24 @@ class PostgresWorkflows(Pooled):
                     alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                 async with db.transaction():
                     if alone:
-                        jobs = await _finish(db, report, result, new_job, now)
+                        finished = await _finish(db, report, result, new_job, now)
+                        jobs, due = finished if finished is not None else (None, ())
                     else:
 
                         def decide(workflow: Workflow) -> Transition:
-                            return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result)
+                            return on_job_finished(
+                                workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end
+                            )
 
                         after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
                         jobs = enqueued if after is not None else None
+                        due = () if after is None else tuple(due_waits(after, now))
         except _Raised as raised:
             raise raised.error from None
         if jobs is None:
-            return False
+            return None
         self._wake(job.queue_name for job in jobs)
-        return True
+        return due
 
     async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
         async with self._connection() as db:
@@ -208,17 +218,29 @@ async def _advance(
     return recording.workflow, recording.jobs
 
 
-async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime) -> list[Job] | None:
+async def _finish(
+    db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime
+) -> tuple[list[Job], tuple[DueWait, ...]] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
-    transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued, or None if it recorded
-    nothing (a repeat, a late report, a workflow no longer running)."""
+    transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once,
+    or None if it recorded nothing (a repeat, a late report, a stale wait end, a workflow no longer running)."""
     status = finished_status(report.outcome).value
-    rows = await db.fetch(FINISH, report.workflow_id, report.step, report.job_id, status, result)
+    end = report.wait_end
+    rows = await db.fetch(
+        FINISH,
+        report.workflow_id,
+        report.step,
+        report.job_id,
+        status,
+        result,
+        None if end is None else end.due_at,
+        end is not None and end.signalled,
+    )
     if not rows or not rows[0]["finished"]:
         return None
     head = rows[0]
     locked = [_step(_dependent_columns(row), edges=False) for row in rows if row["d_name"] is not None]
-    finish = on_finish(report.outcome, report.result, locked)
+    finish = on_finish(report.outcome, report.result, locked, now)
     by_name = {step.name: step for step in locked}
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
     if errors := job_storage_errors(jobs):
@@ -227,16 +249,21 @@ async def _finish(db: Db, report: StepReport, result: str, new_job: NewStepJob, 
         COUNT,
         *insert_columns(jobs),
         report.workflow_id,
-        [*finish.remaining, *finish.enqueue],
-        [*finish.remaining.values(), *(0 for _ in jobs)],
-        [*(StepStatus.PENDING.value for _ in finish.remaining), *(StepStatus.ENQUEUED.value for _ in jobs)],
-        [*(None for _ in finish.remaining), *(job.id for job in jobs)],
+        [*finish.remaining, *finish.enqueue, *finish.wait],
+        [*finish.remaining.values(), *(0 for _ in jobs), *(0 for _ in finish.wait)],
+        [
+            *(StepStatus.PENDING.value for _ in finish.remaining),
+            *(StepStatus.ENQUEUED.value for _ in jobs),
+            *(StepStatus.WAITING.value for _ in finish.wait),
+        ],
+        [*(None for _ in finish.remaining), *(job.id for job in jobs), *(None for _ in finish.wait)],
         finish.unfinished,
         finish.partial,
+        [*(None for _ in finish.remaining), *(None for _ in jobs), *finish.wait.values()],
     )
-    if counted is not None and (end := counted_status(counted["unfinished"], counted["partial"])) is not None:
-        await db.execute(WORKFLOW_END, report.workflow_id, end.value, now)
-    return jobs
+    if counted is not None and (ended := counted_status(counted["unfinished"], counted["partial"])) is not None:
+        await db.execute(WORKFLOW_END, report.workflow_id, ended.value, now)
+    return jobs, finish.due
 
 
 def _dependent_columns(row: asyncpg.Record) -> dict[str, Any]:
@@ -298,6 +325,7 @@ async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: 
             [new.job_id for _, new in recording.changed],
             [new.remaining for _, new in recording.changed],
             results,
+            [new.due_at for _, new in recording.changed],
         )
         if int(written.split()[-1]) != len(recording.changed):
             raise StoreUnavailable(f"workflow {snapshot.id}: a step changed outside the workflow's lock")
@@ -357,6 +385,13 @@ def _step(row: asyncpg.Record | Mapping[str, Any], *, edges: bool = True) -> Ste
         concurrency_key=row["config"].get("concurrency_key"),
         dependents=tuple(row["dependents"]) if edges else (),
         remaining=row["remaining"],
+        wait=None if row["wait"] is None else Wait.from_json(row["wait"]),
+        due_at=row["due_at"],
+        signal=None
+        if row["signal_received_at"] is None
+        else KeptSignal(payload=row["signal_payload"], received_at=row["signal_received_at"]),
+        added_by=row["added_by"] if edges else None,
+        added_as=row["added_as"] if edges else None,
     )
 
 
@@ -377,4 +412,8 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.timeout_seconds for step in steps],
         [step.remaining for step in steps],
         [json_text(list(step.dependents), ("steps", step.idx, "dependents")) for step in steps],
+        [None if step.wait is None else json_text(step.wait.to_json(), ("steps", step.idx, "wait")) for step in steps],
+        [step.due_at for step in steps],
+        [step.added_by for step in steps],
+        [None if step.added_as is None else json_text(step.added_as, ("steps", step.idx)) for step in steps],
     ]

@@ -9,6 +9,11 @@ from .ack_result_status_type_1 import AckResultStatusType1
 from .ack_result_status_type_2_type_1 import AckResultStatusType2Type1
 from .ack_result_status_type_3_type_1 import AckResultStatusType3Type1
 from .ack_results import AckResults
+from .add_steps_request import AddStepsRequest
+from .added_step import AddedStep
+from .added_step_on_failure import AddedStepOnFailure
+from .added_step_payload import AddedStepPayload
+from .added_steps import AddedSteps
 from .backoff import Backoff
 from .backoff_strategy import BackoffStrategy
 from .batch_item import BatchItem
@@ -65,11 +70,14 @@ from .release_request import ReleaseRequest
 from .release_results import ReleaseResults
 from .schedule import Schedule
 from .schedule_page import SchedulePage
-from .schedule_payload import SchedulePayload
+from .schedule_payload_type_0 import SchedulePayloadType0
+from .schedule_workflow_type_0 import ScheduleWorkflowType0
+from .signal_request import SignalRequest
 from .trace_context import TraceContext
 from .update_queue import UpdateQueue
 from .update_schedule import UpdateSchedule
 from .update_schedule_payload import UpdateSchedulePayload
+from .wait_spec import WaitSpec
 from .workflow import Workflow
 from .workflow_context import WorkflowContext
 from .workflow_page import WorkflowPage
@@ -88,6 +96,11 @@ __all__ = (
     "AckResultStatusType2Type1",
     "AckResultStatusType3Type1",
     "AckResults",
+    "AddStepsRequest",
+    "AddedStep",
+    "AddedStepOnFailure",
+    "AddedStepPayload",
+    "AddedSteps",
     "Backoff",
     "BackoffStrategy",
     "BatchItem",
@@ -144,11 +157,14 @@ __all__ = (
     "ReleaseResults",
     "Schedule",
     "SchedulePage",
-    "SchedulePayload",
+    "SchedulePayloadType0",
+    "ScheduleWorkflowType0",
+    "SignalRequest",
     "TraceContext",
     "UpdateQueue",
     "UpdateSchedule",
     "UpdateSchedulePayload",
+    "WaitSpec",
     "Workflow",
     "WorkflowContext",
     "WorkflowPage",

@@ -9,6 +9,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.create_schedule_payload import CreateSchedulePayload
+    from ..models.create_workflow import CreateWorkflow
 
 
 T = TypeVar("T", bound="CreateSchedule")
@@ -20,31 +21,31 @@ class CreateSchedule:
     Attributes:
         cron (str): Five fields (minute hour day-of-month month day-of-week) or an alias such as @daily
         name (str):
-        task_name (str):
         enabled (bool | Unset):  Default: True.
-        max_retries (int | Unset):  Default: 3.
+        max_retries (int | Unset):
         payload (CreateSchedulePayload | Unset):
-        priority (int | Unset):  Default: 0.
-        queue_name (str | Unset):  Default: 'default'.
+        priority (int | Unset):
+        queue_name (str | Unset):
+        task_name (str | Unset):
         timezone (str | Unset): An IANA time zone name; occurrences follow it across DST changes Default: 'UTC'.
+        workflow (CreateWorkflow | Unset):
     """
 
     cron: str
     name: str
-    task_name: str
     enabled: bool | Unset = True
-    max_retries: int | Unset = 3
+    max_retries: int | Unset = UNSET
     payload: CreateSchedulePayload | Unset = UNSET
-    priority: int | Unset = 0
-    queue_name: str | Unset = "default"
+    priority: int | Unset = UNSET
+    queue_name: str | Unset = UNSET
+    task_name: str | Unset = UNSET
     timezone: str | Unset = "UTC"
+    workflow: CreateWorkflow | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         cron = self.cron
 
         name = self.name
-
-        task_name = self.task_name
 
         enabled = self.enabled
 
@@ -58,7 +59,13 @@ class CreateSchedule:
 
         queue_name = self.queue_name
 
+        task_name = self.task_name
+
         timezone = self.timezone
+
+        workflow: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.workflow, Unset):
+            workflow = self.workflow.to_dict()
 
         field_dict: dict[str, Any] = {}
 
@@ -66,7 +73,6 @@ class CreateSchedule:
             {
                 "cron": cron,
                 "name": name,
-                "task_name": task_name,
             }
         )
         if enabled is not UNSET:
@@ -79,21 +85,24 @@ class CreateSchedule:
             field_dict["priority"] = priority
         if queue_name is not UNSET:
             field_dict["queue_name"] = queue_name
+        if task_name is not UNSET:
+            field_dict["task_name"] = task_name
         if timezone is not UNSET:
             field_dict["timezone"] = timezone
+        if workflow is not UNSET:
+            field_dict["workflow"] = workflow
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.create_schedule_payload import CreateSchedulePayload
+        from ..models.create_workflow import CreateWorkflow
 
         d = dict(src_dict)
         cron = d.pop("cron")
 
         name = d.pop("name")
-
-        task_name = d.pop("task_name")
 
         enabled = d.pop("enabled", UNSET)
 
@@ -110,18 +119,28 @@ class CreateSchedule:
 
         queue_name = d.pop("queue_name", UNSET)
 
+        task_name = d.pop("task_name", UNSET)
+
         timezone = d.pop("timezone", UNSET)
+
+        _workflow = d.pop("workflow", UNSET)
+        workflow: CreateWorkflow | Unset
+        if isinstance(_workflow, Unset):
+            workflow = UNSET
+        else:
+            workflow = CreateWorkflow.from_dict(_workflow)
 
         create_schedule = cls(
             cron=cron,
             name=name,
-            task_name=task_name,
             enabled=enabled,
             max_retries=max_retries,
             payload=payload,
             priority=priority,
             queue_name=queue_name,
+            task_name=task_name,
             timezone=timezone,
+            workflow=workflow,
         )
 
         return create_schedule

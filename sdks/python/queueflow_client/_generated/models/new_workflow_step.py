@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.backoff import Backoff
     from ..models.new_workflow_step_payload import NewWorkflowStepPayload
+    from ..models.wait_spec import WaitSpec
 
 
 T = TypeVar("T", bound="NewWorkflowStep")
@@ -21,35 +22,37 @@ class NewWorkflowStep:
     """
     Attributes:
         name (str):
-        task_name (str):
         backoff (Backoff | Unset):
         concurrency_key (None | str | Unset): The group a queue's key_concurrency_limit counts this job in, e.g. a user
             id
         depends_on (list[str] | Unset):
-        max_retries (int | Unset):  Default: 3.
+        max_retries (int | Unset):
         on_failure (NewWorkflowStepOnFailure | Unset):  Default: NewWorkflowStepOnFailure.HALT.
         payload (NewWorkflowStepPayload | Unset):
-        priority (int | Unset):  Default: 0.
-        queue_name (str | Unset):  Default: 'default'.
+        priority (int | Unset):
+        queue_name (str | Unset):
+        task_name (None | str | Unset):
         timeout_seconds (float | None | Unset):
+        wait (None | Unset | WaitSpec):
     """
 
     name: str
-    task_name: str
     backoff: Backoff | Unset = UNSET
     concurrency_key: None | str | Unset = UNSET
     depends_on: list[str] | Unset = UNSET
-    max_retries: int | Unset = 3
+    max_retries: int | Unset = UNSET
     on_failure: NewWorkflowStepOnFailure | Unset = NewWorkflowStepOnFailure.HALT
     payload: NewWorkflowStepPayload | Unset = UNSET
-    priority: int | Unset = 0
-    queue_name: str | Unset = "default"
+    priority: int | Unset = UNSET
+    queue_name: str | Unset = UNSET
+    task_name: None | str | Unset = UNSET
     timeout_seconds: float | None | Unset = UNSET
+    wait: None | Unset | WaitSpec = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        name = self.name
+        from ..models.wait_spec import WaitSpec
 
-        task_name = self.task_name
+        name = self.name
 
         backoff: dict[str, Any] | Unset = UNSET
         if not isinstance(self.backoff, Unset):
@@ -79,18 +82,31 @@ class NewWorkflowStep:
 
         queue_name = self.queue_name
 
+        task_name: None | str | Unset
+        if isinstance(self.task_name, Unset):
+            task_name = UNSET
+        else:
+            task_name = self.task_name
+
         timeout_seconds: float | None | Unset
         if isinstance(self.timeout_seconds, Unset):
             timeout_seconds = UNSET
         else:
             timeout_seconds = self.timeout_seconds
 
+        wait: dict[str, Any] | None | Unset
+        if isinstance(self.wait, Unset):
+            wait = UNSET
+        elif isinstance(self.wait, WaitSpec):
+            wait = self.wait.to_dict()
+        else:
+            wait = self.wait
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
             {
                 "name": name,
-                "task_name": task_name,
             }
         )
         if backoff is not UNSET:
@@ -109,8 +125,12 @@ class NewWorkflowStep:
             field_dict["priority"] = priority
         if queue_name is not UNSET:
             field_dict["queue_name"] = queue_name
+        if task_name is not UNSET:
+            field_dict["task_name"] = task_name
         if timeout_seconds is not UNSET:
             field_dict["timeout_seconds"] = timeout_seconds
+        if wait is not UNSET:
+            field_dict["wait"] = wait
 
         return field_dict
 
@@ -118,11 +138,10 @@ class NewWorkflowStep:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.backoff import Backoff
         from ..models.new_workflow_step_payload import NewWorkflowStepPayload
+        from ..models.wait_spec import WaitSpec
 
         d = dict(src_dict)
         name = d.pop("name")
-
-        task_name = d.pop("task_name")
 
         _backoff = d.pop("backoff", UNSET)
         backoff: Backoff | Unset
@@ -162,6 +181,15 @@ class NewWorkflowStep:
 
         queue_name = d.pop("queue_name", UNSET)
 
+        def _parse_task_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        task_name = _parse_task_name(d.pop("task_name", UNSET))
+
         def _parse_timeout_seconds(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -171,9 +199,25 @@ class NewWorkflowStep:
 
         timeout_seconds = _parse_timeout_seconds(d.pop("timeout_seconds", UNSET))
 
+        def _parse_wait(data: object) -> None | Unset | WaitSpec:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                wait_type_0 = WaitSpec.from_dict(data)
+
+                return wait_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | WaitSpec, data)
+
+        wait = _parse_wait(d.pop("wait", UNSET))
+
         new_workflow_step = cls(
             name=name,
-            task_name=task_name,
             backoff=backoff,
             concurrency_key=concurrency_key,
             depends_on=depends_on,
@@ -182,7 +226,9 @@ class NewWorkflowStep:
             payload=payload,
             priority=priority,
             queue_name=queue_name,
+            task_name=task_name,
             timeout_seconds=timeout_seconds,
+            wait=wait,
         )
 
         return new_workflow_step

@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
-    from ..models.schedule_payload import SchedulePayload
+    from ..models.schedule_payload_type_0 import SchedulePayloadType0
+    from ..models.schedule_workflow_type_0 import ScheduleWorkflowType0
 
 
 T = TypeVar("T", bound="Schedule")
@@ -23,16 +26,17 @@ class Schedule:
         enabled (bool):
         id (str):
         last_run_at (datetime.datetime | None):
-        max_retries (int):
+        max_retries (int | None):
         name (str):
         next_run_at (datetime.datetime | None):
-        payload (SchedulePayload):
-        priority (int):
-        queue_name (str):
-        task_name (str):
+        payload (None | SchedulePayloadType0):
+        priority (int | None):
+        queue_name (None | str):
+        task_name (None | str):
         tenant_id (str):
         timezone (str):
         updated_at (datetime.datetime):
+        workflow (None | ScheduleWorkflowType0 | Unset):
     """
 
     created_at: datetime.datetime
@@ -40,19 +44,23 @@ class Schedule:
     enabled: bool
     id: str
     last_run_at: datetime.datetime | None
-    max_retries: int
+    max_retries: int | None
     name: str
     next_run_at: datetime.datetime | None
-    payload: SchedulePayload
-    priority: int
-    queue_name: str
-    task_name: str
+    payload: None | SchedulePayloadType0
+    priority: int | None
+    queue_name: None | str
+    task_name: None | str
     tenant_id: str
     timezone: str
     updated_at: datetime.datetime
+    workflow: None | ScheduleWorkflowType0 | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.schedule_payload_type_0 import SchedulePayloadType0
+        from ..models.schedule_workflow_type_0 import ScheduleWorkflowType0
+
         created_at = self.created_at.isoformat()
 
         cron = self.cron
@@ -67,6 +75,7 @@ class Schedule:
         else:
             last_run_at = self.last_run_at
 
+        max_retries: int | None
         max_retries = self.max_retries
 
         name = self.name
@@ -77,12 +86,19 @@ class Schedule:
         else:
             next_run_at = self.next_run_at
 
-        payload = self.payload.to_dict()
+        payload: dict[str, Any] | None
+        if isinstance(self.payload, SchedulePayloadType0):
+            payload = self.payload.to_dict()
+        else:
+            payload = self.payload
 
+        priority: int | None
         priority = self.priority
 
+        queue_name: None | str
         queue_name = self.queue_name
 
+        task_name: None | str
         task_name = self.task_name
 
         tenant_id = self.tenant_id
@@ -90,6 +106,14 @@ class Schedule:
         timezone = self.timezone
 
         updated_at = self.updated_at.isoformat()
+
+        workflow: dict[str, Any] | None | Unset
+        if isinstance(self.workflow, Unset):
+            workflow = UNSET
+        elif isinstance(self.workflow, ScheduleWorkflowType0):
+            workflow = self.workflow.to_dict()
+        else:
+            workflow = self.workflow
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -112,12 +136,15 @@ class Schedule:
                 "updated_at": updated_at,
             }
         )
+        if workflow is not UNSET:
+            field_dict["workflow"] = workflow
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.schedule_payload import SchedulePayload
+        from ..models.schedule_payload_type_0 import SchedulePayloadType0
+        from ..models.schedule_workflow_type_0 import ScheduleWorkflowType0
 
         d = dict(src_dict)
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
@@ -143,7 +170,12 @@ class Schedule:
 
         last_run_at = _parse_last_run_at(d.pop("last_run_at"))
 
-        max_retries = d.pop("max_retries")
+        def _parse_max_retries(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        max_retries = _parse_max_retries(d.pop("max_retries"))
 
         name = d.pop("name")
 
@@ -162,19 +194,64 @@ class Schedule:
 
         next_run_at = _parse_next_run_at(d.pop("next_run_at"))
 
-        payload = SchedulePayload.from_dict(d.pop("payload"))
+        def _parse_payload(data: object) -> None | SchedulePayloadType0:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                payload_type_0 = SchedulePayloadType0.from_dict(data)
 
-        priority = d.pop("priority")
+                return payload_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SchedulePayloadType0, data)
 
-        queue_name = d.pop("queue_name")
+        payload = _parse_payload(d.pop("payload"))
 
-        task_name = d.pop("task_name")
+        def _parse_priority(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        priority = _parse_priority(d.pop("priority"))
+
+        def _parse_queue_name(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        queue_name = _parse_queue_name(d.pop("queue_name"))
+
+        def _parse_task_name(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        task_name = _parse_task_name(d.pop("task_name"))
 
         tenant_id = d.pop("tenant_id")
 
         timezone = d.pop("timezone")
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_workflow(data: object) -> None | ScheduleWorkflowType0 | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                workflow_type_0 = ScheduleWorkflowType0.from_dict(data)
+
+                return workflow_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ScheduleWorkflowType0 | Unset, data)
+
+        workflow = _parse_workflow(d.pop("workflow", UNSET))
 
         schedule = cls(
             created_at=created_at,
@@ -192,6 +269,7 @@ class Schedule:
             tenant_id=tenant_id,
             timezone=timezone,
             updated_at=updated_at,
+            workflow=workflow,
         )
 
         schedule.additional_properties = d

@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.create_workflow import CreateWorkflow
     from ..models.update_schedule_payload import UpdateSchedulePayload
 
 
@@ -26,6 +27,7 @@ class UpdateSchedule:
         queue_name (str | Unset):
         task_name (str | Unset):
         timezone (str | Unset): An IANA time zone name; occurrences follow it across DST changes
+        workflow (CreateWorkflow | Unset):
     """
 
     cron: str | Unset = UNSET
@@ -36,6 +38,7 @@ class UpdateSchedule:
     queue_name: str | Unset = UNSET
     task_name: str | Unset = UNSET
     timezone: str | Unset = UNSET
+    workflow: CreateWorkflow | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         cron = self.cron
@@ -56,6 +59,10 @@ class UpdateSchedule:
 
         timezone = self.timezone
 
+        workflow: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.workflow, Unset):
+            workflow = self.workflow.to_dict()
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -75,11 +82,14 @@ class UpdateSchedule:
             field_dict["task_name"] = task_name
         if timezone is not UNSET:
             field_dict["timezone"] = timezone
+        if workflow is not UNSET:
+            field_dict["workflow"] = workflow
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.create_workflow import CreateWorkflow
         from ..models.update_schedule_payload import UpdateSchedulePayload
 
         d = dict(src_dict)
@@ -104,6 +114,13 @@ class UpdateSchedule:
 
         timezone = d.pop("timezone", UNSET)
 
+        _workflow = d.pop("workflow", UNSET)
+        workflow: CreateWorkflow | Unset
+        if isinstance(_workflow, Unset):
+            workflow = UNSET
+        else:
+            workflow = CreateWorkflow.from_dict(_workflow)
+
         update_schedule = cls(
             cron=cron,
             enabled=enabled,
@@ -113,6 +130,7 @@ class UpdateSchedule:
             queue_name=queue_name,
             task_name=task_name,
             timezone=timezone,
+            workflow=workflow,
         )
 
         return update_schedule

@@ -8,6 +8,7 @@ class WorkflowStepStatus(StrEnum):
     FAILED = "failed"
     PENDING = "pending"
     SKIPPED = "skipped"
+    WAITING = "waiting"
 
     def __str__(self) -> str:
         return str(self.value)

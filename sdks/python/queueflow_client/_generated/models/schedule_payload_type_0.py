@@ -6,11 +6,11 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-T = TypeVar("T", bound="SchedulePayload")
+T = TypeVar("T", bound="SchedulePayloadType0")
 
 
 @_attrs_define
-class SchedulePayload:
+class SchedulePayloadType0:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -23,10 +23,10 @@ class SchedulePayload:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        schedule_payload = cls()
+        schedule_payload_type_0 = cls()
 
-        schedule_payload.additional_properties = d
-        return schedule_payload
+        schedule_payload_type_0.additional_properties = d
+        return schedule_payload_type_0
 
     @property
     def additional_keys(self) -> list[str]:

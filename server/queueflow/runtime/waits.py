@@ -1,0 +1,55 @@
+"""WaitTimer: ends workflow waits when they are due — a sleep over, a signal's timeout passed, a signal kept but not
+yet acted on (its request's process died before it ended the step) — within `interval` seconds of their time.
+
+Waits are rows with a due time (`workflow_steps.due_at`), like a delayed job's `scheduled_at`: nothing is held in
+memory, so a restart loses nothing. A pass reads the due rows (`Engine.workflows.end_due_waits`) and ends each by a
+guarded step finish; any number of processes may run a timer, and of two that reach one wait at once exactly one
+records its end (the other's finish matches no row: `core.advance.is_reported`). Between passes the loop sleeps
+until the next due time, or `interval` at most, so a wait made by another process is ended in time too.
+
+    async with WaitTimer(engine):
+        ...  # serve
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from queueflow.engine import Engine
+from queueflow.runtime.service import PeriodicService
+
+DEFAULT_INTERVAL = 1.0
+"""The longest pause between passes: a wait ends at most about this long after its time."""
+MIN_PAUSE = 0.01
+"""The shortest: a wait still due after a pass (another process is ending it) is not re-read in a busy loop."""
+
+
+def pause_until(next_due: datetime | None, now: datetime, interval: float) -> float:
+    """Seconds to sleep before the next pass: until `next_due` (at least `MIN_PAUSE`), `interval` at most."""
+    if next_due is None:
+        return interval
+    return min(interval, max(MIN_PAUSE, (next_due - now).total_seconds()))
+
+
+class WaitTimer(PeriodicService[int]):
+    name = "wait-timer"
+
+    def __init__(self, engine: Engine, *, interval: float = DEFAULT_INTERVAL) -> None:
+        super().__init__(interval=interval)
+        self.engine = engine
+
+    async def once(self) -> int:
+        ended = await self.engine.workflows.end_due_waits(self.engine.settings.sweep_limit)
+        if ended:
+            self.log.debug("wait timer: %d waits ended", ended)
+        return ended
+
+    def backlog(self, result: int) -> bool:
+        return result >= self.engine.settings.sweep_limit
+
+    async def pause(self, result: int | None) -> float:
+        try:
+            next_due = await self.engine.workflows.next_wait_due()
+        except Exception:  # the pass logs the store's outage; the next one is only an interval away
+            return self.interval
+        return pause_until(next_due, self.engine.clock.now(), self.interval)

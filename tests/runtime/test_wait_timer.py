@@ -1,0 +1,53 @@
+"""The wait timer (`runtime.waits.WaitTimer`): each pass ends the waits that are due, and it sleeps until the next
+due time, an interval at most."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from queueflow.clocks import TestClock
+from queueflow.core.waits import Wait
+from queueflow.core.workflow import NewStep, NewWorkflow, StepStatus
+from queueflow.engine import Engine
+from queueflow.runtime.waits import MIN_PAUSE, WaitTimer, pause_until
+
+from tests.inprocess import WatchedWakeups
+from tests.moments import START, T
+
+SLEEPY = NewWorkflow(
+    name="reminder",
+    steps=[NewStep(name="nap", wait=Wait(seconds=30)), NewStep(name="remind", task_name="remind", depends_on=["nap"])],
+)
+
+
+def test_it_sleeps_until_the_next_due_time_an_interval_at_most() -> None:
+    assert pause_until(None, START, 1.0) == 1.0
+    assert pause_until(START + timedelta(seconds=0.25), START, 1.0) == 0.25
+    assert pause_until(START + timedelta(seconds=30), START, 1.0) == 1.0
+    assert pause_until(START - timedelta(seconds=3), START, 1.0) == MIN_PAUSE
+
+
+async def test_a_pass_ends_the_due_waits_and_the_pause_counts_to_the_next(engine: Engine, clock: TestClock) -> None:
+    workflow, _ = await engine.create_workflow(T, SLEEPY)
+    timer = WaitTimer(engine)
+    assert await timer.tick() == 0
+    clock.advance(29.5)
+    assert await timer.pause(0) == 0.5
+    clock.advance(0.5)
+    assert await timer.tick() == 1
+    steps = {step.name: step.status for step in (await engine.get_workflow(T, workflow.id)).steps}
+    assert steps == {"nap": StepStatus.COMPLETED, "remind": StepStatus.ENQUEUED}
+    assert await timer.pause(1) == 1.0  # nothing waits: an interval
+
+
+async def test_the_running_loop_ends_a_wait_that_came_due(
+    engine: Engine, clock: TestClock, wakeups: WatchedWakeups
+) -> None:
+    await engine.create_workflow(T, SLEEPY)
+    clock.advance(30)
+    with wakeups.watching(["default"]) as watch:
+        async with WaitTimer(engine, interval=0.05):
+            async with asyncio.timeout(5):
+                assert await watch.wait(5)  # remind's job arrived
+    assert [job.workflow_step_id for job in (await engine.list_jobs(T)).items] == ["remind"]
