@@ -951,7 +951,7 @@ export interface components {
             timezone: string;
             /** Format: date-time */
             updated_at: string;
-            workflow: {
+            workflow?: {
                 [key: string]: unknown;
             } | null;
         };
@@ -1029,9 +1029,9 @@ export interface components {
         };
         /** WorkflowStep */
         WorkflowStep: {
-            added_by: string | null;
+            added_by?: string | null;
             depends_on: string[];
-            due_at: string | null;
+            due_at?: string | null;
             job_id: string | null;
             name: string;
             /** @enum {string} */
@@ -1039,7 +1039,7 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "enqueued" | "waiting" | "completed" | "failed" | "skipped" | "cancelled";
             task_name: string | null;
-            wait: components["schemas"]["WaitSpec"] | null;
+            wait?: components["schemas"]["WaitSpec"] | null;
         };
     };
     responses: never;

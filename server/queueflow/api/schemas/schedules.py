@@ -104,7 +104,8 @@ class Schedule(Struct, kw_only=True):
     last_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
-    workflow: JSONObject | None
+    workflow: JSONObject | None = None
+    """Added in 0.2 (issue 31): not `required` in the spec, as an SDK reading an older server does not get it."""
 
     @classmethod
     def from_domain(cls, schedule: schedules.Schedule) -> Schedule:

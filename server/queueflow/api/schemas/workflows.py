@@ -111,9 +111,10 @@ class WorkflowStep(Struct, kw_only=True):
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailureName
-    wait: WaitSpec | None
-    due_at: datetime | None
-    added_by: str | None
+    # Added in 0.2 (issue 31): not `required` in the spec, as an SDK reading an older server does not get them.
+    wait: WaitSpec | None = None
+    due_at: datetime | None = None
+    added_by: str | None = None
 
     @classmethod
     def from_domain(cls, step: workflow.Step) -> WorkflowStep:

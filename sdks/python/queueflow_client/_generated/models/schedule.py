@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.schedule_payload_type_0 import SchedulePayloadType0
     from ..models.schedule_workflow_type_0 import ScheduleWorkflowType0
@@ -34,7 +36,7 @@ class Schedule:
         tenant_id (str):
         timezone (str):
         updated_at (datetime.datetime):
-        workflow (None | ScheduleWorkflowType0):
+        workflow (None | ScheduleWorkflowType0 | Unset):
     """
 
     created_at: datetime.datetime
@@ -52,7 +54,7 @@ class Schedule:
     tenant_id: str
     timezone: str
     updated_at: datetime.datetime
-    workflow: None | ScheduleWorkflowType0
+    workflow: None | ScheduleWorkflowType0 | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,8 +107,10 @@ class Schedule:
 
         updated_at = self.updated_at.isoformat()
 
-        workflow: dict[str, Any] | None
-        if isinstance(self.workflow, ScheduleWorkflowType0):
+        workflow: dict[str, Any] | None | Unset
+        if isinstance(self.workflow, Unset):
+            workflow = UNSET
+        elif isinstance(self.workflow, ScheduleWorkflowType0):
             workflow = self.workflow.to_dict()
         else:
             workflow = self.workflow
@@ -130,9 +134,10 @@ class Schedule:
                 "tenant_id": tenant_id,
                 "timezone": timezone,
                 "updated_at": updated_at,
-                "workflow": workflow,
             }
         )
+        if workflow is not UNSET:
+            field_dict["workflow"] = workflow
 
         return field_dict
 
@@ -231,8 +236,10 @@ class Schedule:
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
-        def _parse_workflow(data: object) -> None | ScheduleWorkflowType0:
+        def _parse_workflow(data: object) -> None | ScheduleWorkflowType0 | Unset:
             if data is None:
+                return data
+            if isinstance(data, Unset):
                 return data
             try:
                 if not isinstance(data, dict):
@@ -242,9 +249,9 @@ class Schedule:
                 return workflow_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(None | ScheduleWorkflowType0, data)
+            return cast(None | ScheduleWorkflowType0 | Unset, data)
 
-        workflow = _parse_workflow(d.pop("workflow"))
+        workflow = _parse_workflow(d.pop("workflow", UNSET))
 
         schedule = cls(
             created_at=created_at,

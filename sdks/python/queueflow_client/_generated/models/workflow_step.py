@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 
 from ..models.workflow_step_on_failure import WorkflowStepOnFailure
 from ..models.workflow_step_status import WorkflowStepStatus
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.wait_spec import WaitSpec
@@ -21,41 +22,32 @@ T = TypeVar("T", bound="WorkflowStep")
 class WorkflowStep:
     """
     Attributes:
-        added_by (None | str):
         depends_on (list[str]):
-        due_at (datetime.datetime | None):
         job_id (None | str):
         name (str):
         on_failure (WorkflowStepOnFailure):
         status (WorkflowStepStatus):
         task_name (None | str):
-        wait (None | WaitSpec):
+        added_by (None | str | Unset):
+        due_at (datetime.datetime | None | Unset):
+        wait (None | Unset | WaitSpec):
     """
 
-    added_by: None | str
     depends_on: list[str]
-    due_at: datetime.datetime | None
     job_id: None | str
     name: str
     on_failure: WorkflowStepOnFailure
     status: WorkflowStepStatus
     task_name: None | str
-    wait: None | WaitSpec
+    added_by: None | str | Unset = UNSET
+    due_at: datetime.datetime | None | Unset = UNSET
+    wait: None | Unset | WaitSpec = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.wait_spec import WaitSpec
 
-        added_by: None | str
-        added_by = self.added_by
-
         depends_on = self.depends_on
-
-        due_at: None | str
-        if isinstance(self.due_at, datetime.datetime):
-            due_at = self.due_at.isoformat()
-        else:
-            due_at = self.due_at
 
         job_id: None | str
         job_id = self.job_id
@@ -69,8 +61,24 @@ class WorkflowStep:
         task_name: None | str
         task_name = self.task_name
 
-        wait: dict[str, Any] | None
-        if isinstance(self.wait, WaitSpec):
+        added_by: None | str | Unset
+        if isinstance(self.added_by, Unset):
+            added_by = UNSET
+        else:
+            added_by = self.added_by
+
+        due_at: None | str | Unset
+        if isinstance(self.due_at, Unset):
+            due_at = UNSET
+        elif isinstance(self.due_at, datetime.datetime):
+            due_at = self.due_at.isoformat()
+        else:
+            due_at = self.due_at
+
+        wait: dict[str, Any] | None | Unset
+        if isinstance(self.wait, Unset):
+            wait = UNSET
+        elif isinstance(self.wait, WaitSpec):
             wait = self.wait.to_dict()
         else:
             wait = self.wait
@@ -79,17 +87,20 @@ class WorkflowStep:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
-                "added_by": added_by,
                 "depends_on": depends_on,
-                "due_at": due_at,
                 "job_id": job_id,
                 "name": name,
                 "on_failure": on_failure,
                 "status": status,
                 "task_name": task_name,
-                "wait": wait,
             }
         )
+        if added_by is not UNSET:
+            field_dict["added_by"] = added_by
+        if due_at is not UNSET:
+            field_dict["due_at"] = due_at
+        if wait is not UNSET:
+            field_dict["wait"] = wait
 
         return field_dict
 
@@ -98,30 +109,7 @@ class WorkflowStep:
         from ..models.wait_spec import WaitSpec
 
         d = dict(src_dict)
-
-        def _parse_added_by(data: object) -> None | str:
-            if data is None:
-                return data
-            return cast(None | str, data)
-
-        added_by = _parse_added_by(d.pop("added_by"))
-
         depends_on = cast(list[str], d.pop("depends_on"))
-
-        def _parse_due_at(data: object) -> datetime.datetime | None:
-            if data is None:
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                due_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return due_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
-
-        due_at = _parse_due_at(d.pop("due_at"))
 
         def _parse_job_id(data: object) -> None | str:
             if data is None:
@@ -143,8 +131,36 @@ class WorkflowStep:
 
         task_name = _parse_task_name(d.pop("task_name"))
 
-        def _parse_wait(data: object) -> None | WaitSpec:
+        def _parse_added_by(data: object) -> None | str | Unset:
             if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        added_by = _parse_added_by(d.pop("added_by", UNSET))
+
+        def _parse_due_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                due_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return due_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        due_at = _parse_due_at(d.pop("due_at", UNSET))
+
+        def _parse_wait(data: object) -> None | Unset | WaitSpec:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
                 return data
             try:
                 if not isinstance(data, dict):
@@ -154,19 +170,19 @@ class WorkflowStep:
                 return wait_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(None | WaitSpec, data)
+            return cast(None | Unset | WaitSpec, data)
 
-        wait = _parse_wait(d.pop("wait"))
+        wait = _parse_wait(d.pop("wait", UNSET))
 
         workflow_step = cls(
-            added_by=added_by,
             depends_on=depends_on,
-            due_at=due_at,
             job_id=job_id,
             name=name,
             on_failure=on_failure,
             status=status,
             task_name=task_name,
+            added_by=added_by,
+            due_at=due_at,
             wait=wait,
         )
 
