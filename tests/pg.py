@@ -37,6 +37,7 @@ TABLES = [
     "queueflow.workflows",
     "queueflow.schedules",
     "queueflow.queue_settings",
+    "queueflow.claim_turns",
 ]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 

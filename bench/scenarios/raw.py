@@ -74,7 +74,7 @@ def claim_complete_script() -> str:
         ("$3", "now()"),
         ("$4::interval", "'30 seconds'::interval"),
         ("$5::text[]", "NULL::text[]"),
-        ("$6::text", "NULL::text"),
+        ("$6::text[]", "ARRAY['raw']::text[]"),
     ]:
         claim = claim.replace(parameter, value)
     assert "$" not in claim, claim

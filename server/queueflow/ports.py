@@ -216,8 +216,11 @@ class JobStore(Protocol):
         """pending | retrying, due (scheduled_at ≤ now) → running, for up to `max_jobs` jobs of `queues` (and, when
         `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key), in
         turns (`core.turns.in_turns`): the tenants with due jobs served round by round, each round starting with the
-        first tenant after `after_tenant`, and each tenant's jobs in claim order (priority desc, scheduled_at,
-        created_at), so that one tenant's backlog never holds another's jobs back. Returned in that order. Each gets
+        first tenant after the turn of `queues` (the set, in any order) — the tenant the previous claim of them
+        served last, whoever made it: the store keeps the turn, one for every engine and process on it, and moves
+        it to the last tenant this claim serves (a tenant-scoped claim neither reads nor moves it) — and each
+        tenant's jobs in claim order (priority desc, scheduled_at, created_at), so that one tenant's backlog never
+        holds another's jobs back. Returned in that order. Each gets
         a fresh lease_token, delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at
         its timeout.
         Concurrent claimers never claim the same row. Flow control (`QueueStore`) holds jobs back: none of a

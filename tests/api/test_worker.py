@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from typing import Any
 
 import pytest
@@ -313,6 +314,28 @@ async def test_a_parked_lease_returns_the_moment_a_job_arrives(client: AsyncClie
         response = await parked
     assert [leased["id"] for leased in response.json()["jobs"]] == [job["id"]]
     assert wakeups.waiting == 0
+
+
+async def test_a_parked_lease_says_how_long_after_its_arrival_it_claimed(
+    client: AsyncClient, wakeups: WatchedWakeups
+) -> None:
+    # A worker counts a lease and a deadline from its request's sending plus this: from the sending alone, a poll
+    # that waited longer than a job's timeout made every job it brought look past its deadline.
+    assert [job["claimed_after_seconds"] for job in await lease(client)] == []
+    await enqueue(client)
+    assert [job["claimed_after_seconds"] for job in await lease(client)] == [0]  # it did not wait
+    sent = time.monotonic()
+    parked = asyncio.create_task(
+        client.post("/v1/worker/lease", json={"queues": ["mail"], "wait_seconds": 30}, headers=WORKER)
+    )
+    await wakeups.until_waiting(1)
+    await enqueue(client, queue_name="mail")
+    async with asyncio.timeout(5):
+        response = await parked
+    answered = time.monotonic() - sent
+    (job,) = response.json()["jobs"]
+    # The claim came after the poll parked, and never later than the answer: a bound the worker can trust.
+    assert 0 < job["claimed_after_seconds"] <= answered
 
 
 async def test_a_closing_hub_answers_parked_leases_at_once_with_no_jobs(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from tests.chaos.ledger import Ledger
-from tests.chaos.tasks import OVERRUN, draw
+from tests.chaos.tasks import OVERRUN, draw, ends_the_job
 
 TERMINAL = ("completed", "dead_letter", "cancelled")
 SIGTERM_LIMIT = 2.0
@@ -121,15 +121,14 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     )
     out.require(not foreign, f"{len(foreign)} completed jobs hold a result no execution produced: {_sample(foreign)}")
 
-    # Delivery is at least once: executions beyond one per failed delivery — an acknowledged failure, or the first
-    # delivery that overran its timeout on purpose (`tasks.chaos`), timed out by the janitor — plus the last, are
-    # duplicates.
+    # Delivery is at least once; a duplicate is an execution that ran after the job's work was done: started after
+    # an execution that, run to its end, settles the job (it succeeds, or fails for good). A job run again after a
+    # delivery that raised or asked to retry (or that overran its timeout on purpose) is retried, not run twice,
+    # whether that failure's outcome was acknowledged or lost.
     failed = dict(ledger.rows("SELECT job_id, count(*) FROM outcomes WHERE kind = 'fail' AND acked = 1 GROUP BY 1"))
     overran = overran_on_purpose(ledger)
     out.executions = sum(executions.values())
-    out.duplicate_executions = sum(
-        max(0, n - int(failed.get(job_id, 0)) - (job_id in overran) - 1) for job_id, n in executions.items()
-    )
+    out.duplicate_executions = duplicate_executions(ledger)
     out.retries_by_stops = retries_by_stops(jobs, failed, overran)
 
     out.workflows = len(workflows)
@@ -155,6 +154,20 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     if last is not None and float(last) > started:
         out.throughput = int(str(settled_count)) / (float(last) - started)
     return out
+
+
+def duplicate_executions(ledger: Ledger) -> int:
+    """Per job, the executions that started after its first one that settles it (`tasks.ends_the_job`)."""
+    runs: dict[str, list[tuple[float, int]]] = {}
+    for job_id, delivery, at in ledger.rows("SELECT job_id, delivery, at FROM executions"):
+        runs.setdefault(str(job_id), []).append((float(str(at)), int(str(delivery))))
+    duplicates = 0
+    for job_id, executions in runs.items():
+        executions.sort()
+        settling = [n for n, (_, delivery) in enumerate(executions) if ends_the_job(job_id, delivery)]
+        if settling:
+            duplicates += len(executions) - settling[0] - 1
+    return duplicates
 
 
 def overran_on_purpose(ledger: Ledger) -> set[str]:

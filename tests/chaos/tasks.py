@@ -32,6 +32,14 @@ def draw(job_id: str, delivery: int) -> float:
     return int.from_bytes(digest[:4], "big") / 2**32
 
 
+def ends_the_job(job_id: str, delivery: int) -> bool:
+    """Whether this delivery's execution, run to its end, settles the job for good — it succeeds, or fails for
+    good — as `chaos` decides: not one that raises or asks to retry (the job is meant to run again), nor a first
+    delivery that overruns its timeout on purpose (its lease is lost, the job is meant to run again)."""
+    roll = draw(job_id, delivery)
+    return roll >= OVERRUN[1] if delivery == 1 else roll >= OVERRUN[0]
+
+
 class LedgerRegistry(TaskRegistry):
     def __init__(self) -> None:
         super().__init__()

@@ -12,7 +12,7 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.claim_sql import CLAIM, ClaimArgs, Turn
+from queueflow.stores.postgres.claim_sql import CLAIM, ClaimArgs, Turn, TurnOf
 from queueflow.stores.postgres.params import sql_types
 from queueflow.stores.postgres.restricted_sql import CLAIM_RESTRICTED, Restrictions
 from queueflow.stores.postgres.sql import (
@@ -40,9 +40,15 @@ def arguments_of(*groups: type[NamedTuple], **given: str) -> str:
 async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     # A prepared claim may be planned once and reused (a generic plan): that plan must use the index too.
     await connection.execute(f"SET plan_cache_mode = {plan_cache_mode}")
-    await connection.execute(f"PREPARE claim({', '.join(sql_types(ClaimArgs, Turn))}) AS {CLAIM}")
+    await connection.execute(f"PREPARE claim({', '.join(sql_types(ClaimArgs, TurnOf))}) AS {CLAIM}")
     arguments = arguments_of(
-        ClaimArgs, Turn, queues="'{default}'", max_jobs="10", now=f"'{START.isoformat()}'", lease="'30 s'"
+        ClaimArgs,
+        TurnOf,
+        queues="'{default}'",
+        max_jobs="10",
+        now=f"'{START.isoformat()}'",
+        lease="'30 s'",
+        turn_of="'{default}'",
     )
     rows = await connection.fetch(f"EXPLAIN EXECUTE claim({arguments})")
     return "\n".join(row[0] for row in rows)

@@ -19,7 +19,7 @@ from tests.moments import START, T
 from tests.postgres.helpers import engine_on
 from tests.postgres.helpers import row as job_row
 
-TABLES = ["jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
+TABLES = ["claim_turns", "jobs", "queue_settings", "schedules", "workflow_steps", "workflows"]
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -40,7 +40,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0009"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -54,7 +54,8 @@ BUILT = {
     "0005": "d80c4e8915827e17defba6427fadd370d3ab47d8b6b2ed3cacccdd7338effe18",
     "0006": "276e8c909378580b7cd38f896446f39356fde9cc508767a5945550b2e6b7829f",
     "0007": "e78a8f237d1c0b873bedb381f3da7f7ab9b6a3b5f28a58f4af13f1967252168f",
-    "0008": "cd98f738f003422b40ca20ecc19fba0dcce0b69ef407b48c66e8155fff1b17b5",
+    "0008": "d193ca9a8554891fc22c9af9ea9f4bbf859e2edc8346e725e8dedfea2480e3d2",
+    "0009": "2d71a27a85b4d22e04b7548e9bc6d50f57f43eef10c0a2a18535816b71ef240b",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -104,7 +105,7 @@ async def test_0004_down_to_0003_restores_its_enqueue_function_and_grant() -> No
         keyed = "SELECT queueflow.enqueue(tenant_id => 'a', task_name => 't', concurrency_key => 'u1')"
         assert await connection.fetchval(keyed)
         await pgschema.downgrade_async(url, "0003")
-        assert await tables(connection) == [table for table in TABLES if table != "queue_settings"]
+        assert await tables(connection) == [table for table in TABLES if table not in ("queue_settings", "claim_turns")]
         with pytest.raises(asyncpg.UndefinedFunctionError):
             await connection.fetchval(keyed)
         assert await connection.fetchval("SELECT queueflow.enqueue(tenant_id => 'a', task_name => 't')")
@@ -151,7 +152,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0008"
+        assert pg.blocking(version) == "0009"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -282,7 +283,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0009"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -338,7 +339,7 @@ async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_d
         assert final.context == {"day": 1, "a": "A", "b": "B", "c": "C", "d": "D"}
 
 
-# The step insert of revision 0007's server, as it was: the migration that follows must leave it working.
+# The step insert of revision 0007's server (unchanged at 0008), as it was: 0009 must leave it working.
 STEPS_INSERT_0007 = """
 INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
                                       job_id, queue_name, priority, max_retries, config, timeout_seconds,
@@ -347,13 +348,13 @@ VALUES ($1, $2, 0, 't', '{}', '{}', 'halt', 'pending', NULL, 'default', 0, 3, '{
 """
 
 
-async def test_0008_is_expand_only_and_its_downgrade_drops_what_0007_cannot_hold() -> None:
+async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold() -> None:
     async with pg.fresh_database() as url, pg.connect(url) as connection:
         await pgschema.upgrade_async(url)
         await connection.execute(
             "INSERT INTO queueflow.workflows (id, tenant_id, name) VALUES ('wf_1', 't', 'wf'), ('wf_2', 't', 'wf')"
         )
-        # A 0007 server's writes still fit: a step with a task, its old statuses.
+        # A 0008 server's writes still fit: a step with a task, its old statuses.
         await connection.execute(STEPS_INSERT_0007, "wf_1", "old")
         await connection.execute(
             "INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, wait, status, due_at)"
@@ -375,11 +376,11 @@ async def test_0008_is_expand_only_and_its_downgrade_drops_what_0007_cannot_hold
             "INSERT INTO queueflow.schedules (id, tenant_id, name, cron, workflow)"
             " VALUES ('sch_1', 't', 'nightly', '0 3 * * *', '{\"name\": \"wf\", \"steps\": []}')"
         )
-        await pgschema.downgrade_async(url, "0007")
+        await pgschema.downgrade_async(url, "0008")
         rows = await connection.fetch("SELECT name, task_name, status FROM queueflow.workflow_steps ORDER BY idx")
         assert sorted(tuple(row) for row in rows) == [
             ("nap", "", "cancelled"), ("ok", "", "pending"), ("ok", "", "pending"), ("old", "t", "pending")
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0008"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0009"

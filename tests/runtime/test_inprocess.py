@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import Job, NewJob
 from queueflow.engine import Engine
 from queueflow.runtime.inprocess import EngineSource, InProcessWorker, load_runner
@@ -205,3 +206,27 @@ async def test_an_idle_runner_starts_a_job_that_arrives_after_a_long_wait(
         await ran.wait()
     await worker.stop()
     assert worker.loop.released == 0
+
+
+async def test_an_ack_through_a_database_blip_is_made_again(engine: Engine, wakeups: WatchedWakeups) -> None:
+    # Given up at the first failure, the outcome was lost while the lease held: the job would have run again.
+    clock = StepClock()
+    worker = InProcessWorker(engine, wakeups, sample_tasks.tasks, poll=60, clock=clock)
+    record, tries = worker.source.ack, []
+
+    async def blipping(outcomes: Sequence[Outcome]) -> list[bool]:
+        tries.append(len(outcomes))
+        if len(tries) <= 2:
+            raise StoreUnavailable("the database is unavailable: connection reset")
+        return await record(outcomes)
+
+    worker.source.ack = blipping  # type: ignore[method-assign]
+    job = (await engine.enqueue("default", NewJob(task_name="add", payload={"a": 2, "b": 3}))).job
+    await worker.start()
+    for _ in range(50):
+        if (await engine.get_job("default", job.id)).status == "completed":
+            break
+        await clock.advance(0.1)
+    await worker.stop()
+    finished = await engine.get_job("default", job.id)
+    assert (finished.status, finished.delivery_count, tries) == ("completed", 1, [1, 1, 1])

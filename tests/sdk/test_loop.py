@@ -25,6 +25,7 @@ class FakeJob:
     deadline: datetime | None = None
     lease_token: str | None = "token"
     timeout_seconds: float | None = None
+    claimed_after_seconds: float = 0.0
 
 
 class Source:

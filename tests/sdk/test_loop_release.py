@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from queueflow_client import JobContext, TaskRegistry
-from queueflow_worker.loop import WorkerLoop
+from queueflow_worker.loop import LEASE_ANSWER_WAIT, WorkerLoop
 
 from tests.monotonic import StepClock
 from tests.sdk.test_loop import FakeJob, Source, Started, gated
@@ -204,3 +204,58 @@ async def test_it_holds_no_more_jobs_than_its_slots_start_within_half_the_shorte
     await loop.stop()
     assert all(asked <= 6 for asked in source.asked[1:]), source.asked
     assert loop.capacity == 1 + 5
+
+
+class Stuck(Source):
+    """Its second lease is a claim stuck on a slow server: it answers nothing, interrupted or not, until cut."""
+
+    def __init__(self, backlog: Sequence[FakeJob]) -> None:
+        super().__init__(backlog)
+        self.stuck = asyncio.Event()
+        self.cut = False
+
+    async def lease(self, max_jobs: int) -> list[FakeJob]:
+        if self.asked:
+            self.asked.append(max_jobs)
+            self.stuck.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.cut = True
+                raise
+        return await super().lease(max_jobs)
+
+
+async def test_a_stop_cuts_a_lease_still_unanswered_after_a_while() -> None:
+    # It waited for the lease's answer as long as the HTTP timeout let it (30 s by default) before finishing.
+    gate, started, clock = asyncio.Event(), Started(), StepClock()
+    source = Stuck([FakeJob("a")])
+    loop = WorkerLoop(source, gated(gate, started), concurrency=1, prefetch=0, ack_interval=0, clock=clock)
+    await loop.start()
+    await started.until(1)
+    gate.set()
+    async with asyncio.timeout(5):
+        await source.stuck.wait()
+    stopping = asyncio.create_task(loop.stop())
+    await clock.advance(LEASE_ANSWER_WAIT - 0.1)
+    assert not stopping.done()  # its answer may be on its way: it is let to arrive for a while
+    await clock.advance(0.1)
+    async with asyncio.timeout(5):
+        await stopping
+    assert source.cut
+    assert [o.job_id for o in source.acked] == ["a"]
+
+
+async def test_a_long_poll_that_waited_longer_than_a_timeout_still_starts_its_jobs() -> None:
+    # Counted from the poll's sending alone, a job of a 10 s timeout claimed after a 20 s wait looked past its
+    # deadline, and every job of such a poll was released.
+    gate, started, clock = asyncio.Event(), Started(), StepClock()
+    job = FakeJob("a", timeout_seconds=10, claimed_after_seconds=19.9)
+    source = LongPoll([job], clock, wait=20)
+    loop = WorkerLoop(source, gated(gate, started), concurrency=1, ack_interval=0, clock=clock)
+    await loop.start()
+    await clock.advance(20)
+    await started.until(1)
+    gate.set()
+    await loop.stop()
+    assert (started, loop.released) == (["a"], 0)

@@ -27,7 +27,7 @@ import httpx
 
 from queueflow_client._generated.client import AuthenticatedClient
 from queueflow_client._version import USER_AGENT
-from queueflow_client.errors import APIConnectionError, APITimeoutError, error_from_response
+from queueflow_client.errors import APIConnectionError, APIError, APITimeoutError, error_from_response
 
 try:  # the optional `otel` extra: opentelemetry-api
     from opentelemetry import propagate as otel_propagate
@@ -90,6 +90,24 @@ class RetryPolicy:
         """Before retry `attempt` (0 for the first): exponential, capped, drawn from [delay/2, delay]."""
         ceiling = min(self.max_delay, self.base_delay * 2**attempt)
         return random.uniform(ceiling / 2, ceiling)
+
+
+ONCE = RetryPolicy(max_retries=0)
+"""For a caller that makes a call again itself (the worker's acks and releases, on the worker loop's clock)."""
+
+
+def is_transient(exc: Exception) -> bool:
+    """Whether a call that failed with `exc` may succeed if made again: it got no answer, or a 5xx (the server is
+    restarting, or its database is away)."""
+    return isinstance(exc, APIConnectionError) or (isinstance(exc, APIError) and exc.status >= 500)
+
+
+def may_have_landed(exc: Exception) -> bool:
+    """Whether the server may have acted on a call that failed with `exc`: not when the request never left (the
+    connection was refused) nor when the server answered 503 (it did nothing)."""
+    if isinstance(exc, APIConnectionError):
+        return not isinstance(exc.__cause__, _NOT_SENT)
+    return not (isinstance(exc, APIError) and exc.status == 503)
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
@@ -201,26 +219,28 @@ class AsyncTransport:
         self.http = http
         self.retry = retry
 
-    async def __call__(self, call: Call[T]) -> T:
-        result, _ = await self.send(call)
+    async def __call__(self, call: Call[T], *, retry: RetryPolicy | None = None) -> T:
+        result, _ = await self.send(call, retry=retry)
         return result
 
-    async def send(self, call: Call[T]) -> tuple[T, bool]:
+    async def send(self, call: Call[T], *, retry: RetryPolicy | None = None) -> tuple[T, bool]:
         """The answer, and whether an earlier attempt may have reached the server (it was sent and then failed,
-        and the call was replayed): then a write's answer may describe the effect of that earlier attempt."""
+        and the call was replayed): then a write's answer may describe the effect of that earlier attempt.
+        `retry`: this call's policy, instead of the transport's."""
+        policy = retry or self.retry
         attempt = 0
         replayed = False
         while True:
             try:
                 response = await call.asend(client=self.client)
             except httpx.TransportError as exc:
-                if not _decide(call, attempt, self.retry, exc):
+                if not _decide(call, attempt, policy, exc):
                     raise _failure(exc, attempt, self.http.base_url) from exc
                 replayed = replayed or not isinstance(exc, _NOT_SENT)
             else:
-                if int(response.status_code) != 503 or not _decide(call, attempt, self.retry, None):
+                if int(response.status_code) != 503 or not _decide(call, attempt, policy, None):
                     return _result(call, response), replayed
-            await asyncio.sleep(self.retry.delay(attempt))
+            await asyncio.sleep(policy.delay(attempt))
             attempt += 1
 
     async def aclose(self) -> None:

@@ -122,10 +122,18 @@ class LeasedJob(Job):
 
     lease_token: str
     deadline: datetime | None
+    claimed_after_seconds: float = 0.0
+    """How long after the lease request arrived the server claimed the job (0 unless the request waited for work):
+    its lease and deadline began at least this long after the request was sent."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeasedJob:
-        return cls(**_job_fields(data), lease_token=data["lease_token"], deadline=_time(data.get("deadline")))
+        return cls(
+            **_job_fields(data),
+            lease_token=data["lease_token"],
+            deadline=_time(data.get("deadline")),
+            claimed_after_seconds=data.get("claimed_after_seconds", 0.0),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,12 +47,22 @@ from queueflow_worker import Outcome, WorkerLoop, answers_in_order
 from queueflow_client import _calls
 from queueflow_client._generated.models import AckComplete, AckFail
 from queueflow_client._generated.types import UNSET
-from queueflow_client._transport import DEFAULT_MAX_RETRIES, AsyncTransport, RetryPolicy
+from queueflow_client._transport import (
+    DEFAULT_MAX_RETRIES,
+    ONCE,
+    AsyncTransport,
+    RetryPolicy,
+    is_transient,
+    may_have_landed,
+)
 from queueflow_client.errors import AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError
 from queueflow_client.tasks import TaskRegistry
 from queueflow_client.types import LeasedJob
 
 __all__ = ["Worker"]
+
+SETTLED = ("completed", "retrying", "dead_letter")
+"""The statuses an ack may have put a job in."""
 
 log = logging.getLogger("queueflow_client.worker")
 
@@ -114,6 +124,7 @@ class Worker:
             queues=self.queues,
             fatal=(AuthenticationError, PermissionDeniedError),
             on_fatal=self._refused,
+            transient=is_transient,
         )
         self._stopping = asyncio.Event()
 
@@ -252,6 +263,9 @@ class _HttpSource:
         the server is one sent to an empty queue."""
         self._interrupted = False
         self._task_names = worker.tasks.names
+        self._unsure: set[tuple[str, str]] = set()
+        """The outcomes of the last ack that failed after it may have reached the server: the loop sends the same
+        batch again (`queueflow_worker.retries`), and an answer to these may then describe that attempt's effect."""
 
     async def lease(self, max_jobs: int) -> list[LeasedJob]:
         if self._interrupted:
@@ -304,16 +318,24 @@ class _HttpSource:
             for o in outcomes
             if o.error is not None
         ]
-        results, replayed = await self._transport.send(_calls.ack(complete, fail))
+        items = [(o.job_id, o.lease_token) for o in outcomes]
+        unsure = self._unsure.intersection(items) if self._unsure else set()
+        try:
+            # Not repeated here: the loop makes it again on its clock, as long as the leases may hold.
+            results, _ = await self._transport.send(_calls.ack(complete, fail), retry=ONCE)
+        except Exception as exc:
+            self._unsure = unsure.union(items) if may_have_landed(exc) else unsure
+            raise
+        self._unsure = set()
         held: list[bool | None] = []
-        for outcome, result in zip(outcomes, answers_in_order(outcomes, results), strict=True):
+        for item, result in zip(items, answers_in_order(outcomes, results), strict=True):
             ok: bool | None = result is not None and result.outcome == "ok"
-            if replayed and not ok and result is not None and result.status in ("completed", "retrying", "dead_letter"):
-                # An attempt that was sent and then failed may have landed: this lease_lost may be its own effect
-                # (a repeat is answered lease_lost, never applied twice) or another delivery's. Neither can be
-                # told apart here, so the outcome is reported as unknown, never as held: a once-only guarantee
+            if item in unsure and not ok and result is not None and result.status in SETTLED:
+                # An earlier attempt that was sent and then failed may have landed: this lease_lost may be its own
+                # effect (a repeat is answered lease_lost, never applied twice) or another delivery's. Neither can
+                # be told apart here, so the outcome is reported as unknown, never as held: a once-only guarantee
                 # must not rest on it.
-                log.info("job %s: settled as %s, perhaps by this worker's first attempt", outcome.job_id, result.status)
+                log.info("job %s: settled as %s, perhaps by this worker's first attempt", item[0], result.status)
                 ok = None
             held.append(ok)
         return held
@@ -325,7 +347,7 @@ class _HttpSource:
     async def release(self, jobs: Sequence[tuple[str, str]]) -> list[bool]:
         """Give back held jobs not started, (job id, token) pairs (at most 1,000): claimable again at once, no retry
         counted; per item, whether it was still held (and is now released)."""
-        results = await self._transport(_calls.release(jobs))
+        results = await self._transport(_calls.release(jobs), retry=ONCE)  # the loop makes it again
         return [result.outcome == "ok" for result in results]
 
     async def progress(self, job_id: str, token: str, value: Any) -> bool:

@@ -148,7 +148,7 @@ export class ScriptedSource implements LeaseSource {
     return new Map(this.acks.flat().map((recorded) => [recorded.id, recorded]));
   }
 
-  lease(maxJobs: number, signal: AbortSignal): Promise<LeasedJob[]> {
+  lease(maxJobs: number, signal: AbortSignal, _cut?: AbortSignal): Promise<LeasedJob[]> {
     this.asked.push(maxJobs);
     this.askedAt.push(this.clock?.now() ?? 0);
     if (this.leaseErrors.length > 0) return Promise.reject(this.leaseErrors.shift());

@@ -7,6 +7,9 @@
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 
+import type { LeasedJob } from "../src/index.js";
+import { ShutdownError } from "../src/worker/context.js";
+import { LEASE_ANSWER_WAIT_MS } from "../src/worker/loop.js";
 import { gate, jobs, leased, loadTracing, scriptedLoop, settle } from "./fakes.js";
 
 before(loadTracing);
@@ -79,5 +82,45 @@ test("it holds no more jobs than its slots start within half the shortest timeou
   const ending = loop.stop();
   await clock.advance(1_000);
   await ending;
+  await stopped;
+});
+
+test("a stop cuts a lease that does not wait but is still unanswered a while after", async () => {
+  // It waited for the lease's answer as long as the request's timeout let it (30 s by default) before finishing.
+  const { loop, source, clock } = scriptedLoop(jobs(1), { t: () => "done" }, { concurrency: 1, prefetch: 0 });
+  const lease = source.lease.bind(source);
+  let cutWith: unknown;
+  source.lease = (maxJobs: number, signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]> => {
+    if (source.asked.length === 0) return lease(maxJobs, signal);
+    source.asked.push(maxJobs);
+    // Stuck on a slow server: the stop's signal does not end it (its answer may be on its way), `cut` does.
+    return new Promise((_, reject) =>
+      cut?.addEventListener("abort", () => reject((cutWith = cut.reason)), { once: true }),
+    );
+  };
+  const stopped = loop.start();
+  await settle();
+  assert.equal(source.asked.length, 2);
+  let done = false;
+  const stopping = loop.stop().then(() => (done = true));
+  await clock.advance(LEASE_ANSWER_WAIT_MS - 1);
+  assert.equal(done, false); // its answer may be on its way: it is let to arrive for a while
+  await clock.advance(1);
+  await stopping;
+  await stopped;
+  assert.ok(cutWith instanceof ShutdownError);
+  assert.deepEqual(source.outcomes.get("j0")?.outcome, { result: "done" });
+});
+
+test("a long-poll that waited longer than a job's timeout still starts it: its claim came that much later", async () => {
+  // Counted from the poll's sending alone, a job of a 10 s timeout claimed after a 20 s wait looked past its deadline,
+  // and every job of such a poll was released.
+  const started: string[] = [];
+  const job = leased("a", { timeout_seconds: 10, claimed_after_seconds: 19.9 });
+  const { loop, source, clock } = scriptedLoop([job], { t: (_payload, ctx) => void started.push(ctx.job.id) }, {}, 20_000);
+  const stopped = loop.start();
+  await clock.advance(20_000);
+  assert.deepEqual([started, source.released], [["a"], []]);
+  await loop.stop();
   await stopped;
 });

@@ -74,6 +74,30 @@ test("a handler's return value completes the job", async () => {
   }
 });
 
+test("an ack refused while the server is away is made again, and the job runs once", async () => {
+  // Before: the ack was given up after the transport's two quick repeats (three refusals), the lease expired, and
+  // the job ran again.
+  let acks = 0;
+  const refusing: typeof fetch = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (url.endsWith("/v1/worker/ack") && ++acks <= 3) throw new TypeError("fetch failed", { cause: { code: "ECONNREFUSED" } });
+    return fetch(input, init);
+  };
+  const runs: number[] = [];
+  const w = worker("w-refused-acks", { fetch: refusing, leaseSeconds: 30 }).task("t", async (_payload, ctx) => {
+    runs.push(ctx.job.delivery_count);
+    return "done";
+  });
+  w.start();
+  try {
+    const job = await client.jobs.enqueue({ task_name: "t", queue_name: "w-refused-acks" });
+    const done = await settled(job.id, "completed");
+    assert.deepEqual([done.result, done.delivery_count, done.retry_count, runs, acks], ["done", 1, 0, [1], 4]);
+  } finally {
+    await w.stop();
+  }
+});
+
 test("a thrown error fails the delivery; the job is retried and then completes", async () => {
   const w = worker("w-retry").task("flaky", (_payload, ctx) => {
     if (ctx.job.delivery_count === 1) throw new Error("first try fails");

@@ -17,7 +17,8 @@ from typing import Protocol
 
 from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import Outcome
-from queueflow_worker.ports import LeaseSource, TaskRunner
+from queueflow_worker.ports import Clock, LeaseSource, TaskRunner
+from queueflow_worker.retries import LeaseHorizon, persist
 from queueflow_worker.timing import MAX_BATCH
 
 __all__ = ["ACK_BATCHES_KEPT", "Acks"]
@@ -32,6 +33,11 @@ class Host(Protocol):
     name: str
     source: LeaseSource
     tasks: TaskRunner
+    clock: Clock
+    horizon: LeaseHorizon
+    abandon: asyncio.Event
+
+    def transient(self, exc: Exception) -> bool: ...
 
     @property
     def held(self) -> int: ...
@@ -98,7 +104,15 @@ class Acks:
         loop = self.loop
         self.batches.append(len(batch))
         try:
-            held: Sequence[bool | None] = await loop.source.ack(batch)
+            # Made again while the server is away, as long as a lease of the batch may hold (`retries`); later
+            # outcomes wait behind it, so outcomes are recorded in the order they came.
+            held: Sequence[bool | None] = await persist(
+                lambda: loop.source.ack(batch),
+                clock=loop.clock,
+                transient=loop.transient,
+                horizon=loop.horizon,
+                abandon=loop.abandon,
+            )
         except Exception as exc:
             # Left to the leases' expiry: the janitor reclaims the jobs and they are delivered again.
             if not loop.is_fatal(exc):

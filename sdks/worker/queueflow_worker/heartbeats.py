@@ -2,19 +2,21 @@
 included (and at once when the loop asks: a lease answer that arrived with less than a period of its leases left,
 as a long-poll's may). A lease found lost is the loop's to drop (`WorkerLoop.lost`); a waiting job's lease that
 held now lasts, on the loop's clock, until the heartbeat's sending plus `lease_seconds` (never past its deadline).
+A running task's own `ctx.heartbeat()` and `ctx.progress()` are one job's heartbeat, now (`JobLease`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from queueflow_worker.joblog import log
 from queueflow_worker.ports import Clock, LeaseSource
+from queueflow_worker.retries import LeaseHorizon
 from queueflow_worker.timing import MAX_BATCH, Held, first
 
-__all__ = ["run"]
+__all__ = ["JobLease", "run"]
 
 
 class Host(Protocol):
@@ -27,6 +29,7 @@ class Host(Protocol):
     lease_seconds: float
     beat_now: asyncio.Event
     leases: dict[str, str]
+    horizon: LeaseHorizon
 
     @property
     def waiting(self) -> Iterable[Held]: ...
@@ -51,8 +54,31 @@ async def run(loop: Host) -> None:
                 if not loop.is_fatal(exc):
                     log.warning("%s: heartbeat failed: %s", loop.name, exc)
                 continue
+            if any(alive):
+                loop.horizon.answered(clock.now())
             for lease, ok in zip(chunk, alive, strict=True):
                 if not ok:
                     loop.lost(*lease)
                 elif (entry := waiting.get(lease)) is not None:
                     entry.extended(sent, loop.lease_seconds)
+
+
+class JobLease:
+    """What `ctx.heartbeat()` and `ctx.progress()` call: one heartbeat of this job's lease, now."""
+
+    __slots__ = ("job_id", "loop", "token")
+
+    def __init__(self, loop: Host, job_id: str, token: str) -> None:
+        self.loop, self.job_id, self.token = loop, job_id, token
+
+    async def heartbeat(self) -> bool:
+        (held,) = await self.loop.source.heartbeat([(self.job_id, self.token)])
+        return self._extended(held)
+
+    async def progress(self, value: Any) -> bool:
+        return self._extended(await self.loop.source.progress(self.job_id, self.token, value))
+
+    def _extended(self, held: bool) -> bool:
+        if held:
+            self.loop.horizon.answered(self.loop.clock.now())
+        return held

@@ -19,17 +19,18 @@ the server's in-process runner (jobs straight from its engine). Each supplies a 
   lease request (`timing`): it is released instead, at once, for another worker, and no retry is counted. A job
   whose deadline passes while it waits is released before it does, so the janitor never times it out.
 - **batched acks** (`acks.py`): an outcome is queued when its task ends and its slot is freed at once, and sent in
-  batches.
+  batches. An ack or a release that fails with a `transient` error (the server unreachable, a 5xx) is made again,
+  with backoff, for as long as a lease it carries could still hold (`retries.py`), later outcomes waiting behind it.
 - **batched heartbeats**: every `heartbeat_every` one call extends every lease held, waiting ones included (and at
   once when a lease answer arrives with less than that left of its leases, as a long-poll's may). A lease found
   lost (the job was cancelled, or reclaimed after expiring) tells its task: an async task is cancelled, a sync one
   sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
 - **stopping** (`stop()`): it stops leasing (a lease parked waiting for work is interrupted through its source; one
-  whose answer may be on its way is let to arrive), releases at once every job held and not started (and every
-  job a lease in flight still brings), lets the running ones finish for up to `drain_seconds`, records the
-  outcomes and returns. Tasks still running after `drain_seconds`, or at `quit()` (a second Ctrl-C), are cancelled
-  and their jobs released; but a sync task's thread cannot be stopped, so its job is left to its lease's expiry
-  (released, another worker could run it while the thread still does).
+  whose answer may be on its way is let to arrive, for up to `LEASE_ANSWER_WAIT`), releases at once every job held
+  and not started (and every job a lease in flight still brings), lets the running ones finish for up to
+  `drain_seconds`, records the outcomes and returns. Tasks still running after `drain_seconds`, or at `quit()` (a
+  second Ctrl-C), are cancelled and their jobs released; but a sync task's thread cannot be stopped, so its job is
+  left to its lease's expiry (released, another worker could run it while the thread still does).
 - **fatal errors**: an exception of a `fatal` class from the source (a rejected key: 401, 403) stops leasing at
   once and is handed to `on_fatal`, instead of being retried every `error_pause` forever.
 - **unknown tasks**: a source leases only the tasks the registry has (`task_names`); a job of another task that
@@ -57,6 +58,7 @@ from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, outcome_of
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
 from queueflow_worker.releases import Releases
+from queueflow_worker.retries import LeaseHorizon
 from queueflow_worker.timing import MARGIN_SECONDS, MAX_BATCH, EventLoopClock, ExpiryWatch, Held, Measures, first
 
 __all__ = [
@@ -73,6 +75,10 @@ __all__ = [
 
 LEASES_IN_FLIGHT = 2
 """How many leases overlap while the backlog is deep (see the module docstring)."""
+LEASE_ANSWER_WAIT = 2.0
+"""How long `stop()` waits for a lease in flight that does not wait for work: a healthy server answers within a
+round trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire);
+one still unanswered this long after is stuck on a slow server, and the stop does not wait out its timeout."""
 
 
 class _Running:
@@ -82,22 +88,6 @@ class _Running:
         self.job, self.token, self.ctx, self.started = job, token, ctx, started
         self.dropped = False
         """True when the outcome is not to be recorded (the lease was lost, or the drain ran out)."""
-
-
-class _LoopLease:
-    """What `ctx.heartbeat()` and `ctx.progress()` call: one heartbeat of this job's lease, now."""
-
-    __slots__ = ("job_id", "loop", "token")
-
-    def __init__(self, loop: WorkerLoop, job_id: str, token: str) -> None:
-        self.loop, self.job_id, self.token = loop, job_id, token
-
-    async def heartbeat(self) -> bool:
-        (held,) = await self.loop.source.heartbeat([(self.job_id, self.token)])
-        return held
-
-    async def progress(self, value: Any) -> bool:
-        return await self.loop.source.progress(self.job_id, self.token, value)
 
 
 class WorkerLoop:
@@ -119,12 +109,15 @@ class WorkerLoop:
         queues: Sequence[str] = (),
         fatal: tuple[type[Exception], ...] = (),
         on_fatal: Callable[[Exception], None] | None = None,
+        transient: Callable[[Exception], bool] | None = None,
         job_log_level: int = logging.INFO,
         clock: Clock | None = None,
     ) -> None:
         """`margin_seconds` (default 1 s, at most a quarter of the lease): how much of a held job's lease, or of
-        the time before its deadline beyond a typical run, must be left to start it. `clock`: the monotonic
-        time it counts leases, deadlines, heartbeats, the drain and pauses on (default: the event loop's)."""
+        the time before its deadline beyond a typical run, must be left to start it. `transient`: whether an error
+        of the source's is one a repeat may get past (the server unreachable, a 5xx): an ack or a release failing
+        so is made again while its leases may hold (default: none is). `clock`: the monotonic time it counts
+        leases, deadlines, heartbeats, the drain, pauses and repeats on (default: the event loop's)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if prefetch is not None and prefetch < 0:
@@ -145,6 +138,11 @@ class WorkerLoop:
         """For the startup line only: the source decides what it leases."""
         self.fatal = fatal
         self.on_fatal = on_fatal
+        self._transient = transient
+        self.horizon = LeaseHorizon(lease_seconds)
+        """No lease held lasts past this (the loop's clock): what an ack or a release is repeated up to."""
+        self.abandon = asyncio.Event()
+        """Set by `quit()`: repeats of acks and releases give up."""
         self.job_log_level = job_log_level
         self.failure: Exception | None = None
         """The fatal error that stopped the loop, if one did."""
@@ -264,7 +262,15 @@ class WorkerLoop:
             return
         lease_task, ack_task, heartbeat_task, expiry_task = self._tasks
         self._halt()
-        await _settled(lease_task)  # the leases in flight answered; what they brought is released
+        # The leases in flight answer (what they bring is released) — or, stuck on a slow server, are cut: the
+        # server hands back, uncounted, what it claimed for a client that left before its answer.
+        answered = asyncio.Event()
+        lease_task.add_done_callback(lambda _: answered.set())
+        if not await first(answered, self.clock, LEASE_ANSWER_WAIT):
+            log.warning("%s: a lease had no answer %g s after the stop: cut", self.name, LEASE_ANSWER_WAIT)
+            for lease in self._leasing:
+                lease.cancel()
+        await _settled(lease_task)
         if self._running:
             grace = f" (up to {self.drain_seconds:g} s)" if self.drain_seconds is not None else ""
             log.info("%s: finishing %d running jobs%s%s", self.name, len(self._running), grace, hint)
@@ -281,7 +287,9 @@ class WorkerLoop:
 
     def quit(self) -> None:
         """Stop now (a second Ctrl-C): running tasks are cancelled and their jobs released, as when the drain runs
-        out; a `stop()` under way then records the outcomes already queued and returns."""
+        out; a `stop()` under way then records the outcomes already queued and returns (an ack or a release that
+        fails is not made again)."""
+        self.abandon.set()
         self._halt()
         if self._running:
             self._end_running("cancelled by a quit")
@@ -377,6 +385,8 @@ class WorkerLoop:
             self._leasing.discard(asyncio.current_task())
             self._room.set()
         answered = self.clock.now()
+        if jobs:
+            self.horizon.answered(answered)
         self._deep = len(jobs) == want
         self.measures.lease_answered(answered - sent, list(jobs), full=self._deep)
         self._capacity = self.measures.capacity()
@@ -395,8 +405,12 @@ class WorkerLoop:
             # A job without a deadline may start until its lease's end less the margin, the same for the whole answer.
             latest = self.measures.latest_start
             due = min((latest(entry) for entry in held if entry.deadline_until is not None), default=float("inf"))
-            due = min(due, sent + self.lease_seconds - self.margin)
+            due = min(due, held[0].lease_until - self.margin)
             self.expiry.taken(due)
+
+    def transient(self, exc: Exception) -> bool:
+        """Whether a repeat of the call that failed with `exc` may get past it."""
+        return self._transient is not None and self._transient(exc)
 
     def is_fatal(self, exc: Exception) -> bool:
         """True when `exc` is one of the `fatal` errors: leasing stops and `on_fatal` hears of it (once)."""
@@ -448,7 +462,7 @@ class WorkerLoop:
             self._unknown(job, token)
             return
         loop = self._running_loop
-        ctx = JobContext(job, _LoopLease(self, job.id, token), loop=loop)
+        ctx = JobContext(job, heartbeats.JobLease(self, job.id, token), loop=loop)
         work = loop.create_task(self.tasks.invoke(function, job, ctx))
         self._running[work] = _Running(job, token, ctx, now)
         self.peak_running = max(self.peak_running, len(self._running))

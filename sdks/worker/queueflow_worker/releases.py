@@ -1,16 +1,19 @@
 """A `WorkerLoop`'s releases: jobs it holds and will not run — not started when it stops, too close to their
 leases' end or deadline to start, or cancelled by the drain's end — go back to the queue at once
 (`LeaseSource.release`), claimable by another worker, no retry counted. In the background, in calls of up to
-`MAX_BATCH`; a stop waits for them. A release that fails (the server is away) leaves the jobs to their leases'
-expiry, as before there were releases."""
+`MAX_BATCH`; a stop waits for them. A release whose call fails while the server is away is made again as long as
+the leases may hold (`retries`); one that still fails leaves the jobs to their leases' expiry, as before there were
+releases."""
 
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Protocol
 
 from queueflow_worker.joblog import log
-from queueflow_worker.ports import LeaseSource
+from queueflow_worker.ports import Clock, LeaseSource
+from queueflow_worker.retries import LeaseHorizon, persist
 from queueflow_worker.timing import MAX_BATCH
 
 __all__ = ["Releases"]
@@ -21,7 +24,11 @@ class Host(Protocol):
 
     name: str
     source: LeaseSource
+    clock: Clock
+    horizon: LeaseHorizon
+    abandon: asyncio.Event
 
+    def transient(self, exc: Exception) -> bool: ...
     def is_fatal(self, exc: Exception) -> bool: ...
     def settled(self, job_id: str, token: str) -> None: ...
 
@@ -56,7 +63,13 @@ class Releases:
         for start in range(0, len(leases), MAX_BATCH):
             chunk = leases[start : start + MAX_BATCH]
             try:
-                await loop.source.release(chunk)
+                await persist(
+                    partial(loop.source.release, chunk),
+                    clock=loop.clock,
+                    transient=loop.transient,
+                    horizon=loop.horizon,
+                    abandon=loop.abandon,
+                )
             except Exception as exc:
                 # Left to their leases' expiry: the janitor reclaims them, counting a failed delivery.
                 if not loop.is_fatal(exc):

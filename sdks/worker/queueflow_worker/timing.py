@@ -3,7 +3,8 @@ a job held can still be started, and how many jobs to hold.
 
 A worker never asks the server what time it is. Its lease cannot have begun before it *sent* the lease request, so
 on its own monotonic clock a job's lease lasts at least until `sent + lease_seconds` and its deadline comes no
-sooner than `sent + timeout_seconds` (the server counts both from the claim, later). A heartbeat likewise extends
+sooner than `sent + timeout_seconds` (the server counts both from the claim, later; a long-poll's answer says how
+much later, a duration the server measured, `claimed_after_seconds`, which is added). A heartbeat likewise extends
 a lease to at least `sent + lease_seconds` from when the heartbeat was sent. Every bound holds whatever the two
 machines' clocks say; `margin` covers the round trip of the call that records a job's outcome.
 """
@@ -53,7 +54,11 @@ class Held:
 
     @classmethod
     def leased(cls, job: LeasedDelivery, sent: float, lease_seconds: float) -> Held:
-        """A job of the answer to a lease request sent at `sent` (the server caps a lease at the deadline)."""
+        """A job of the answer to a lease request sent at `sent` (the server caps a lease at the deadline). A
+        long-poll's claim came later than its sending by as much as the server says it waited
+        (`claimed_after_seconds`, when its source tells): counted from the sending alone, a poll that waited longer
+        than a job's timeout would have every job look past its deadline, and released."""
+        sent += getattr(job, "claimed_after_seconds", 0.0)
         timeout = job.timeout_seconds
         deadline = None if timeout is None else sent + timeout
         until = sent + lease_seconds if deadline is None else min(sent + lease_seconds, deadline)

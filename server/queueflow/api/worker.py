@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Controller, Request, post
@@ -53,6 +54,7 @@ async def lease_or_wait(
     settings: Settings,
     client: Departure | None = None,
     scope: str | None = None,
+    claiming: Callable[[], object] = leasing.never,
 ) -> list[domain.Job]:
     """Claim now; if nothing is claimable, park until one of the queues gets work, the next delayed job or retry
     of those queues becomes due, or `wait_seconds` pass (`runtime.leasing.lease_or_wait`, which the in-process
@@ -79,6 +81,7 @@ async def lease_or_wait(
             safety_poll=settings.safety_poll,
             deadline=deadline,
             stopped=lambda: wakeups.closing or (client is not None and client.gone),
+            claiming=claiming,
         )
 
 
@@ -127,8 +130,16 @@ class WorkerController(Controller):
         # expire, at the cost of a retry each.
         client = Departure()
         watcher = asyncio.create_task(client.watch(request))
+        # When the claim that answers began, after the request arrived: the worker counts its leases from its
+        # sending plus this (on the server's monotonic clock, a duration: the two machines' clocks never meet).
+        arrived = claimed = time.monotonic()
+
+        def claiming() -> None:
+            nonlocal claimed
+            claimed = time.monotonic()
+
         try:
-            jobs = await lease_or_wait(engine, wakeups, data, settings, client, worker_scope(request))
+            jobs = await lease_or_wait(engine, wakeups, data, settings, client, worker_scope(request), claiming)
             if jobs:
                 # The last moment to notice a departure: nothing suspends between here and the answer's write.
                 # One turn of the loop lets the watcher take in a disconnect that arrived with the claim's end.
@@ -144,7 +155,8 @@ class WorkerController(Controller):
             jobs = []
         services.metrics.jobs_leased(jobs)
         link_leased(jobs)
-        return LeasedJobs([LeasedJob.from_domain(job) for job in jobs])
+        claimed_after = claimed - arrived
+        return LeasedJobs([LeasedJob.from_domain(job, claimed_after) for job in jobs])
 
     @post(
         "/jobs/{job_id:str}/heartbeat",

@@ -182,10 +182,8 @@ class ClaimRequest:
     task_names: Sequence[str] | None = None
     """Only jobs of these tasks (the ones the lessee can run); None: any task."""
     tenant_id: str | None = None
-    """Only this tenant's jobs (a tenant-scoped worker key); None: every tenant's, in turns."""
-    after_tenant: str | None = None
-    """Whose turn it is: the tenants' first round starts with the first tenant after this one (the one the previous
-    claim of these queues served last); None: from the first tenant."""
+    """Only this tenant's jobs (a tenant-scoped worker key); None: every tenant's, in turns (the store keeps whose
+    turn it is, `JobStore.job_claim`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -48,9 +48,6 @@ from queueflow.engine.settings import EngineSettings
 from queueflow.engine.workflows import Workflows, completed_step_report, step_report
 from queueflow.ports import Clock, Store
 
-# How many sets of queues a process remembers whose turn it is (a worker leases the same few sets again and again).
-MAX_TURNS = 1024
-
 
 class Engine:
     def __init__(
@@ -71,8 +68,6 @@ class Engine:
         self.queues = Queues(store, clock)
         self.workflows = Workflows(store, clock, self.rng, self.settings)
         self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self.workflows.create)
-        # Per set of queues leased, the tenant the last lease served last (see `lease`).
-        self._turns: dict[tuple[str, ...], str] = {}
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -166,26 +161,16 @@ class Engine:
         """Claim up to `max_jobs` due jobs across `queues` (of `task_names` only, if given: the tasks the lessee
         can run), in claim order, each with a fresh lease token."""
         validation.check(validation.lease_errors(queues, max_jobs, lease_seconds, task_names))
-        wanted = tuple(dict.fromkeys(queues))
-        # Whose turn it is (README.md, "Fairness"): the tenant this process's previous lease of these queues served
-        # last. A scoped key leases one tenant only, so it neither reads nor moves the turn.
-        after = None if scope is not None else self._turns.get(wanted)
+        # Whose turn it is (README.md, "Fairness") is the store's, one for every process on its database.
         request = ClaimRequest(
-            queues=list(wanted),
+            queues=list(dict.fromkeys(queues)),
             max_jobs=max_jobs,
             now=self.clock.now(),
             lease_seconds=lease_seconds,
             task_names=task_names,
             tenant_id=scope,
-            after_tenant=after,
         )
-        jobs = await self.store.job_claim(request)
-        if jobs and scope is None:
-            self._turns.pop(wanted, None)  # re-inserted last: the oldest entry goes first when the table is full
-            self._turns[wanted] = jobs[-1].tenant_id
-            if len(self._turns) > MAX_TURNS:
-                del self._turns[next(iter(self._turns))]
-        return jobs
+        return await self.store.job_claim(request)
 
     async def _check_scope(self, job_id: str, scope: str | None) -> None:
         if scope is not None and await self.store.job_get(job_id, scope) is None:

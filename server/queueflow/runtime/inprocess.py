@@ -18,6 +18,7 @@ would write a line per job.
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -191,6 +192,10 @@ class EngineSource:
         return result.locked_until is not None
 
 
+def _unavailable(exc: Exception) -> bool:
+    return isinstance(exc, StoreUnavailable)
+
+
 class InProcessWorker(BackgroundService):
     name = "tasks"
 
@@ -215,6 +220,11 @@ class InProcessWorker(BackgroundService):
         )
         """`poll`: the longest an idle wait lasts (the safety poll), so a lost wake-up costs at most that. `clock`:
         the worker loop's monotonic time (a test's; default the event loop's)."""
+        options: dict[str, Any] = {}
+        if "transient" in inspect.signature(WorkerLoop).parameters:
+            # An ack or a release through a database blip is made again. A server upgraded before its
+            # queueflow-worker (0.1.0 has no repeats, docs/compatibility.md) still runs its tasks.
+            options["transient"] = _unavailable
         self.loop: WorkerLoop = WorkerLoop(
             self.source,
             runner,
@@ -227,6 +237,7 @@ class InProcessWorker(BackgroundService):
             queues=queues,
             job_log_level=logging.DEBUG,
             clock=clock,
+            **options,
         )
 
     @property

@@ -54,6 +54,7 @@ async def lease_or_wait(
     stopped: Callable[[], bool] = never,
     since: datetime | None = None,
     claim_after_wait: bool = True,
+    claiming: Callable[[], object] = never,
 ) -> list[Job]:
     """The jobs claimed, as soon as there are any; [] once `deadline` (a `time.monotonic()` value; None: no
     deadline) has passed, or once `stopped()` is true after a claim or a wait. Without `claim_after_wait`, [] as
@@ -67,6 +68,8 @@ async def lease_or_wait(
     Each wait is capped at the safety poll, so a lost wake-up costs at most that long. Store errors propagate:
     the HTTP route answers them, the in-process source logs them and waits.
 
+    `claiming` is called just before each claim (the HTTP route times the claim that answers).
+
     `since`: the time of an empty claim made with `watch` already armed, and nothing notified since: a claim now
     would find nothing new either, so the first claim is left out and the wait begins at once (as after that
     claim). The in-process source passes it after a lease that came back short.
@@ -75,6 +78,7 @@ async def lease_or_wait(
     while True:
         if claimed_at is None:
             claimed_at = engine.clock.now()
+            claiming()
             jobs = await ask.claim(engine)
             if jobs or stopped():
                 return jobs

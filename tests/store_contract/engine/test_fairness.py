@@ -131,26 +131,45 @@ async def test_a_scoped_key_leases_its_own_tenant_and_leaves_the_turn_alone(engi
     assert await single_leases(engine, 3) == ["b", "c", "a"]
 
 
-async def test_the_store_claims_in_turns_after_the_tenant_it_is_given(store: Store, clock: TestClock) -> None:
+async def test_the_store_claims_in_turns_after_the_tenant_its_previous_claim_served_last(
+    store: Store, clock: TestClock
+) -> None:
     engine = Engine(store, clock)
     for tenant in ("a", "b", "c", "d"):
         await enqueue(engine, tenant, 2)
     clock.advance(seconds=1)
-    claimed = await store.job_claim(
-        ClaimRequest(queues=["default"], max_jobs=5, now=clock.now(), lease_seconds=30, after_tenant="b")
-    )
-    assert [job.tenant_id for job in claimed] == ["c", "d", "a", "b", "c"]
-    # A name no tenant has still has a place in the turn; one PostgreSQL cannot store comes before every tenant.
-    claimed = await store.job_claim(
-        ClaimRequest(queues=["default"], max_jobs=2, now=clock.now(), lease_seconds=30, after_tenant="bz")
-    )
-    assert [job.tenant_id for job in claimed] == ["d", "a"]
-    assert [
-        job.tenant_id
-        for job in await store.job_claim(
-            ClaimRequest(queues=["default"], max_jobs=1, now=clock.now(), lease_seconds=30, after_tenant="\x00")
-        )
-    ] == ["b"]
+
+    async def claim(max_jobs: int) -> list[str]:
+        request = ClaimRequest(queues=["default"], max_jobs=max_jobs, now=clock.now(), lease_seconds=30)
+        return [job.tenant_id for job in await store.job_claim(request)]
+
+    assert await claim(2) == ["a", "b"]
+    assert await claim(5) == ["c", "d", "a", "b", "c"]
+    assert await claim(1) == ["d"]
+    # A tenant that has no job left keeps its place in the turn.
+    await enqueue(engine, "b", 1)
+    await enqueue(engine, "bz", 1)
+    assert await claim(2) == ["b", "bz"]
+    await enqueue(engine, "a", 1)
+    await enqueue(engine, "c", 1)
+    assert await claim(1) == ["c"]
+    assert await claim(1) == ["a"]
+
+
+async def test_the_turn_is_the_stores_and_goes_on_from_any_engine(store: Store, clock: TestClock) -> None:
+    """As several processes on one database: each lease goes on where the previous one, by any engine, stopped."""
+    first, second = Engine(store, clock), Engine(store, clock)
+    for tenant in ("a", "b", "c"):
+        await enqueue(first, tenant, 4)
+    clock.advance(seconds=1)
+    assert await single_leases(first, 1) == ["a"]
+    assert await single_leases(second, 1) == ["b"]
+    assert [job.tenant_id for job in await first.lease(["default"], max_jobs=2)] == ["c", "a"]
+    assert await single_leases(second, 2) == ["b", "c"]
+    # The set of queues, whatever the order a lease names them in.
+    await enqueue(first, "a", 1, queue="mail")
+    assert [job.tenant_id for job in await first.lease(["mail", "default"], max_jobs=2)] == ["a", "b"]
+    assert await single_leases(second, 1, ("default", "mail")) == ["c"]
 
 
 async def test_concurrent_claims_across_tenants_never_take_the_same_job(store: Store, clock: TestClock) -> None:

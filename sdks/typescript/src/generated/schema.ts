@@ -820,6 +820,8 @@ export interface components {
         /** LeasedJob */
         LeasedJob: {
             backoff: components["schemas"]["Backoff"];
+            /** @default 0 */
+            claimed_after_seconds?: number;
             completed_at: string | null;
             concurrency_key: string | null;
             /** Format: date-time */

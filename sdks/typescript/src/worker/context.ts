@@ -107,6 +107,7 @@ export function localContext(taskName: string, queueName: string, payload: Recor
     completed_at: null,
     lease_token: "local",
     deadline: null,
+    claimed_after_seconds: 0,
     progress: null,
     trace_context: null,
     ...fields,

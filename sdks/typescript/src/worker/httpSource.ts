@@ -33,9 +33,10 @@ export class HttpSource implements LeaseSource {
   /**
    * A lease that does not wait answers within a round trip, and once the server has claimed for it the answer may
    * already be on its way: `signal` does not cut it (its jobs would sit `running` until their leases expire, each
-   * then counting a failed delivery); the loop releases what it brings. A long-poll is cut.
+   * then counting a failed delivery); the loop releases what it brings — unless it is still unanswered when `cut`
+   * aborts, a while after the stop. A long-poll is cut at once.
    */
-  async lease(maxJobs: number, signal: AbortSignal): Promise<LeasedJob[]> {
+  async lease(maxJobs: number, signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]> {
     const { leaseSeconds, workerId, queues } = this.#settings;
     const waitSeconds = this.#park ? this.#settings.waitSeconds : 0;
     if (signal.aborted) return [];
@@ -52,7 +53,8 @@ export class HttpSource implements LeaseSource {
       body,
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
       // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
-      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, ...(waitSeconds > 0 ? { signal } : {}) },
+      // A lease that does not wait is cut only by `cut`: stuck on a slow server long after the stop.
+      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: waitSeconds > 0 ? signal : cut },
     );
     this.#park = answer.jobs.length === 0;
     return answer.jobs;
@@ -73,8 +75,9 @@ export class HttpSource implements LeaseSource {
         });
       }
     }
-    // May be repeated: a duplicate is answered `lease_lost`, never applied twice.
-    await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: true });
+    // Not repeated here: the loop makes it again on its clock while the leases may hold (a repeat is answered
+    // `lease_lost`, never applied twice).
+    await this.#transport.send("/v1/worker/ack", { complete, fail }, { safe: false });
   }
 
   async heartbeat(leases: [string, string][]): Promise<boolean[]> {
@@ -89,8 +92,8 @@ export class HttpSource implements LeaseSource {
    */
   async release(leases: [string, string][]): Promise<boolean[]> {
     const body = { jobs: leases.map(([id, lease_token]) => ({ id, lease_token })) };
-    // May be repeated: a repeat finds the lease gone (`lease_lost`) and changes nothing.
-    const answer = await this.#transport.post("/v1/worker/release", body, { safe: true });
+    // Not repeated here: the loop makes it again (a repeat finds the lease gone, `lease_lost`, and changes nothing).
+    const answer = await this.#transport.post("/v1/worker/release", body, { safe: false });
     return answer.results.map((result) => result.outcome === "ok");
   }
 

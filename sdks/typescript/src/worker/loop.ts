@@ -11,7 +11,9 @@
  *   the first, one call at a time — or at once when no more can join the batch soon (no job is held any more, or
  *   leasing waits for these acks). While a whole capacity of outcomes waits for its acks (a slow server), no more
  *   jobs are leased: they would only wait with them. A job whose outcome was still waiting in a batch when the
- *   process died is delivered again once its lease expires (at-least-once).
+ *   process died is delivered again once its lease expires (at-least-once). An ack or a release that fails with no
+ *   answer or a 5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could
+ *   still hold (`retries.ts`); later outcomes wait behind it.
  * - **Batched heartbeats**: one call extends every held lease, waiting ones too. A lease found lost (the job was
  *   cancelled, or reclaimed after expiring) aborts its handler's signal, or drops the waiting job; nothing is
  *   reported for it afterwards.
@@ -21,7 +23,7 @@
  *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
  *   within half a lease or half the shortest timeout lately leased.
  * - **Stopping**: `stop()` leases nothing more (a lease parked waiting for work is aborted; one whose answer may be
- *   on its way is let to arrive), releases at once every held job not started (and what a lease in flight still
+ *   on its way is let to arrive, for up to `LEASE_ANSWER_WAIT_MS`), releases at once every held job not started (and what a lease in flight still
  *   brings), lets the running ones finish for up to `shutdownGraceMs`, then aborts the signals of the ones still
  *   running and releases their jobs too, sends every outcome and resolves. `quit()` ends the grace period at once.
  * - **A refused key** (a lease, ack or heartbeat rejected with `AuthenticationError` or `PermissionDeniedError`)
@@ -35,6 +37,7 @@ import type { LeasedJob } from "../types.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import { DeadlineError, HeldJob, ShutdownError, type TaskHandler } from "./context.js";
 import { Releases } from "./releases.js";
+import { LeaseHorizon, persist } from "./retries.js";
 import { Tasks } from "./tasks.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
 import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js";
@@ -42,6 +45,13 @@ import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js"
 export { MAX_BATCH } from "./ports.js";
 export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
 
+/**
+ * How long a stop waits for a lease in flight that does not wait for work: a healthy server answers within a round
+ * trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire); one
+ * still unanswered this long after is stuck on a slow server — cut, the server hands back what it claimed for a
+ * client that left before its answer — and the stop does not wait out the request's timeout.
+ */
+export const LEASE_ANSWER_WAIT_MS = 2000;
 /** How many of the latest ack sizes `ackBatches` keeps (at least; up to twice as many between trims). */
 const ACK_BATCHES_KEPT = 1000;
 
@@ -72,6 +82,9 @@ export class WorkerLoop {
   #stopHint = "";
   /** Aborts a lease call in flight when the loop stops. */
   #leaseCall: AbortController | undefined;
+  /** Aborted `LEASE_ANSWER_WAIT_MS` after a stop: cuts a lease that does not wait but is still unanswered. */
+  #leaseCut = new AbortController();
+  #leaseCutTimer: unknown;
   #stopping = new AbortController();
   #running: Promise<void> | undefined;
   /** Wakes the lease loop: a slot freed, or the loop is stopping. Never a listener on a long-lived signal. */
@@ -83,6 +96,10 @@ export class WorkerLoop {
   #expiry: unknown;
   #expiryAt = Infinity;
   readonly #releases: Releases;
+  /** No lease held lasts past this (the loop's clock): what an ack or a release is repeated up to. */
+  readonly #horizon: LeaseHorizon;
+  /** Aborted by `quit()`: repeats of acks and releases give up. */
+  #abandon = new AbortController();
   /** The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics). */
   readonly ackBatches: number[] = [];
 
@@ -92,7 +109,8 @@ export class WorkerLoop {
     this.#settings = settings;
     this.#clock = clock;
     this.#tasks = new Tasks(handlers, settings);
-    this.#releases = new Releases(source, settings, (error) => this.#refused(error));
+    this.#horizon = new LeaseHorizon(settings.leaseMs);
+    this.#releases = new Releases(source, settings, (error) => this.#refused(error), (call) => this.#persist(call));
     const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
     this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
   }
@@ -117,6 +135,8 @@ export class WorkerLoop {
     if (this.#running) throw new Error("the worker is already running");
     if (this.#handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
     this.#stopping = new AbortController();
+    if (this.#abandon.signal.aborted) this.#abandon = new AbortController(); // after a quit
+    if (this.#leaseCut.signal.aborted) this.#leaseCut = new AbortController(); // after a stop
     this.#failure = undefined;
     this.#quitting = false;
     this.#stopHint = "";
@@ -148,6 +168,7 @@ export class WorkerLoop {
   /** Stop now: what still runs is aborted and handed back, as when the grace period ends. */
   quit(): void {
     this.#quitting = true;
+    this.#abandon.abort();
     this.#halt();
     const quit = this.#quit;
     this.#quit = undefined;
@@ -156,11 +177,16 @@ export class WorkerLoop {
 
   /**
    * Stop leasing (the lease call in flight is told: a parked long-poll ends, one whose answer may be on its way is
-   * let to arrive) and release every job not started.
+   * let to arrive for up to `LEASE_ANSWER_WAIT_MS`) and release every job not started.
    */
   #halt(): void {
     if (!this.#stopping.signal.aborted) this.#stopping.abort(new ShutdownError("the worker is stopping"));
     this.#leaseCall?.abort(new ShutdownError("the worker is stopping"));
+    const cut = this.#leaseCut;
+    if (this.#leaseCall) this.#leaseCutTimer ??= this.#clock.setTimeout(
+      () => cut.abort(new ShutdownError(`the worker stopped and the lease had no answer ${LEASE_ANSWER_WAIT_MS} ms later`)),
+      LEASE_ANSWER_WAIT_MS,
+    );
     this.#giveBack(this.#waiting.splice(0).map(({ job }) => job), "the worker is stopping");
     this.#ended();
     this.#wakeLoop();
@@ -218,6 +244,7 @@ export class WorkerLoop {
         continue;
       }
       const answered = this.#clock.now();
+      if (jobs.length > 0) this.#horizon.answered(answered);
       this.#measures.leaseAnswered(answered - sent, jobs, jobs.length === want);
       if (stopping.aborted) {
         this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
@@ -241,9 +268,11 @@ export class WorkerLoop {
   async #lease(maxJobs: number): Promise<LeasedJob[]> {
     const call = (this.#leaseCall = new AbortController());
     try {
-      return await this.#source.lease(maxJobs, call.signal);
+      return await this.#source.lease(maxJobs, call.signal, this.#leaseCut.signal);
     } finally {
       this.#leaseCall = undefined;
+      this.#clock.clear(this.#leaseCutTimer);
+      this.#leaseCutTimer = undefined;
     }
   }
 
@@ -395,7 +424,8 @@ export class WorkerLoop {
     // Bounded, so a worker that runs for days does not grow by a number per ack (trimmed in bulk: amortised O(1)).
     if (this.ackBatches.length >= 2 * ACK_BATCHES_KEPT) this.ackBatches.splice(0, ACK_BATCHES_KEPT);
     try {
-      await this.#source.ack(batch);
+      // Made again while the server is away, as long as a lease of the batch may hold; later outcomes wait behind it.
+      await this.#persist(() => this.#source.ack(batch));
     } catch (error) {
       // Left to the leases' expiry: the jobs are delivered again.
       if (!this.#refused(error)) this.#settings.onError(error);
@@ -406,6 +436,10 @@ export class WorkerLoop {
       this.#unacked -= batch.length;
       this.#offerRoom();
     }
+  }
+
+  #persist<T>(call: () => Promise<T>): Promise<T> {
+    return persist(call, this.#clock, this.#horizon, this.#abandon.signal);
   }
 
   /** One call extends every lease held; a lost one tells its handler (or drops the waiting job). */
@@ -426,6 +460,7 @@ export class WorkerLoop {
           if (!this.#refused(error)) this.#settings.onError(error);
           continue;
         }
+        if (alive.some((holds) => holds)) this.#horizon.answered(this.#clock.now());
         for (const [index, holds] of alive.entries()) {
           const [id, token] = chunk[index] ?? [];
           if (!holds && id !== undefined && token !== undefined) this.#lost(id, token);
@@ -458,6 +493,7 @@ export class WorkerLoop {
     if (held.lost) return false;
     try {
       await this.#source.progress(held.job, value);
+      this.#horizon.answered(this.#clock.now());
       return true;
     } catch (error) {
       if (error instanceof LeaseLostError || error instanceof NotFoundError) {

@@ -9,9 +9,10 @@ export interface LeaseSource {
    * Up to `maxJobs` jobs of the worker's tasks; when none is claimable, wait a while for work (possibly answering
    * none). When `signal` aborts (the worker stops), a lease parked waiting for work rejects at once (the server
    * claims nothing more for it); one whose answer may already be on its way is let to arrive — cut, its jobs would
-   * sit `running` until their leases expire — and the loop releases what it brings.
+   * sit `running` until their leases expire — and the loop releases what it brings; unless `cut` aborts (it was
+   * still unanswered a while after the stop: stuck on a slow server), which ends any lease at once.
    */
-  lease(maxJobs: number, signal: AbortSignal): Promise<LeasedJob[]>;
+  lease(maxJobs: number, signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]>;
   /** Record the outcomes (at most `MAX_BATCH`); a repeat is never applied twice. On rejection they are left to their leases' expiry. */
   ack(outcomes: Recorded[]): Promise<void>;
   /** Extend the leases, `[job id, lease token]` pairs (at most `MAX_BATCH`); per item, whether it still held. */

@@ -33,6 +33,9 @@ export interface Waiting {
 
 /** A job of the answer to a lease request sent at `sent` (the server caps a lease at the deadline). */
 export function waiting(job: LeasedJob, sent: number, leaseMs: number): Waiting {
+  // A long-poll's claim came later than its sending by as much as the server says it waited: counted from the
+  // sending alone, a poll that waited longer than a job's timeout would have every job look past its deadline.
+  sent += (job.claimed_after_seconds ?? 0) * 1000;
   const deadlineUntil = job.timeout_seconds == null ? undefined : sent + job.timeout_seconds * 1000;
   return { job, leaseUntil: Math.min(sent + leaseMs, deadlineUntil ?? Infinity), deadlineUntil };
 }

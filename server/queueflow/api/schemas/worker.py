@@ -60,10 +60,19 @@ class LeasedJob(Job, kw_only=True):
 
     lease_token: str
     deadline: datetime | None
+    claimed_after_seconds: float = 0.0
+    """How long after the lease request arrived the server claimed this job (0 unless the request waited for
+    work): its lease and deadline began at least this long after the request was sent, as a worker can count on its
+    own clock. (Added after 0.1.0, so not required: a client of an older server counts 0.)"""
 
     @classmethod
-    def from_domain(cls, job: domain.Job) -> LeasedJob:
-        return cls(**job_fields(job), lease_token=job.lease_token or "", deadline=job.deadline)
+    def from_domain(cls, job: domain.Job, claimed_after: float = 0.0) -> LeasedJob:
+        return cls(
+            **job_fields(job),
+            lease_token=job.lease_token or "",
+            deadline=job.deadline,
+            claimed_after_seconds=claimed_after,
+        )
 
 
 class LeasedJobs(Struct):

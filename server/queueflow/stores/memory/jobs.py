@@ -88,7 +88,10 @@ class MemoryJobs(Tables):
             for group, settings in self._queue_settings.items()
             if settings.key_concurrency_limit is not None
         }
-        due = in_turns(due, request.after_tenant, key_turns)
+        # A tenant-scoped claim serves one tenant: it neither reads nor moves the turn.
+        turn_of = tuple(sorted(wanted))
+        after = None if tenant_id is not None else self._claim_turns.get(turn_of)
+        due = in_turns(due, after, key_turns)
         busy, busy_keys = self._running_counts()
         tokens: dict[tuple[str, str], float] = {}  # the rate-limited groups met so far, tokens left now
         claimed: list[Job] = []
@@ -127,6 +130,8 @@ class MemoryJobs(Tables):
             # back as of an earlier now, the refill time would move back and the next claim refill twice.
             self._buckets[group] = (left, max(now, self._buckets[group][1]))
         self._key_turns.update(last_keys(claimed, key_turns))
+        if claimed and tenant_id is None:
+            self._claim_turns[turn_of] = claimed[-1].tenant_id
         return claimed
 
     def _running_counts(

@@ -40,6 +40,9 @@ class Tables:
         self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
         # Where each key-limited (tenant_id, queue_name)'s key turn goes on: the key it served last (`core.turns`).
         self._key_turns: dict[tuple[str, str], str] = {}
+        # Per set of queues leased together (sorted), the tenant the last claim of them served last: where the next
+        # claim's turn starts, whoever claims (PostgreSQL: queueflow.claim_turns).
+        self._claim_turns: dict[tuple[str, ...], str] = {}
         # Per running job redelivered, the started_at its claim overwrote (an earlier delivery's), which a release
         # puts back; PostgreSQL keeps it in the job's config (`postgres.sql.STARTED_BEFORE`).
         self._started_before: dict[str, datetime] = {}
@@ -56,6 +59,7 @@ class Tables:
         self._schedules.clear()
         self._queue_settings.clear()
         self._key_turns.clear()
+        self._claim_turns.clear()
         self._buckets.clear()
         self._started_before.clear()
 

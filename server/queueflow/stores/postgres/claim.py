@@ -29,9 +29,11 @@ from queueflow.stores.postgres.claim_sql import (
     DUE_ANY,
     NEXT_DUE,
     RESTRICTED_QUEUES,
+    SAVE_TURN,
     ClaimArgs,
     TenantScope,
     Turn,
+    TurnOf,
 )
 from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.params import values
@@ -97,9 +99,7 @@ class PostgresClaims(Pooled):
             lease=timedelta(seconds=request.lease_seconds),
             task_names=tasks,
         )
-        # A tenant name PostgreSQL cannot store is nobody's: every tenant comes after it.
-        after = request.after_tenant
-        turn = Turn(after_tenant=after if after is not None and storable_text(after) else None)
+        turn = TurnOf(turn_of=sorted(queues))
         scope = None if tenant is None else TenantScope(tenant=tenant)
         idle_key, notices = tuple(queues), self._notices()
         if self._idle.get(idle_key) == notices:
@@ -114,9 +114,11 @@ class PostgresClaims(Pooled):
                 del self._idle[next(iter(self._idle))]
         return jobs
 
-    async def _claim(self, request: ClaimRequest, args: ClaimArgs, turn: Turn, scope: TenantScope | None) -> list[Job]:
+    async def _claim(
+        self, request: ClaimRequest, args: ClaimArgs, turn: TurnOf, scope: TenantScope | None
+    ) -> list[Job]:
         """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
-        short, the restricted ones."""
+        short, the restricted ones. A tenant-scoped claim neither reads nor moves the turn: it serves one tenant."""
         key_turns: KeyTurns = {}
         async with self._connection() as db, _claim_transaction(db):
             if scope is None:
@@ -124,16 +126,24 @@ class PostgresClaims(Pooled):
             else:
                 rows = await db.fetch(CLAIM_FOR_TENANT, *values(args, scope))
             jobs = [job_from_row(row) for row in rows]
+            after = rows[0]["after_tenant"] if rows and scope is None else None
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
             if len(jobs) < request.max_jobs:
-                restricted = [row["queue_name"] for row in await db.fetch(RESTRICTED_QUEUES, args.queues)]
-                if restricted:
-                    rest = args._replace(queues=restricted, max_jobs=request.max_jobs - len(jobs))
-                    more, key_turns = await claim_restricted(db, rest, turn, scope)
+                found = await db.fetch(RESTRICTED_QUEUES, args.queues, turn.turn_of)
+                if found:
+                    if not rows and scope is None:
+                        after = found[0]["after_tenant"]
+                    rest = args._replace(
+                        queues=[row["queue_name"] for row in found], max_jobs=request.max_jobs - len(jobs)
+                    )
+                    more, key_turns = await claim_restricted(db, rest, Turn(after_tenant=after), scope)
+                    if more and scope is None:
+                        served = in_turns(jobs + more, after)[-1].tenant_id
+                        await db.execute(SAVE_TURN, turn.turn_of, served)
                     jobs += more
         # RETURNING comes in no particular order; a multi-job lease answers in the order it took the jobs.
-        return in_turns(jobs, turn.after_tenant, key_turns)
+        return in_turns(jobs, after, key_turns)
 
     async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
         wanted = queue_names(queues)
@@ -173,11 +183,13 @@ async def _claim_transaction(db: Db) -> AsyncIterator[None]:
     await db.execute("COMMIT")
 
 
-async def _claim_in_turns(db: Db, args: ClaimArgs, turn: Turn) -> list[asyncpg.Record]:
+async def _claim_in_turns(db: Db, args: ClaimArgs, turn: TurnOf) -> list[asyncpg.Record]:
     """CLAIM, again while it comes back short and some tenant took its whole share (`fair_share`): that tenant may
     have more, which the tenants with fewer jobs than their share left room for. Each round claims at least one
     job or ends the claim, and a round's tenants that ran short have no claimable job left, so rounds are few
-    (with one tenant, never more than one)."""
+    (with one tenant, never more than one). A round goes on from the turn the round before it moved (its own
+    write, in the same transaction): the tenants that filled their share, in the turn's order, as `in_turns`
+    orders the whole claim (the rows keep the first round's `after_tenant`)."""
     rows = await db.fetch(CLAIM, *values(args, turn))
     last = rows
     while last and len(rows) < args.max_jobs:

@@ -34,9 +34,17 @@ class ClaimArgs(NamedTuple):
 
 class Turn(NamedTuple):
     """Whose turn it is (README.md, "Fairness"): tenants are served in code-point order from the first one after
-    `after_tenant`, the one the previous claim served last (NULL: from the first)."""
+    `after_tenant`, the one the previous claim served last (NULL: from the first). The restricted claim's; CLAIM
+    reads the turn itself (`TurnOf`)."""
 
     after_tenant: Annotated[str | None, "text"]
+
+
+class TurnOf(NamedTuple):
+    """The set of queues whose turn a claim takes and moves: the lease's queues, sorted (`turn_of`), the key of
+    their row in queueflow.claim_turns."""
+
+    turn_of: Annotated[list[str], "text[]"]
 
 
 class TenantScope(NamedTuple):
@@ -137,6 +145,38 @@ def shares(p: Placeholders, columns: str, claimable: str) -> str:
                                 LIMIT share.per_tenant) AS due"""
 
 
+def turn_moved(turn_of: str) -> str:
+    """The CTEs that move the turn of the queues `turn_of` (README.md, "Fairness") from `turn.after_tenant`, the
+    turn the claim read, to `served.tenant_id` (`turn` and `served`: CTEs of one row; no row in `served`: nothing
+    moves), written so that no claim ever waits for another: `free` locks the turn's row only when it is to change,
+    and skips it when another claim holds it (SKIP LOCKED), so that claim's turn stands; its compare-and-set leaves
+    a turn another claim has moved since this one read it. `born` writes the row on the first claim of these
+    queues (ON CONFLICT DO NOTHING: two first claims keep one turn).
+
+    While one tenant is due the turn never changes, and these read nothing more (the claim read the turn).
+
+    Why fairness holds across processes: a claim reads the turn committed before it began, in whichever process,
+    so leases that follow each other (each begins after the one before it committed: the rule's "run of
+    single-job leases", however many processes take part) see each other's turn, and the rule holds exactly.
+    Claims that overlap read the same turn and serve the same next tenant (different jobs: SKIP LOCKED), as
+    concurrent leases always did within one process; of them, the first to move the turn moves it (from the value
+    they read to that tenant), and the others find its row locked or already moved, and leave it. So the turn
+    moves one tenant at a time, in the turn's order, never back and never past a tenant: each tenant is served in
+    every k moves, and between two moves only claims overlapping the one that moved it commit — with c claims in
+    flight, about every c·k leases (tests/postgres/test_shared_turn.py). No claim waits: a claim locks the turn's
+    row only to move it, and skips it when another holds it."""
+    return f"""free AS (SELECT t.queues FROM served, turn, queueflow.claim_turns AS t
+           WHERE served.tenant_id <> turn.after_tenant
+             AND t.queues = {turn_of} AND t.tenant_id = turn.after_tenant
+             FOR UPDATE OF t SKIP LOCKED),
+moved AS (UPDATE queueflow.claim_turns AS t SET tenant_id = served.tenant_id
+            FROM free, served
+           WHERE t.queues = free.queues),
+born AS (INSERT INTO queueflow.claim_turns (queues, tenant_id)
+         SELECT {turn_of}, served.tenant_id FROM served, turn WHERE turn.after_tenant IS NULL
+         ON CONFLICT DO NOTHING)"""
+
+
 # A claim's transaction starts with two settings, in one round trip (a simple query of three statements; asyncpg's
 # transaction() and then a SET took two): a claim costs BEGIN+SETs, the claim, COMMIT — three round trips. SET LOCAL
 # ends with the transaction, so no session state leaks to a transaction-mode pooler's next client.
@@ -154,7 +194,7 @@ def shares(p: Placeholders, columns: str, claimable: str) -> str:
 # 0.47). Enqueues and acks keep synchronous commits.
 BEGIN_CLAIM = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL synchronous_commit = off"
 
-_claim = Placeholders(ClaimArgs, Turn)
+_claim = Placeholders(ClaimArgs, TurnOf)
 _CANDIDATE = "j.id, j.tenant_id, j.priority, j.scheduled_at, j.created_at"
 
 # The claim of queues nobody restricts. Every queue on which some tenant restricts leasing is left out (one probe
@@ -170,11 +210,14 @@ _UNRESTRICTED_QUEUES = f"""SELECT q.name FROM unnest({_claim.queues}) AS q(name)
 # The claim, fair across tenants (README.md, "Fairness"). For each (queue, tenant) with a claimable job
 # (`tenants_in_turn`), the LATERAL subquery reads idx_jobs_claim in claim order, skips rows another claimer holds
 # and stops after the tenant's share; of a tenant's candidates from all its queues, its first `share` are its next
-# jobs in claim order (`nth`, across the queues), and of those the claim takes `max_jobs` in turns: each tenant's
-# first, tenant after tenant starting after `after_tenant` in code-point order, then each one's second, and so on,
-# as `core.turns.in_turns` orders them. A tenant that has fewer jobs than its share leaves the claim short; it comes
-# back with `fair_share` so that the store can claim the rest from the tenants that filled theirs
+# jobs in claim order (`nth`, across the queues), and of those the claim takes `max_jobs` in turns (`picked`): each
+# tenant's first, tenant after tenant starting after the turn's tenant in code-point order, then each one's second,
+# and so on, as `core.turns.in_turns` orders them. A tenant that has fewer jobs than its share leaves the claim
+# short; it comes back with `fair_share` so that the store can claim the rest from the tenants that filled theirs
 # (`claim._claim_in_turns`). With one tenant and one queue the share is `max_jobs`: one statement.
+# The turn is the database's, one for every process (`turn`: the tenant the last claim of these queues served
+# last, read from queueflow.claim_turns; moved to the last tenant `picked` serves by `turn_moved`), and comes back
+# as `after_tenant` for the store to order the claimed rows by.
 # Candidates cut by the outer LIMIT stay locked only until this statement commits. `id = ANY(ARRAY(...))` keeps
 # even a generic plan (whose LIMIT is a guess) on the primary key instead of a hash join over the table.
 # A tenant's first row in index order is claimable when it is due and no task filter applies.
@@ -185,21 +228,23 @@ CLAIM = f"""{
         claimable(_claim),
         f"(pending.scheduled_at <= {_claim.now} AND {_claim.task_names} IS NULL)",
     )
-}
-{lease(_claim)}
- WHERE id = ANY(ARRAY(
-       SELECT c.id
+},
+turn AS (SELECT (SELECT t.tenant_id FROM queueflow.claim_turns AS t WHERE t.queues = {_claim.turn_of}) AS after_tenant),
+picked AS (
+       SELECT c.id, c.tenant_id, c.nth, c.tenant_id COLLATE "C" <= turn.after_tenant AS wrapped
          FROM (SELECT due.id, due.tenant_id, share.per_tenant,
                       row_number() OVER (
                           PARTITION BY due.tenant_id
                           ORDER BY due.priority DESC, due.scheduled_at, due.created_at, due.id) AS nth
-                 FROM {
-    shares(_claim, "j.id, j.tenant_id, j.priority, j.scheduled_at, j.created_at", claimable(_claim))
-}) AS c
+                 FROM {shares(_claim, _CANDIDATE, claimable(_claim))}) AS c, turn
         WHERE c.nth <= c.per_tenant
-        ORDER BY c.nth, c.tenant_id COLLATE "C" <= {_claim.after_tenant}, c.tenant_id COLLATE "C"
-        LIMIT {_claim.max_jobs}))
-RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share
+        ORDER BY c.nth, wrapped, c.tenant_id COLLATE "C"
+        LIMIT {_claim.max_jobs}),
+served AS (SELECT tenant_id FROM picked ORDER BY nth DESC, wrapped DESC, tenant_id COLLATE "C" DESC LIMIT 1),
+{turn_moved(_claim.turn_of)}
+{lease(_claim)}
+ WHERE id = ANY(ARRAY(SELECT picked.id FROM picked))
+RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share, (SELECT after_tenant FROM turn) AS after_tenant
 """
 
 _for_tenant = Placeholders(ClaimArgs, TenantScope)
@@ -238,9 +283,20 @@ SELECT EXISTS (SELECT FROM unnest($1::text[]) AS queue(name),
                              LIMIT 1) AS due)
 """
 
-# Which of the queues $1 some tenant restricts (CLAIM left them out): a short claim claims from these next.
+# Which of the queues $1 some tenant restricts (CLAIM left them out): a short claim claims from these next, after
+# the turn of the lease's queues $2 (`TurnOf`), read beside them for a claim that took nothing before.
 RESTRICTED_QUEUES = f"""
-SELECT DISTINCT queue_name FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
+SELECT DISTINCT queue_name, (SELECT tenant_id FROM queueflow.claim_turns WHERE queues = $2::text[]) AS after_tenant
+  FROM queueflow.queue_settings WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
+"""
+
+# The turn of the lease's queues $1 moved to the tenant $2 a claim of restricted queues served last, as CLAIM
+# moves it (`turn_moved`), in the claim's transaction.
+SAVE_TURN = f"""
+WITH turn AS (SELECT (SELECT tenant_id FROM queueflow.claim_turns WHERE queues = $1::text[]) AS after_tenant),
+served AS (SELECT $2::text AS tenant_id),
+{turn_moved("$1::text[]")}
+SELECT
 """
 
 # The earliest time a job of `queues` becomes claimable after now: per queue, the first row of idx_jobs_due

@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.leased_job_status import LeasedJobStatus
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.backoff import Backoff
@@ -52,6 +53,7 @@ class LeasedJob:
         trace_context (None | TraceContext):
         workflow_id (None | str):
         workflow_step_id (None | str):
+        claimed_after_seconds (float | Unset):  Default: 0.0.
     """
 
     backoff: Backoff
@@ -83,6 +85,7 @@ class LeasedJob:
     trace_context: None | TraceContext
     workflow_id: None | str
     workflow_step_id: None | str
+    claimed_after_seconds: float | Unset = 0.0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +179,8 @@ class LeasedJob:
         workflow_step_id: None | str
         workflow_step_id = self.workflow_step_id
 
+        claimed_after_seconds = self.claimed_after_seconds
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -211,6 +216,8 @@ class LeasedJob:
                 "workflow_step_id": workflow_step_id,
             }
         )
+        if claimed_after_seconds is not UNSET:
+            field_dict["claimed_after_seconds"] = claimed_after_seconds
 
         return field_dict
 
@@ -388,6 +395,8 @@ class LeasedJob:
 
         workflow_step_id = _parse_workflow_step_id(d.pop("workflow_step_id"))
 
+        claimed_after_seconds = d.pop("claimed_after_seconds", UNSET)
+
         leased_job = cls(
             backoff=backoff,
             completed_at=completed_at,
@@ -418,6 +427,7 @@ class LeasedJob:
             trace_context=trace_context,
             workflow_id=workflow_id,
             workflow_step_id=workflow_step_id,
+            claimed_after_seconds=claimed_after_seconds,
         )
 
         leased_job.additional_properties = d

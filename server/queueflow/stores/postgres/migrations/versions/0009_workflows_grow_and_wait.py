@@ -1,7 +1,7 @@
 """Workflows that grow and wait (issue 31): wait steps, the `waiting` status, kept signals, added steps, and
 schedules that start workflows.
 
-Expand-only: every change adds a column, an index or a wider constraint, so a server of revision 0007 keeps
+Expand-only: every change adds a column, an index or a wider constraint, so a server of revision 0008 keeps
 working on this schema (it never writes the new columns, and never meets a `waiting` step or a workflow schedule
 unless a newer server made one).
 
@@ -16,8 +16,8 @@ unless a newer server made one).
   `added_as`, the definition it was added with, which a repeated add compares against.
 - `schedules.workflow`: a workflow to start on each occurrence, instead of a job (`task_name` now nullable).
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-04
 """
 
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 from alembic import context, op
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -63,7 +63,7 @@ UPGRADE = [
     """,
 ]
 
-# 0007 cannot hold what this revision added: workflow schedules are deleted, and a wait step is left as a step
+# 0008 cannot hold what this revision added: workflow schedules are deleted, and a wait step is left as a step
 # of no task ('') that is cancelled if it was waiting (0007's advance would never end it).
 DOWNGRADE = [
     "DELETE FROM queueflow.schedules WHERE task_name IS NULL",

@@ -1,0 +1,35 @@
+"""How the chaos checks count duplicate executions: an execution that ran after the job's work was done, not a
+retry after a delivery that failed (whether or not that failure's outcome reached the server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.chaos.checks import duplicate_executions
+from tests.chaos.ledger import Ledger
+from tests.chaos.tasks import draw, ends_the_job
+
+
+def test_only_an_execution_after_one_that_settled_the_job_is_a_duplicate(tmp_path: Path) -> None:
+    # The task's behaviour per delivery is drawn from (job id, delivery): these ids were picked for theirs.
+    assert 0.07 <= draw("job_5", 1) < 0.12  # asks to retry
+    assert 0.12 <= draw("job_38", 1) < 0.14  # overruns its timeout on purpose
+    assert draw("job_13", 2) < 0.07  # raises
+    assert not any(ends_the_job(job, delivery) for job, delivery in (("job_5", 1), ("job_38", 1), ("job_13", 2)))
+    assert all(ends_the_job(job, 1) for job in ("job_1", "job_13"))  # succeed
+    ledger = Ledger(tmp_path / "ledger.sqlite3")
+    runs = [
+        ("job_5", 1),  # asked to retry, its outcome lost: the job ran again, as it was meant to
+        ("job_5", 2),
+        ("job_38", 1),
+        ("job_38", 2),
+        ("job_1", 1),  # succeeded, its outcome lost: the second run is a duplicate
+        ("job_1", 2),
+        ("job_13", 1),  # succeeded; both later runs are duplicates, the one that raised too
+        ("job_13", 2),
+        ("job_13", 3),
+    ]
+    for job_id, delivery in runs:
+        ledger.executed(job_id, delivery, f"{job_id}-{delivery}")
+    assert duplicate_executions(ledger) == 3
+    ledger.close()
