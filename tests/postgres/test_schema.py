@@ -339,7 +339,7 @@ async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_d
         assert final.context == {"day": 1, "a": "A", "b": "B", "c": "C", "d": "D"}
 
 
-# The step insert of revision 0007's server, as it was: the migration that follows must leave it working.
+# The step insert of revision 0007's server (unchanged at 0008), as it was: 0009 must leave it working.
 STEPS_INSERT_0007 = """
 INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
                                       job_id, queue_name, priority, max_retries, config, timeout_seconds,

@@ -80,6 +80,8 @@ def _schedule_ok(body: Any, *, creating: bool) -> bool:
     workflow = body.get("workflow")
     if creating and not _one_form(body):
         return False
+    if not creating and "workflow" in body and not _one_form(body):
+        return False  # a PATCH may change what a schedule fires, never to both
     if isinstance(workflow, dict) and isinstance(workflow.get("steps"), list) and not _workflow_ok(workflow["steps"]):
         return False
     cron, timezone = body.get("cron"), body.get("timezone")

@@ -247,7 +247,22 @@ def patched(schedule: Schedule, patch: SchedulePatch, now: datetime) -> Schedule
 
 
 def _merge(schedule: Schedule, patch: SchedulePatch) -> Schedule:
+    """`schedule` with `patch`'s fields. A patch may change what the schedule fires: a `workflow` makes a job
+    schedule a workflow schedule (its job fields gone), a `task_name` a workflow schedule a job schedule (its job
+    fields at their defaults unless patched); a patch naming both is refused by `schedule_errors`."""
     changes = {name: getattr(patch, name) for name in SchedulePatch.__dataclass_fields__}
+    if patch.workflow is not None and patch.task_name is None:
+        schedule = replace(schedule, task_name=None, queue_name=None, payload=None, priority=None, max_retries=None)
+    elif patch.task_name is not None and patch.workflow is None and schedule.workflow is not None:
+        defaults = NewSchedule(name="", cron="", task_name="").with_defaults()
+        schedule = replace(
+            schedule,
+            workflow=None,
+            queue_name=defaults.queue_name,
+            payload=defaults.payload,
+            priority=defaults.priority,
+            max_retries=defaults.max_retries,
+        )
     return replace(schedule, **{name: value for name, value in changes.items() if value is not None})
 
 

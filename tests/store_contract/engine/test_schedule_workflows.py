@@ -87,15 +87,19 @@ async def test_a_schedule_has_a_task_or_a_workflow_and_a_workflow_brings_its_own
     assert (await engine.list_schedules(T)).items == []
 
 
-async def test_a_patch_keeps_the_form(engine: Engine) -> None:
+async def test_a_patch_may_change_what_a_schedule_fires_but_never_to_both(engine: Engine) -> None:
     await engine.create_schedule(T, workflow_schedule())
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError):  # a workflow schedule has no job fields
         await engine.update_schedule(T, "nightly", SchedulePatch(queue_name="other"))
-    with pytest.raises(ValidationError):
-        await engine.update_schedule(T, "nightly", SchedulePatch(task_name="report"))
     smaller = NewWorkflow(name="small", steps=[NewStep(name="only", task_name="t")])
+    with pytest.raises(ValidationError):
+        await engine.update_schedule(T, "nightly", SchedulePatch(task_name="report", workflow=smaller))
     patched = await engine.update_schedule(T, "nightly", SchedulePatch(workflow=smaller))
     assert patched.workflow == smaller
-    await engine.create_schedule(T, NewSchedule(name="jobs", cron="@hourly", task_name="report"))
-    with pytest.raises(ValidationError):
-        await engine.update_schedule(T, "jobs", SchedulePatch(workflow=smaller))
+    as_job = await engine.update_schedule(T, "nightly", SchedulePatch(task_name="report", priority=5))
+    assert (as_job.workflow, as_job.task_name, as_job.queue_name, as_job.payload, as_job.priority) == (
+        None, "report", "default", {}, 5
+    )  # fmt: skip
+    as_workflow = await engine.update_schedule(T, "nightly", SchedulePatch(workflow=smaller))
+    assert (as_workflow.task_name, as_workflow.queue_name, as_workflow.max_retries) == (None, None, None)
+    assert await engine.get_schedule(T, "nightly") == as_workflow

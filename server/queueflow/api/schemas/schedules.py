@@ -105,8 +105,7 @@ class Schedule(Struct, kw_only=True):
     created_at: datetime
     updated_at: datetime
     workflow: JSONObject | None = None
-    """The workflow each occurrence starts (or null: a job's schedule). Came in 0.2: always sent, but not
-    `required` in the spec (docs/compatibility.md)."""
+    """Added in 0.2 (issue 31): not `required` in the spec, as an SDK reading an older server does not get it."""
 
     @classmethod
     def from_domain(cls, schedule: schedules.Schedule) -> Schedule:

@@ -103,9 +103,7 @@ class CreateWorkflow(RequestBody, kw_only=True):
 
 class WorkflowStep(Struct, kw_only=True):
     """A step: `task_name` and `job_id` for one that runs a job, `wait` (and, while `waiting`, `due_at`: when its
-    sleep ends or its signal times out) for one that waits; `added_by` names the step that added it at run time.
-    Those three came in 0.2: always sent, but not `required` in the spec, so an SDK reading a 0.1 server (which
-    does not send them) reads them as absent (docs/compatibility.md)."""
+    sleep ends or its signal times out) for one that waits; `added_by` names the step that added it at run time."""
 
     name: str
     task_name: str | None
@@ -113,6 +111,7 @@ class WorkflowStep(Struct, kw_only=True):
     job_id: str | None
     depends_on: list[str]
     on_failure: OnFailureName
+    # Added in 0.2 (issue 31): not `required` in the spec, as an SDK reading an older server does not get them.
     wait: WaitSpec | None = None
     due_at: datetime | None = None
     added_by: str | None = None

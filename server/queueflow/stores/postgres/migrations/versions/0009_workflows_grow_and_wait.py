@@ -64,7 +64,7 @@ UPGRADE = [
 ]
 
 # 0008 cannot hold what this revision added: workflow schedules are deleted, and a wait step is left as a step
-# of no task ('') that is cancelled if it was waiting (0008's advance would never end it).
+# of no task ('') that is cancelled if it was waiting (0007's advance would never end it).
 DOWNGRADE = [
     "DELETE FROM queueflow.schedules WHERE task_name IS NULL",
     "ALTER TABLE queueflow.schedules DROP COLUMN workflow, ALTER COLUMN task_name SET NOT NULL",
