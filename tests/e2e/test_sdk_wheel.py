@@ -8,6 +8,8 @@ import sys
 import venv
 from pathlib import Path
 
+import queueflow_client
+
 SDKS = Path(__file__).resolve().parents[2] / "sdks"
 
 
@@ -28,7 +30,8 @@ def test_the_wheel_installs_and_imports(tmp_path: Path) -> None:
         " print(q.__version__, q.QueueFlow.__name__, q.Worker.__name__, w.__version__, q.JobContext is w.JobContext)"
     )
     out = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
-    assert out.stdout.split() == ["0.1.0", "QueueFlow", "Worker", "0.1.0", "True"]
+    version = queueflow_client.__version__  # one version per release (tests/unit/test_versions.py)
+    assert out.stdout.split() == [version, "QueueFlow", "Worker", version, "True"]
     # The operator CLI is a console script of the wheel.
     usage = subprocess.run([env_dir / "bin" / "queueflow-client", "--help"], capture_output=True, text=True, check=True)
     assert "jobs" in usage.stdout
