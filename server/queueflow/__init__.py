@@ -1,3 +1,3 @@
 """QueueFlow: a durable job queue and workflow engine whose only moving part is PostgreSQL."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

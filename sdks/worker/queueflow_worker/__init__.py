@@ -20,7 +20,7 @@ from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, answers_in_order
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
 from queueflow_worker.timing import EventLoopClock
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "MAX_ERROR_CHARS",
