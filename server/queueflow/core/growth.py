@@ -29,7 +29,16 @@ from queueflow.core.dag import find_cycles
 from queueflow.core.definitions import step_definition
 from queueflow.core.errors import FieldError, InvalidState, ValidationError
 from queueflow.core.jsonvalue import same_json
-from queueflow.core.workflow import MAX_STEPS, NewStep, Step, StepStatus, Workflow, signal_errors, step_errors
+from queueflow.core.workflow import (
+    MAX_STEPS,
+    NewStep,
+    Step,
+    StepStatus,
+    Workflow,
+    pending_step,
+    signal_errors,
+    step_errors,
+)
 
 MAX_ADDED = 1000
 """Steps one request may add."""
@@ -147,24 +156,12 @@ def _grown(workflow: Workflow, adder: str, fresh: Sequence[NewStep], listed: lis
             rewired[name] = replace(old, depends_on=[*old.depends_on, step.name], remaining=old.remaining + 1)
     start = len(workflow.steps)
     added = [
-        Step(
-            workflow_id=workflow.id,
-            name=step.name,
-            idx=start + index,
-            task_name=step.task_name,
-            status=StepStatus.PENDING,
-            depends_on=list(step.depends_on),
-            on_failure=step.on_failure,
-            payload=dict(step.payload),
-            queue_name=step.queue_name,
-            priority=step.priority,
-            max_retries=step.max_retries,
-            backoff=step.backoff,
-            timeout_seconds=step.timeout_seconds,
-            concurrency_key=step.concurrency_key,
-            dependents=tuple(dependents[step.name]),
-            remaining=sum(name not in satisfied_now for name in step.depends_on),
-            wait=step.wait,
+        pending_step(
+            workflow.id,
+            step,
+            start + index,
+            dependents[step.name],
+            sum(name not in satisfied_now for name in step.depends_on),
             added_by=adder,
             added_as=step_definition(step),
         )

@@ -17,6 +17,7 @@ How a workflow advances from one of these states to the next is `core.advance`; 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -226,27 +227,44 @@ def new_steps(workflow_id: str, workflow: NewWorkflow) -> list[Step]:
         for dependency in step.depends_on:
             dependents[dependency].append(step.name)
     return [
-        Step(
-            workflow_id=workflow_id,
-            name=step.name,
-            idx=index,
-            task_name=step.task_name,
-            status=StepStatus.PENDING,
-            depends_on=list(step.depends_on),
-            on_failure=step.on_failure,
-            payload=dict(step.payload),
-            queue_name=step.queue_name,
-            priority=step.priority,
-            max_retries=step.max_retries,
-            backoff=step.backoff,
-            timeout_seconds=step.timeout_seconds,
-            concurrency_key=step.concurrency_key,
-            dependents=tuple(dependents[step.name]),
-            remaining=len(step.depends_on),
-            wait=step.wait,
-        )
+        pending_step(workflow_id, step, index, dependents[step.name], len(step.depends_on))
         for index, step in enumerate(workflow.steps)
     ]
+
+
+def pending_step(
+    workflow_id: str,
+    step: NewStep,
+    idx: int,
+    dependents: Sequence[str],
+    remaining: int,
+    *,
+    added_by: str | None = None,
+    added_as: dict[str, JSON] | None = None,
+) -> Step:
+    """The `pending` row of a new step (declared at creation, or added by the step `added_by` as `added_as`): its
+    place, the steps that depend on it, and how many of its dependencies it still waits for."""
+    return Step(
+        workflow_id=workflow_id,
+        name=step.name,
+        idx=idx,
+        task_name=step.task_name,
+        status=StepStatus.PENDING,
+        depends_on=list(step.depends_on),
+        on_failure=step.on_failure,
+        payload=dict(step.payload),
+        queue_name=step.queue_name,
+        priority=step.priority,
+        max_retries=step.max_retries,
+        backoff=step.backoff,
+        timeout_seconds=step.timeout_seconds,
+        concurrency_key=step.concurrency_key,
+        dependents=tuple(dependents),
+        remaining=remaining,
+        wait=step.wait,
+        added_by=added_by,
+        added_as=added_as,
+    )
 
 
 def step_payload(payload: dict[str, JSON], context: dict[str, JSON]) -> dict[str, JSON]:
