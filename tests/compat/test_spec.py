@@ -78,10 +78,14 @@ def _schema_breaks(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return found
 
 
+def _branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where a schema may spell its enum: itself, or its `oneOf`/`anyOf` branches (a nullable enum)."""
+    return [schema, *schema.get("oneOf", ()), *schema.get("anyOf", ())]
+
+
 def _values(schema: dict[str, Any]) -> set[str]:
-    """A schema's enum values (as JSON), however it spells its branches (`enum`, `oneOf`/`anyOf` of enums)."""
-    branches = [schema, *schema.get("oneOf", ()), *schema.get("anyOf", ())]
-    return {json.dumps(value) for branch in branches for value in branch.get("enum", ())}
+    """A schema's enum values, as JSON."""
+    return {json.dumps(value) for value in _enum_values(schema)}
 
 
 def _enum_breaks(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -121,12 +125,11 @@ def test_the_check_catches_each_kind_of_break() -> None:
 
 
 def _enum_values(schema: dict[str, Any]) -> list[object]:
-    branches = [schema, *schema.get("oneOf", ()), *schema.get("anyOf", ())]
-    return [value for branch in branches for value in branch.get("enum", ())]
+    return [value for branch in _branches(schema) for value in branch.get("enum", ())]
 
 
 def _set_enum_values(schema: dict[str, Any], values: list[object]) -> None:
-    for branch in [schema, *schema.get("oneOf", ()), *schema.get("anyOf", ())]:
+    for branch in _branches(schema):
         if "enum" in branch:
             branch["enum"] = values
             return
