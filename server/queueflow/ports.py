@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.finish import StepReport
@@ -50,6 +50,23 @@ class WorkSignal(Protocol):
 
     def finished(self, object_id: str) -> None:
         """The job or workflow `object_id` finished (PostgreSQL tells through `queueflow_done`)."""
+        ...
+
+
+@runtime_checkable
+class EchoSignal(WorkSignal, Protocol):
+    """A `WorkSignal` that knows the NOTIFYs of this process's own commits when they come back (the server's hub,
+    `runtime.wakeups.Wakeups`): the PostgreSQL store says which queues a commit announces before it commits, and
+    keeps the backend pids of its sessions, so that those echoes wake nobody a second time."""
+
+    own_backends: set[int]
+
+    def expect_echoes(self, queues: Iterable[str]) -> None:
+        """A commit about to be made announces `queues`."""
+        ...
+
+    def withdraw_echoes(self, queues: Iterable[str]) -> None:
+        """That commit failed."""
         ...
 
 

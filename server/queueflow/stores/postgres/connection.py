@@ -11,15 +11,15 @@ statement: more concurrent operations than connections wait their turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, TypeAlias
 
 import asyncpg
 import msgspec
 
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
-from queueflow.ports import WorkSignal
+from queueflow.ports import EchoSignal, WorkSignal
 from queueflow.stores.postgres.errors import is_disconnect, translate
 
 if TYPE_CHECKING:
@@ -60,13 +60,20 @@ def create_pool(
     connect_timeout: float,
     statement_cache_size: int = 100,
     statement_timeout: float | None = None,
+    on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
 ) -> asyncpg.Pool:
     """A pool of at most `size` connections. asyncpg binds a pool to the running event loop, so this is called
     from inside one, on first use (`Pooled._ready`). `statement_cache_size=0` for a transaction-mode pooler: a
     named statement prepared on one server connection is unknown on the next; an unnamed one is prepared and run
     before the server connection is handed on (asyncpg sends no Sync in between). `statement_timeout` is asyncpg's
     command timeout: it cancels the statement in PostgreSQL too, and keeps the connection (closing it itself when
-    the cancellation fails)."""
+    the cancellation fails). `on_connect` runs on each new connection, after the codecs are set."""
+
+    async def init(connection: asyncpg.Connection) -> None:
+        await _decode_json_once(connection)
+        if on_connect is not None:
+            await on_connect(connection)
+
     return asyncpg.create_pool(
         dsn,
         # Every connection is opened on first use and kept: a pool that grows under load opens sessions when it can
@@ -77,7 +84,7 @@ def create_pool(
         timeout=connect_timeout,
         statement_cache_size=statement_cache_size,
         command_timeout=statement_timeout,
-        init=_decode_json_once,
+        init=init,
         reset=_keep_session,
         # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
         server_settings={"application_name": "queueflow", "timezone": "UTC"},
@@ -105,6 +112,7 @@ class Pooled:
         self._statement_timeout = statement_timeout
         self._connect_timeout = connect_timeout
         self._wakeups = wakeups
+        self._echoes = wakeups if isinstance(wakeups, EchoSignal) else None
         self._opened: asyncio.Future[asyncpg.Pool] | None = None
 
     def _wake(self, queues: Iterable[str]) -> None:
@@ -113,6 +121,36 @@ class Pooled:
         if self._wakeups is not None:
             for queue in set(queues):
                 self._wakeups.notify(queue)
+
+    @contextmanager
+    def _announcing(self) -> Iterator[Callable[[Iterable[str]], None]]:
+        """Around a write whose commit announces work (the insert trigger's NOTIFY, or a pg_notify of its own): the
+        block calls the function it is given with the queues, inside its transaction, before the commit; once the
+        block has committed, this process's waiters on them are woken (`_wake`), and the NOTIFYs that come back to
+        this process are known as its own echoes (`EchoSignal`): they wake nobody a second time."""
+        announced: list[str] = []
+
+        def announce(queues: Iterable[str]) -> None:
+            fresh = set(queues) - set(announced)
+            if self._echoes is not None:
+                self._echoes.expect_echoes(fresh)
+            announced.extend(fresh)
+
+        try:
+            yield announce
+        except BaseException:
+            if self._echoes is not None:
+                self._echoes.withdraw_echoes(announced)
+            raise
+        self._wake(announced)
+
+    async def _on_connect(self, connection: asyncpg.Connection) -> None:
+        """A new session of the pool: its backend pid is this process's (`EchoSignal.own_backends`) while it lasts."""
+        if self._echoes is None:
+            return
+        backends, pid = self._echoes.own_backends, connection.get_server_pid()
+        backends.add(pid)
+        connection.add_termination_listener(lambda _connection: backends.discard(pid))
 
     async def _ready(self) -> asyncpg.Pool:
         """The pool, opened on first use (once, however many callers ask at the same time)."""
@@ -126,6 +164,7 @@ class Pooled:
                 connect_timeout=self._connect_timeout,
                 statement_cache_size=self._statement_cache_size,
                 statement_timeout=self._statement_timeout,
+                on_connect=self._on_connect,
             )
             self._opened = opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
         try:

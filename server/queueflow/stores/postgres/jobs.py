@@ -73,19 +73,20 @@ class PostgresJobs(Pooled):
                 first[(job.tenant_id, job.idempotency_key)] = job
                 sent.append(job)
         columns = insert_columns(sent)
-        async with self._connection() as db, db.transaction():
-            new_ids = {row["id"] for row in await db.fetch(INSERT, *columns)}
-            inserted = {job.id: job for job in sent if job.id in new_ids}
-            existing: dict[tuple[str, str], Job] = {}
-            keys = [key for key, job in first.items() if job.id not in inserted]
-            if keys:
-                rows = await db.fetch(SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
-                existing = {(row["tenant_id"], row["idempotency_key"]): job_from_row(row) for row in rows}
-                if len(existing) < len(keys):
-                    # A conflicting row was deleted (retention) between the two statements. Too rare for a
-                    # retry loop: raising here rolls the insert back, and the caller may simply try again.
-                    raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
-        self._wake(job.queue_name for job in inserted.values())
+        with self._announcing() as announce:
+            async with self._connection() as db, db.transaction():
+                new_ids = {row["id"] for row in await db.fetch(INSERT, *columns)}
+                inserted = {job.id: job for job in sent if job.id in new_ids}
+                existing: dict[tuple[str, str], Job] = {}
+                keys = [key for key, job in first.items() if job.id not in inserted]
+                if keys:
+                    rows = await db.fetch(SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
+                    existing = {(row["tenant_id"], row["idempotency_key"]): job_from_row(row) for row in rows}
+                    if len(existing) < len(keys):
+                        # A conflicting row was deleted (retention) between the two statements. Too rare for a
+                        # retry loop: raising here rolls the insert back, and the caller may simply try again.
+                        raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
+                announce(job.queue_name for job in inserted.values())
         results: list[tuple[Job, bool]] = []
         for job in jobs:
             if job.idempotency_key is None:
