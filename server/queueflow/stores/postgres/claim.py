@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +34,7 @@ from queueflow.stores.postgres.claim_sql import (
     Turn,
     TurnOf,
 )
-from queueflow.stores.postgres.connection import Db, Pooled
+from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.params import values
 from queueflow.stores.postgres.restricted_sql import (
     CLAIM_RESTRICTED,
@@ -120,7 +119,7 @@ class PostgresClaims(Pooled):
         """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
         short, the restricted ones. A tenant-scoped claim neither reads nor moves the turn: it serves one tenant."""
         key_turns: KeyTurns = {}
-        async with self._connection() as db, _claim_transaction(db):
+        async with self._connection() as db, begun(db, BEGIN_CLAIM):
             if scope is None:
                 rows = await _claim_in_turns(db, args, turn)
             else:
@@ -165,22 +164,6 @@ class PostgresClaims(Pooled):
 def queue_names(queues: Sequence[str]) -> list[str]:
     """`queues` once each, in order, without names no row can hold (text PostgreSQL cannot store)."""
     return [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
-
-
-@asynccontextmanager
-async def _claim_transaction(db: Db) -> AsyncIterator[None]:
-    """A claim's transaction: generic plans, an asynchronous commit (BEGIN_CLAIM), begun in one round trip."""
-    await db.execute(BEGIN_CLAIM)
-    try:
-        yield
-    except BaseException:
-        # As asyncpg's transaction() does; a connection that cannot roll back now (a statement cut short by a
-        # cancellation) is reset or closed by the pool when it is released.
-        if not db.is_closed():
-            with suppress(Exception):
-                await db.execute("ROLLBACK")
-        raise
-    await db.execute("COMMIT")
 
 
 async def _claim_in_turns(db: Db, args: ClaimArgs, turn: TurnOf) -> list[asyncpg.Record]:

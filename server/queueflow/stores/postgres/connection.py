@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING, TypeAlias
 
 import asyncpg
@@ -218,3 +218,20 @@ class Pooled:
             opened.cancel()
         elif not opened.cancelled() and opened.exception() is None:
             await opened.result().close()
+
+
+@asynccontextmanager
+async def begun(db: Db, begin: str) -> AsyncIterator[None]:
+    """A transaction begun by `begin`, BEGIN and its SET LOCALs in one simple query (one round trip, where asyncpg's
+    transaction() and a SET took two), committed when the block ends and rolled back if it raises."""
+    await db.execute(begin)
+    try:
+        yield
+    except BaseException:
+        # As asyncpg's transaction() does; a connection that cannot roll back now (a statement cut short by a
+        # cancellation) is reset or closed by the pool when it is released.
+        if not db.is_closed():
+            with suppress(Exception):
+                await db.execute("ROLLBACK")
+        raise
+    await db.execute("COMMIT")

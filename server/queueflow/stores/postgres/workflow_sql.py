@@ -151,6 +151,15 @@ SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
        ) AS d ON true
 """
 
+# A step's finish commits asynchronously. Its locks (the dependents' rows, FINISH … COMMIT) are held until its
+# commit returns, and a synchronous commit holds them through the WAL flush too: the finishes of a fan-in's siblings,
+# which queue on the join's row, each waited for the one before it to reach the disk (a 10,000-wide fan-out's
+# FINISH waited 30 ms on average at load, its COMMIT 5 ms). Were PostgreSQL to crash before the flush (a fraction of
+# a second later), the finish would be lost, never the job's own outcome, which its worker's ack commits
+# synchronously before: the step is then `enqueued` with its job finished, which the janitor heals
+# (`Workflows.heal`), as after a server crash between the two. Any later synchronous commit flushes it first.
+BEGIN_FINISH = "BEGIN; SET LOCAL synchronous_commit = off"
+
 # What the finish decided, in one statement that starts after FINISH's locks were granted:
 # - `recorded`: the dependents that stay pending get their new count ($18–$21, $24: name, remaining, status,
 #   job_id, due_at), and those that reached 0 become enqueued with their new job, or waiting with a due time;

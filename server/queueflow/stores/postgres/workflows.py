@@ -39,11 +39,12 @@ from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
-from queueflow.stores.postgres.connection import Db, Pooled
+from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row
 from queueflow.stores.postgres.sql import INSERT
 from queueflow.stores.postgres.workflow_sql import (
+    BEGIN_FINISH,
     CANCEL_STEP_JOBS,
     COUNT,
     FINISH,
@@ -167,7 +168,7 @@ class PostgresWorkflows(Pooled):
                     if not finishes_alone(report.outcome, OnFailure.HALT):
                         on_failure = await db.fetchval(STEP_ON_FAILURE, report.workflow_id, report.step)
                         alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
-                    async with db.transaction():
+                    async with begun(db, BEGIN_FINISH):
                         if alone:
                             finished = await _finish(db, report, result, new_job, now)
                             jobs, due = finished if finished is not None else (None, ())
