@@ -96,6 +96,17 @@ class BenchDatabase:
         # Fresh statistics and a clean visibility map, as autovacuum would leave a table between bursts.
         await self.db.execute("VACUUM (ANALYZE) queueflow.jobs")
 
+    async def vacuum_all(self) -> None:
+        """Every table of the database vacuumed and analysed, on a connection of its own (a peer's database is
+        never `connect`ed): a workflow shape starts as autovacuum would leave the tables between bursts, not amid
+        the dead index entries of the shape before it (autovacuum looks once a minute; a chain run right after a
+        10,000-step fan-out claimed 4× slower, stepping over the fan-out's claimed jobs in the claim index)."""
+        connection = await asyncpg.connect(self.url)
+        try:
+            await connection.execute("VACUUM (ANALYZE)")
+        finally:
+            await connection.close()
+
     async def count(self, where: str) -> int:
         value: int = await self.db.fetchval(f"SELECT count(*) FROM queueflow.jobs WHERE {where}")
         return value

@@ -317,6 +317,7 @@ async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path
             shape, side = entry
             if entry in not_run:
                 return
+            await (database if side == "QueueFlow" else peer_database or database).vacuum_all()
             try:
                 if side == "QueueFlow":
                     run = await queueflow.run(shape, profile.workflow_bound)
