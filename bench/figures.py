@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from bench import stats
 from bench.report import Figure, Results, Target
-from bench.scenarios import per_request, wakeup
+from bench.scenarios import per_request, prefork, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import KINDS, DrainRun
@@ -98,6 +98,30 @@ def per_request_cpu(results: Results, rounds: list[per_request.Round]) -> None:
             spread(f"{per_request.ROUTES[key]}: server CPU per request", [r[key].cpu_us for r in rounds], "µs")
             + "; requests/s "
             + ", ".join(f"{r[key].rate:,.0f}" for r in rounds)
+        )
+
+
+def prefork_enqueue(results: Results, rounds: list[dict[int, prefork.EnqueueRun]]) -> None:
+    """Single enqueue on `--workers 2` beside `--workers 1` (issue 32: ≥ 1.3), the ratio the median of the
+    repetitions' own ratios; each side's CPU per request, by party, in the details."""
+    if not rounds:
+        return
+    two, one = [r[2].rate for r in rounds], [r[1].rate for r in rounds]
+    results.add(
+        Figure(
+            f"HTTP single enqueue (POST /v1/jobs, one job), {prefork.CLIENTS} clients, queueflow serve --workers 2",
+            stats.median(two),
+            "requests/s",
+            stats.median(one),
+            "--workers 1",
+            Target("ratio", ">=", 1.3),
+            two,
+            paired_ratio=stats.median([prefork.ratio(r) for r in rounds]),
+        )
+    )
+    for processes in prefork.PROCESSES:
+        results.details.append(
+            "single enqueue: " + "; ".join(r[processes].describe() for r in rounds) + " (each repetition)"
         )
 
 

@@ -26,6 +26,11 @@ HOW = f"""## How each figure is measured
   every request encoded before the clock starts; the server's utime + stime over the phase ÷ N. `GET /healthz`
   (the framework's floor) runs before and after the routes, its mean the round's floor; a route's ratio is the
   median of the rounds' own ratios.
+- **Every core** (bench/scenarios/prefork.py): `queueflow serve --workers 1` and `--workers 2`, both up on the
+  same database, each taking N single-job `POST /v1/jobs` on 8 keep-alive connections (pre-encoded), one side after
+  the other, every other repetition the other way round; the ratio is the median of the repetitions' own ratios.
+  The details give each side's CPU per request by party: the server (utime + stime of the parent and its forked
+  processes), PostgreSQL (the database's backends, by pid from /proc) and the load generator (the harness).
 - **Batched drain across 100 tenants**: the same drain of the same number of jobs, spread evenly over 100 tenants,
   each enqueuing through its own API key in bursts of random size (20 jobs on average), the bursts of all tenants
   shuffled together (seeded), so that no stretch of the backlog is one tenant's; the same 4 workers and worker key

@@ -25,7 +25,7 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, per_request, raw, wakeup, worker_drains
+from bench.scenarios import history, per_request, prefork, raw, wakeup, worker_drains
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
@@ -197,7 +197,16 @@ async def _queueflow(
             print(f"  {per_request.describe(round_)}", flush=True)
         figures.per_request_cpu(results, rounds)
 
+    async def every_core() -> None:
+        rounds = await prefork.measure(
+            http_db, logs, profile.prefork_requests, profile.repetitions, profile.server_args
+        )
+        for round_ in rounds:
+            print(f"  {prefork.ratio(round_):.3f}  " + "  ".join(r.describe() for r in round_.values()), flush=True)
+        figures.prefork_enqueue(results, rounds)
+
     await step("server CPU per request, by route, ÷ GET /healthz", per_request_cpu)
+    await step("single enqueue, queueflow serve --workers 2 ÷ --workers 1", every_core)
     await step("wake-up latency, new job", lambda: counted("wake-up", wake_new))
     await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))
     await step("lease latency with finished history", lambda: counted("lease with history", lease_history))
