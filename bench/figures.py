@@ -59,6 +59,52 @@ def throughput(
     )
 
 
+# The plain-claim ceiling (bench/scenarios/raw.py, plain_claim_complete): raw_runs' key → (the store's raw run and
+# the HTTP drain measured beside it, what it is, the targets of the store's claim ÷ it and of the HTTP drain ÷ it).
+PLAIN = {
+    "plain batched": ("batched", "claim 100 + complete 100", 0.9, 0.8),
+    "plain single": ("single", "claim 1 + complete 1", None, 0.4),
+}
+
+
+def ceilings(results: Results, raw_runs: Mapping[str, list[RawRun]], http_runs: Mapping[str, list[HttpRun]]) -> None:
+    """Both ceilings side by side (issue 32): the store's claim on QueueFlow's schema ÷ the seed's plain claim on
+    the seed's table and index, each repetition's pgbench runs paired; and each HTTP drain ÷ the plain claim."""
+    for key, (store_key, what, store_target, http_target) in PLAIN.items():
+        plain = {n: run.rate for n, run in enumerate(raw_runs[key])}
+        if not plain:
+            continue
+        results.details.append(spread(f"plain claim, {what}, 4 clients (pgbench)", list(plain.values()), "jobs/s"))
+        store = {n: run.rate for n, run in enumerate(raw_runs[store_key])}
+        base = f"plain claim on the seed's index, {what} (pgbench)"
+        results.add(
+            Figure(
+                f"raw ceiling: the store's claim on its schema, {what}, 4 clients (pgbench)",
+                stats.median(list(store.values())),
+                "jobs/s",
+                stats.median(list(plain.values())),
+                base,
+                Target("ratio", ">=", store_target) if store_target else None,
+                list(store.values()),
+                paired_ratio=stats.paired(store, plain).median,
+            )
+        )
+        drains = {n: run.rate for n, run in enumerate(http_runs[store_key])}
+        if drains:
+            results.add(
+                Figure(
+                    f"{THROUGHPUT[store_key][0]} (÷ the plain claim)",
+                    stats.median(list(drains.values())),
+                    "jobs/s",
+                    stats.median(list(plain.values())),
+                    base,
+                    Target("ratio", ">=", http_target),
+                    list(drains.values()),
+                    paired_ratio=stats.paired(drains, plain).median,
+                )
+            )
+
+
 def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
     if http_runs:
         what = "rows" if key == "enqueue" else "jobs"

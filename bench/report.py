@@ -16,6 +16,11 @@ HOW = f"""## How each figure is measured
   batch-insert statements of QueueFlow's PostgreSQL store — on a database migrated with `queueflow migrate`. The
   drains take exactly the rows seeded (and vacuumed) before the clock starts; the rate is rows ÷ pgbench's elapsed
   time.
+- **Plain-claim ceiling**: beside each raw claim run, in the same repetition and database, the seed's plain claim
+  (`UPDATE … WHERE id IN (SELECT id … ORDER BY priority DESC, scheduled_at, created_at, id LIMIT n FOR UPDATE SKIP
+  LOCKED)`, bench/pgbench/plain_claim.sql) on the seed's table with its claim index alone, in a schema of
+  its own (bench/pgbench/plain_schema.sql), with the same completion, clients and `-M prepared`. The store's claim
+  and the HTTP drains are given ÷ it too, each ratio the median of the repetitions' own.
 - **HTTP**: one `queueflow serve --mode all` process with API and worker keys, the access log at its default (to a
   file). The load generator is bench/httpclient.py (keep-alive HTTP/1.1 on asyncio streams, pre-encoded bodies) in
   the harness's own process; its CPU per 1,000 jobs is in the details, to show it is not the bottleneck. Drains start

@@ -71,12 +71,13 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
     results = Results(profile.name, await describe(ADMIN_URL))
     step = Steps(results)
     logs = log_dir or Path(tempfile.mkdtemp(prefix="queueflow-bench-"))
-    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": []}
+    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": [], **{k: [] for k in figures.PLAIN}}
     if "jobs" in sections:
         async with BenchDatabase("raw") as raw_db, BenchDatabase("http") as http_db:
             for database in (raw_db, http_db):
                 database.migrate()
                 await database.connect()
+            await raw.create_plain(raw_db)
             server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
             try:
                 if await step("start queueflow serve --mode all", _sync(server.start)):
@@ -127,12 +128,15 @@ async def _queueflow(
     async def warm_up() -> None:
         # The raw table's files, catalog caches and statistics exist; the server's pool and statements are ready.
         await raw.claim_complete(raw_db, 1, 10)
+        await raw.plain_claim_complete(raw_db, 1, 10)
         await throughput.warm_up(profile.warm_up_jobs)
 
     async def repetition() -> None:
         raw_runs["single"].append(await raw.claim_complete(raw_db, 1, profile.raw_single_tx))
+        raw_runs["plain single"].append(await raw.plain_claim_complete(raw_db, 1, profile.raw_single_tx))
         http_runs["single"].append(await throughput.single_drain(profile.single_drain_jobs))
         raw_runs["batched"].append(await raw.claim_complete(raw_db, 100, profile.raw_batched_tx))
+        raw_runs["plain batched"].append(await raw.plain_claim_complete(raw_db, 100, profile.raw_batched_tx))
         for key, spread in (("batched", False), ("tenants", True)):
             run, peak = await throughput.batched_drain(profile.batched_drain_jobs, spread=spread)
             http_runs[key].append(run)
@@ -157,6 +161,7 @@ async def _queueflow(
             sessions[figures.THROUGHPUT[key][0].split(":")[0].split(",")[0]] = max(
                 run.new_sessions for run in http_runs[key]
             )
+    figures.ceilings(results, raw_runs, http_runs)
     for key in figures.THROUGHPUT:
         figures.server_cpu(results, key, http_runs[key])
     figures.peak_rss(results, peaks)

@@ -1,4 +1,6 @@
-"""The raw ceiling: pgbench running QueueFlow's own SQL shapes (bench/pgbench/*.sql) on its migrated schema.
+"""The raw ceilings: pgbench running QueueFlow's own SQL shapes (bench/pgbench/*.sql) on its migrated schema, and
+the plain claim beside them (`plain_claim_complete`): the seed's claim on the seed's table and claim index, in a
+schema of its own (`plain`) in the same database.
 
 4 clients on 2 threads (`-c 4 -j 2`), prepared statements, a fixed number of transactions per client (`-t`), so
 the drains consume exactly the rows seeded before the clock starts. Throughput is rows done ÷ pgbench's own
@@ -93,6 +95,40 @@ async def claim_complete(database: BenchDatabase, batch: int, transactions: int)
     done = await database.count("status = 'completed'")
     if done != jobs:
         raise RuntimeError(f"raw claim {batch} + complete {batch}: {done} of {jobs} jobs completed")
+    return RawRun(done, seconds)
+
+
+PLAIN = "plain.jobs"
+
+
+def plain_claim_complete_script() -> str:
+    """bench/pgbench/claim_complete.sql with the plain claim (bench/pgbench/plain_claim.sql) in place of its
+    `{claim}` line, completing in plain.jobs."""
+    claim = "\n".join(
+        line for line in (SCRIPTS / "plain_claim.sql").read_text().splitlines() if not line.startswith("--")
+    )
+    script = (SCRIPTS / "claim_complete.sql").read_text().replace("\n{claim}\n", f"\n{claim}\n", 1)
+    return script.replace("UPDATE queueflow.jobs AS j", f"UPDATE {PLAIN} AS j")
+
+
+async def create_plain(database: BenchDatabase) -> None:
+    """The plain claim's schema (bench/pgbench/plain_schema.sql) in `database`."""
+    await database.db.execute((SCRIPTS / "plain_schema.sql").read_text())
+
+
+async def plain_claim_complete(database: BenchDatabase, batch: int, transactions: int) -> RawRun:
+    """The plain claim's `batch` + complete `batch` (`plain_claim_complete_script`), as `claim_complete`
+    runs the store's: 4 clients, on exactly as many pending rows of plain.jobs as they will take."""
+    jobs = CLIENTS * transactions * batch
+    await database.reset_jobs(PLAIN)
+    await database.seed_pending("raw", jobs, PLAIN)
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory) / "plain_claim_complete.sql"
+        script.write_text(plain_claim_complete_script())
+        seconds = await pgbench(database, str(script), transactions, batch=batch)
+    done = await database.count("status = 'completed'", PLAIN)
+    if done != jobs:
+        raise RuntimeError(f"plain claim {batch} + complete {batch}: {done} of {jobs} jobs completed")
     return RawRun(done, seconds)
 
 
