@@ -1,5 +1,5 @@
 -- The plain claim's table: the seed's queueflow.jobs (migration 0001 as first written, commit a74e114, kept here
--- as it was, whatever the migrations become) with its claim index and nothing else, in a schema of its own
+-- as it was, whatever the migrations become) with its claim index (below) and nothing else, in a schema of its own
 -- (`plain`) beside QueueFlow's, so that both ceilings run in one database on one PostgreSQL in one run: the ceiling
 -- of a claim that pays for no index, trigger or fairness but the one it reads. (With the seed's other indexes — on
 -- status, queue_name, created_at, a full GIN on metadata, which every claim's non-HOT update also writes — the
@@ -35,5 +35,7 @@ CREATE TABLE plain.jobs (
     started_at       TIMESTAMPTZ,
     completed_at     TIMESTAMPTZ
 ) WITH (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.05);
-CREATE INDEX idx_jobs_claim ON plain.jobs (queue_name, priority DESC, scheduled_at, created_at)
+-- The seed's claim index, with `id` at its end: the seed's claim orders by id last, which its index lacked, so
+-- that on a backlog written in one statement (one created_at) each claim sorted every row of that one key.
+CREATE INDEX idx_jobs_claim ON plain.jobs (queue_name, priority DESC, scheduled_at, created_at, id)
     WHERE status IN ('pending', 'retrying');

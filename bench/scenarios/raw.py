@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from queueflow.stores.postgres.claim_sql import CLAIM
+from queueflow.stores.postgres.sql import COMPLETE
 
 from bench.database import BenchDatabase
 
@@ -65,22 +66,45 @@ async def pgbench(database: BenchDatabase, script: str, transactions: int, **var
     return CLIENTS * transactions / float(match.group(1))
 
 
+def _script(claim: str, complete: str) -> str:
+    """bench/pgbench/claim_complete.sql with `claim` and `complete` in place of its `{claim}` and `{complete}` lines."""
+    template = (SCRIPTS / "claim_complete.sql").read_text()
+    return template.replace("\n{claim}\n", f"\n{claim}\n", 1).replace("\n{complete}\n", f"\n{complete}\n", 1)
+
+
+def _substituted(sql: str, values: list[tuple[str, str]]) -> str:
+    for parameter, value in values:
+        sql = sql.replace(parameter, value)
+    assert "$" not in sql, sql
+    return sql
+
+
 def claim_complete_script() -> str:
-    """bench/pgbench/claim_complete.sql with the store's CLAIM in place of its `{claim}` line, written for pgbench:
-    the claim's CTEs first, then the UPDATE as the CTE `claimed`, its parameters as the script's values."""
+    """The store's claim and completion written for pgbench: CLAIM's CTEs first, then its UPDATE as the CTE
+    `claimed`; COMPLETE on the claimed ids and tokens with the same result for each; their parameters as the
+    script's values."""
     ctes, update = CLAIM.strip().split("\nUPDATE queueflow.jobs", 1)
-    claim = f"{ctes},\nclaimed AS (\nUPDATE queueflow.jobs{update})"
-    for parameter, value in [
-        ("$1::text[]", "ARRAY['raw']::text[]"),
-        ("$2", ":batch"),
-        ("$3", "now()"),
-        ("$4::interval", "'30 seconds'::interval"),
-        ("$5::text[]", "NULL::text[]"),
-        ("$6::text[]", "ARRAY['raw']::text[]"),
-    ]:
-        claim = claim.replace(parameter, value)
-    assert "$" not in claim, claim
-    return (SCRIPTS / "claim_complete.sql").read_text().replace("\n{claim}\n", f"\n{claim}\n", 1)
+    claim = _substituted(
+        f"{ctes},\nclaimed AS (\nUPDATE queueflow.jobs{update})",
+        [
+            ("$1::text[]", "ARRAY['raw']::text[]"),
+            ("$2", ":batch"),
+            ("$3", "now()"),
+            ("$4::interval", "'30 seconds'::interval"),
+            ("$5::text[]", "NULL::text[]"),
+            ("$6::text[]", "ARRAY['raw']::text[]"),
+        ],
+    )
+    complete = _substituted(
+        COMPLETE.strip() + ";",
+        [
+            ("$1::text[]", ":ids::text[]"),
+            ("$2::uuid[]", ":tokens::uuid[]"),
+            ("$3::jsonb[]", """array_fill('{"ok": true}'::jsonb, ARRAY[cardinality(:ids::text[])])"""),
+            ("$4", "now()"),
+        ],
+    )
+    return _script(claim, complete)
 
 
 async def claim_complete(database: BenchDatabase, batch: int, transactions: int) -> RawRun:
@@ -102,13 +126,14 @@ PLAIN = "plain.jobs"
 
 
 def plain_claim_complete_script() -> str:
-    """bench/pgbench/claim_complete.sql with the plain claim (bench/pgbench/plain_claim.sql) in place of its
-    `{claim}` line, completing in plain.jobs."""
-    claim = "\n".join(
-        line for line in (SCRIPTS / "plain_claim.sql").read_text().splitlines() if not line.startswith("--")
+    """The seed's claim and completion (bench/pgbench/plain_claim.sql) in bench/pgbench/claim_complete.sql."""
+    text = "\n".join(
+        line
+        for line in (SCRIPTS / "plain_claim.sql").read_text().splitlines()
+        if line == "-- complete" or not line.startswith("-- ")
     )
-    script = (SCRIPTS / "claim_complete.sql").read_text().replace("\n{claim}\n", f"\n{claim}\n", 1)
-    return script.replace("UPDATE queueflow.jobs AS j", f"UPDATE {PLAIN} AS j")
+    claim, complete = text.split("\n-- complete\n")
+    return _script(claim.strip(), complete.strip())
 
 
 async def create_plain(database: BenchDatabase) -> None:
