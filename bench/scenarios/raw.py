@@ -23,6 +23,7 @@ from queueflow.stores.postgres.sql import COMPLETE
 
 from bench.database import BenchDatabase
 
+GENERIC_PLAN = "SET plan_cache_mode = force_generic_plan"
 SCRIPTS = Path(__file__).resolve().parent.parent / "pgbench"
 CLIENTS, THREADS = 4, 2
 _TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
@@ -104,7 +105,8 @@ def claim_complete_script() -> str:
             ("$4", "now()"),
         ],
     )
-    return _script(claim, complete)
+    # The store plans its claim once (claim_sql.BEGIN_CLAIM: a generic plan, in the claim's transaction only).
+    return _script(f"{GENERIC_PLAN};\n{claim}", f"RESET plan_cache_mode;\n{complete}")
 
 
 async def claim_complete(database: BenchDatabase, batch: int, transactions: int) -> RawRun:
