@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bench import stats
+from bench.peers import launch
 from bench.report import Figure, Results, Target
 from bench.scenarios import per_request, prefork, wakeup
 from bench.scenarios.http_throughput import HttpRun
@@ -304,7 +305,7 @@ def workers(
                 stats.median(rates),
                 "jobs/s",
                 peer,
-                "PgQueuer, 2 processes × batch 100" if peer else "PgQueuer not run",
+                f"PgQueuer, {launch.pgqueuer_shape()}" if peer else "PgQueuer not run",
                 Target("ratio", ">=", target),
                 rates,
                 paired_ratio=versus_peer,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bench.machine import Machine
+from bench.peers.launch import pgqueuer_shape
 from bench.profiles import FULL
 
 HOW = f"""## How each figure is measured
@@ -62,8 +63,8 @@ HOW = f"""## How each figure is measured
   of its repetitions' own ratios (each drain ÷ the baseline drained in the same repetition), listed in the
   details; the table's two rates are the medians of each side.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
-  PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
-  1,000 a call; one worker, concurrency 4).
+  PgQueuer (enqueue 1,000 a call on 4 connections; drain {pgqueuer_shape()}, its best shape here: see
+  bench/peers/launch.py), Procrastinate (batch_defer 1,000 a call; one worker, concurrency 4).
 - **Workflows**: QueueFlow as `queueflow serve --mode all --tasks bench.drivers.noop:tasks --task-concurrency 10`
   (the in-process runner) on a database of its own; each shape's workflows created through the API (one
   `POST /v1/workflows` each, 4 connections), timed from the first request until none is `running` (read by primary

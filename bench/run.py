@@ -91,7 +91,7 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
         await _workers(profile, step, drains, long_drains, pgqueuer, logs)
     if pgqueuer["drain"]:
         rates = {key: list(by_repetition.values()) for key, by_repetition in pgqueuer.items()}
-        figures.peer(results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"])
+        figures.peer(results, "PgQueuer", launch.pgqueuer_shape(), rates, raw_runs["batched"], raw_runs["enqueue"])
     if profile.peers and "jobs" in sections:
 
         async def procrastinate() -> None:
