@@ -33,6 +33,8 @@ class Profile:
     procrastinate_jobs: int
     per_request_requests: int = 4_000
     """Requests per route in each round of the per-request CPU scenario (`bench.scenarios.per_request`)."""
+    prefork_requests: int = 4_000
+    """Single-job enqueues per side and repetition of `--workers 2` ÷ `--workers 1` (`bench.scenarios.prefork`)."""
     worker_jobs: int = 0
     """No-op jobs each worker drain (in-process, Python SDK, TypeScript SDK; default settings, then concurrency 10
     and 100) takes from a backlog."""
@@ -123,6 +125,7 @@ SMOKE = Profile(
     pgqueuer_jobs=0,
     procrastinate_jobs=0,
     per_request_requests=100,
+    prefork_requests=80,
     worker_jobs=200,
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
     session_settle=0.2,

@@ -25,7 +25,7 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, per_request, raw, wakeup, worker_drains
+from bench.scenarios import history, per_request, prefork, raw, wakeup, worker_drains
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
@@ -71,12 +71,13 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
     results = Results(profile.name, await describe(ADMIN_URL))
     step = Steps(results)
     logs = log_dir or Path(tempfile.mkdtemp(prefix="queueflow-bench-"))
-    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": []}
+    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": [], **{k: [] for k in figures.PLAIN}}
     if "jobs" in sections:
         async with BenchDatabase("raw") as raw_db, BenchDatabase("http") as http_db:
             for database in (raw_db, http_db):
                 database.migrate()
                 await database.connect()
+            await raw.create_plain(raw_db)
             server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
             try:
                 if await step("start queueflow serve --mode all", _sync(server.start)):
@@ -90,7 +91,7 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
         await _workers(profile, step, drains, long_drains, pgqueuer, logs)
     if pgqueuer["drain"]:
         rates = {key: list(by_repetition.values()) for key, by_repetition in pgqueuer.items()}
-        figures.peer(results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"])
+        figures.peer(results, "PgQueuer", launch.pgqueuer_shape(), rates, raw_runs["batched"], raw_runs["enqueue"])
     if profile.peers and "jobs" in sections:
 
         async def procrastinate() -> None:
@@ -127,12 +128,15 @@ async def _queueflow(
     async def warm_up() -> None:
         # The raw table's files, catalog caches and statistics exist; the server's pool and statements are ready.
         await raw.claim_complete(raw_db, 1, 10)
+        await raw.plain_claim_complete(raw_db, 1, 10)
         await throughput.warm_up(profile.warm_up_jobs)
 
     async def repetition() -> None:
         raw_runs["single"].append(await raw.claim_complete(raw_db, 1, profile.raw_single_tx))
+        raw_runs["plain single"].append(await raw.plain_claim_complete(raw_db, 1, profile.raw_single_tx))
         http_runs["single"].append(await throughput.single_drain(profile.single_drain_jobs))
         raw_runs["batched"].append(await raw.claim_complete(raw_db, 100, profile.raw_batched_tx))
+        raw_runs["plain batched"].append(await raw.plain_claim_complete(raw_db, 100, profile.raw_batched_tx))
         for key, spread in (("batched", False), ("tenants", True)):
             run, peak = await throughput.batched_drain(profile.batched_drain_jobs, spread=spread)
             http_runs[key].append(run)
@@ -157,6 +161,7 @@ async def _queueflow(
             sessions[figures.THROUGHPUT[key][0].split(":")[0].split(",")[0]] = max(
                 run.new_sessions for run in http_runs[key]
             )
+    figures.ceilings(results, raw_runs, http_runs)
     for key in figures.THROUGHPUT:
         figures.server_cpu(results, key, http_runs[key])
     figures.peak_rss(results, peaks)
@@ -197,7 +202,16 @@ async def _queueflow(
             print(f"  {per_request.describe(round_)}", flush=True)
         figures.per_request_cpu(results, rounds)
 
+    async def every_core() -> None:
+        rounds = await prefork.measure(
+            http_db, logs, profile.prefork_requests, profile.repetitions, profile.server_args
+        )
+        for round_ in rounds:
+            print(f"  {prefork.ratio(round_):.3f}  " + "  ".join(r.describe() for r in round_.values()), flush=True)
+        figures.prefork_enqueue(results, rounds)
+
     await step("server CPU per request, by route, ÷ GET /healthz", per_request_cpu)
+    await step("single enqueue, queueflow serve --workers 2 ÷ --workers 1", every_core)
     await step("wake-up latency, new job", lambda: counted("wake-up", wake_new))
     await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))
     await step("lease latency with finished history", lambda: counted("lease with history", lease_history))
