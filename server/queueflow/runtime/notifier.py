@@ -112,7 +112,7 @@ class Notifier(BackgroundService):
 
     def _on_notification(self, _connection: object, pid: int, _channel: str, queue: object) -> None:
         if not self.wakeups.is_echo(str(queue), pid):
-            self.wakeups.notify(str(queue))
+            self.wakeups.hear(str(queue))
 
     def _on_done(self, _connection: object, _pid: int, _channel: str, object_id: object) -> None:
         self.wakeups.finished(str(object_id))

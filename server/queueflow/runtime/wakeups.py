@@ -64,6 +64,11 @@ class Wakeups:
         self._finish_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.closing = False
         """True once `close()` was called: the process is shutting down."""
+        self.heard = 0
+        """How many notifications came from PostgreSQL, echoes of this process's own commits left out (`hear`), and
+        reconnects and safety polls (`notify_all`): what another process did shows here first. A store that knows
+        something of the database's other writers (`PostgresClaims`: that no queue of a claim is restricted) may
+        trust it while this count has not moved."""
         self.notices = 0
         """How many times work was announced so far (`notify`, `notify_all`): a store that found nothing to claim
         knows, by this count not having moved, that nothing was announced since (`PostgresClaims`)."""
@@ -74,8 +79,15 @@ class Wakeups:
         for event in self._waiters.get(queue, ()):
             event.set()
 
+    def hear(self, queue: str) -> None:
+        """PostgreSQL announced work on `queue` (another process's, or one of this process's own that it did not
+        announce itself): wake every waiter on it."""
+        self.heard += 1
+        self.notify(queue)
+
     def notify_all(self) -> None:
         """Wake every waiter: after a lost connection, a notification may have been missed."""
+        self.heard += 1
         self.notices += 1
         self._echoes.clear()  # an echo lost with the connection must not stand for a later notification
         for waiters in (self._waiters, self._finish_waiters):

@@ -10,6 +10,7 @@ claim took is pending again, none is lost to a lease nobody holds.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -56,6 +57,9 @@ DEFAULT_PLANS = "SET LOCAL plan_cache_mode = auto"
 Pair = tuple[str, str]
 """A (tenant_id, queue_name): what flow-control settings are kept for."""
 
+UNRESTRICTED_FRESH = 1.0
+"""Seconds a claim trusts that none of its queues is restricted, at most (`PostgresClaims`)."""
+
 MAX_IDLE = 1000
 """Queue lists remembered as idle (`PostgresClaims`); past it, the oldest is forgotten (its next claim is whole)."""
 
@@ -71,11 +75,32 @@ class PostgresClaims(Pooled):
     due by the passing of time announces nothing, and DUE_ANY finds it), so this changes no answer: a claim that
     ran a moment earlier. An announcement, or a claim that takes a job, makes the next claim whole at once, so a
     woken lessee claims without the question first.
+
+    A claim that comes back short asks which of its queues some tenant restricts (RESTRICTED_QUEUES), a round trip
+    of its own in every claim of one job (a workflow chain's step, an HTTP worker's single lease). When none is, the
+    store remembers it for those queues while no notification came from PostgreSQL (`Wakeups.heard`: a settings
+    change in another process NOTIFYs its queue) and for at most `UNRESTRICTED_FRESH`; a settings change in this
+    process forgets it at once. Trusting it a moment too long only leaves out a queue restricted meanwhile, as CLAIM
+    itself leaves every restricted queue out: no limit is ever passed, and the queue's jobs wait for the next claim.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._idle: dict[tuple[str, ...], int] = {}
+        self._unrestricted: dict[tuple[str, ...], tuple[int, float]] = {}
+        """Queue lists none of whose queues was restricted: the `Wakeups.heard` count then, and until when."""
+
+    def _heard(self) -> int | None:
+        # Only the server's hub counts notifications; with another WorkSignal (tests' own) nothing is remembered.
+        heard = getattr(self._wakeups, "heard", None)
+        return heard if isinstance(heard, int) else None
+
+    def _known_unrestricted(self, queues: tuple[str, ...]) -> bool:
+        known = self._unrestricted.get(queues)
+        return known is not None and known[0] == self._heard() and known[1] > time.monotonic()
+
+    def _restrictions_changed(self) -> None:
+        self._unrestricted.clear()
 
     def _notices(self) -> int:
         # A WorkSignal other than the server's hub may not count (tests' own): then every idle claim asks first.
@@ -128,8 +153,15 @@ class PostgresClaims(Pooled):
             after = rows[0]["after_tenant"] if rows and scope is None else None
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
-            if len(jobs) < request.max_jobs:
+            key = tuple(args.queues)
+            if len(jobs) < request.max_jobs and not self._known_unrestricted(key):
+                heard = self._heard()
                 found = await db.fetch(RESTRICTED_QUEUES, args.queues, turn.turn_of)
+                self._unrestricted.pop(key, None)
+                if not found and heard is not None:
+                    self._unrestricted[key] = (heard, time.monotonic() + UNRESTRICTED_FRESH)
+                    if len(self._unrestricted) > MAX_IDLE:
+                        del self._unrestricted[next(iter(self._unrestricted))]
                 if found:
                     if not rows and scope is None:
                         after = found[0]["after_tenant"]

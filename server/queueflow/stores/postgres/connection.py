@@ -144,6 +144,9 @@ class Pooled:
             raise
         self._wake(announced)
 
+    def _restrictions_changed(self) -> None:
+        """This process changed a queue's settings: whatever the store remembers of them is stale (the claim's)."""
+
     async def _on_connect(self, connection: asyncpg.Connection) -> None:
         """A new session of the pool: its backend pid is this process's (`EchoSignal.own_backends`) while it lasts."""
         if self._echoes is None:

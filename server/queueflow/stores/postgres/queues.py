@@ -194,6 +194,7 @@ class PostgresQueues(Pooled):
             announce([queue_name])  # the upsert always notifies (SAVED)
             async with self._connection() as db:
                 row = await db.fetchrow(QUEUE_CONFIGURE, *values(args))
+        self._restrictions_changed()
         assert row is not None  # an upsert always answers its row
         return _settings_from_row(row)
 
