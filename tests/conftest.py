@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import socket
 import tempfile
@@ -21,6 +22,10 @@ pytest_plugins = ["tests.inprocess"]
 
 _embedded = ExitStack()
 TYPESCRIPT_SDK = Path(__file__).resolve().parents[1] / "sdks" / "typescript"
+DIST_LOCK = Path(tempfile.gettempdir()) / (
+    f"queueflow-typescript-dist-{hashlib.sha1(str(TYPESCRIPT_SDK).encode()).hexdigest()[:12]}.lock"
+)
+"""`_typescript_dist`'s lock: one per checkout (every worktree on a machine has a dist of its own to guard)."""
 
 SLOW_FIRST = {
     "test_schemathesis_finds_no_issue_against_a_live_server",
@@ -95,12 +100,21 @@ def _typescript_dist(request: pytest.FixtureRequest) -> Iterator[None]:
     if name not in SHARES_TYPESCRIPT_DIST:
         yield
         return
-    with (Path(tempfile.gettempdir()) / "queueflow-typescript-dist.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if name in RUNS_TYPESCRIPT_DIST:
-            if (TYPESCRIPT_SDK / "node_modules").is_dir():
-                typescript_build.build(TYPESCRIPT_SDK)
+    with DIST_LOCK.open("w") as lock:  # released when the file closes
+        if name in BUILDS_TYPESCRIPT_DIST:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+            return
+        # A reader checks under the shared lock, so that it never waits on another reader; when dist is stale it
+        # builds under the exclusive lock and checks again (another reader may have built it meanwhile).
+        while True:
             fcntl.flock(lock, fcntl.LOCK_SH)
+            if not (TYPESCRIPT_SDK / "node_modules").is_dir() or not typescript_build.stale(TYPESCRIPT_SDK):
+                break
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            typescript_build.build(TYPESCRIPT_SDK)
+            fcntl.flock(lock, fcntl.LOCK_UN)
         yield
 
 
