@@ -26,6 +26,8 @@ DIST_LOCK = Path(tempfile.gettempdir()) / (
     f"queueflow-typescript-dist-{hashlib.sha1(str(TYPESCRIPT_SDK).encode()).hexdigest()[:12]}.lock"
 )
 """`_typescript_dist`'s lock: one per checkout (every worktree on a machine has a dist of its own to guard)."""
+BUILD_LOCK = DIST_LOCK.with_suffix(".build.lock")
+"""Held by the one reader that builds a stale dist (`_typescript_dist`)."""
 
 SLOW_FIRST = {
     "test_schemathesis_finds_no_issue_against_a_live_server",
@@ -105,16 +107,20 @@ def _typescript_dist(request: pytest.FixtureRequest) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
             return
-        # A reader checks under the shared lock, so that it never waits on another reader; when dist is stale it
-        # builds under the exclusive lock and checks again (another reader may have built it meanwhile).
+        # A reader checks under the shared lock, so that it never waits on another reader. When dist is stale, one
+        # reader at a time (the build lock) builds it under the exclusive lock; a reader that found it stale too
+        # waits for that build, not for the builder's whole test, and finds nothing left to build.
         while True:
             fcntl.flock(lock, fcntl.LOCK_SH)
             if not (TYPESCRIPT_SDK / "node_modules").is_dir() or not typescript_build.stale(TYPESCRIPT_SDK):
                 break
             fcntl.flock(lock, fcntl.LOCK_UN)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            typescript_build.build(TYPESCRIPT_SDK)
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            with BUILD_LOCK.open("w") as building:
+                fcntl.flock(building, fcntl.LOCK_EX)
+                if typescript_build.stale(TYPESCRIPT_SDK):
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    typescript_build.build(TYPESCRIPT_SDK)
+                    fcntl.flock(lock, fcntl.LOCK_UN)
         yield
 
 
