@@ -249,7 +249,8 @@ async def _workers(
         try:
             if not await step("start queueflow serve for the SDK workers", _sync(server.start)):
                 return
-            # Built every run: a dist/ left from an earlier checkout would measure the worker as it was then.
+            # Built when a source is newer than dist/: one left from an earlier checkout would measure the worker as it
+            # was then.
             if not await step("build the TypeScript SDK", _sync(worker_drains.build_ts)):
                 rotation = [each for each in rotation if each.kind != "TypeScript SDK"]
             if peer_database is not None:

@@ -30,7 +30,7 @@ class LeaseSource(Protocol):
     async def lease(self, max_jobs: int) -> Sequence[LeasedDelivery]:
         """Up to `max_jobs` jobs; when none is claimable, wait a while for work (possibly answering none).
         After `interrupt()` it answers at once, and never loses a job it claimed: what it claims it returns (the
-        loop then releases it). Called up to `loop.LEASES_IN_FLIGHT` times at once."""
+        loop then releases it). Called up to `leasing.LEASES_IN_FLIGHT` times at once."""
         ...
 
     def interrupt(self) -> None:
