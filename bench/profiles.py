@@ -64,6 +64,16 @@ class Profile:
     that)."""
     delayed_samples: int = 0
     """Delayed jobs the in-process runner takes, for its lateness after their due time."""
+    growth_steps: int = 0
+    """Steps added in one call, against a workflow of as many created (0: none of issue 31's scenarios)."""
+    growth_pairs: int = 0
+    """A/B pairs of each growth comparison (adding ÷ creating; adding to a large workflow ÷ to a small one)."""
+    growth_large: int = 0
+    """Steps of the large workflow that 10 steps are added to."""
+    signal_samples: int = 0
+    """Signals sent, one at a time, each to a workflow `a → wait(signal) → b` (to `b` starting)."""
+    sleep_samples: int = 0
+    """Workflows `wait(seconds=1) → b` created at once (the wait's end after its due time)."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -105,6 +115,11 @@ FULL = Profile(
     chain_lengths=(300, 3_000),
     dbos_max_width=1_000,
     delayed_samples=200,
+    growth_steps=1_000,
+    growth_pairs=9,
+    growth_large=5_000,
+    signal_samples=200,
+    sleep_samples=200,
 )
 
 SMOKE = Profile(
@@ -136,6 +151,11 @@ SMOKE = Profile(
     dbos_max_width=10,
     workflow_bound=60.0,
     delayed_samples=5,
+    growth_steps=20,
+    growth_pairs=1,
+    growth_large=50,
+    signal_samples=3,
+    sleep_samples=3,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

@@ -86,7 +86,15 @@ HOW = f"""## How each figure is measured
   100 wide up. **Healed steps**: the sum of the janitor's "healed N workflow steps" log lines from the first
   workflow run to the end of the delayed jobs (every step healed unblocks a run, so its sweep has logged it by
   then). **A delayed job taken by the in-process runner**: jobs enqueued with `delay_seconds` 0.3–1.3 s on the
-  runner's queue; from each job's `scheduled_at` to its `started_at`, both read from the API.
+  runner's queue; from each job's `scheduled_at` to its `started_at`, both read from the API. **Workflows that grow
+  and wait** (issue 31, on the same server; bench/scenarios/workflow_growth.py): one `POST /v1/worker/jobs/{id}/steps`
+  adding N independent steps (by a step leased with the worker key) against one `POST /v1/workflows` of the same N
+  steps, in alternating pairs, each request's time and the server's CPU over it (/proc utime + stime), a ratio the
+  median of the pairs' ratios; likewise 10 steps added to a 5,000-step workflow against 10 added to a 10-step one
+  (the added steps run no task: a task and queue the runner does not serve). A signal: workflows `a → wait(signal)
+  → b`, one signal at a time while the runner is parked, from the signal's answer to `b`'s `started_at` (a `b`
+  started before the answer arrived counts 0). A `seconds` wait: 200 workflows `wait(seconds=1) → b` created at
+  once, from each wait's `due_at` (the creation's answer) to `b`'s job `created_at`.
 """
 
 

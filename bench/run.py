@@ -29,6 +29,7 @@ from bench.scenarios import history, per_request, prefork, raw, wakeup, worker_d
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
+from bench.scenarios.workflow_growth import GrowthBench
 from bench.scenarios.workflows import (
     CONCURRENCY,
     TASKS,
@@ -354,11 +355,40 @@ async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path
             figures.latency(results, label, latencies, p99=50)
 
         await step("delayed jobs taken by the in-process runner", delayed)
+        if profile.growth_steps:
+            await _growth(profile, results, step, server, database)
         # Every healed step belonged to a workflow its run waited for, so the sweep that healed it ended (and
         # logged it) within moments of that run: the delayed jobs' seconds since the last run are ample.
         queueflow.log.healed()
         healed = queueflow.log.healed_total
         workflow_figures.workflows(results, shapes, workflow_figures.by_shape(runs), not_run, healed)
+
+
+async def _growth(
+    profile: Profile, results: Results, step: Steps, server: QueueFlowServer, database: BenchDatabase
+) -> None:
+    """Issue 31's targets (`bench.scenarios.workflow_growth`) on the workflow scenarios' server."""
+    async with GrowthBench(server, database) as bench:
+
+        async def adding() -> None:
+            added = await bench.add_versus_create(profile.growth_steps, profile.growth_pairs)
+            large = await bench.add_to_large(profile.growth_large, profile.growth_pairs)
+            workflow_figures.growth(results, added, profile.growth_steps, large, profile.growth_large)
+
+        async def signals() -> None:
+            latencies = await bench.signal_to_next_step(profile.signal_samples)
+            figures.latency(
+                results, "a signal's answer to the next step's start (in-process runner)", latencies, p99=50
+            )
+
+        async def sleeps() -> None:
+            latencies = await bench.sleep_lateness(profile.sleep_samples)
+            label = "a seconds wait's end (its dependent enqueued) after its due time"
+            figures.latency(results, label, latencies, p99=1000)
+
+        await step(f"workflows that grow: adding {profile.growth_steps:,} steps ÷ creating them", adding)
+        await step(f"workflows that wait: {profile.signal_samples} signals, one at a time", signals)
+        await step(f"workflows that wait: {profile.sleep_samples} seconds waits at once", sleeps)
 
 
 async def _dbos(dbos: launch.PeerSession | None, shape: Shape, bound: float) -> WorkflowRun:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from queueflow_worker import outcomes
 from queueflow_worker.context import Delivery, Fatal, JobContext, Lease, Retry, TaskFunction, invoke
 from queueflow_worker.outcomes import Outcome
 
+from queueflow_client.errors import error_from_problem
 from queueflow_client.handles import Task, runnable
 from queueflow_client.local import LocalLease, run_local, run_local_async
 
@@ -96,6 +97,12 @@ class TaskRegistry:
     def recorded(self, outcome: Outcome, *, held: bool) -> None:
         """Called once the server answered an outcome: `held` is False when the lease was lost first. Does
         nothing; a subclass may keep a ledger."""
+
+    def refused(self, status: int, code: str | None, detail: str, errors: Sequence[tuple[str, str]]) -> Exception:
+        """The error a task sees when the server's in-process runner refuses what it asked (`ctx.add_steps`): the
+        class this SDK raises for the same problem over HTTP (`ValidationError`, `LeaseLostError`, …), so a task
+        catches the same class wherever it runs (`queueflow_worker.ports.TaskRunner`)."""
+        return error_from_problem(status, code, detail, errors)
 
     def function(self, name: str) -> TaskFunction | None:
         """The function registered as `name`, if any."""

@@ -32,8 +32,8 @@ STEP_COLUMNS = f"{DEPENDENT_COLUMNS}, depends_on, dependents, added_by, added_as
 
 WORKFLOW_INSERT = """
 INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
-                                 trace_context, unfinished, partial)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10)
+                                 trace_context, unfinished, partial, steps)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10, $11)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 """
@@ -94,15 +94,6 @@ UPDATE queueflow.workflow_steps AS s
   FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::timestamptz[])
        AS c(name, expect, status, job_id, remaining, result, due_at)
  WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
-"""
-
-# Steps added at run time rewire existing rows (`core.growth`): new dependents, and `required_by` edges.
-STEPS_REWIRE = """
-UPDATE queueflow.workflow_steps AS s
-   SET depends_on = ARRAY(SELECT jsonb_array_elements_text(c.depends_on)),
-       dependents = ARRAY(SELECT jsonb_array_elements_text(c.dependents)), remaining = c.remaining
-  FROM unnest($2::text[], $3::jsonb[], $4::jsonb[], $5::int[]) AS c(name, depends_on, dependents, remaining)
- WHERE s.workflow_id = $1 AND s.name = c.name
 """
 
 # ---- a step's finish (`workflow_step_finish`, `core.finish`) ------------------------------------------------

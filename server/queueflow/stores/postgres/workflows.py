@@ -83,6 +83,7 @@ class PostgresWorkflows(Pooled):
                     None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
                     start.unfinished,
                     start.partial,
+                    len(workflow.steps),
                 )
                 if inserted is None:
                     # The key's first create won (a concurrent one's insert waited for it to commit): return that.
