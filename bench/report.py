@@ -92,9 +92,10 @@ HOW = f"""## How each figure is measured
   steps, in alternating pairs, each request's time and the server's CPU over it (/proc utime + stime), a ratio the
   median of the pairs' ratios; likewise 10 steps added to a 5,000-step workflow against 10 added to a 10-step one
   (the added steps run no task: a task and queue the runner does not serve). A signal: workflows `a → wait(signal)
-  → b`, one signal at a time while the runner is parked, from the signal's answer to `b`'s `started_at` (a `b`
-  started before the answer arrived counts 0). A `seconds` wait: 200 workflows `wait(seconds=1) → b` created at
-  once, from each wait's `due_at` (the creation's answer) to `b`'s job `created_at`.
+  → b`, one signal at a time while the runner is parked, from the signal request's sending to `b`'s `started_at`
+  (stricter than from its answer, before which `b` has usually started). A `seconds` wait: 200 workflows
+  `wait(seconds=1) → b` created at once, from each wait's `due_at` (the creation's answer) to `b`'s job
+  `created_at`.
 """
 
 

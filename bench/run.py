@@ -377,9 +377,7 @@ async def _growth(
 
         async def signals() -> None:
             latencies = await bench.signal_to_next_step(profile.signal_samples)
-            figures.latency(
-                results, "a signal's answer to the next step's start (in-process runner)", latencies, p99=50
-            )
+            figures.latency(results, "a signal sent to the next step's start (in-process runner)", latencies, p99=50)
 
         async def sleeps() -> None:
             latencies = await bench.sleep_lateness(profile.sleep_samples)

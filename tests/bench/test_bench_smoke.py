@@ -36,7 +36,7 @@ FIGURES = [
     "adding 20 steps in one call: time (ratio ÷ creating a 20-step workflow)",
     "adding 20 steps in one call: server CPU",
     "adding 10 steps to a 50-step workflow: time",
-    "a signal's answer to the next step's start (in-process runner), p99",
+    "a signal sent to the next step's start (in-process runner), p99",
     "a seconds wait's end (its dependent enqueued) after its due time, p99",
 ]
 
