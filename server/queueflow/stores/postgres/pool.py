@@ -84,7 +84,13 @@ class ConnectionPool:
         """Return a lent connection; one that cannot be made clean is closed, and its slot reopened on next use."""
         usable = not connection.is_closed() and self._born.get(connection) == self._generation and not self._closed
         if usable and (_protocol(connection)._is_cancelling() or connection.is_in_transaction()):
-            usable = await self._clean(connection)
+            try:
+                usable = await self._clean(connection)
+            except BaseException:  # the caller cancelled while the connection was being cleaned: not reusable
+                self._born.pop(connection, None)
+                connection.terminate()
+                self._give(None)
+                raise
         if not usable:
             self._born.pop(connection, None)
             connection.terminate()
@@ -100,7 +106,7 @@ class ConnectionPool:
                 await protocol._wait_for_cancellation(None)
             if not connection.is_closed() and connection.is_in_transaction():
                 await connection.execute("ROLLBACK")
-        except (Exception, asyncio.CancelledError):
+        except Exception:
             return False
         return not connection.is_closed()
 
