@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bench import stats
+from bench.peers import launch
 from bench.report import Figure, Results, Target
-from bench.scenarios import per_request, wakeup
+from bench.scenarios import per_request, prefork, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import KINDS, DrainRun
@@ -59,6 +60,52 @@ def throughput(
     )
 
 
+# The plain-claim ceiling (bench/scenarios/raw.py, plain_claim_complete): raw_runs' key → (the store's raw run and
+# the HTTP drain measured beside it, what it is, the targets of the store's claim ÷ it and of the HTTP drain ÷ it).
+PLAIN = {
+    "plain batched": ("batched", "claim 100 + complete 100", 0.9, 0.8),
+    "plain single": ("single", "claim 1 + complete 1", None, 0.4),
+}
+
+
+def ceilings(results: Results, raw_runs: Mapping[str, list[RawRun]], http_runs: Mapping[str, list[HttpRun]]) -> None:
+    """Both ceilings side by side (issue 32): the store's claim on QueueFlow's schema ÷ the seed's plain claim on
+    the seed's table and index, each repetition's pgbench runs paired; and each HTTP drain ÷ the plain claim."""
+    for key, (store_key, what, store_target, http_target) in PLAIN.items():
+        plain = {n: run.rate for n, run in enumerate(raw_runs[key])}
+        if not plain:
+            continue
+        results.details.append(spread(f"plain claim, {what}, 4 clients (pgbench)", list(plain.values()), "jobs/s"))
+        store = {n: run.rate for n, run in enumerate(raw_runs[store_key])}
+        base = f"plain claim on the seed's index, {what} (pgbench)"
+        results.add(
+            Figure(
+                f"raw ceiling: the store's claim on its schema, {what}, 4 clients (pgbench)",
+                stats.median(list(store.values())),
+                "jobs/s",
+                stats.median(list(plain.values())),
+                base,
+                Target("ratio", ">=", store_target) if store_target else None,
+                list(store.values()),
+                paired_ratio=stats.paired(store, plain).median,
+            )
+        )
+        drains = {n: run.rate for n, run in enumerate(http_runs[store_key])}
+        if drains:
+            results.add(
+                Figure(
+                    f"{THROUGHPUT[store_key][0]} (÷ the plain claim)",
+                    stats.median(list(drains.values())),
+                    "jobs/s",
+                    stats.median(list(plain.values())),
+                    base,
+                    Target("ratio", ">=", http_target),
+                    list(drains.values()),
+                    paired_ratio=stats.paired(drains, plain).median,
+                )
+            )
+
+
 def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
     if http_runs:
         what = "rows" if key == "enqueue" else "jobs"
@@ -98,6 +145,30 @@ def per_request_cpu(results: Results, rounds: list[per_request.Round]) -> None:
             spread(f"{per_request.ROUTES[key]}: server CPU per request", [r[key].cpu_us for r in rounds], "µs")
             + "; requests/s "
             + ", ".join(f"{r[key].rate:,.0f}" for r in rounds)
+        )
+
+
+def prefork_enqueue(results: Results, rounds: list[dict[int, prefork.EnqueueRun]]) -> None:
+    """Single enqueue on `--workers 2` beside `--workers 1` (issue 32: ≥ 1.3), the ratio the median of the
+    repetitions' own ratios; each side's CPU per request, by party, in the details."""
+    if not rounds:
+        return
+    two, one = [r[2].rate for r in rounds], [r[1].rate for r in rounds]
+    results.add(
+        Figure(
+            f"HTTP single enqueue (POST /v1/jobs, one job), {prefork.CLIENTS} clients, queueflow serve --workers 2",
+            stats.median(two),
+            "requests/s",
+            stats.median(one),
+            "--workers 1",
+            Target("ratio", ">=", 1.3),
+            two,
+            paired_ratio=stats.median([prefork.ratio(r) for r in rounds]),
+        )
+    )
+    for processes in prefork.PROCESSES:
+        results.details.append(
+            "single enqueue: " + "; ".join(r[processes].describe() for r in rounds) + " (each repetition)"
         )
 
 
@@ -234,7 +305,7 @@ def workers(
                 stats.median(rates),
                 "jobs/s",
                 peer,
-                "PgQueuer, 2 processes × batch 100" if peer else "PgQueuer not run",
+                f"PgQueuer, {launch.pgqueuer_shape()}" if peer else "PgQueuer not run",
                 Target("ratio", ">=", target),
                 rates,
                 paired_ratio=versus_peer,

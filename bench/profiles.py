@@ -33,6 +33,8 @@ class Profile:
     procrastinate_jobs: int
     per_request_requests: int = 4_000
     """Requests per route in each round of the per-request CPU scenario (`bench.scenarios.per_request`)."""
+    prefork_requests: int = 4_000
+    """Single-job enqueues per side and repetition of `--workers 2` ÷ `--workers 1` (`bench.scenarios.prefork`)."""
     worker_jobs: int = 0
     """No-op jobs each worker drain (in-process, Python SDK, TypeScript SDK; default settings, then concurrency 10
     and 100) takes from a backlog."""
@@ -62,6 +64,16 @@ class Profile:
     that)."""
     delayed_samples: int = 0
     """Delayed jobs the in-process runner takes, for its lateness after their due time."""
+    growth_steps: int = 0
+    """Steps added in one call, against a workflow of as many created (0: none of issue 31's scenarios)."""
+    growth_pairs: int = 0
+    """A/B pairs of each growth comparison (adding ÷ creating; adding to a large workflow ÷ to a small one)."""
+    growth_large: int = 0
+    """Steps of the large workflow that 10 steps are added to."""
+    signal_samples: int = 0
+    """Signals sent, one at a time, each to a workflow `a → wait(signal) → b` (to `b` starting)."""
+    sleep_samples: int = 0
+    """Workflows `wait(seconds=1) → b` created at once (the wait's end after its due time)."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -103,6 +115,11 @@ FULL = Profile(
     chain_lengths=(300, 3_000),
     dbos_max_width=1_000,
     delayed_samples=200,
+    growth_steps=1_000,
+    growth_pairs=9,
+    growth_large=5_000,
+    signal_samples=200,
+    sleep_samples=200,
 )
 
 SMOKE = Profile(
@@ -123,6 +140,7 @@ SMOKE = Profile(
     pgqueuer_jobs=0,
     procrastinate_jobs=0,
     per_request_requests=100,
+    prefork_requests=80,
     worker_jobs=200,
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
     session_settle=0.2,
@@ -133,6 +151,11 @@ SMOKE = Profile(
     dbos_max_width=10,
     workflow_bound=60.0,
     delayed_samples=5,
+    growth_steps=20,
+    growth_pairs=1,
+    growth_large=50,
+    signal_samples=3,
+    sleep_samples=3,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

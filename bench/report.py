@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bench.machine import Machine
+from bench.peers.launch import pgqueuer_shape
 from bench.profiles import FULL
 
 HOW = f"""## How each figure is measured
@@ -16,6 +17,11 @@ HOW = f"""## How each figure is measured
   batch-insert statements of QueueFlow's PostgreSQL store — on a database migrated with `queueflow migrate`. The
   drains take exactly the rows seeded (and vacuumed) before the clock starts; the rate is rows ÷ pgbench's elapsed
   time.
+- **Plain-claim ceiling**: beside each raw claim run, in the same repetition and database, the seed's plain claim
+  (`UPDATE … WHERE id IN (SELECT id … ORDER BY priority DESC, scheduled_at, created_at, id LIMIT n FOR UPDATE SKIP
+  LOCKED)`, bench/pgbench/plain_claim.sql) on the seed's table with its claim index alone, in a schema of
+  its own (bench/pgbench/plain_schema.sql), with the same completion, clients and `-M prepared`. The store's claim
+  and the HTTP drains are given ÷ it too, each ratio the median of the repetitions' own.
 - **HTTP**: one `queueflow serve --mode all` process with API and worker keys, the access log at its default (to a
   file). The load generator is bench/httpclient.py (keep-alive HTTP/1.1 on asyncio streams, pre-encoded bodies) in
   the harness's own process; its CPU per 1,000 jobs is in the details, to show it is not the bottleneck. Drains start
@@ -26,6 +32,11 @@ HOW = f"""## How each figure is measured
   every request encoded before the clock starts; the server's utime + stime over the phase ÷ N. `GET /healthz`
   (the framework's floor) runs before and after the routes, its mean the round's floor; a route's ratio is the
   median of the rounds' own ratios.
+- **Every core** (bench/scenarios/prefork.py): `queueflow serve --workers 1` and `--workers 2`, both up on the
+  same database, each taking N single-job `POST /v1/jobs` on 8 keep-alive connections (pre-encoded), one side after
+  the other, every other repetition the other way round; the ratio is the median of the repetitions' own ratios.
+  The details give each side's CPU per request by party: the server (utime + stime of the parent and its forked
+  processes), PostgreSQL (the database's backends, by pid from /proc) and the load generator (the harness).
 - **Batched drain across 100 tenants**: the same drain of the same number of jobs, spread evenly over 100 tenants,
   each enqueuing through its own API key in bursts of random size (20 jobs on average), the bursts of all tenants
   shuffled together (seeded), so that no stretch of the backlog is one tenant's; the same 4 workers and worker key
@@ -52,8 +63,8 @@ HOW = f"""## How each figure is measured
   of its repetitions' own ratios (each drain ÷ the baseline drained in the same repetition), listed in the
   details; the table's two rates are the medians of each side.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
-  PgQueuer (enqueue 1,000 a call on 4 connections; drain 2 processes × batch 100), Procrastinate (batch_defer
-  1,000 a call; one worker, concurrency 4).
+  PgQueuer (enqueue 1,000 a call on 4 connections; drain {pgqueuer_shape()}, its best shape here: see
+  bench/peers/launch.py), Procrastinate (batch_defer 1,000 a call; one worker, concurrency 4).
 - **Workflows**: QueueFlow as `queueflow serve --mode all --tasks bench.drivers.noop:tasks --task-concurrency 10`
   (the in-process runner) on a database of its own; each shape's workflows created through the API (one
   `POST /v1/workflows` each, 4 connections), timed from the first request until none is `running` (read by primary
@@ -75,7 +86,16 @@ HOW = f"""## How each figure is measured
   100 wide up. **Healed steps**: the sum of the janitor's "healed N workflow steps" log lines from the first
   workflow run to the end of the delayed jobs (every step healed unblocks a run, so its sweep has logged it by
   then). **A delayed job taken by the in-process runner**: jobs enqueued with `delay_seconds` 0.3–1.3 s on the
-  runner's queue; from each job's `scheduled_at` to its `started_at`, both read from the API.
+  runner's queue; from each job's `scheduled_at` to its `started_at`, both read from the API. **Workflows that grow
+  and wait** (issue 31, on the same server; bench/scenarios/workflow_growth.py): one `POST /v1/worker/jobs/{id}/steps`
+  adding N independent steps (by a step leased with the worker key) against one `POST /v1/workflows` of the same N
+  steps, in alternating pairs, each request's time and the server's CPU over it (/proc utime + stime), a ratio the
+  median of the pairs' ratios; likewise 10 steps added to a 5,000-step workflow against 10 added to a 10-step one
+  (the added steps run no task: a task and queue the runner does not serve). A signal: workflows `a → wait(signal)
+  → b`, one signal at a time while the runner is parked, from the signal request's sending to `b`'s `started_at`
+  (stricter than from its answer, before which `b` has usually started). A `seconds` wait: 200 workflows
+  `wait(seconds=1) → b` created at once, from each wait's `due_at` (the creation's answer) to `b`'s job
+  `created_at`.
 """
 
 

@@ -25,10 +25,11 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, per_request, raw, wakeup, worker_drains
+from bench.scenarios import history, per_request, prefork, raw, wakeup, worker_drains
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
+from bench.scenarios.workflow_growth import GrowthBench
 from bench.scenarios.workflows import (
     CONCURRENCY,
     TASKS,
@@ -71,12 +72,13 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
     results = Results(profile.name, await describe(ADMIN_URL))
     step = Steps(results)
     logs = log_dir or Path(tempfile.mkdtemp(prefix="queueflow-bench-"))
-    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": []}
+    raw_runs: dict[str, list[RawRun]] = {"single": [], "batched": [], "enqueue": [], **{k: [] for k in figures.PLAIN}}
     if "jobs" in sections:
         async with BenchDatabase("raw") as raw_db, BenchDatabase("http") as http_db:
             for database in (raw_db, http_db):
                 database.migrate()
                 await database.connect()
+            await raw.create_plain(raw_db)
             server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
             try:
                 if await step("start queueflow serve --mode all", _sync(server.start)):
@@ -90,7 +92,7 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
         await _workers(profile, step, drains, long_drains, pgqueuer, logs)
     if pgqueuer["drain"]:
         rates = {key: list(by_repetition.values()) for key, by_repetition in pgqueuer.items()}
-        figures.peer(results, "PgQueuer", "2 processes × batch 100", rates, raw_runs["batched"], raw_runs["enqueue"])
+        figures.peer(results, "PgQueuer", launch.pgqueuer_shape(), rates, raw_runs["batched"], raw_runs["enqueue"])
     if profile.peers and "jobs" in sections:
 
         async def procrastinate() -> None:
@@ -127,12 +129,15 @@ async def _queueflow(
     async def warm_up() -> None:
         # The raw table's files, catalog caches and statistics exist; the server's pool and statements are ready.
         await raw.claim_complete(raw_db, 1, 10)
+        await raw.plain_claim_complete(raw_db, 1, 10)
         await throughput.warm_up(profile.warm_up_jobs)
 
     async def repetition() -> None:
         raw_runs["single"].append(await raw.claim_complete(raw_db, 1, profile.raw_single_tx))
+        raw_runs["plain single"].append(await raw.plain_claim_complete(raw_db, 1, profile.raw_single_tx))
         http_runs["single"].append(await throughput.single_drain(profile.single_drain_jobs))
         raw_runs["batched"].append(await raw.claim_complete(raw_db, 100, profile.raw_batched_tx))
+        raw_runs["plain batched"].append(await raw.plain_claim_complete(raw_db, 100, profile.raw_batched_tx))
         for key, spread in (("batched", False), ("tenants", True)):
             run, peak = await throughput.batched_drain(profile.batched_drain_jobs, spread=spread)
             http_runs[key].append(run)
@@ -157,6 +162,7 @@ async def _queueflow(
             sessions[figures.THROUGHPUT[key][0].split(":")[0].split(",")[0]] = max(
                 run.new_sessions for run in http_runs[key]
             )
+    figures.ceilings(results, raw_runs, http_runs)
     for key in figures.THROUGHPUT:
         figures.server_cpu(results, key, http_runs[key])
     figures.peak_rss(results, peaks)
@@ -197,7 +203,16 @@ async def _queueflow(
             print(f"  {per_request.describe(round_)}", flush=True)
         figures.per_request_cpu(results, rounds)
 
+    async def every_core() -> None:
+        rounds = await prefork.measure(
+            http_db, logs, profile.prefork_requests, profile.repetitions, profile.server_args
+        )
+        for round_ in rounds:
+            print(f"  {prefork.ratio(round_):.3f}  " + "  ".join(r.describe() for r in round_.values()), flush=True)
+        figures.prefork_enqueue(results, rounds)
+
     await step("server CPU per request, by route, ÷ GET /healthz", per_request_cpu)
+    await step("single enqueue, queueflow serve --workers 2 ÷ --workers 1", every_core)
     await step("wake-up latency, new job", lambda: counted("wake-up", wake_new))
     await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))
     await step("lease latency with finished history", lambda: counted("lease with history", lease_history))
@@ -235,7 +250,8 @@ async def _workers(
         try:
             if not await step("start queueflow serve for the SDK workers", _sync(server.start)):
                 return
-            # Built every run: a dist/ left from an earlier checkout would measure the worker as it was then.
+            # Built when a source is newer than dist/: one left from an earlier checkout would measure the worker as it
+            # was then.
             if not await step("build the TypeScript SDK", _sync(worker_drains.build_ts)):
                 rotation = [each for each in rotation if each.kind != "TypeScript SDK"]
             if peer_database is not None:
@@ -317,6 +333,7 @@ async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path
             shape, side = entry
             if entry in not_run:
                 return
+            await (database if side == "QueueFlow" else peer_database or database).vacuum_all()
             try:
                 if side == "QueueFlow":
                     run = await queueflow.run(shape, profile.workflow_bound)
@@ -338,11 +355,38 @@ async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path
             figures.latency(results, label, latencies, p99=50)
 
         await step("delayed jobs taken by the in-process runner", delayed)
+        if profile.growth_steps:
+            await _growth(profile, results, step, server, database)
         # Every healed step belonged to a workflow its run waited for, so the sweep that healed it ended (and
         # logged it) within moments of that run: the delayed jobs' seconds since the last run are ample.
         queueflow.log.healed()
         healed = queueflow.log.healed_total
         workflow_figures.workflows(results, shapes, workflow_figures.by_shape(runs), not_run, healed)
+
+
+async def _growth(
+    profile: Profile, results: Results, step: Steps, server: QueueFlowServer, database: BenchDatabase
+) -> None:
+    """Issue 31's targets (`bench.scenarios.workflow_growth`) on the workflow scenarios' server."""
+    async with GrowthBench(server, database) as bench:
+
+        async def adding() -> None:
+            added = await bench.add_versus_create(profile.growth_steps, profile.growth_pairs)
+            large = await bench.add_to_large(profile.growth_large, profile.growth_pairs)
+            workflow_figures.growth(results, added, profile.growth_steps, large, profile.growth_large)
+
+        async def signals() -> None:
+            latencies = await bench.signal_to_next_step(profile.signal_samples)
+            figures.latency(results, "a signal sent to the next step's start (in-process runner)", latencies, p99=50)
+
+        async def sleeps() -> None:
+            latencies = await bench.sleep_lateness(profile.sleep_samples)
+            label = "a seconds wait's end (its dependent enqueued) after its due time"
+            figures.latency(results, label, latencies, p99=1000)
+
+        await step(f"workflows that grow: adding {profile.growth_steps:,} steps ÷ creating them", adding)
+        await step(f"workflows that wait: {profile.signal_samples} signals, one at a time", signals)
+        await step(f"workflows that wait: {profile.sleep_samples} seconds waits at once", sleeps)
 
 
 async def _dbos(dbos: launch.PeerSession | None, shape: Shape, bound: float) -> WorkflowRun:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from bench import stats
 from bench.report import Figure, Results, Target
+from bench.scenarios.workflow_growth import ADDED_TO_LARGE, Pairs
 from bench.scenarios.workflows import Shape, WorkflowRun
 
 PEER = "DBOS"
@@ -165,3 +166,52 @@ def _cpu_ratio(results: Results, shapes: Sequence[Shape], runs: Runs) -> None:
             note="" if wide_cpu is not None else f"not run ({wide:,} wide)",
         )
     )
+
+
+ADD_TARGET = 2.0
+"""Issue 31: adding 1,000 steps in one call costs at most 2 × creating a 1,000-step workflow."""
+LARGE_TARGET = 1.5
+"""Adding 10 steps to a 5,000-step workflow costs at most 1.5 × adding them to a 10-step one (what it adds, not what
+the workflow holds)."""
+
+
+def growth_pairs(results: Results, label: str, pairs: Pairs, baseline_label: str, target: float | None) -> None:
+    """Paired A/B requests: time (ms) and the server's CPU (ms) over each, value ÷ baseline per pair, median."""
+    for what, pick in (("time", lambda timed: timed.seconds), ("server CPU", lambda timed: timed.cpu)):
+        ours = {number: pick(timed) * 1000 for number, timed in pairs.value.items()}
+        theirs = {number: pick(timed) * 1000 for number, timed in pairs.baseline.items()}
+        ratios = stats.paired(ours, theirs)
+        results.add(
+            Figure(
+                f"{label}: {what} (ratio ÷ {baseline_label})",
+                stats.median(list(ours.values())) if ours else NOT_MEASURED,
+                "ms",
+                stats.median(list(theirs.values())) if theirs else None,
+                baseline_label,
+                Target("ratio", "<=", target) if target is not None else None,
+                list(ours.values()),
+                paired_ratio=ratios.median,
+            )
+        )
+        if ratios.ratios:
+            results.details.append(
+                f"{label}, {what}: {ratios.listed()} (each pair's ratio; the table shows their median)"
+            )
+
+
+def growth(results: Results, added: Pairs, size: int, large: Pairs | None, large_size: int) -> None:
+    growth_pairs(
+        results,
+        f"adding {size:,} steps in one call",
+        added,
+        f"creating a {size:,}-step workflow",
+        ADD_TARGET if size == 1000 else None,
+    )
+    if large is not None:
+        growth_pairs(
+            results,
+            f"adding {ADDED_TO_LARGE} steps to a {large_size:,}-step workflow",
+            large,
+            "to a 10-step one",
+            LARGE_TARGET if large_size >= 5000 else None,
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import socket
 import tempfile
@@ -14,11 +15,19 @@ import pytest
 from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres import schema as pgschema
 
+from bench import typescript_build
 from tests import pg
 
 pytest_plugins = ["tests.inprocess"]
 
 _embedded = ExitStack()
+TYPESCRIPT_SDK = Path(__file__).resolve().parents[1] / "sdks" / "typescript"
+DIST_LOCK = Path(tempfile.gettempdir()) / (
+    f"queueflow-typescript-dist-{hashlib.sha1(str(TYPESCRIPT_SDK).encode()).hexdigest()[:12]}.lock"
+)
+"""`_typescript_dist`'s lock: one per checkout (every worktree on a machine has a dist of its own to guard)."""
+BUILD_LOCK = DIST_LOCK.with_suffix(".build.lock")
+"""Held by the one reader that builds a stale dist (`_typescript_dist`)."""
 
 SLOW_FIRST = {
     "test_schemathesis_finds_no_issue_against_a_live_server",
@@ -29,18 +38,30 @@ SLOW_FIRST = {
     "test_the_previous_python_sdk_suite_passes_against_todays_server",
     "test_the_previous_typescript_suite_passes_against_todays_server",
     "test_todays_typescript_suite_passes_against_the_previous_server",
+    "test_todays_python_sdk_live_tests_pass_against_the_previous_server",
+    "test_worker_routes_keep_the_spec",
+    "test_a_rolling_upgrade_runs_every_job_once_with_no_5xx",
+    "test_more_than_10000_steps_are_rejected_and_10000_are_accepted",
 }
-"""Tests of half a minute or more (by name, so that moving one keeps it here). Under `make test`'s workers they
-start first, one per free worker, rather than last, alone, behind the hundreds of quick ones."""
+"""Tests of half a minute or more (by name, so that moving one keeps it here; tests/unit/test_slow_first.py checks
+that each still exists). Under `make test`'s workers they start first, one per free worker, rather than last,
+alone, behind the hundreds of quick ones."""
 
-SHARES_TYPESCRIPT_DIST = {
+BUILDS_TYPESCRIPT_DIST = {
     "test_typescript_sdk",
-    "test_every_scenario_runs_in_the_smoke_profile",
-    "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
     "test_todays_typescript_suite_passes_against_the_previous_server",
 }
-"""Tests that build sdks/typescript/dist (`npm run build` rewrites its files in place, and `npm pack` again) or
-start workers from it: one after the other (`_typescript_dist`), so that none loads a half-written file."""
+"""Tests that write sdks/typescript/dist while they run (their suite's package test runs `npm pack`, whose prepack
+compiles dist again in place): each holds the dist lock alone (`_typescript_dist`)."""
+
+RUNS_TYPESCRIPT_DIST = {
+    "test_every_scenario_runs_in_the_smoke_profile",
+    "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
+}
+"""Tests that start TypeScript workers from sdks/typescript/dist: they share the dist lock, so they run side by side
+(each used to build dist again, and so waited for the other), but never beside one that writes dist."""
+
+SHARES_TYPESCRIPT_DIST = BUILDS_TYPESCRIPT_DIST | RUNS_TYPESCRIPT_DIST
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,14 +94,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _typescript_dist(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The tests that share sdks/typescript/dist hold one lock on it while they run, whichever worker runs them
+    """The tests that use sdks/typescript/dist hold a lock on it while they run, whichever worker runs them
     (`xdist_group` marks did not keep them on one worker under --dist loadgroup here: checked with two marked
-    tests, which ran on two workers)."""
-    if getattr(request.node, "originalname", request.node.name) not in SHARES_TYPESCRIPT_DIST:
+    tests, which ran on two workers): a writer alone; the others together, once one of them has built dist if a
+    source changed since its last build (`typescript_build`: after it, their own builds find nothing to do)."""
+    name = getattr(request.node, "originalname", request.node.name)
+    if name not in SHARES_TYPESCRIPT_DIST:
         yield
         return
-    with (Path(tempfile.gettempdir()) / "queueflow-typescript-dist.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with DIST_LOCK.open("w") as lock:  # released when the file closes
+        if name in BUILDS_TYPESCRIPT_DIST:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+            return
+        # A reader checks under the shared lock, so that it never waits on another reader. When dist is stale, one
+        # reader at a time (the build lock) builds it under the exclusive lock; a reader that found it stale too
+        # waits for that build, not for the builder's whole test, and finds nothing left to build.
+        while True:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            if not (TYPESCRIPT_SDK / "node_modules").is_dir() or not typescript_build.stale(TYPESCRIPT_SDK):
+                break
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            with BUILD_LOCK.open("w") as building:
+                fcntl.flock(building, fcntl.LOCK_EX)
+                if typescript_build.stale(TYPESCRIPT_SDK):
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    typescript_build.build(TYPESCRIPT_SDK)
+                    fcntl.flock(lock, fcntl.LOCK_UN)
         yield
 
 

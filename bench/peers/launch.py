@@ -110,6 +110,18 @@ class PeerSession:
                 await process.wait()
 
 
+PGQUEUER_SHAPE = (2, 500)
+"""PgQueuer's drain shape, processes × batch: its best of 1/2/4 × 10/100/500 on the 2-core machine (issue 32; the
+sweep of 2026-12-04, 20,000 jobs, 3 alternating repetitions, load ≈ 19, medians in jobs/s: 1×10 409, 1×100 2,522,
+1×500 2,907, 2×10 944, 2×100 3,037, 2×500 3,686, 4×10 1,387, 4×100 3,100, 4×500 3,429 — 2 × 500 ahead, 2 × 100 and
+4 × 100/500 within the noise behind it, batch 10 far behind; the earlier 2 × 100 came from an earlier sweep)."""
+
+
+def pgqueuer_shape() -> str:
+    processes, batch = PGQUEUER_SHAPE
+    return f"{processes} processes × batch {batch}"
+
+
 async def pgqueuer(url: str, jobs: int, repetitions: int) -> dict[str, list[float]]:
     """PgQueuer's enqueue and drain rates on the database at `url` (its tables are made on first use and emptied
     before each repetition). The bench runs one repetition at a time, in the rotation of the QueueFlow workers'
@@ -121,9 +133,9 @@ async def pgqueuer(url: str, jobs: int, repetitions: int) -> dict[str, list[floa
         "--jobs",
         str(jobs),
         "--processes",
-        "2",
+        str(PGQUEUER_SHAPE[0]),
         "--batch",
-        "100",
+        str(PGQUEUER_SHAPE[1]),
         "--repetitions",
         str(repetitions),
     )

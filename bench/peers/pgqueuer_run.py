@@ -1,5 +1,6 @@
 """PgQueuer on its own database: enqueue rows/s (4 connections, 1,000 jobs a call) and drain jobs/s (no-op jobs,
-N processes × batch B, its best shape on 2 cores). Run by bench/.peers-venv's Python; prints one JSON line.
+N processes × batch B; the bench gives it its best shape, bench/peers/launch.py PGQUEUER_SHAPE). Run by
+bench/.peers-venv's Python; prints one JSON line.
 
     pgqueuer_run.py DATABASE_URL --jobs 50000 --processes 2 --batch 100 --repetitions 3
 

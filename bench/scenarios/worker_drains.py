@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import typescript_build
 from bench.database import BenchDatabase
 from bench.server import ROOT, WORKER_KEY, QueueFlowServer, process_cpu_seconds, process_peak_rss, reset_peak_rss
 
@@ -78,7 +79,7 @@ class DrainRun:
 
 
 def build_ts() -> None:
-    subprocess.run(["npm", "run", "build"], cwd=TS_SDK, check=True, stdout=subprocess.DEVNULL)
+    typescript_build.build(TS_SDK)
 
 
 class WorkerProcess:

@@ -6,7 +6,8 @@ A run creates its workflows through the API (one `POST /v1/workflows` each, on 4
 from the first request until no workflow of the run is `running` (read from the database every 5 ms by primary key,
 as the worker drains read theirs). Each run also records the server's CPU time (utime + stime) and the
 steps the janitor healed meanwhile (its log line "healed N workflow steps"). DBOS runs the same shapes
-(bench/peers/dbos_run.py).
+(bench/peers/dbos_run.py). Before each run, its side's database is vacuumed (`BenchDatabase.vacuum_all`), so
+that no shape measures the dead rows of the one before it.
 
 A shape over the server's step limit is answered 400 at creation: `NotRun`, reported as "not run", as is a run
 past its time bound (its workflows are cancelled, so that they do not weigh on what runs next).

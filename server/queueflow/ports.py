@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
-from queueflow.core.growth import Growth
+from queueflow.core.growth import Growth, GrowthView, Needs
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
     JSON,
@@ -50,6 +50,23 @@ class WorkSignal(Protocol):
 
     def finished(self, object_id: str) -> None:
         """The job or workflow `object_id` finished (PostgreSQL tells through `queueflow_done`)."""
+        ...
+
+
+@runtime_checkable
+class EchoSignal(WorkSignal, Protocol):
+    """A `WorkSignal` that knows the NOTIFYs of this process's own commits when they come back (the server's hub,
+    `runtime.wakeups.Wakeups`): the PostgreSQL store says which queues a commit announces before it commits, and
+    keeps the backend pids of its sessions, so that those echoes wake nobody a second time."""
+
+    own_backends: set[int]
+
+    def expect_echoes(self, queues: Iterable[str]) -> None:
+        """A commit about to be made announces `queues`."""
+        ...
+
+    def withdraw_echoes(self, queues: Iterable[str]) -> None:
+        """That commit failed."""
         ...
 
 
@@ -128,17 +145,20 @@ class WorkflowStore(Protocol):
         self,
         job_id: str,
         scope: str | None,
-        decide: Callable[[Job | None, Workflow | None], Growth],
+        needs: Needs,
+        decide: Callable[[Job | None, GrowthView | None], Growth],
         new_job: NewStepJob,
         now: datetime,
     ) -> Workflow:
         """A running step's job adds steps to its workflow, in one transaction: the job read (of tenant `scope`,
-        if given) and held FOR SHARE (its completion waits for this to commit), its workflow locked exclusively
-        and read, `decide` called on them (None where missing), then `growth.added` inserted (pending),
-        `growth.rewired` rows' depends_on, dependents and remaining written, and `advance.settle` of the grown
-        workflow recorded as `workflow_advance` records it (ready new steps enqueued with a job, or waiting).
-        An error raised by `decide` propagates as raised, and nothing is written. Returns the workflow as
-        recorded."""
+        if given) and held FOR SHARE (its completion waits for this to commit), its workflow locked exclusively,
+        the `GrowthView` of it that `needs` names read (what the addition touches, not every step: its cost is
+        what it adds), `decide` called on them (None where missing), then `growth.added` inserted,
+        `growth.rewired` rows' depends_on, dependents and remaining written, `growth.transition` recorded on them
+        as `advance.record` records it (ready new steps enqueued with a job, waiting, or skipped), and the new
+        steps counted in the workflow's counters. An error raised by `decide` propagates as raised, and nothing
+        is written. Returns the workflow as recorded, with the steps of its view (all of them, for a store that
+        holds them anyway)."""
         ...
 
     async def workflow_signal(

@@ -186,6 +186,12 @@ def database(settings: Settings) -> Iterator[str]:
         yield url
 
 
+def _wakeups(settings: Settings) -> Wakeups:
+    """The process's wake-up hub. With `--listen-database-url` the store's sessions go through a pooler, whose
+    backend pids are not theirs: the echoes of this process's own commits cannot be told apart there."""
+    return Wakeups(own_echoes=settings.listen_database_url is None)
+
+
 def _open_store(url: str, wakeups: Wakeups, settings: Settings) -> Store:
     if url == MEMORY_URL:
         from queueflow.stores.memory import InMemoryJobStore
@@ -257,7 +263,7 @@ def _run_http(
 
     from queueflow.api import create_app
 
-    wakeups = Wakeups()
+    wakeups = _wakeups(settings)
     store = _open_store(url, wakeups, settings)
 
     @asynccontextmanager
@@ -317,7 +323,7 @@ async def _run_worker(settings: Settings, url: str, tasks: TaskRunner | None) ->
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    wakeups = Wakeups()
+    wakeups = _wakeups(settings)
     async with _runtime(settings, url, _open_store(url, wakeups, settings), wakeups, tasks):
         await stop.wait()
     log.info("queueflow worker stopped")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from tests.chaos.ledger import Ledger
+from tests.chaos.load import ADDED
 from tests.chaos.tasks import OVERRUN, draw, ends_the_job
 
 TERMINAL = ("completed", "dead_letter", "cancelled")
@@ -71,6 +72,18 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
             " FROM queueflow.jobs"
         )
         workflows = await connection.fetch("SELECT id, status FROM queueflow.workflows")
+        step_jobs = await connection.fetch(
+            "SELECT workflow_id, workflow_step_id, count(*) AS n FROM queueflow.jobs WHERE workflow_id IS NOT NULL"
+            " GROUP BY 1, 2 HAVING count(*) > 1"
+        )
+        added = dict(
+            await connection.fetch(
+                "SELECT workflow_id, count(*) FROM queueflow.workflow_steps WHERE added_by = 'g' GROUP BY 1"
+            )
+        )
+        waits = dict(
+            await connection.fetch("SELECT workflow_id, status FROM queueflow.workflow_steps WHERE name = 'w'")
+        )
         cron = await connection.fetch(
             "SELECT tenant_id, metadata->>'schedule' AS schedule, metadata->>'occurrence' AS occurrence, count(*) AS n"
             " FROM queueflow.jobs WHERE metadata ? 'schedule' GROUP BY 1, 2, 3"
@@ -130,6 +143,17 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     out.executions = sum(executions.values())
     out.duplicate_executions = duplicate_executions(ledger)
     out.retries_by_stops = retries_by_stops(jobs, failed, overran)
+
+    # Workflows that grow and wait (issue 31): every step added once and run by one job, every signal the driver
+    # had answered acted on (its wait completed, not timed out), each growing workflow with all its added steps.
+    out.require(not step_jobs, f"{len(step_jobs)} workflow steps ran as more than one job: {_sample(step_jobs)}")
+    signalled = {
+        str(workflow_id) for (workflow_id,) in ledger.rows("SELECT job_id FROM enqueued WHERE kind = 'signal'")
+    }
+    lost = [workflow_id for workflow_id in signalled if waits.get(workflow_id) != "completed"]
+    out.require(not lost, f"{len(lost)} signals answered but not acted on: {_sample(lost)}")
+    short = [workflow_id for workflow_id in signalled if added.get(workflow_id) != len(ADDED)]
+    out.require(not short, f"{len(short)} growing workflows without all their added steps: {_sample(short)}")
 
     out.workflows = len(workflows)
     out.workflows_unfinished = sum(row["status"] == "running" for row in workflows)

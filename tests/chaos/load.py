@@ -73,8 +73,17 @@ async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random, tas
     return [job["id"] for job in body["jobs"]]
 
 
+GROWING_EVERY = 4
+"""Every fourth workflow grows and waits (`create_growing`) instead of being a diamond."""
+ADDED = ("m0", "m1", "m2")
+SIGNAL = "go"
+
+
 async def create_workflow(api: Api, n: int) -> str:
-    """A diamond a → (b, c) → d, with each failure policy somewhere in it."""
+    """A diamond a → (b, c) → d, with each failure policy somewhere in it; or, every GROWING_EVERY, a workflow
+    that grows and waits."""
+    if n % GROWING_EVERY == GROWING_EVERY - 1:
+        return await create_growing(api, n)
     step = {"task_name": "chaos", "queue_name": QUEUES[n % len(QUEUES)], **POLICY}
     steps = [
         {"name": "a", **step, "on_failure": "continue"},
@@ -85,6 +94,35 @@ async def create_workflow(api: Api, n: int) -> str:
     body = {"name": f"diamond-{n}", "steps": steps}
     workflow = await api.call("POST", "/v1/workflows", TENANTS[n % 2], key=f"wf-{n}", json=body)
     return str(workflow["id"])
+
+
+async def create_growing(api: Api, n: int) -> str:
+    """g (task chaos_grow) adds m0–m2 required by join; w waits for the signal `go` (sent by `send_signal`, early
+    or not) after g; join after g and w. Every failure is `continue`: the workflow always reaches join."""
+    step = {"task_name": "chaos", "queue_name": QUEUES[n % len(QUEUES)], **POLICY, "on_failure": "continue"}
+    added = [{"name": name, **step, "required_by": ["join"]} for name in ADDED]
+    steps = [
+        {"name": "g", **step, "task_name": "chaos_grow", "payload": {"add": added}},
+        {
+            "name": "w",
+            "depends_on": ["g"],
+            "wait": {"signal": SIGNAL, "timeout_seconds": 300},
+            "on_failure": "continue",
+        },
+        {"name": "join", **step, "depends_on": ["g", "w"]},
+    ]
+    body = {"name": f"growing-{n}", "steps": steps}
+    workflow = await api.call("POST", "/v1/workflows", TENANTS[n % 2], key=f"wf-{n}", json=body)
+    return str(workflow["id"])
+
+
+async def send_signal(api: Api, n: int, workflow_id: str) -> None:
+    """The signal the growing workflow `n` waits for; a retry whose first attempt landed finds it delivered."""
+    try:
+        await api.call("POST", f"/v1/workflows/{workflow_id}/signals/{SIGNAL}", TENANTS[n % 2], json={"payload": n})
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code != 409:
+            raise
 
 
 async def create_schedules(api: Api, count: int) -> None:

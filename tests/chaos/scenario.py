@@ -31,7 +31,17 @@ from tests.chaos import cluster, vacuum
 from tests.chaos.checks import Outcome, check
 from tests.chaos.ledger import Ledger
 from tests.chaos.ledger import now as ledger_now
-from tests.chaos.load import CRON_QUEUE, QUEUES, Api, create_schedules, create_workflow, delete_schedules, enqueue_jobs
+from tests.chaos.load import (
+    CRON_QUEUE,
+    GROWING_EVERY,
+    QUEUES,
+    Api,
+    create_schedules,
+    create_workflow,
+    delete_schedules,
+    enqueue_jobs,
+    send_signal,
+)
 
 LEASE_SECONDS = 2.0
 TIMING = ("--janitor-interval", "0.5", "--safety-poll", "1", "--scheduler-interval", "0.5")
@@ -347,7 +357,11 @@ async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random, 
         ids = await enqueue_jobs(api, start, min(BATCH, profile.jobs - start), rng, task_ms)
         ledger.enqueued(ids, "job")
         for _ in range(min(workflows_per_batch, profile.workflows - made)):
-            ledger.enqueued([await create_workflow(api, made)], "workflow")
+            workflow_id = await create_workflow(api, made)
+            ledger.enqueued([workflow_id], "workflow")
+            if made % GROWING_EVERY == GROWING_EVERY - 1:
+                await send_signal(api, made, workflow_id)
+                ledger.enqueued([workflow_id], "signal")
             made += 1
         await asyncio.sleep(pause)  # the pace of the load, not a wait for a condition
 

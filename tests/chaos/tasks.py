@@ -79,3 +79,12 @@ async def chaos(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     if roll < 0.15:
         raise Fatal("chaos: failed for good")
     return {"nonce": nonce}
+
+
+@registry.task("chaos_grow")
+async def chaos_grow(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    """A growing workflow's step: adds the steps its payload lists (`add`: the maps its join waits for), then meets
+    the fate `chaos` draws. A later delivery (after a raise, a retry, a lost lease) adds them again: a repeat, which
+    adds nothing twice (`checks`: one job a step)."""
+    await ctx.add_steps(payload["add"])
+    return await chaos(payload, ctx)

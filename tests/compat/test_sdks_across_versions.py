@@ -13,6 +13,7 @@ from pathlib import Path
 
 from queueflow.stores.postgres.url import asyncpg_dsn
 
+from bench import typescript_build
 from tests.compat.previous import ROOT, previous, sdk_venv, server_venv, tree
 
 TODAY_BIN = Path(sys.executable).parent
@@ -47,7 +48,7 @@ def typescript_suite(
     assert shutil.which("npm"), "Node 20+ and npm are needed for the TypeScript SDK"
     if not (package / "node_modules" / ".package-lock.json").exists():
         run(["npm", "ci", "--no-audit", "--no-fund"], package, 300)
-    run(["npm", "run", "build"], package, 120)
+    typescript_build.build(package, timeout=120)
     files = sorted(
         str(path.relative_to(package))
         for path in (package / "dist-test" / "test").glob("*.test.js")

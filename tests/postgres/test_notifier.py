@@ -109,3 +109,45 @@ async def test_the_notifier_stops_cleanly_while_it_cannot_connect() -> None:
     await notifier.stop()
     assert not notifier.running
     assert not notifier.listening.is_set()
+
+
+async def test_the_echo_of_a_process_own_insert_wakes_nobody_but_another_process_insert_does(
+    postgres_url: str,
+) -> None:
+    """The store wakes its process's waiters itself after the commit; the NOTIFY of that commit, when it comes back
+    to the same process, is an echo and wakes nobody a second time (an in-process runner claimed again for it and
+    found nothing). Another process's insert into the same queue, or this process's release (which announces
+    nothing locally), wakes as ever."""
+    await pg.empty(postgres_url)
+    wakeups = Wakeups()
+    async with (
+        PostgresJobStore.from_url(postgres_url, pool_size=2, wakeups=wakeups) as store,
+        Notifier(postgres_url, wakeups, safety_poll=60) as notifier,
+        pg.connect(postgres_url) as other,
+    ):
+        await asyncio.wait_for(notifier.listening.wait(), PATIENCE)
+        engine = engine_on(store, TestClock(START))
+
+        async def settled() -> None:
+            # Notifications come in commit order: once another session's marker is heard, every notification
+            # of an earlier commit (the echo) has been handled.
+            marker = await parked(wakeups, ["marker"])
+            await other.execute("SELECT pg_notify('queueflow_work', 'marker')")
+            assert await marker
+
+        before = wakeups.notices
+        await engine.enqueue(T, NewJob(task_name="send", queue_name="mail"))
+        await settled()
+        # The store's own wake-up after the commit, and the marker: the insert's echo woke nobody.
+        assert wakeups.notices - before == 2, "the echo of the process's own insert woke its waiters again"
+        assert wakeups.own_backends, "the pool's sessions are known by their backend pids"
+
+        second = await parked(wakeups, ["mail"])
+        await other.execute("SELECT pg_notify('queueflow_work', 'mail')")  # another process's announcement
+        assert await second
+
+        (held,) = await engine.lease(["mail"])
+        third = await parked(wakeups, ["mail"])
+        (released,) = await engine.release([HeldLease(held.id, held.lease_token or "")])
+        assert released.outcome is AckOutcome.OK
+        assert await third  # this process's release announces through PostgreSQL only

@@ -10,13 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from queueflow.core.errors import StoreUnavailable, ValidationError
+from queueflow.core.errors import LeaseLost, StoreUnavailable, ValidationError
 from queueflow.core.types import Job, NewJob
 from queueflow.core.workflow import NewStep, NewWorkflow
 from queueflow.engine import Engine
 from queueflow.runtime.inprocess import EngineSource, InProcessWorker, load_runner
 from queueflow.settings import Settings, SettingsError
 from queueflow_client import JobContext, TaskRegistry, steps
+from queueflow_client import errors as sdk_errors
 from queueflow_worker import Outcome
 
 from tests.inprocess import WatchedWakeups
@@ -219,8 +220,8 @@ async def test_the_in_process_runner_adds_steps_as_the_route_does(engine: Engine
         seen.append([(step.name, str(step.status), step.added_by) for step in await ctx.add_steps(maps)])
         try:
             await ctx.add_steps([steps.task("bad", "t", depends_on=["nowhere"])])
-        except ValidationError as exc:  # the route's rules and error, in-process: the server's own class
-            seen.append(exc.detail)
+        except sdk_errors.ValidationError as exc:  # the route's rules, and the SDK's class, as over HTTP
+            seen.append((exc.status, exc.code, [error.field for error in exc.errors], exc.detail))
         return 2
 
     @tasks.task("square")
@@ -243,7 +244,47 @@ async def test_the_in_process_runner_adds_steps_as_the_route_does(engine: Engine
     done = await engine.get_workflow("default", workflow.id)
     assert (done.status, done.context["reduce"]) == ("completed", 13)
     assert seen[0] == [("map_0", "enqueued", "split"), ("map_1", "enqueued", "split")]
-    assert "nowhere" in seen[1]
+    status, code, fields, detail = seen[1]
+    assert (status, code, fields) == (400, "validation_error", ["steps.0.depends_on.0"])
+    assert "nowhere" in detail
+
+
+async def test_the_in_process_runners_add_steps_raises_the_sdks_lease_lost(
+    engine: Engine, wakeups: WatchedWakeups
+) -> None:
+    # The step's job is cancelled under the task (its workflow cancelled): adding steps then is lease_lost, which a
+    # task running under the SDK's Worker sees as LeaseLostError; in-process it was the server's LeaseLost.
+    tasks, seen, ids = TaskRegistry(), asyncio.Queue[BaseException](), []
+
+    @tasks.task("split")
+    async def split(payload: dict[str, Any], ctx: JobContext) -> None:
+        await engine.cancel_workflow("default", ids[0])
+        try:
+            await ctx.add_steps([steps.task("late", "split")])
+        except BaseException as exc:
+            await seen.put(exc)
+
+    workflow, _ = await engine.create_workflow(
+        "default", NewWorkflow(name="cut", steps=[NewStep(name="split", task_name="split")])
+    )
+    ids.append(workflow.id)
+    async with InProcessWorker(engine, wakeups, tasks, queues=["default"], poll=60):
+        raised = await asyncio.wait_for(seen.get(), 5)
+    assert isinstance(raised, sdk_errors.LeaseLostError), raised
+    assert (raised.status, raised.code) == (409, "lease_lost")
+    assert [step.name for step in (await engine.get_workflow("default", workflow.id)).steps] == ["split"]
+
+
+async def test_a_runner_without_refused_sees_the_servers_errors(engine: Engine, wakeups: WatchedWakeups) -> None:
+    # queueflow_worker's TaskRunner does not require `refused` (ports.RefusingRunner): such a runner gets the
+    # source's own errors.
+    source = EngineSource(engine, wakeups, ["default"], lease_seconds=30, poll=60)
+    await engine.create_workflow("default", NewWorkflow(name="w", steps=[NewStep(name="a", task_name="t")]))
+    job = (await source.lease(1))[0]
+    with pytest.raises(LeaseLost):
+        await source.add_steps(job.id, "not-the-token", [{"name": "b", "task_name": "t"}])
+    with pytest.raises(ValidationError):
+        await source.add_steps(job.id, job.lease_token or "", [{"name": "b", "task_name": "t", "depends_on": ["x"]}])
 
 
 async def test_an_ack_through_a_database_blip_is_made_again(engine: Engine, wakeups: WatchedWakeups) -> None:

@@ -216,7 +216,8 @@ async def test_a_global_tracer_provider_set_after_the_registry_traces_untraced_j
 ) -> None:
     provider, exporter = spans
     tasks = current_span_registry()  # made before the provider is set, as a worker's registry at import time is
-    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    # What trace.set_tracer_provider does (allowed once a process, so not called here): the api's global is set.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
     seen = await run_seen(tasks, TracedJob("seen"))
     (task,) = named(list(exporter.get_finished_spans()), "queueflow.task seen")
     assert task.context is not None

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from queueflow.stores.postgres.url import asyncpg_dsn
 
+from bench import typescript_build
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 SDK = ROOT / "sdks" / "typescript"
 
@@ -46,5 +48,5 @@ def test_typescript_sdk(postgres_url: str) -> None:
     if modules_outdated():
         check(npm("ci", "--no-audit", "--no-fund", timeout=300))
         (SDK / "node_modules" / ".package-lock.json").touch()
-    check(npm("run", "build", timeout=120))
+    typescript_build.build(SDK, timeout=120)
     check(npm("test", timeout=240, database_url=asyncpg_dsn(postgres_url)))

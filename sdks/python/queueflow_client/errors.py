@@ -21,6 +21,7 @@ Any other status raises `APIError` itself.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +131,15 @@ _BY_STATUS: dict[int, type[APIError]] = {
     503: UnavailableError,
 }
 _BY_CODE: dict[str, type[APIError]] = {"lease_lost": LeaseLostError, "invalid_state": InvalidStateError}
+
+
+def error_from_problem(status: int, code: str | None, detail: str, errors: Sequence[tuple[str, str]] = ()) -> APIError:
+    """The exception for a problem known by its parts (status, `code`, detail, (field, message) pairs), as
+    `error_from_response` makes it from a response: the server's in-process runner refuses `ctx.add_steps` so."""
+    cls = (_BY_CODE.get(code) if code else None) or _BY_STATUS.get(status, APIError)
+    fields = tuple(FieldError(field, message) for field, message in errors)
+    body = {"status": status, "code": code, "detail": detail, "errors": [{"field": f, "message": m} for f, m in errors]}
+    return cls(status, code, detail, fields, body=body)
 
 
 def error_from_response(status: int, content: bytes) -> APIError:

@@ -15,10 +15,11 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
 
+from queueflow_worker.host import LoopHost
 from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import Outcome
-from queueflow_worker.ports import Clock, LeaseSource, TaskRunner
-from queueflow_worker.retries import LeaseHorizon, persist
+from queueflow_worker.ports import TaskRunner
+from queueflow_worker.retries import persist
 from queueflow_worker.timing import MAX_BATCH
 
 __all__ = ["ACK_BATCHES_KEPT", "Acks"]
@@ -27,14 +28,10 @@ ACK_BATCHES_KEPT = 1000
 """How many of the latest ack sizes `Acks.batches` keeps."""
 
 
-class Host(Protocol):
+class Host(LoopHost, Protocol):
     """What the acks need of their `WorkerLoop`."""
 
-    name: str
-    source: LeaseSource
     tasks: TaskRunner
-    clock: Clock
-    horizon: LeaseHorizon
     abandon: asyncio.Event
 
     def transient(self, exc: Exception) -> bool: ...
@@ -45,7 +42,6 @@ class Host(Protocol):
     def capacity(self) -> int: ...
     @property
     def stopping(self) -> bool: ...
-    def is_fatal(self, exc: Exception) -> bool: ...
     def offer_room(self) -> None: ...
     def settled(self, job_id: str, token: str) -> None: ...
 

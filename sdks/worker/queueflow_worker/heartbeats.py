@@ -12,30 +12,24 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from queueflow_worker.context import AddedStep
+from queueflow_worker.host import LoopHost
 from queueflow_worker.joblog import log
-from queueflow_worker.ports import Clock, LeaseSource
-from queueflow_worker.retries import LeaseHorizon
 from queueflow_worker.timing import MAX_BATCH, Held, first
 
 __all__ = ["JobLease", "run"]
 
 
-class Host(Protocol):
+class Host(LoopHost, Protocol):
     """What the heartbeats need of their `WorkerLoop`."""
 
-    name: str
-    source: LeaseSource
-    clock: Clock
     heartbeat_every: float
     lease_seconds: float
     beat_now: asyncio.Event
     leases: dict[str, str]
-    horizon: LeaseHorizon
 
     @property
     def waiting(self) -> Iterable[Held]: ...
 
-    def is_fatal(self, exc: Exception) -> bool: ...
     def lost(self, job_id: str, token: str) -> None: ...
 
 

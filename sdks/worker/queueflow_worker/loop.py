@@ -2,18 +2,9 @@
 the server's in-process runner (jobs straight from its engine). Each supplies a `LeaseSource` and a `TaskRunner`
 (the SDK's `TaskRegistry`); everything else is here, written once:
 
-- **slots and prefetch**: at most `concurrency` tasks run at once, and more jobs are leased ahead and wait their
-  turn, so a free slot never waits for a round trip. How many: by default as many as the slots get through in two
-  lease round trips (measured: tasks' durations and leases' round trips, averaged; estimated again as each lease
-  answers), at most 1000 — so short tasks are claimed by the hundred and long ones hardly ahead at all (a job
-  waiting here is one another worker cannot take); `prefetch=n` fixes it at n. Either way never more than the
-  slots start within half a lease, or half the shortest timeout lately leased (`timing.Measures.capacity`). A
-  lease asks for many jobs at once and only once half the places are free, so a busy worker sends few, large
-  claims. While the backlog is deep (the last lease came back full), `LEASES_IN_FLIGHT` leases overlap, each asked
-  once a quarter of the places are free: one claim's round trip no longer bounds how fast a worker can take jobs (a
-  single stream of 500-job claims capped the in-process runner at ~10,000 jobs/s, starved for jobs 40% of the time
-  with a core to spare). A source's `lease` must allow that many calls at once; when a lease comes back short, one
-  lease at a time again, so an idle worker parks one.
+- **slots and prefetch** (`leasing.py`): at most `concurrency` tasks run at once, and more jobs are leased ahead
+  and wait their turn, so a free slot never waits for a round trip: as many as the slots get through in two lease
+  round trips (measured), or `prefetch=n`; while the backlog is deep, two leases overlap.
 - **no job started too late**: a held job is never started once its lease, or its deadline less a typical run of
   its task, is within `margin_seconds` — as the worker's own monotonic clock counts them from when it sent the
   lease request (`timing`): it is released instead, at once, for another worker, and no retry is counted. A job
@@ -55,6 +46,7 @@ from queueflow_worker import heartbeats, joblog
 from queueflow_worker.acks import ACK_BATCHES_KEPT, Acks
 from queueflow_worker.context import JobContext
 from queueflow_worker.joblog import log
+from queueflow_worker.leasing import Leasing
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, outcome_of
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
 from queueflow_worker.releases import Releases
@@ -73,8 +65,6 @@ __all__ = [
     "error_text",
 ]
 
-LEASES_IN_FLIGHT = 2
-"""How many leases overlap while the backlog is deep (see the module docstring)."""
 LEASE_ANSWER_WAIT = 2.0
 """How long `stop()` waits for a lease in flight that does not wait for work: a healthy server answers within a
 round trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire);
@@ -160,22 +150,13 @@ class WorkerLoop:
         self.waiting: deque[Held] = deque()
         self._running: dict[asyncio.Task[Any], _Running] = {}
         self.leases: dict[str, str] = {}  # job id → token, for every job held until its outcome is recorded
-        self._room = asyncio.Event()
         self._idle = asyncio.Event()
         self.beat_now = asyncio.Event()
         """Set when a job arrived with less than a heartbeat's period of its lease left: heartbeat now."""
         self.expiry = ExpiryWatch(self.clock, self.measures, lambda: self.waiting, self._release_stale)
         self._stopping = False
-        self._leasing: set[asyncio.Task[None]] = set()
-        """The leases in flight."""
-        self._asked = 0
-        """How many jobs the leases in flight asked for: places taken until they answer."""
-        self._deep = False
-        """Whether a lease came back full since the last overlapping lease was sent: the backlog is deep, so the
-        next lease may overlap one in flight."""
-        self._lease_failed = False
+        self.leasing = Leasing(self)
         self._tasks: list[asyncio.Task[None]] = []
-        self._capacity = self.measures.capacity()
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop `start()` ran on: asyncio.get_running_loop() asks the OS for the process id each time."""
 
@@ -192,31 +173,16 @@ class WorkerLoop:
     @property
     def ahead(self) -> int:
         """How many jobs to hold beyond the running ones now."""
-        return self._capacity - self.concurrency
+        return self.leasing.capacity - self.concurrency
 
     @property
     def capacity(self) -> int:
-        """The most jobs to hold: running and waiting. Estimated anew as each lease is asked for and as it answers,
-        not as each task ends: it is read for every job, and the estimate moves little from one job to the next."""
-        return self._capacity
-
-    def _room_for_lease(self) -> int:
-        """How many jobs to ask for now: 0 until half the places are free (so claims come in batches), or, while
-        the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a quarter."""
-        overlap = LEASES_IN_FLIGHT if self._deep else 1
-        capacity = self._capacity
-        if len(self._leasing) >= overlap or self.acks.unacked >= capacity:
-            # A whole capacity of outcomes waits for its acks (a slow or unreachable store): more jobs would
-            # only wait too, their leases running out, so leasing waits until acks catch up.
-            return 0
-        want = min(capacity - self.held - self._asked, MAX_BATCH)
-        least = max(1, capacity // (2 * overlap))
-        return want if want >= least or (want > 0 and not self.held and not self._asked) else 0
+        """The most jobs to hold: running and waiting (`Leasing.capacity`)."""
+        return self.leasing.capacity
 
     def offer_room(self) -> None:
         """Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free)."""
-        if not self._room.is_set() and self._room_for_lease():
-            self._room.set()
+        self.leasing.offer()
 
     @property
     def _running_loop(self) -> asyncio.AbstractEventLoop:
@@ -248,7 +214,7 @@ class WorkerLoop:
             self.concurrency,
         )
         self._tasks = [
-            asyncio.create_task(self._lease_loop(), name=f"queueflow-{self.name}-lease"),
+            asyncio.create_task(self.leasing.run(), name=f"queueflow-{self.name}-lease"),
             asyncio.create_task(self.acks.run(), name=f"queueflow-{self.name}-acks"),
             asyncio.create_task(heartbeats.run(self), name=f"queueflow-{self.name}-heartbeats"),
             asyncio.create_task(self.expiry.run(), name=f"queueflow-{self.name}-expiry"),
@@ -268,8 +234,7 @@ class WorkerLoop:
         lease_task.add_done_callback(lambda _: answered.set())
         if not await first(answered, self.clock, LEASE_ANSWER_WAIT):
             log.warning("%s: a lease had no answer %g s after the stop: cut", self.name, LEASE_ANSWER_WAIT)
-            for lease in self._leasing:
-                lease.cancel()
+            self.leasing.cut()
         await _settled(lease_task)
         if self._running:
             grace = f" (up to {self.drain_seconds:g} s)" if self.drain_seconds is not None else ""
@@ -298,10 +263,10 @@ class WorkerLoop:
     def _halt(self) -> None:
         """Stop leasing and release every job not started."""
         self._stopping = True
-        self._room.set()
+        self.leasing.wake()
         self.source.interrupt()
         if self.waiting:
-            self._give_back(list(self.waiting), "the worker is stopping")
+            self.give_back(list(self.waiting), "the worker is stopping")
             self.waiting.clear()
             if not self._running:
                 self._idle.set()
@@ -333,7 +298,7 @@ class WorkerLoop:
 
     # ---- giving jobs back ------------------------------------------------------------------------------
 
-    def _give_back(self, held: list[Held], why: str) -> None:
+    def give_back(self, held: list[Held], why: str) -> None:
         self.releases.give_back([(entry.job.id, entry.token) for entry in held], why)
 
     def _release_stale(self) -> None:
@@ -342,71 +307,10 @@ class WorkerLoop:
         stale = [entry for entry in self.waiting if latest(entry) <= now]
         if stale:
             self.waiting = deque(entry for entry in self.waiting if latest(entry) > now)
-            self._give_back(stale, "too close to their leases' end or deadlines to start")
-            self._settle()
+            self.give_back(stale, "too close to their leases' end or deadlines to start")
+            self.settle()
 
-    # ---- leasing ---------------------------------------------------------------------------------------
-
-    async def _lease_loop(self) -> None:
-        try:
-            while not self._stopping:
-                if self._lease_failed:
-                    self._lease_failed = False
-                    self._room.clear()
-                    await first(self._room, self.clock, self.error_pause)
-                    continue
-                self._capacity = self.measures.capacity()  # what the tasks ended since taught, before asking
-                want = self._room_for_lease()
-                if not want:
-                    self._room.clear()
-                    await self._room.wait()
-                    continue
-                if self._leasing:
-                    self._deep = False  # this lease overlaps another: each full answer allows one overlap
-                self._asked += want
-                self._leasing.add(asyncio.create_task(self._lease(want), name=f"queueflow-{self.name}-lease"))
-        finally:
-            # Every lease in flight returns what it claimed (the source was interrupted): those jobs are released.
-            while self._leasing:
-                await asyncio.wait(list(self._leasing))
-
-    async def _lease(self, want: int) -> None:
-        sent = self.clock.now()
-        try:
-            jobs = await self.source.lease(want)
-        except Exception as exc:
-            self._deep = False
-            if not self.is_fatal(exc):
-                log.warning("%s: lease failed (retrying in %.0f s): %s", self.name, self.error_pause, exc)
-                self._lease_failed = True
-            return
-        finally:
-            self._asked -= want
-            self._leasing.discard(asyncio.current_task())
-            self._room.set()
-        answered = self.clock.now()
-        if jobs:
-            self.horizon.answered(answered)
-        self._deep = len(jobs) == want
-        self.measures.lease_answered(answered - sent, list(jobs), full=self._deep)
-        self._capacity = self.measures.capacity()
-        held = [Held.leased(job, sent, self.lease_seconds) for job in jobs]
-        if self._stopping:
-            self._give_back(held, "the worker is stopping")
-            return
-        if not held:
-            return
-        if answered - sent > self.lease_seconds - self.heartbeat_every - self.margin:
-            self.beat_now.set()  # the answer took long (a long-poll): extend these leases now, not a period on
-        for entry in held:
-            self._take(entry)
-        self._settle()
-        if self.waiting:
-            # A job without a deadline may start until its lease's end less the margin, the same for the whole answer.
-            latest = self.measures.latest_start
-            due = min((latest(entry) for entry in held if entry.deadline_until is not None), default=float("inf"))
-            due = min(due, held[0].lease_until - self.margin)
-            self.expiry.taken(due)
+    # ---- the source's errors ---------------------------------------------------------------------------
 
     def transient(self, exc: Exception) -> bool:
         """Whether a repeat of the call that failed with `exc` may get past it."""
@@ -425,7 +329,9 @@ class WorkerLoop:
                 log.error("%s: stopping: %s", self.name, exc)
         return True
 
-    def _take(self, entry: Held) -> None:
+    # ---- running jobs ----------------------------------------------------------------------------------
+
+    def take(self, entry: Held) -> None:
         job_id, token = entry.job.id, entry.token
         earlier = self.leases.get(job_id)
         if earlier is not None and earlier != token:
@@ -436,7 +342,7 @@ class WorkerLoop:
         self.waiting.append(entry)
         self.peak_held = max(self.peak_held, self.held)
 
-    def _settle(self, now: float | None = None) -> None:
+    def settle(self, now: float | None = None) -> None:
         """Start waiting jobs in free slots — but not one too close to its lease's end or deadline: that is
         released — and tell the expiry watch, the lease loop and a drain what changed. `now`: the clock's time,
         when the caller has just read it (once per job is the loop's busiest path)."""
@@ -451,10 +357,10 @@ class WorkerLoop:
                 else:
                     self._start(entry.job, entry.token, now)
             if stale:
-                self._give_back(stale, "too close to their leases' end or deadlines to start")
+                self.give_back(stale, "too close to their leases' end or deadlines to start")
         if not self.waiting and not self._running:
             self._idle.set()
-        self.offer_room()
+        self.leasing.offer()
 
     def _start(self, job: LeasedDelivery, token: str, now: float) -> None:
         function = self.tasks.function(job.task_name)
@@ -491,7 +397,7 @@ class WorkerLoop:
             self.acks.record(outcome)
             self.measures.task_ran(job.task_name, seconds)
             joblog.finished(self.job_log_level, job, outcome, seconds, work)
-        self._settle(now)
+        self.settle(now)
 
     def settled(self, job_id: str, token: str) -> None:
         """The outcome of this delivery was answered: the job is no longer held."""

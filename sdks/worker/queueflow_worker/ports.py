@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from queueflow_worker.context import AddedStep, Delivery, JobContext, TaskFunction
 from queueflow_worker.outcomes import Outcome
 
-__all__ = ["Clock", "LeaseSource", "LeasedDelivery", "TaskRunner"]
+__all__ = ["Clock", "LeaseSource", "LeasedDelivery", "RefusingRunner", "TaskRunner"]
 
 
 class LeasedDelivery(Delivery, Protocol):
@@ -30,7 +30,7 @@ class LeaseSource(Protocol):
     async def lease(self, max_jobs: int) -> Sequence[LeasedDelivery]:
         """Up to `max_jobs` jobs; when none is claimable, wait a while for work (possibly answering none).
         After `interrupt()` it answers at once, and never loses a job it claimed: what it claims it returns (the
-        loop then releases it). Called up to `loop.LEASES_IN_FLIGHT` times at once."""
+        loop then releases it). Called up to `leasing.LEASES_IN_FLIGHT` times at once."""
         ...
 
     def interrupt(self) -> None:
@@ -83,6 +83,17 @@ class TaskRunner(Protocol):
 
     def recorded(self, outcome: Outcome, *, held: bool) -> None:
         """Called once the source answered an outcome: `held` is False when the lease was lost first."""
+        ...
+
+
+class RefusingRunner(TaskRunner, Protocol):
+    """A `TaskRunner` that also names the error a task sees for a refusal (the SDK's `TaskRegistry` is one): a
+    source that is not HTTP (the server's engine) raises `refused(...)` for what the HTTP route would answer with
+    a problem, so a task catches the same SDK class in-process as over HTTP. Optional: a runner without it sees
+    the source's own errors."""
+
+    def refused(self, status: int, code: str | None, detail: str, errors: Sequence[tuple[str, str]]) -> Exception:
+        """The exception for the problem (status, `code`, detail, (field, message) pairs)."""
         ...
 
 

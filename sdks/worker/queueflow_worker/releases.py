@@ -11,25 +11,20 @@ import asyncio
 from functools import partial
 from typing import Protocol
 
+from queueflow_worker.host import LoopHost
 from queueflow_worker.joblog import log
-from queueflow_worker.ports import Clock, LeaseSource
-from queueflow_worker.retries import LeaseHorizon, persist
+from queueflow_worker.retries import persist
 from queueflow_worker.timing import MAX_BATCH
 
 __all__ = ["Releases"]
 
 
-class Host(Protocol):
+class Host(LoopHost, Protocol):
     """What the releases need of their `WorkerLoop`."""
 
-    name: str
-    source: LeaseSource
-    clock: Clock
-    horizon: LeaseHorizon
     abandon: asyncio.Event
 
     def transient(self, exc: Exception) -> bool: ...
-    def is_fatal(self, exc: Exception) -> bool: ...
     def settled(self, job_id: str, token: str) -> None: ...
 
 

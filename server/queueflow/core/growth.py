@@ -1,8 +1,14 @@
 """Steps added at run time: a running step adds steps to its own workflow (`POST /v1/worker/jobs/{id}/steps`).
 
-`grow` decides on the whole snapshot (read under the workflow's exclusive lock, as any structural change), and
-returns the workflow with the new steps in it and the existing rows they rewire; the store writes those rows and
-then records `advance.settle` of the grown snapshot, which enqueues (or makes wait) every new step that is ready.
+An addition costs what it adds, not what the workflow holds. `grow` decides on a `GrowthView`, read under the
+workflow's exclusive lock (as any structural change): the workflow's head and, of its steps, only those the request
+names (`Needs`: the new names, for repeats and clashes; their `depends_on` and `required_by` targets) and every step
+that depends, directly or not, on a `required_by` target (the only old steps a cycle through the new edges can pass:
+old steps never depend on new ones but through `required_by`), with the workflow's step count and which of the
+request's signal names it holds. It returns the new steps, the existing rows they rewire, and the `Transition` that
+enqueues (or makes wait, or skips) the new steps that are ready; the store writes those rows, records that
+transition, and adds the new steps to the workflow's counters. Nothing else of the workflow changes: its old
+steps' readiness is as it was, and it stays `running` (the adder itself is unfinished).
 
 The rules, in the order they are checked (400 `ValidationError` first, then 409 `InvalidState`, nothing added):
 - each new step as at creation (`workflow.step_errors`); names unique within the request; each `depends_on` an
@@ -24,14 +30,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from queueflow.core.advance import satisfied
+from queueflow.core.advance import Transition, satisfied
 from queueflow.core.dag import find_cycles
 from queueflow.core.definitions import step_definition
 from queueflow.core.errors import FieldError, InvalidState, ValidationError
 from queueflow.core.jsonvalue import same_json
 from queueflow.core.workflow import (
+    FAILED_STEPS,
     MAX_STEPS,
     NewStep,
+    OnFailure,
     Step,
     StepStatus,
     Workflow,
@@ -54,10 +62,60 @@ class Growth:
     """Existing rows whose `depends_on`, `dependents` or `remaining` changed, as they are now."""
     listed: list[str]
     """The request's step names, in its order: the answer lists them as they are once recorded."""
+    transition: Transition
+    """What the new steps' readiness calls for: enqueue, wait or skip the ready ones (`advance.record`)."""
+    step_count: int
+    """The workflow's steps once grown."""
 
 
-def grow(workflow: Workflow, adder: str, steps: Sequence[NewStep]) -> Growth:
-    """Add `steps` (the request of the step `adder`) to the running `workflow`; see the module docstring."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Needs:
+    """What a store reads for an addition (`GrowthView`), from the request alone."""
+
+    names: list[str]
+    """Existing steps to read if they exist: the new names, their `depends_on` and `required_by` targets."""
+    required_by: list[str]
+    """Steps whose dependents, directly or not, are read too."""
+    signals: list[str]
+    """Signal names of the new wait steps: which of them the workflow holds already."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrowthView:
+    """An addition's view of the workflow: `workflow` with only the steps `Needs` named and the dependents of
+    `required_by` targets, in their order; `step_count` the steps it holds in all; `signals_taken` those of the
+    request's signal names that a step of it has."""
+
+    workflow: Workflow
+    step_count: int
+    signals_taken: frozenset[str]
+
+    @classmethod
+    def whole(cls, workflow: Workflow) -> GrowthView:
+        """The view of a whole snapshot (a store that holds it anyway)."""
+        taken = {step.wait.signal for step in workflow.steps if step.wait is not None and step.wait.signal is not None}
+        return cls(workflow=workflow, step_count=len(workflow.steps), signals_taken=frozenset(taken))
+
+
+def needs(steps: Sequence[NewStep]) -> Needs:
+    """What to read for adding `steps` (before they are validated: only the names that can be names)."""
+    names: list[str] = []
+    required_by: list[str] = []
+    signals: list[str] = []
+    for step in steps:
+        names += [step.name] if isinstance(step.name, str) else []
+        for field in (step.depends_on, step.required_by):
+            names += [name for name in field if isinstance(name, str)] if isinstance(field, list | tuple) else []
+        if isinstance(step.required_by, list | tuple):
+            required_by += [name for name in step.required_by if isinstance(name, str)]
+        if step.wait is not None and isinstance(step.wait.signal, str):
+            signals.append(step.wait.signal)
+    return Needs(names=sorted(set(names)), required_by=sorted(set(required_by)), signals=sorted(set(signals)))
+
+
+def grow(view: GrowthView, adder: str, steps: Sequence[NewStep]) -> Growth:
+    """Add `steps` (the request of the step `adder`) to the running workflow of `view`; see the module docstring."""
+    workflow = view.workflow
     if not 1 <= len(steps) <= MAX_ADDED:
         raise ValidationError.of([FieldError(("steps",), f"must hold 1–{MAX_ADDED} steps")])
     existing = {step.name: step for step in workflow.steps}
@@ -69,9 +127,9 @@ def grow(workflow: Workflow, adder: str, steps: Sequence[NewStep]) -> Growth:
         raise ValidationError.of(errors)
     fresh = [step for step in steps if step.name not in existing]
     errors += _cycle_errors(workflow.steps, steps, fresh)
-    taken = {step.wait.signal for step in workflow.steps if step.wait is not None and step.wait.signal is not None}
+    taken = set(view.signals_taken)
     errors += signal_errors([(("steps", i), step) for i, step in enumerate(steps) if step.name not in existing], taken)
-    if len(existing) + len(fresh) > MAX_STEPS:
+    if view.step_count + len(fresh) > MAX_STEPS:
         errors.append(FieldError(("steps",), f"a workflow holds at most {MAX_STEPS} steps"))
     if errors:
         raise ValidationError.of(errors)
@@ -85,7 +143,7 @@ def grow(workflow: Workflow, adder: str, steps: Sequence[NewStep]) -> Growth:
         for name in step.required_by:
             if existing[name].status is not StepStatus.PENDING:
                 raise InvalidState(f"step {name!r} is {existing[name].status}; only a pending step can be required_by")
-    return _grown(workflow, adder, fresh, [step.name for step in steps])
+    return _grown(view, adder, fresh, [step.name for step in steps])
 
 
 def _reference_errors(existing: dict[str, Step], steps: Sequence[NewStep]) -> list[FieldError]:
@@ -119,10 +177,11 @@ def _reference_errors(existing: dict[str, Step], steps: Sequence[NewStep]) -> li
 
 
 def _cycle_errors(old: Sequence[Step], steps: Sequence[NewStep], fresh: Sequence[NewStep]) -> list[FieldError]:
-    """Cycles through the old edges and the new ones (`depends_on`, and `required_by` read backwards)."""
+    """Cycles through the old edges and the new ones (`depends_on`, and `required_by` read backwards). `old` holds
+    every old step a cycle can pass (`GrowthView`); an old edge to a step not read cannot be on one."""
     names = [step.name for step in old] + [step.name for step in fresh]
     position = {name: index for index, name in enumerate(names)}
-    edges: list[list[int]] = [[position[name] for name in step.depends_on] for step in old]
+    edges: list[list[int]] = [[position[name] for name in step.depends_on if name in position] for step in old]
     edges += [[position[name] for name in step.depends_on] for step in fresh]
     for step in fresh:
         for name in step.required_by:
@@ -136,7 +195,8 @@ def _cycle_errors(old: Sequence[Step], steps: Sequence[NewStep], fresh: Sequence
     return errors
 
 
-def _grown(workflow: Workflow, adder: str, fresh: Sequence[NewStep], listed: list[str]) -> Growth:
+def _grown(view: GrowthView, adder: str, fresh: Sequence[NewStep], listed: list[str]) -> Growth:
+    workflow = view.workflow
     rows = {step.name: step for step in workflow.steps}
     satisfied_now = {name for name, step in rows.items() if satisfied(step)}
     dependents: dict[str, list[str]] = {step.name: [] for step in fresh}
@@ -154,7 +214,7 @@ def _grown(workflow: Workflow, adder: str, fresh: Sequence[NewStep], listed: lis
         for name in step.required_by:
             old = rewired.get(name, rows[name])
             rewired[name] = replace(old, depends_on=[*old.depends_on, step.name], remaining=old.remaining + 1)
-    start = len(workflow.steps)
+    start = view.step_count
     added = [
         pending_step(
             workflow.id,
@@ -173,4 +233,38 @@ def _grown(workflow: Workflow, adder: str, fresh: Sequence[NewStep], listed: lis
         added=added,
         rewired=[rewired[step.name] for step in workflow.steps if step.name in rewired],
         listed=listed,
+        transition=_transition(rows, added),
+        step_count=view.step_count + len(added),
     )
+
+
+def _transition(rows: dict[str, Step], added: Sequence[Step]) -> Transition:
+    """The new steps that are ready now: skipped when a dependency was skipped or failed with `skip` (as
+    `advance.settle` skips what is downstream of a skip), else enqueued, or waiting for a wait step, once every
+    dependency is satisfied. Old steps are left as they are: none of them became ready."""
+    new = {step.name: step for step in added}
+    skipped: set[str] = set()
+    changed = True
+    while changed:  # a new step may depend on a new step listed after it
+        changed = False
+        for step in added:
+            if step.name not in skipped and any(
+                name in skipped or (name in rows and _skips(rows[name])) for name in step.depends_on
+            ):
+                skipped.add(step.name)
+                changed = True
+    ready = [
+        step
+        for step in added
+        if step.name not in skipped and all(name not in new and satisfied(rows[name]) for name in step.depends_on)
+    ]
+    return Transition(
+        skip=tuple(step.name for step in added if step.name in skipped),
+        enqueue=tuple(step.name for step in ready if step.wait is None),
+        wait=tuple(step.name for step in ready if step.wait is not None),
+    )
+
+
+def _skips(step: Step) -> bool:
+    """Whether `step`'s dependents are skipped: it was skipped, or failed with `on_failure=skip`."""
+    return step.status is StepStatus.SKIPPED or (step.status in FAILED_STEPS and step.on_failure is OnFailure.SKIP)

@@ -37,7 +37,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, wait_report
-from queueflow.core.growth import Growth, grow
+from queueflow.core.growth import Growth, GrowthView, grow, needs
 from queueflow.core.ids import new_id
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
 from queueflow.core.lifecycle import holds_lease, pending_job
@@ -198,19 +198,19 @@ class Workflows:
         workflow."""
         now = self.clock.now()
 
-        def decide(job: Job | None, workflow: Workflow | None) -> Growth:
+        def decide(job: Job | None, view: GrowthView | None) -> Growth:
             if job is None:
                 raise NotFound(f"no job {job_id}")
             if not holds_lease(job, lease_token, now):
                 raise LeaseLost(f"job {job_id}: this lease token does not hold it (stale, expired or finished)")
-            if workflow is None or job.workflow_step_id is None:
+            if view is None or job.workflow_step_id is None:
                 raise InvalidState(f"job {job_id} is not a workflow step")
-            if workflow.status is not WorkflowStatus.RUNNING:
-                raise InvalidState(f"workflow {workflow.id} is {workflow.status}")
-            return grow(workflow, job.workflow_step_id, steps)
+            if view.workflow.status is not WorkflowStatus.RUNNING:
+                raise InvalidState(f"workflow {view.workflow.id} is {view.workflow.status}")
+            return grow(view, job.workflow_step_id, steps)
 
         recorded: Workflow | None = await self.store.workflow_add_steps(
-            job_id, scope, decide, self._step_job_maker(now), now
+            job_id, scope, needs(steps), decide, self._step_job_maker(now), now
         )
         if recorded is not None and (due := due_waits(recorded, now)):
             await self._end_due(due)

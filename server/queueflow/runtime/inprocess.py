@@ -22,7 +22,7 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,8 +31,9 @@ from typing import Any
 import msgspec
 
 from queueflow.api.body import decode_strict
+from queueflow.api.problems import PROBLEMS
 from queueflow.api.schemas.workflows import AddStepsRequest
-from queueflow.core.errors import StoreUnavailable
+from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
 from queueflow.core.workflow import Step
 from queueflow.engine import Engine
@@ -66,6 +67,10 @@ def load_runner(spec: str) -> TaskRunner:
     return runner
 
 
+Refusal = Callable[[int, "str | None", str, Sequence[tuple[str, str]]], Exception]
+"""(status, code, detail, (field, message) pairs) → the exception a task sees (`RefusingRunner.refused`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Kept:
     armed: ExitStack
@@ -87,8 +92,12 @@ class EngineSource:
         lease_seconds: float,
         poll: float,
         task_names: Sequence[str] | None = None,
+        refused: Refusal | None = None,
     ) -> None:
         self.engine = engine
+        self.refused = refused
+        """The runner's error for a refusal (`queueflow_worker.ports.RefusingRunner`): what a task's
+        `ctx.add_steps` raises in-process, the SDK's class as over HTTP. None: the server's own errors."""
         self.task_names = list(task_names) if task_names else None
         """Only jobs of these tasks are claimed (the registry's); None: any."""
         self.wakeups = wakeups
@@ -199,9 +208,21 @@ class EngineSource:
     async def add_steps(self, job_id: str, token: str, steps: list[dict[str, Any]]) -> list[Step]:
         """`ctx.add_steps` in-process: the steps read as `POST /v1/worker/jobs/{id}/steps` reads its body (the same
         rules, the same ValidationError), then added through the engine under the job's lease."""
-        raw = msgspec.json.encode({"lease_token": token, "steps": steps})
-        request = decode_strict(raw, AddStepsRequest)
-        return list(await self.engine.workflows.add_steps(job_id, token, request.to_domain(), None))
+        try:
+            raw = msgspec.json.encode({"lease_token": token, "steps": steps})
+            request = decode_strict(raw, AddStepsRequest)
+            return list(await self.engine.workflows.add_steps(job_id, token, request.to_domain(), None))
+        except QueueFlowError as exc:
+            if self.refused is None:
+                raise
+            raise self._refusal(exc) from exc
+
+    def _refusal(self, exc: QueueFlowError) -> Exception:
+        """`exc` as the HTTP route answers it (`api.problems`), turned into the runner's error."""
+        assert self.refused is not None
+        status, code = next(PROBLEMS[kind] for kind in type(exc).__mro__ if kind in PROBLEMS)
+        errors = [(error.field, error.message) for error in exc.errors] if isinstance(exc, ValidationError) else []
+        return self.refused(status, code, exc.detail, errors)
 
 
 def _unavailable(exc: Exception) -> bool:
@@ -228,7 +249,13 @@ class InProcessWorker(BackgroundService):
     ) -> None:
         super().__init__()
         self.source = EngineSource(
-            engine, wakeups, queues, lease_seconds=lease_seconds, poll=poll, task_names=runner.names
+            engine,
+            wakeups,
+            queues,
+            lease_seconds=lease_seconds,
+            poll=poll,
+            task_names=runner.names,
+            refused=getattr(runner, "refused", None),
         )
         """`poll`: the longest an idle wait lasts (the safety poll), so a lost wake-up costs at most that. `clock`:
         the worker loop's monotonic time (a test's; default the event loop's)."""

@@ -10,6 +10,9 @@ A transaction-mode pooler (PgBouncer) forwards the LISTEN to whichever server co
 connection on: the notifications never come back. `serve` therefore connects the notifier to
 `--listen-database-url` when one is given (PostgreSQL itself, past the pooler); without one, waiters behind such
 a pooler wake on the safety poll (and on inserts made by their own process, which wake it directly).
+
+The notifications of this process's own commits come back here too, after the store has woken its waiters
+directly: those echoes are dropped (`Wakeups.is_echo`).
 """
 
 from __future__ import annotations
@@ -107,8 +110,9 @@ class Notifier(BackgroundService):
                 await connection.execute("SELECT 1", timeout=self.connect_timeout)
         raise ConnectionError("the LISTEN connection was closed")
 
-    def _on_notification(self, _connection: object, _pid: int, _channel: str, queue: object) -> None:
-        self.wakeups.notify(str(queue))
+    def _on_notification(self, _connection: object, pid: int, _channel: str, queue: object) -> None:
+        if not self.wakeups.is_echo(str(queue), pid):
+            self.wakeups.hear(str(queue))
 
     def _on_done(self, _connection: object, _pid: int, _channel: str, object_id: object) -> None:
         self.wakeups.finished(str(object_id))

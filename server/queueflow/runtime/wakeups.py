@@ -8,6 +8,15 @@ Whoever learns that a job or workflow finished calls `finished(id)` (the in-memo
 `queueflow_done` notification); `GET …?wait_seconds=` watches one id with `watching_finish`. Ids and queue names
 are kept apart, since a queue may well be called `job_…`.
 
+A process hears its own commits' NOTIFYs too, after it has already woken its waiters directly (the store's local
+wake-up): each such echo woke them a second time for nothing, and an in-process runner claimed again and found
+nothing (two claims per step of a workflow chain, measured). So the store, before it commits work on queues, says
+so (`expect_echoes`), and the notifier drops a notification that is such an echo (`is_echo`): one sent by a
+PostgreSQL session of this process's own pool (`own_backends`, by backend pid) for a queue with an echo expected.
+Nothing else is ever dropped: another process's notification, or one of this process's commits that announced
+nothing (a retry, a release), wakes as before. An expected echo that does not come within `ECHO_WINDOW` (a lost
+LISTEN connection) is forgotten. Behind a pooler the pids are not the sessions' (`own_echoes=False`).
+
 `close()` marks the process as shutting down: every parked waiter is woken, and a long-poll that sees
 `closing` answers with what it has instead of parking again, so a SIGTERM never waits out a long-poll.
 """
@@ -15,9 +24,13 @@ are kept apart, since a queue may well be called `job_…`.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+
+ECHO_WINDOW = 2.0
+"""Seconds an expected echo is waited for (PostgreSQL delivers a NOTIFY within milliseconds of its commit)."""
 
 
 class Watch:
@@ -39,11 +52,23 @@ class Watch:
 
 
 class Wakeups:
-    def __init__(self) -> None:
+    def __init__(self, *, own_echoes: bool = True, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.own_echoes = own_echoes
+        """Whether echoes of this process's own commits are recognised (not behind a pooler)."""
+        self.own_backends: set[int] = set()
+        """The backend pids of this process's pooled PostgreSQL sessions (the store keeps it)."""
+        self._monotonic = monotonic
+        self._echoes: dict[str, deque[float]] = defaultdict(deque)
+        """Per queue, the deadlines (monotonic) of the echoes expected, oldest first."""
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._finish_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self.closing = False
         """True once `close()` was called: the process is shutting down."""
+        self.heard = 0
+        """How many notifications came from PostgreSQL, echoes of this process's own commits left out (`hear`), and
+        reconnects and safety polls (`notify_all`): what another process did shows here first. A store that knows
+        something of the database's other writers (`PostgresClaims`: that no queue of a claim is restricted) may
+        trust it while this count has not moved."""
         self.notices = 0
         """How many times work was announced so far (`notify`, `notify_all`): a store that found nothing to claim
         knows, by this count not having moved, that nothing was announced since (`PostgresClaims`)."""
@@ -54,13 +79,57 @@ class Wakeups:
         for event in self._waiters.get(queue, ()):
             event.set()
 
+    def hear(self, queue: str) -> None:
+        """PostgreSQL announced work on `queue` (another process's, or one of this process's own that it did not
+        announce itself): wake every waiter on it."""
+        self.heard += 1
+        self.notify(queue)
+
     def notify_all(self) -> None:
         """Wake every waiter: after a lost connection, a notification may have been missed."""
+        self.heard += 1
         self.notices += 1
+        self._echoes.clear()  # an echo lost with the connection must not stand for a later notification
         for waiters in (self._waiters, self._finish_waiters):
             for events in waiters.values():
                 for event in events:
                     event.set()
+
+    def expect_echoes(self, queues: Iterable[str]) -> None:
+        """This process is about to commit work on `queues` (once each): their NOTIFYs will come back to it, and
+        are echoes (its waiters are woken directly after the commit, `notify`). Called before the commit, so that
+        an echo never arrives before its expectation; `withdraw_echoes` if the commit fails."""
+        if not self.own_echoes:
+            return
+        deadline = self._monotonic() + ECHO_WINDOW
+        for queue in set(queues):
+            self._echoes[queue].append(deadline)
+
+    def withdraw_echoes(self, queues: Iterable[str]) -> None:
+        """The commit `expect_echoes` announced did not happen: no echo will come."""
+        for queue in set(queues):
+            expected = self._echoes.get(queue)
+            if expected:
+                expected.pop()
+                if not expected:
+                    del self._echoes[queue]
+
+    def is_echo(self, queue: str, pid: int) -> bool:
+        """Whether a NOTIFY for `queue` from backend `pid` is the echo of a commit of this process's own that it
+        expected (and so wakes nobody): then that expectation is used up."""
+        expected = self._echoes.get(queue)
+        if not expected or pid not in self.own_backends:
+            return False
+        now = self._monotonic()
+        while expected and expected[0] < now:
+            expected.popleft()  # too old: its notification was lost
+        if not expected:
+            del self._echoes[queue]
+            return False
+        expected.popleft()
+        if not expected:
+            del self._echoes[queue]
+        return True
 
     def finished(self, object_id: str) -> None:
         """Wake every watch on the job or workflow `object_id`: it has finished."""

@@ -7,14 +7,11 @@
  *   lease round trips (task durations and round trips are measured), at most 700 — short tasks are claimed by
  *   the hundred, long ones hardly ahead at all. A lease asks for many jobs at once, and only once half the places
  *   are free.
- * - **Batched acks**: outcomes are recorded in batches sent when `ackBatch` are ready or `ackIntervalMs` after
- *   the first, one call at a time — or at once when no more can join the batch soon (no job is held any more, or
- *   leasing waits for these acks). While a whole capacity of outcomes waits for its acks (a slow server), no more
- *   jobs are leased: they would only wait with them. A job whose outcome was still waiting in a batch when the
- *   process died is delivered again once its lease expires (at-least-once). An ack or a release that fails with no
- *   answer or a 5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could
- *   still hold (`retries.ts`); later outcomes wait behind it.
- * - **Batched heartbeats**: one call extends every held lease, waiting ones too. A lease found lost (the job was
+ * - **Batched acks** (`acks.ts`): outcomes are sent in batches, one call at a time; while a whole capacity of them
+ *   waits for its acks (a slow server), no more jobs are leased. An ack or a release that fails with no answer or a
+ *   5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could still hold
+ *   (`retries.ts`).
+ * - **Batched heartbeats** (`heartbeats.ts`): one call extends every held lease, waiting ones too. A lease found lost (the job was
  *   cancelled, or reclaimed after expiring) aborts its handler's signal, or drops the waiting job; nothing is
  *   reported for it afterwards.
  * - **No job started too late**: a held job is never started once its lease, or its deadline less a typical run of
@@ -34,14 +31,16 @@ import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedErr
 import { type Outcome, report } from "../outcomes.js";
 import { Table } from "../table.js";
 import type { LeasedJob, WorkflowStep } from "../types.js";
+import { Acks } from "./acks.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import type { NewStep } from "../steps.js";
 import { DeadlineError, HeldJob, type JobLease, ShutdownError, type TaskHandler } from "./context.js";
+import { Heartbeats } from "./heartbeats.js";
 import { Releases } from "./releases.js";
 import { LeaseHorizon, persist } from "./retries.js";
 import { Tasks } from "./tasks.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
-import { MARGIN_MS, Measures, type Waiting, extend, waiting } from "./timing.js";
+import { MARGIN_MS, Measures, type Waiting, waiting } from "./timing.js";
 
 export { MAX_BATCH } from "./ports.js";
 export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
@@ -53,8 +52,6 @@ export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
  * client that left before its answer — and the stop does not wait out the request's timeout.
  */
 export const LEASE_ANSWER_WAIT_MS = 2000;
-/** How many of the latest ack sizes `ackBatches` keeps (at least; up to twice as many between trims). */
-const ACK_BATCHES_KEPT = 1000;
 
 export class WorkerLoop {
   readonly #source: LeaseSource;
@@ -67,13 +64,9 @@ export class WorkerLoop {
   #waiting: Waiting[] = [];
   /** Every job held until its outcome is recorded: id → lease token (what a heartbeat extends). */
   readonly #leases = new Table<string>();
-  #outcomes: Recorded[] = [];
-  /** Outcomes recorded whose ack has not answered yet: queued, or being sent. */
-  #unacked = 0;
-  #acking: Promise<void> | undefined;
-  #ackTimer: unknown;
-  #heartbeats: unknown;
-  #heartbeating = false;
+  readonly #acks: Acks;
+  readonly #heartbeats: Heartbeats;
+  #heartbeatTimer: unknown;
   readonly #tasks: Tasks;
   /** What every running job's context does with its lease (one object for all: none is made per job). */
   readonly #jobLease: JobLease;
@@ -103,8 +96,8 @@ export class WorkerLoop {
   readonly #horizon: LeaseHorizon;
   /** Aborted by `quit()`: repeats of acks and releases give up. */
   #abandon = new AbortController();
-  /** The sizes of the last `ACK_BATCHES_KEPT` acks sent, oldest first (for tests and metrics). */
-  readonly ackBatches: number[] = [];
+  /** The sizes of the latest acks sent, oldest first (for tests and metrics). */
+  readonly ackBatches: number[];
 
   constructor(source: LeaseSource, handlers: ReadonlyMap<string, TaskHandler<never>>, settings: LoopSettings, clock: Clock = systemClock) {
     this.#source = source;
@@ -115,6 +108,20 @@ export class WorkerLoop {
     this.#jobLease = { progress: (held, value) => this.#progress(held, value), addSteps: (held, steps) => this.#addSteps(held, steps) };
     this.#horizon = new LeaseHorizon(settings.leaseMs);
     this.#releases = new Releases(source, settings, (error) => this.#refused(error), (call) => this.#persist(call));
+    this.#acks = new Acks(source, settings, clock, {
+      activeJobs: () => this.activeJobs,
+      capacity: () => this.#capacity(),
+      refused: (error) => this.#refused(error),
+      persist: (call) => this.#persist(call),
+      acked: (batch) => this.#acked(batch),
+    });
+    this.ackBatches = this.#acks.batches;
+    this.#heartbeats = new Heartbeats(source, settings, clock, this.#horizon, {
+      leases: () => this.#leases.entries(),
+      waiting: () => this.#waiting,
+      refused: (error) => this.#refused(error),
+      lost: (id, token) => this.#lost(id, token),
+    });
     const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
     this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
   }
@@ -148,7 +155,7 @@ export class WorkerLoop {
     logger.info(
       `worker ${workerId}: started; queues: ${queues.join(", ")}; tasks: ${[...this.#handlers.keys()].sort().join(", ")}; concurrency ${concurrency}`,
     );
-    this.#heartbeats = this.#clock.setInterval(() => void this.#heartbeat(), heartbeatMs);
+    this.#heartbeatTimer = this.#clock.setInterval(() => void this.#heartbeats.beat(), heartbeatMs);
     this.#running = this.#loop().then(() => {
       if (this.#failure !== undefined) throw this.#failure;
     });
@@ -208,7 +215,7 @@ export class WorkerLoop {
    */
   #roomForLease(): number {
     const capacity = this.#capacity();
-    if (this.#unacked >= capacity) return 0;
+    if (this.#acks.unacked >= capacity) return 0;
     const want = Math.min(capacity - this.activeJobs, MAX_BATCH);
     return want >= Math.max(1, Math.floor(capacity / 2)) || (want > 0 && this.activeJobs === 0) ? want : 0;
   }
@@ -256,7 +263,7 @@ export class WorkerLoop {
       }
       const { leaseMs, heartbeatMs } = this.#settings;
       // The answer took long (a long-poll): extend these leases now, not a heartbeat period on.
-      if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeat();
+      if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeats.beat();
       const taken = jobs.map((job) => waiting(job, sent, leaseMs));
       for (const entry of taken) this.#take(entry);
       this.#ended();
@@ -355,7 +362,7 @@ export class WorkerLoop {
         if (this.#leases.get(job.id) === job.lease_token) this.#leases.delete(job.id);
       } else {
         this.#measures.taskRan(job.task_name, ms);
-        this.#record({ id: job.id, lease_token: job.lease_token, outcome });
+        this.#acks.record({ id: job.id, lease_token: job.lease_token, outcome });
         report(this.#settings, job, outcome, ms);
       }
       this.#ended();
@@ -389,92 +396,16 @@ export class WorkerLoop {
     this.#offerRoom();
   }
 
-  #record(recorded: Recorded): void {
-    this.#outcomes.push(recorded);
-    this.#unacked += 1;
-    // At once, too, when no more outcomes can join the batch soon: none is held (more come only with a lease), or
-    // leasing waits for these acks — a capacity below ackBatch (few slots, slow tasks) stalled every capacity of
-    // jobs for ackIntervalMs.
-    const now = this.#outcomes.length >= this.#settings.ackBatch || this.activeJobs === 0 || this.#unacked >= this.#capacity();
-    if (now) this.#flush();
-    else this.#ackTimer ??= this.#clock.setTimeout(() => this.#flush(), this.#settings.ackIntervalMs);
-  }
-
-  /** Send the outcomes that are ready, one call at a time; what comes meanwhile goes in the next. */
-  #flush(): Promise<void> {
-    this.#clock.clear(this.#ackTimer);
-    this.#ackTimer = undefined;
-    // Only with something to send: a chain started on nothing would end before it is stored here, and the
-    // settled promise stored after its end would then pass for a chain in flight forever — no outcome sent
-    // again while the jobs stay in `#leases`, heartbeated for ever.
-    if (this.#acking === undefined && this.#outcomes.length > 0) this.#acking = this.#sendOutcomes();
-    return this.#acking ?? Promise.resolve();
-  }
-
-  async #sendOutcomes(): Promise<void> {
-    try {
-      while (this.#outcomes.length > 0) {
-        const batch = this.#outcomes.slice(0, MAX_BATCH);
-        this.#outcomes = this.#outcomes.slice(MAX_BATCH);
-        await this.#ack(batch);
-      }
-    } finally {
-      this.#acking = undefined; // also if #ack threw (an `onError` that throws): the next flush starts a new chain
+  /** An ack answered (or was given up on): its jobs are no longer held, and a lease may have room again. */
+  #acked(batch: Recorded[]): void {
+    for (const { id, lease_token } of batch) {
+      if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
     }
-  }
-
-  async #ack(batch: Recorded[]): Promise<void> {
-    this.ackBatches.push(batch.length);
-    // Bounded, so a worker that runs for days does not grow by a number per ack (trimmed in bulk: amortised O(1)).
-    if (this.ackBatches.length >= 2 * ACK_BATCHES_KEPT) this.ackBatches.splice(0, ACK_BATCHES_KEPT);
-    try {
-      // Made again while the server is away, as long as a lease of the batch may hold; later outcomes wait behind it.
-      await this.#persist(() => this.#source.ack(batch));
-    } catch (error) {
-      // Left to the leases' expiry: the jobs are delivered again.
-      if (!this.#refused(error)) this.#settings.onError(error);
-    } finally {
-      for (const { id, lease_token } of batch) {
-        if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
-      }
-      this.#unacked -= batch.length;
-      this.#offerRoom();
-    }
+    this.#offerRoom();
   }
 
   #persist<T>(call: () => Promise<T>): Promise<T> {
     return persist(call, this.#clock, this.#horizon, this.#abandon.signal);
-  }
-
-  /** One call extends every lease held; a lost one tells its handler (or drops the waiting job). */
-  async #heartbeat(): Promise<void> {
-    if (this.#heartbeating || this.#leases.size === 0) return;
-    this.#heartbeating = true;
-    try {
-      const held = this.#leases.entries();
-      const waiting = new Map(this.#waiting.map((entry) => [entry.job.lease_token, entry]));
-      for (let start = 0; start < held.length; start += MAX_BATCH) {
-        const chunk = held.slice(start, start + MAX_BATCH);
-        const sent = this.#clock.now();
-        let alive: boolean[];
-        try {
-          alive = await this.#source.heartbeat(chunk);
-        } catch (error) {
-          // Unreachable for now: the leases may still hold; try again next time.
-          if (!this.#refused(error)) this.#settings.onError(error);
-          continue;
-        }
-        if (alive.some((holds) => holds)) this.#horizon.answered(this.#clock.now());
-        for (const [index, holds] of alive.entries()) {
-          const [id, token] = chunk[index] ?? [];
-          if (!holds && id !== undefined && token !== undefined) this.#lost(id, token);
-          const entry = holds && token !== undefined ? waiting.get(token) : undefined;
-          if (entry) extend(entry, sent, this.#settings.leaseMs);
-        }
-      }
-    } finally {
-      this.#heartbeating = false;
-    }
   }
 
   #lost(id: string, token: string): void {
@@ -555,9 +486,9 @@ export class WorkerLoop {
       }
     }
     await this.#releases.settled();
-    await this.#flush();
-    this.#clock.clear(this.#heartbeats);
-    this.#heartbeats = undefined;
+    await this.#acks.flush();
+    this.#clock.clear(this.#heartbeatTimer);
+    this.#heartbeatTimer = undefined;
     this.#source.close();
     logger.info(`worker ${workerId}: stopped`);
   }

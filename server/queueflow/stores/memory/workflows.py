@@ -23,11 +23,10 @@ from queueflow.core.advance import (
     is_reported,
     on_job_finished,
     record,
-    settle,
 )
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
-from queueflow.core.growth import Growth
+from queueflow.core.growth import Growth, GrowthView, Needs
 from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import CANCELLABLE, FINISHED, JSON, Cursor, Job, JobStatus
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction
@@ -143,7 +142,8 @@ class MemoryWorkflows(Tables):
         self,
         job_id: str,
         scope: str | None,
-        decide: Callable[[Job | None, Workflow | None], Growth],
+        needs: Needs,
+        decide: Callable[[Job | None, GrowthView | None], Growth],
         new_job: NewStepJob,
         now: datetime,
     ) -> Workflow:
@@ -151,15 +151,17 @@ class MemoryWorkflows(Tables):
         if job is not None and scope is not None and job.tenant_id != scope:
             job = None
         workflow = self._workflows.get(job.workflow_id) if job is not None and job.workflow_id is not None else None
+        # This store holds every step anyway: its view is the whole workflow (`needs` narrows a database's reads).
         growth = decide(
-            None if job is None else self._out(job), None if workflow is None else self._workflow_out(workflow)
+            None if job is None else self._out(job),
+            None if workflow is None else GrowthView.whole(self._workflow_out(workflow)),
         )
         assert workflow is not None  # `decide` refuses a job of no workflow
         grown = growth.workflow
         if errors := workflow_storage_errors(grown):
             raise ValidationError.of(errors)
-        # Recorded as a change of the whole workflow, on the grown snapshot (validated before it is kept).
-        return self._record(workflow, grown, settle(grown.steps), new_job, now)
+        # Recorded on the grown snapshot (validated before it is kept): the new steps that are ready.
+        return self._record(workflow, grown, growth.transition, new_job, now)
 
     async def workflow_signal(
         self,

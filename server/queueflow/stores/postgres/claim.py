@@ -10,9 +10,9 @@ claim took is pending again, none is lost to a lease nobody holds.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +35,7 @@ from queueflow.stores.postgres.claim_sql import (
     Turn,
     TurnOf,
 )
-from queueflow.stores.postgres.connection import Db, Pooled
+from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.params import values
 from queueflow.stores.postgres.restricted_sql import (
     CLAIM_RESTRICTED,
@@ -57,6 +57,9 @@ DEFAULT_PLANS = "SET LOCAL plan_cache_mode = auto"
 Pair = tuple[str, str]
 """A (tenant_id, queue_name): what flow-control settings are kept for."""
 
+UNRESTRICTED_FRESH = 1.0
+"""Seconds a claim trusts that none of its queues is restricted, at most (`PostgresClaims`)."""
+
 MAX_IDLE = 1000
 """Queue lists remembered as idle (`PostgresClaims`); past it, the oldest is forgotten (its next claim is whole)."""
 
@@ -72,11 +75,32 @@ class PostgresClaims(Pooled):
     due by the passing of time announces nothing, and DUE_ANY finds it), so this changes no answer: a claim that
     ran a moment earlier. An announcement, or a claim that takes a job, makes the next claim whole at once, so a
     woken lessee claims without the question first.
+
+    A claim that comes back short asks which of its queues some tenant restricts (RESTRICTED_QUEUES), a round trip
+    of its own in every claim of one job (a workflow chain's step, an HTTP worker's single lease). When none is, the
+    store remembers it for those queues while no notification came from PostgreSQL (`Wakeups.heard`: a settings
+    change in another process NOTIFYs its queue) and for at most `UNRESTRICTED_FRESH`; a settings change in this
+    process forgets it at once. Trusting it a moment too long only leaves out a queue restricted meanwhile, as CLAIM
+    itself leaves every restricted queue out: no limit is ever passed, and the queue's jobs wait for the next claim.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._idle: dict[tuple[str, ...], int] = {}
+        self._unrestricted: dict[tuple[str, ...], tuple[int, float]] = {}
+        """Queue lists none of whose queues was restricted: the `Wakeups.heard` count then, and until when."""
+
+    def _heard(self) -> int | None:
+        # Only the server's hub counts notifications; with another WorkSignal (tests' own) nothing is remembered.
+        heard = getattr(self._wakeups, "heard", None)
+        return heard if isinstance(heard, int) else None
+
+    def _known_unrestricted(self, queues: tuple[str, ...]) -> bool:
+        known = self._unrestricted.get(queues)
+        return known is not None and known[0] == self._heard() and known[1] > time.monotonic()
+
+    def _restrictions_changed(self) -> None:
+        self._unrestricted.clear()
 
     def _notices(self) -> int:
         # A WorkSignal other than the server's hub may not count (tests' own): then every idle claim asks first.
@@ -120,7 +144,7 @@ class PostgresClaims(Pooled):
         """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
         short, the restricted ones. A tenant-scoped claim neither reads nor moves the turn: it serves one tenant."""
         key_turns: KeyTurns = {}
-        async with self._connection() as db, _claim_transaction(db):
+        async with self._connection() as db, begun(db, BEGIN_CLAIM):
             if scope is None:
                 rows = await _claim_in_turns(db, args, turn)
             else:
@@ -129,8 +153,15 @@ class PostgresClaims(Pooled):
             after = rows[0]["after_tenant"] if rows and scope is None else None
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
-            if len(jobs) < request.max_jobs:
+            key = tuple(args.queues)
+            if len(jobs) < request.max_jobs and not self._known_unrestricted(key):
+                heard = self._heard()
                 found = await db.fetch(RESTRICTED_QUEUES, args.queues, turn.turn_of)
+                self._unrestricted.pop(key, None)
+                if not found and heard is not None:
+                    self._unrestricted[key] = (heard, time.monotonic() + UNRESTRICTED_FRESH)
+                    if len(self._unrestricted) > MAX_IDLE:
+                        del self._unrestricted[next(iter(self._unrestricted))]
                 if found:
                     if not rows and scope is None:
                         after = found[0]["after_tenant"]
@@ -165,22 +196,6 @@ class PostgresClaims(Pooled):
 def queue_names(queues: Sequence[str]) -> list[str]:
     """`queues` once each, in order, without names no row can hold (text PostgreSQL cannot store)."""
     return [queue for queue in dict.fromkeys(queues) if storable_text(queue)]
-
-
-@asynccontextmanager
-async def _claim_transaction(db: Db) -> AsyncIterator[None]:
-    """A claim's transaction: generic plans, an asynchronous commit (BEGIN_CLAIM), begun in one round trip."""
-    await db.execute(BEGIN_CLAIM)
-    try:
-        yield
-    except BaseException:
-        # As asyncpg's transaction() does; a connection that cannot roll back now (a statement cut short by a
-        # cancellation) is reset or closed by the pool when it is released.
-        if not db.is_closed():
-            with suppress(Exception):
-                await db.execute("ROLLBACK")
-        raise
-    await db.execute("COMMIT")
 
 
 async def _claim_in_turns(db: Db, args: ClaimArgs, turn: TurnOf) -> list[asyncpg.Record]:

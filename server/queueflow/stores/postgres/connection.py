@@ -11,15 +11,15 @@ first statement: more concurrent operations than connections wait their turn.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING, TypeAlias
 
 import asyncpg
 import msgspec
 
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
-from queueflow.ports import WorkSignal
+from queueflow.ports import EchoSignal, WorkSignal
 from queueflow.stores.postgres.errors import is_disconnect, translate
 from queueflow.stores.postgres.pool import Connect, ConnectionPool
 
@@ -54,12 +54,14 @@ def connector(
     connect_timeout: float,
     statement_cache_size: int = 100,
     statement_timeout: float | None = None,
+    on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
 ) -> Connect:
     """How the pool opens each of its connections. `statement_cache_size=0` for a transaction-mode pooler: a
     named statement prepared on one server connection is unknown on the next; an unnamed one is prepared and run
     before the server connection is handed on (asyncpg sends no Sync in between). `statement_timeout` is asyncpg's
     command timeout: it cancels the statement in PostgreSQL too, and keeps the connection (`ConnectionPool` waits
-    for the cancellation before lending it again)."""
+    for the cancellation before lending it again). `on_connect` runs on each new connection, after the codecs are
+    set."""
 
     async def connect() -> asyncpg.Connection:
         connection = await asyncpg.connect(
@@ -72,6 +74,8 @@ def connector(
         )
         try:
             await _decode_json_once(connection)
+            if on_connect is not None:
+                await on_connect(connection)
         except BaseException:
             connection.terminate()
             raise
@@ -101,6 +105,7 @@ class Pooled:
         self._statement_timeout = statement_timeout
         self._connect_timeout = connect_timeout
         self._wakeups = wakeups
+        self._echoes = wakeups if isinstance(wakeups, EchoSignal) else None
         self._opened: asyncio.Future[ConnectionPool] | None = None
 
     def _wake(self, queues: Iterable[str]) -> None:
@@ -109,6 +114,39 @@ class Pooled:
         if self._wakeups is not None:
             for queue in set(queues):
                 self._wakeups.notify(queue)
+
+    @contextmanager
+    def _announcing(self) -> Iterator[Callable[[Iterable[str]], None]]:
+        """Around a write whose commit announces work (the insert trigger's NOTIFY, or a pg_notify of its own): the
+        block calls the function it is given with the queues, inside its transaction, before the commit; once the
+        block has committed, this process's waiters on them are woken (`_wake`), and the NOTIFYs that come back to
+        this process are known as its own echoes (`EchoSignal`): they wake nobody a second time."""
+        announced: list[str] = []
+
+        def announce(queues: Iterable[str]) -> None:
+            fresh = set(queues) - set(announced)
+            if self._echoes is not None:
+                self._echoes.expect_echoes(fresh)
+            announced.extend(fresh)
+
+        try:
+            yield announce
+        except BaseException:
+            if self._echoes is not None:
+                self._echoes.withdraw_echoes(announced)
+            raise
+        self._wake(announced)
+
+    def _restrictions_changed(self) -> None:
+        """This process changed a queue's settings: whatever the store remembers of them is stale (the claim's)."""
+
+    async def _on_connect(self, connection: asyncpg.Connection) -> None:
+        """A new session of the pool: its backend pid is this process's (`EchoSignal.own_backends`) while it lasts."""
+        if self._echoes is None:
+            return
+        backends, pid = self._echoes.own_backends, connection.get_server_pid()
+        backends.add(pid)
+        connection.add_termination_listener(lambda _connection: backends.discard(pid))
 
     async def _ready(self) -> ConnectionPool:
         """The pool, opened on first use (once, however many callers ask at the same time)."""
@@ -121,6 +159,7 @@ class Pooled:
                 connect_timeout=self._connect_timeout,
                 statement_cache_size=self._statement_cache_size,
                 statement_timeout=self._statement_timeout,
+                on_connect=self._on_connect,
             )
             # Every connection is opened on first use and kept: a pool that grows under load opens sessions when it
             # can least afford to (each open costs tens of milliseconds with its codec set-up: the tail of a wake-up).
@@ -176,3 +215,20 @@ class Pooled:
             opened.cancel()
         elif not opened.cancelled() and opened.exception() is None:
             await opened.result().close()
+
+
+@asynccontextmanager
+async def begun(db: Db, begin: str) -> AsyncIterator[None]:
+    """A transaction begun by `begin`, BEGIN and its SET LOCALs in one simple query (one round trip, where asyncpg's
+    transaction() and a SET took two), committed when the block ends and rolled back if it raises."""
+    await db.execute(begin)
+    try:
+        yield
+    except BaseException:
+        # As asyncpg's transaction() does; a connection that cannot roll back now (a statement cut short by a
+        # cancellation) is reset or closed by the pool when it is released.
+        if not db.is_closed():
+            with suppress(Exception):
+                await db.execute("ROLLBACK")
+        raise
+    await db.execute("COMMIT")

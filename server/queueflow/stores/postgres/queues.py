@@ -190,10 +190,12 @@ class PostgresQueues(Pooled):
             rate_per_seconds=rate.per_seconds if isinstance(rate, RateLimit) else None,
             now=now,
         )
-        async with self._connection() as db:
-            row = await db.fetchrow(QUEUE_CONFIGURE, *values(args))
+        with self._announcing() as announce:
+            announce([queue_name])  # the upsert always notifies (SAVED)
+            async with self._connection() as db:
+                row = await db.fetchrow(QUEUE_CONFIGURE, *values(args))
+        self._restrictions_changed()
         assert row is not None  # an upsert always answers its row
-        self._wake([queue_name])
         return _settings_from_row(row)
 
     async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:

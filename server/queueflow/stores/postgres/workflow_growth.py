@@ -1,40 +1,57 @@
 """The WorkflowStore methods of workflows that grow and wait (issue 31): steps added at run time, signals, and the
 due-wait sweep's reads. Ending a wait is a step finish (`workflows.workflow_step_finish`).
 
-An addition is a change of the whole workflow: the adding job held FOR SHARE (its completion waits for the
-addition to commit, so a `required_by` edge is in place before the adder's finish counts it down), the workflow
-locked FOR UPDATE (as `workflow_advance`), its snapshot read, `core.growth` deciding, the new and rewired rows
-written, and `advance.settle` of the grown workflow recorded. A signal takes the workflow row FOR KEY SHARE, as a
+An addition is a structural change that reads only what it touches: the adding job held FOR SHARE (its completion
+waits for the addition to commit, so a `required_by` edge is in place before the adder's finish counts it down),
+the workflow locked FOR UPDATE (as `workflow_advance`: it waits out every finish in flight), its `GrowthView` read
+(`workflow_growth_sql`: the steps the request names and the dependents of its `required_by` targets, never every
+step), `core.growth` deciding, the new steps inserted as its transition records them, the rewired rows written,
+and the new steps counted in the workflow's row. A signal takes the workflow row FOR KEY SHARE, as a
 finish does, and then the signal's step row FOR UPDATE, which a finish that makes the step wait locks too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
-from queueflow.core.advance import NewStepJob, record, settle
+from queueflow.core.advance import NewStepJob, Recording, record
 from queueflow.core.errors import StoreUnavailable, ValidationError
-from queueflow.core.growth import Growth
-from queueflow.core.jsonvalue import storable_text, storage_errors
+from queueflow.core.growth import Growth, GrowthView, Needs
+from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
 from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction, Wait
-from queueflow.core.workflow import Step, Workflow, WorkflowStatus, workflow_storage_errors
-from queueflow.stores.postgres.connection import Pooled
+from queueflow.core.workflow import (
+    UNFINISHED_STEPS,
+    Step,
+    StepStatus,
+    Workflow,
+    WorkflowStatus,
+    workflow_storage_errors,
+)
+from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
-from queueflow.stores.postgres.rows import job_from_row
+from queueflow.stores.postgres.rows import insert_columns, job_from_row
+from queueflow.stores.postgres.sql import INSERT
+from queueflow.stores.postgres.workflow_growth_sql import (
+    GROWTH_CONTEXT,
+    GROWTH_COUNT,
+    GROWTH_HEAD,
+    GROWTH_RECORD,
+    GROWTH_REWIRE,
+    GROWTH_SIGNALS,
+    GROWTH_STEPS,
+)
 from queueflow.stores.postgres.workflow_sql import (
     JOB_FOR_SHARE,
     NEXT_WAIT_DUE,
     SIGNAL_KEEP,
     SIGNAL_STEP,
     STEPS_INSERT,
-    STEPS_REWIRE,
     WAITS_DUE,
-    WORKFLOW_GET,
-    WORKFLOW_LOCK,
 )
-from queueflow.stores.postgres.workflows import _Raised, _step, _step_columns, _with_steps, _write
+from queueflow.stores.postgres.workflows import _Raised, _step, _step_columns
 
 
 class PostgresWorkflowGrowth(Pooled):
@@ -42,45 +59,46 @@ class PostgresWorkflowGrowth(Pooled):
         self,
         job_id: str,
         scope: str | None,
-        decide: Callable[[Job | None, Workflow | None], Growth],
+        needs: Needs,
+        decide: Callable[[Job | None, GrowthView | None], Growth],
         new_job: NewStepJob,
         now: datetime,
     ) -> Workflow:
         if not storable_text(job_id) or (scope is not None and not storable_text(scope)):
             decide(None, None)
+        # A name the database cannot hold names no step: left out of the reads, `decide` refuses it (unknown).
+        needs = Needs(
+            names=[name for name in needs.names if storable_text(name)],
+            required_by=[name for name in needs.required_by if storable_text(name)],
+            signals=[name for name in needs.signals if storable_text(name)],
+        )
         try:
-            async with self._connection() as db, db.transaction():
-                row = await db.fetchrow(JOB_FOR_SHARE, job_id, scope)
-                job = None if row is None else job_from_row(row)
-                snapshot = None
-                if job is not None and job.workflow_id is not None:
-                    await db.fetchval(WORKFLOW_LOCK, job.workflow_id, None)
-                    head = await db.fetchrow(WORKFLOW_GET, job.workflow_id, None)
-                    snapshot = None if head is None else (await _with_steps(db, [head]))[0]
-                try:
-                    growth = decide(job, snapshot)
+            with self._announcing() as announce:
+                async with self._connection() as db, db.transaction():
+                    row = await db.fetchrow(JOB_FOR_SHARE, job_id, scope)
+                    job = None if row is None else job_from_row(row)
+                    view = None
+                    if job is not None and job.workflow_id is not None:
+                        view = await _view(db, job.workflow_id, needs)
+                    try:
+                        growth = decide(job, view)
+                    except Exception as exc:
+                        raise _Raised(exc) from exc
+                    assert view is not None  # `decide` refuses a job of no workflow
                     grown = growth.workflow
-                    transition = settle(grown.steps)
-                    recording = record(grown, transition, now, new_job)
-                except Exception as exc:
-                    raise _Raised(exc) from exc
-                if errors := workflow_storage_errors(grown):
-                    raise ValidationError.of(errors)
-                if growth.added:
-                    await db.execute(STEPS_INSERT, grown.id, *_step_columns(growth.added))
-                if growth.rewired:
-                    await db.execute(
-                        STEPS_REWIRE,
-                        grown.id,
-                        [step.name for step in growth.rewired],
-                        [json_text(list(step.depends_on), ("depends_on",)) for step in growth.rewired],
-                        [json_text(list(step.dependents), ("dependents",)) for step in growth.rewired],
-                        [step.remaining for step in growth.rewired],
-                    )
-                await _write(db, grown, transition, recording, now)
+                    if errors := workflow_storage_errors(grown):
+                        raise ValidationError.of(errors)
+                    if growth.transition.enqueue:
+                        context = await db.fetchval(GROWTH_CONTEXT, grown.id)
+                        grown = replace(grown, context=context)
+                    try:
+                        recording = record(grown, growth.transition, now, new_job)
+                    except Exception as exc:
+                        raise _Raised(exc) from exc
+                    await _write(db, growth, recording, now)
+                    announce(new.queue_name for new in recording.jobs)
         except _Raised as raised:
             raise raised.error from None
-        self._wake(job.queue_name for job in recording.jobs)
         return recording.workflow
 
     async def workflow_signal(
@@ -140,6 +158,60 @@ class PostgresWorkflowGrowth(Pooled):
         async with self._connection() as db:
             due: datetime | None = await db.fetchval(NEXT_WAIT_DUE)
             return due
+
+
+async def _view(db: Db, workflow_id: str, needs: Needs) -> GrowthView | None:
+    """The workflow locked, and what an addition reads of it (`core.growth.GrowthView`); None if it vanished."""
+    head = await db.fetchrow(GROWTH_HEAD, workflow_id)
+    if head is None:
+        return None
+    count = head["steps"] if head["steps"] is not None else await db.fetchval(GROWTH_COUNT, workflow_id)
+    steps = [_step(row) for row in await db.fetch(GROWTH_STEPS, workflow_id, needs.names, needs.required_by)]
+    taken = await db.fetch(GROWTH_SIGNALS, workflow_id, needs.signals) if needs.signals else []
+    workflow = Workflow(
+        id=head["id"],
+        tenant_id=head["tenant_id"],
+        name=head["name"],
+        status=WorkflowStatus(head["status"]),
+        context={},
+        steps=steps,
+        created_at=head["created_at"],
+        completed_at=head["completed_at"],
+        idempotency_key=head["idempotency_key"],
+        trace_context=head["trace_context"],
+    )
+    return GrowthView(workflow=workflow, step_count=count, signals_taken=frozenset(row["signal"] for row in taken))
+
+
+async def _write(db: Db, growth: Growth, recording: Recording, now: datetime) -> None:
+    """The new steps inserted as recorded (pending, enqueued with their job, waiting or skipped), the rows they
+    rewire, their jobs, and the workflow's counters; in the caller's transaction."""
+    if errors := job_storage_errors(recording.jobs):
+        raise ValidationError.of(errors)
+    new = {step.name for step in growth.added}
+    inserted = [step for step in recording.workflow.steps if step.name in new]
+    workflow_id = recording.workflow.id
+    if inserted:
+        await db.execute(STEPS_INSERT, workflow_id, *_step_columns(inserted))
+    if growth.rewired:
+        await db.executemany(
+            GROWTH_REWIRE,
+            [
+                (
+                    workflow_id,
+                    step.name,
+                    json_text(list(step.depends_on), ("depends_on",)),
+                    json_text(list(step.dependents), ("dependents",)),
+                    step.remaining,
+                )
+                for step in growth.rewired
+            ],
+        )
+    if recording.jobs:
+        await db.execute(INSERT, *insert_columns(recording.jobs))
+    unfinished = sum(step.status in UNFINISHED_STEPS for step in inserted)
+    partial = any(step.status is StepStatus.SKIPPED for step in inserted)
+    await db.execute(GROWTH_RECORD, workflow_id, unfinished, partial, growth.step_count, now)
 
 
 def _head(workflow_id: str, tenant_id: str, status: WorkflowStatus) -> Workflow:

@@ -32,8 +32,8 @@ STEP_COLUMNS = f"{DEPENDENT_COLUMNS}, depends_on, dependents, added_by, added_as
 
 WORKFLOW_INSERT = """
 INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
-                                 trace_context, unfinished, partial)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10)
+                                 trace_context, unfinished, partial, steps)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10, $11)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 """
@@ -96,15 +96,6 @@ UPDATE queueflow.workflow_steps AS s
  WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
 """
 
-# Steps added at run time rewire existing rows (`core.growth`): new dependents, and `required_by` edges.
-STEPS_REWIRE = """
-UPDATE queueflow.workflow_steps AS s
-   SET depends_on = ARRAY(SELECT jsonb_array_elements_text(c.depends_on)),
-       dependents = ARRAY(SELECT jsonb_array_elements_text(c.dependents)), remaining = c.remaining
-  FROM unnest($2::text[], $3::jsonb[], $4::jsonb[], $5::int[]) AS c(name, depends_on, dependents, remaining)
- WHERE s.workflow_id = $1 AND s.name = c.name
-"""
-
 # ---- a step's finish (`workflow_step_finish`, `core.finish`) ------------------------------------------------
 
 # A finish is two statements, each a round trip (a chain's step waits for every one of them): FINISH takes the
@@ -150,6 +141,15 @@ SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
            FOR UPDATE
        ) AS d ON true
 """
+
+# A step's finish commits asynchronously. Its locks (the dependents' rows, FINISH … COMMIT) are held until its
+# commit returns, and a synchronous commit holds them through the WAL flush too: the finishes of a fan-in's siblings,
+# which queue on the join's row, each waited for the one before it to reach the disk (a 10,000-wide fan-out's
+# FINISH waited 30 ms on average at load, its COMMIT 5 ms). Were PostgreSQL to crash before the flush (a fraction of
+# a second later), the finish would be lost, never the job's own outcome, which its worker's ack commits
+# synchronously before: the step is then `enqueued` with its job finished, which the janitor heals
+# (`Workflows.heal`), as after a server crash between the two. Any later synchronous commit flushes it first.
+BEGIN_FINISH = "BEGIN; SET LOCAL synchronous_commit = off"
 
 # What the finish decided, in one statement that starts after FINISH's locks were granted:
 # - `recorded`: the dependents that stay pending get their new count ($18–$21, $24: name, remaining, status,

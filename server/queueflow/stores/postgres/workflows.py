@@ -39,11 +39,12 @@ from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
-from queueflow.stores.postgres.connection import Db, Pooled
+from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row
 from queueflow.stores.postgres.sql import INSERT
 from queueflow.stores.postgres.workflow_sql import (
+    BEGIN_FINISH,
     CANCEL_STEP_JOBS,
     COUNT,
     FINISH,
@@ -68,31 +69,33 @@ class PostgresWorkflows(Pooled):
         if errors := workflow_storage_errors(workflow) + job_storage_errors(jobs):
             raise ValidationError.of(errors)
         start = counters(workflow.steps)
-        async with self._connection() as db, db.transaction():
-            inserted = await db.fetchval(
-                WORKFLOW_INSERT,
-                workflow.id,
-                workflow.tenant_id,
-                workflow.name,
-                workflow.status.value,
-                json_text(workflow.context, ("context",)),
-                workflow.idempotency_key,
-                workflow.created_at,
-                None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
-                start.unfinished,
-                start.partial,
-            )
-            if inserted is None:
-                # The key's first create won (a concurrent one's insert waited for it to commit): return that.
-                row = await db.fetchrow(WORKFLOW_BY_KEY, workflow.tenant_id, workflow.idempotency_key)
-                if row is None:
-                    raise StoreUnavailable("a workflow with a repeated idempotency key vanished during the insert")
-                (existing,) = await _with_steps(db, [row])
-                return existing, False
-            await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
-            if jobs:
-                await db.execute(INSERT, *insert_columns(jobs))
-        self._wake(job.queue_name for job in jobs)
+        with self._announcing() as announce:
+            async with self._connection() as db, db.transaction():
+                inserted = await db.fetchval(
+                    WORKFLOW_INSERT,
+                    workflow.id,
+                    workflow.tenant_id,
+                    workflow.name,
+                    workflow.status.value,
+                    json_text(workflow.context, ("context",)),
+                    workflow.idempotency_key,
+                    workflow.created_at,
+                    None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
+                    start.unfinished,
+                    start.partial,
+                    len(workflow.steps),
+                )
+                if inserted is None:
+                    # The key's first create won (a concurrent one's insert waited for it to commit): return that.
+                    row = await db.fetchrow(WORKFLOW_BY_KEY, workflow.tenant_id, workflow.idempotency_key)
+                    if row is None:
+                        raise StoreUnavailable("a workflow with a repeated idempotency key vanished during the insert")
+                    (existing,) = await _with_steps(db, [row])
+                    return existing, False
+                await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
+                if jobs:
+                    await db.execute(INSERT, *insert_columns(jobs))
+                    announce(job.queue_name for job in jobs)
         return workflow, True
 
     async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
@@ -140,11 +143,12 @@ class PostgresWorkflows(Pooled):
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
         try:
-            async with self._connection() as db, db.transaction():
-                workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, new_job, now)
+            with self._announcing() as announce:
+                async with self._connection() as db, db.transaction():
+                    workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, new_job, now)
+                    announce(job.queue_name for job in jobs)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
-        self._wake(job.queue_name for job in jobs)
         return workflow
 
     async def workflow_step_finish(
@@ -159,30 +163,31 @@ class PostgresWorkflows(Pooled):
         jobs: Sequence[Job] | None
         due: tuple[DueWait, ...] = ()
         try:
-            async with self._connection() as db:
-                alone = True
-                if not finishes_alone(report.outcome, OnFailure.HALT):
-                    on_failure = await db.fetchval(STEP_ON_FAILURE, report.workflow_id, report.step)
-                    alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
-                async with db.transaction():
-                    if alone:
-                        finished = await _finish(db, report, result, new_job, now)
-                        jobs, due = finished if finished is not None else (None, ())
-                    else:
+            with self._announcing() as announce:
+                async with self._connection() as db:
+                    alone = True
+                    if not finishes_alone(report.outcome, OnFailure.HALT):
+                        on_failure = await db.fetchval(STEP_ON_FAILURE, report.workflow_id, report.step)
+                        alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
+                    async with begun(db, BEGIN_FINISH):
+                        if alone:
+                            finished = await _finish(db, report, result, new_job, now)
+                            jobs, due = finished if finished is not None else (None, ())
+                        else:
 
-                        def decide(workflow: Workflow) -> Transition:
-                            return on_job_finished(
-                                workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end
-                            )
+                            def decide(workflow: Workflow) -> Transition:
+                                return on_job_finished(
+                                    workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end
+                                )
 
-                        after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
-                        jobs = enqueued if after is not None else None
-                        due = () if after is None else tuple(due_waits(after, now))
+                            after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
+                            jobs = enqueued if after is not None else None
+                            due = () if after is None else tuple(due_waits(after, now))
+                        announce(job.queue_name for job in jobs or ())
         except _Raised as raised:
             raise raised.error from None
         if jobs is None:
             return None
-        self._wake(job.queue_name for job in jobs)
         return due
 
     async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:

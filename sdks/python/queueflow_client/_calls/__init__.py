@@ -1,0 +1,68 @@
+"""Every API call the client makes, described once (request + how to read the answer) for the sync and the
+async client alike, a module per resource as the client's `resources/` are; each is here by name too
+(`_calls.enqueue`, `_calls.lease`). Optional arguments left at None are not sent, so the server's defaults apply."""
+
+from queueflow_client._calls.arguments import new_idempotency_key
+from queueflow_client._calls.jobs import cancel, enqueue, enqueue_many, get, list_page, retry
+from queueflow_client._calls.queues import get_queue, queues, update_queue
+from queueflow_client._calls.schedules import (
+    create_schedule,
+    delete_schedule,
+    get_schedule,
+    list_schedules,
+    update_schedule,
+)
+from queueflow_client._calls.worker import (
+    MAX_ADDED_STEPS,
+    ack,
+    add_steps,
+    complete,
+    fail,
+    heartbeat,
+    heartbeat_many,
+    lease,
+    release,
+)
+from queueflow_client._calls.workflows import (
+    STEP_OPTIONS,
+    cancel_workflow,
+    create_workflow,
+    get_workflow,
+    list_workflows,
+    retry_workflow,
+    signal_workflow,
+)
+
+__all__ = [
+    "MAX_ADDED_STEPS",
+    "STEP_OPTIONS",
+    "ack",
+    "add_steps",
+    "cancel",
+    "cancel_workflow",
+    "complete",
+    "create_schedule",
+    "create_workflow",
+    "delete_schedule",
+    "enqueue",
+    "enqueue_many",
+    "fail",
+    "get",
+    "get_queue",
+    "get_schedule",
+    "get_workflow",
+    "heartbeat",
+    "heartbeat_many",
+    "lease",
+    "list_page",
+    "list_schedules",
+    "list_workflows",
+    "new_idempotency_key",
+    "queues",
+    "release",
+    "retry",
+    "retry_workflow",
+    "signal_workflow",
+    "update_queue",
+    "update_schedule",
+]

@@ -1,0 +1,132 @@
+"""The worker routes' calls: lease, heartbeat (one or many), complete, fail, ack, release, and add steps to the
+running step's workflow."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from queueflow_client._calls.workflows import added_step
+from queueflow_client._generated.api.worker import (
+    ack_jobs,
+    add_workflow_steps,
+    complete_job,
+    fail_job,
+    heartbeat_job,
+    heartbeat_jobs,
+    lease_jobs,
+    release_jobs,
+)
+from queueflow_client._generated.models import (
+    AckComplete,
+    AckFail,
+    AckRequest,
+    AddStepsRequest,
+    CompleteRequest,
+    FailRequest,
+    HeartbeatBatch,
+    HeartbeatItem,
+    HeartbeatRequest,
+    LeaseRequest,
+    ReleaseItem,
+    ReleaseRequest,
+)
+from queueflow_client._generated.types import UNSET
+from queueflow_client._transport import Call, call, decoding_call
+from queueflow_client.errors import ArgumentError
+from queueflow_client.steps import check_unique
+from queueflow_client.types import AckResult, HeartbeatResult, Job, LeasedJob, Step, WorkflowStep, decode_lease_answer
+
+MAX_ADDED_STEPS = 1000
+"""The most steps one `POST /v1/worker/jobs/{id}/steps` takes."""
+
+
+def lease(
+    queues: Sequence[str],
+    *,
+    max_jobs: int,
+    lease_seconds: float,
+    wait_seconds: float,
+    worker_id: str | None,
+    task_names: Sequence[str] | None = None,
+) -> Call[list[LeasedJob]]:
+    body = LeaseRequest(
+        queues=list(queues),
+        max_jobs=max_jobs,
+        lease_seconds=lease_seconds,
+        wait_seconds=wait_seconds,
+        worker_id=worker_id if worker_id is not None else UNSET,
+        task_names=list(task_names) if task_names is not None else UNSET,
+    )
+    # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
+    return decoding_call(lease_jobs, decode_lease_answer, replayable=False, body=body)
+
+
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:
+    """A heartbeat; with `progress` (any JSON, null included), one that also records it."""
+    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds, progress=progress)
+    return call(
+        heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
+    )
+
+
+def heartbeat_many(leases: Sequence[tuple[str, str]], lease_seconds: float) -> Call[list[HeartbeatResult]]:
+    """Extend every held lease of `leases` ((job id, lease token) pairs) at once; each answers on its own."""
+    body = HeartbeatBatch(
+        jobs=[HeartbeatItem(id=job_id, lease_token=token) for job_id, token in leases], lease_seconds=lease_seconds
+    )
+    return call(
+        heartbeat_jobs,
+        lambda data: [HeartbeatResult.from_json(item) for item in data["results"]],
+        replayable=True,
+        body=body,
+    )
+
+
+def complete(job_id: str, lease_token: str, result: Any) -> Call[Job]:
+    # Replayable: a repeat of a completion that landed is answered lease_lost, and the worker knows what that means.
+    body = CompleteRequest(lease_token=lease_token, result=result)
+    return call(complete_job, Job.from_json, job_id, replayable=True, body=body)
+
+
+def fail(job_id: str, lease_token: str, error: str, *, retryable: bool, retry_after_seconds: float | None) -> Call[Job]:
+    body = FailRequest(
+        lease_token=lease_token,
+        error=error,
+        retryable=retryable,
+        retry_after_seconds=retry_after_seconds if retry_after_seconds is not None else UNSET,
+    )
+    return call(fail_job, Job.from_json, job_id, replayable=True, body=body)
+
+
+def ack(complete: Sequence[AckComplete], fail: Sequence[AckFail]) -> Call[list[AckResult]]:
+    body = AckRequest(complete=list(complete), fail=list(fail))
+    return call(
+        ack_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
+    )
+
+
+def release(leases: Sequence[tuple[str, str]]) -> Call[list[AckResult]]:
+    """Give back held jobs not started ((job id, lease token) pairs): each is claimable again at once, as before
+    that delivery, or `lease_lost` on its own."""
+    # Replayable: a repeat of a release that landed finds the lease gone (lease_lost) and changes nothing.
+    body = ReleaseRequest(jobs=[ReleaseItem(id=job_id, lease_token=token) for job_id, token in leases])
+    return call(
+        release_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
+    )
+
+
+def add_steps(job_id: str, lease_token: str, steps: Sequence[Step | Mapping[str, Any]]) -> Call[list[WorkflowStep]]:
+    if not 1 <= len(steps) <= MAX_ADDED_STEPS:
+        raise ArgumentError(f"add 1–{MAX_ADDED_STEPS} steps at a time, not {len(steps)}")
+    check_unique(steps)
+    body = AddStepsRequest(lease_token=lease_token, steps=[added_step(step) for step in steps])
+    # Replayable: the lease token keys it, and a repeat of the same steps by the same step adds nothing twice.
+    return call(
+        add_workflow_steps,
+        lambda data: [WorkflowStep.from_json(step) for step in data["steps"]],
+        job_id,
+        replayable=True,
+        body=body,
+    )
