@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 
 import asyncpg
 import pytest
 from queueflow.clocks import TestClock
-from queueflow.core.errors import StoreUnavailable
+from queueflow.core.errors import QueueFlowError, StoreUnavailable
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
@@ -125,3 +126,37 @@ async def test_callers_waiting_on_a_pool_that_fails_to_open_each_get_the_databas
         assert not any("NoneType" in str(outcome) for outcome in outcomes), outcomes
         with pytest.raises(StoreUnavailable, match="cannot connect"):
             await store.ping()
+
+
+async def test_a_connection_handed_back_inside_a_transaction_is_rolled_back_before_it_is_lent_again(
+    postgres_url: str,
+) -> None:
+    # A statement that fails after a hand-written BEGIN (the claim begins its own) leaves the transaction open: the
+    # pool must end it, or the next caller's statements would run inside it and never commit.
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
+
+        async def fail_inside_a_transaction() -> None:
+            async with store._connection() as db:
+                await db.execute("BEGIN")
+                await db.execute("SELECT 1/0")
+
+        with pytest.raises(QueueFlowError):
+            await fail_inside_a_transaction()
+        async with store._connection() as db:
+            assert not db.is_in_transaction()
+            assert await db.fetchval("SELECT 1") == 1
+
+
+async def test_a_connection_that_died_is_replaced_on_its_next_checkout(postgres_url: str) -> None:
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
+        async with store._connection() as db:
+            first = db.get_server_pid()
+        async with pg.connect(postgres_url) as admin:
+            await admin.execute("SELECT pg_terminate_backend($1)", first)
+        # Once the client has read the backend's goodbye the connection is closed and the checkout reconnects; a
+        # statement sent before that fails (StoreUnavailable) and the pool drops the connection instead.
+        with contextlib.suppress(StoreUnavailable):
+            await store.ping()
+        await store.ping()  # on a new connection, opened in the dead one's place
+        async with store._connection() as db:
+            assert db.get_server_pid() != first

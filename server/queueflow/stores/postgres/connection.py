@@ -1,11 +1,11 @@
-"""What every part of the PostgreSQL store shares: one asyncpg pool, and connections from it whose every error is
-a QueueFlowError.
+"""What every part of the PostgreSQL store shares: one pool of asyncpg connections (`pool.ConnectionPool`), and
+connections from it whose every error is a QueueFlowError.
 
-asyncpg's own pool, not SQLAlchemy's: every statement here is raw SQL on the driver's connection, SQLAlchemy's
-async pool ran each checkout and return through a greenlet switch, and its overflow opened and closed sessions
-under load (the new sessions counted in bench/RESULTS.md). The pool opens all its connections on first use,
-never closes an idle one and has no overflow, so a server opens no new PostgreSQL session after its first
-statement: more concurrent operations than connections wait their turn.
+Not SQLAlchemy's pool: every statement here is raw SQL on the driver's connection, SQLAlchemy's async pool ran each
+checkout and return through a greenlet switch, and its overflow opened and closed sessions under load (the new
+sessions counted in bench/RESULTS.md). Not asyncpg's either (see `pool`). The pool opens all its connections on
+first use, never closes an idle one and has no overflow, so a server opens no new PostgreSQL session after its
+first statement: more concurrent operations than connections wait their turn.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ import msgspec
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
 from queueflow.ports import EchoSignal, WorkSignal
 from queueflow.stores.postgres.errors import is_disconnect, translate
+from queueflow.stores.postgres.pool import Connect, ConnectionPool
 
 if TYPE_CHECKING:
-    Db: TypeAlias = asyncpg.pool.PoolConnectionProxy[asyncpg.Record]
+    Db: TypeAlias = asyncpg.Connection[asyncpg.Record]
     """A connection lent by the pool, as every store method sees it."""
 else:
-    Db = asyncpg.pool.PoolConnectionProxy
+    Db = asyncpg.Connection
 
 JSONB_VERSION = b"\x01"
 """The first byte of jsonb's binary format (its version); what follows is the document's JSON text."""
@@ -47,48 +48,40 @@ async def _decode_json_once(connection: asyncpg.Connection) -> None:
     )
 
 
-async def _keep_session(connection: asyncpg.Connection) -> None:
-    """Nothing: asyncpg's default reset sends `RESET ALL; UNLISTEN *; …` on every release, a round trip per
-    statement for state this store never leaves behind (no SET, LISTEN or session advisory lock; an open
-    transaction is still ended by asyncpg itself)."""
-
-
-def create_pool(
+def connector(
     dsn: str,
     *,
-    size: int,
     connect_timeout: float,
     statement_cache_size: int = 100,
     statement_timeout: float | None = None,
     on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
-) -> asyncpg.Pool:
-    """A pool of at most `size` connections. asyncpg binds a pool to the running event loop, so this is called
-    from inside one, on first use (`Pooled._ready`). `statement_cache_size=0` for a transaction-mode pooler: a
+) -> Connect:
+    """How the pool opens each of its connections. `statement_cache_size=0` for a transaction-mode pooler: a
     named statement prepared on one server connection is unknown on the next; an unnamed one is prepared and run
     before the server connection is handed on (asyncpg sends no Sync in between). `statement_timeout` is asyncpg's
-    command timeout: it cancels the statement in PostgreSQL too, and keeps the connection (closing it itself when
-    the cancellation fails). `on_connect` runs on each new connection, after the codecs are set."""
+    command timeout: it cancels the statement in PostgreSQL too, and keeps the connection (`ConnectionPool` waits
+    for the cancellation before lending it again). `on_connect` runs on each new connection, after the codecs are
+    set."""
 
-    async def init(connection: asyncpg.Connection) -> None:
-        await _decode_json_once(connection)
-        if on_connect is not None:
-            await on_connect(connection)
+    async def connect() -> asyncpg.Connection:
+        connection = await asyncpg.connect(
+            dsn,
+            timeout=connect_timeout,
+            statement_cache_size=statement_cache_size,
+            command_timeout=statement_timeout,
+            # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
+            server_settings={"application_name": "queueflow", "timezone": "UTC"},
+        )
+        try:
+            await _decode_json_once(connection)
+            if on_connect is not None:
+                await on_connect(connection)
+        except BaseException:
+            connection.terminate()
+            raise
+        return connection
 
-    return asyncpg.create_pool(
-        dsn,
-        # Every connection is opened on first use and kept: a pool that grows under load opens sessions when it can
-        # least afford to (each open costs tens of milliseconds with its codec set-up: the tail of a wake-up).
-        min_size=size,
-        max_size=size,
-        max_inactive_connection_lifetime=0,
-        timeout=connect_timeout,
-        statement_cache_size=statement_cache_size,
-        command_timeout=statement_timeout,
-        init=init,
-        reset=_keep_session,
-        # UTC, so that adding an interval of whole days to a timestamptz never shifts across DST.
-        server_settings={"application_name": "queueflow", "timezone": "UTC"},
-    )
+    return connect
 
 
 class Pooled:
@@ -113,7 +106,7 @@ class Pooled:
         self._connect_timeout = connect_timeout
         self._wakeups = wakeups
         self._echoes = wakeups if isinstance(wakeups, EchoSignal) else None
-        self._opened: asyncio.Future[asyncpg.Pool] | None = None
+        self._opened: asyncio.Future[ConnectionPool] | None = None
 
     def _wake(self, queues: Iterable[str]) -> None:
         """Wake this process's waiters on `queues` directly, once the work on them is committed, ahead of the
@@ -155,21 +148,22 @@ class Pooled:
         backends.add(pid)
         connection.add_termination_listener(lambda _connection: backends.discard(pid))
 
-    async def _ready(self) -> asyncpg.Pool:
+    async def _ready(self) -> ConnectionPool:
         """The pool, opened on first use (once, however many callers ask at the same time)."""
         opened = self._opened
         if opened is not None and opened.done() and not opened.cancelled() and opened.exception() is None:
             return opened.result()  # every statement comes here: no shield, no await once the pool is open
         if opened is None:
-            pool = create_pool(
+            connect = connector(
                 self._dsn,
-                size=self._pool_size,
                 connect_timeout=self._connect_timeout,
                 statement_cache_size=self._statement_cache_size,
                 statement_timeout=self._statement_timeout,
                 on_connect=self._on_connect,
             )
-            self._opened = opened = asyncio.ensure_future(pool)  # awaiting a pool opens it
+            # Every connection is opened on first use and kept: a pool that grows under load opens sessions when it
+            # can least afford to (each open costs tens of milliseconds with its codec set-up: the tail of a wake-up).
+            self._opened = opened = asyncio.ensure_future(ConnectionPool(connect, self._pool_size).open())
         try:
             return await asyncio.shield(opened)
         except BaseException:
@@ -184,7 +178,7 @@ class Pooled:
         """A pooled asyncpg connection; every error inside becomes a QueueFlowError."""
         try:
             pool = await self._ready()
-            connection = await pool.acquire(timeout=self._connect_timeout)
+            connection = await pool.lend(self._connect_timeout)
         except TimeoutError as exc:
             raise StoreUnavailable(
                 f"no database connection within {self._connect_timeout:g} s: all {self._pool_size} are busy, "
@@ -203,15 +197,15 @@ class Pooled:
                 raise StoreUnavailable(
                     f"a statement ran longer than the statement timeout ({self._statement_timeout:g} s)"
                 ) from exc
-            await pool.expire_connections()  # ETIMEDOUT from the socket: the connection is gone
+            pool.expire()  # ETIMEDOUT from the socket: the connection is gone
             raise translate(exc) from exc
         except Exception as exc:
             if is_disconnect(exc):
                 # The server restarted or dropped us: the idle connections are as dead as this one.
-                await pool.expire_connections()
+                pool.expire()
             raise translate(exc) from exc
         finally:
-            await pool.release(connection)
+            await pool.take_back(connection)
 
     async def _close_pool(self) -> None:
         opened, self._opened = self._opened, None
