@@ -10,7 +10,7 @@ from bench.report import Figure, Results, Target
 from bench.scenarios import per_request, prefork, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
-from bench.scenarios.worker_drains import KINDS, DrainRun
+from bench.scenarios.worker_drains import KINDS, DrainRun, WorkerDrain
 from bench.server import MANY_TENANTS
 
 MB = 1_000_000
@@ -284,35 +284,61 @@ WORKER_TARGETS: dict[str, tuple[int, float, float | None]] = {
 
 def workers(
     results: Results,
-    drains: dict[tuple[str, int | None], list[DrainRun]],
+    drains: Mapping[WorkerDrain, list[DrainRun]],
     long_drains: list[DrainRun],
     pgqueuer: Mapping[int, float],
 ) -> None:
     """Each worker's default drain beside PgQueuer's, its concurrency 100 ÷ 10, its peak RSS and CPU per job. The
     ratios pair the drains of each repetition (`stats.paired`): PgQueuer's drain and every worker's shapes
-    are run in one rotation."""
+    are run in one rotation. A kind drained in several processes too (the in-process runner under
+    `queueflow serve --workers N`) meets PgQueuer at its best shape, as PgQueuer does at its own (the row names
+    it), and its one-process drain is a row of its own."""
     peer = stats.median(list(pgqueuer.values())) if pgqueuer else None
+    peer_label = f"PgQueuer, {launch.pgqueuer_shape()}" if peer else "PgQueuer not run"
     for kind in KINDS:
         default_concurrency, target, rss_target = WORKER_TARGETS[kind]
-        default = drains.get((kind, None), [])
+        default = drains.get(WorkerDrain(kind), [])
         if not default:
             continue
-        rates = [run.rate for run in default]
-        versus_peer = _paired(results, f"{kind} worker drain, default settings ÷ PgQueuer", default, pgqueuer)
+        jobs = f"{default[0].jobs:,} no-op jobs"
+        shapes = {
+            shape.processes: runs
+            for shape, runs in drains.items()
+            if shape.kind == kind and shape.concurrency is None and runs
+        }
+        best = max(shapes, key=lambda processes: stats.median([run.rate for run in shapes[processes]]))
+        label = f"{kind} worker drain, default settings"
+        if len(shapes) > 1:
+            results.add(
+                Figure(
+                    f"{kind} worker drain, one process, default settings, {jobs}",
+                    stats.median([run.rate for run in default]),
+                    "jobs/s",
+                    peer,
+                    peer_label,
+                    samples=[run.rate for run in default],
+                    paired_ratio=_paired(results, f"{kind} worker drain, one process ÷ PgQueuer", default, pgqueuer),
+                )
+            )
+            tried = " / ".join(str(each) for each in sorted(shapes))
+            processes = f"{best} process{'es' if best > 1 else ''}"
+            label = f"{kind} worker drain at its best shape, {processes} (of {tried}), default settings"
+        rates = [run.rate for run in shapes[best]]
+        versus_peer = _paired(results, f"{label} ÷ PgQueuer", shapes[best], pgqueuer)
         results.add(
             Figure(
-                f"{kind} worker drain, default settings, {default[0].jobs:,} no-op jobs",
+                f"{label}, {jobs}",
                 stats.median(rates),
                 "jobs/s",
                 peer,
-                f"PgQueuer, {launch.pgqueuer_shape()}" if peer else "PgQueuer not run",
+                peer_label,
                 Target("ratio", ">=", target),
                 rates,
                 paired_ratio=versus_peer,
             )
         )
-        ten = drains.get((kind, 10)) or (default if default_concurrency == 10 else [])
-        hundred = drains.get((kind, 100), [])
+        ten = drains.get(WorkerDrain(kind, 10)) or (default if default_concurrency == 10 else [])
+        hundred = drains.get(WorkerDrain(kind, 100), [])
         if ten and hundred:
             high = [run.rate for run in hundred]
             versus_ten = _paired(results, f"{kind} worker drain, concurrency 100 ÷ 10", hundred, _by_repetition(ten))
@@ -328,8 +354,9 @@ def workers(
                     paired_ratio=versus_ten,
                 )
             )
-        runs = [run for (each, _), shape_runs in drains.items() if each == kind for run in shape_runs]
-        peaks = [run.peak_rss / MB for run in runs]
+        # One process's peak: the shapes run in several sum theirs, which is not the same figure.
+        runs = [run for shape, shape_runs in drains.items() if shape.kind == kind for run in shape_runs]
+        peaks = [run.peak_rss / MB for run in runs if run.processes == 1]
         results.add(
             Figure(
                 f"{kind} worker peak RSS, {default[0].jobs:,}-job drains"
@@ -340,20 +367,27 @@ def workers(
                 samples=peaks,
             )
         )
-        cpu = [run.cpu_per_1000 * 1000 for run in default]
-        results.add(
-            Figure(f"{kind} worker CPU per 1,000 jobs, worker + server, default settings", stats.median(cpu), "ms")
-        )
-        for (each, concurrency), shape_runs in drains.items():
-            if each == kind:
-                shape = f"concurrency {concurrency}" if concurrency else "default settings"
-                results.details.append(spread(f"{kind} worker drain, {shape}", [r.rate for r in shape_runs], "jobs/s"))
+        for processes, shape_runs in sorted(shapes.items()):
+            cpu = [run.cpu_per_1000 * 1000 for run in shape_runs]
+            each = "" if len(shapes) == 1 else f"{processes} process{'es' if processes > 1 else ''}, "
+            results.add(
+                Figure(
+                    f"{kind} worker CPU per 1,000 jobs, worker + server, {each}default settings",
+                    stats.median(cpu),
+                    "ms",
+                )
+            )
+        for shape, shape_runs in drains.items():
+            if shape.kind == kind:
                 results.details.append(
-                    f"{kind} worker drain, {shape}: load average at each drain's end: "
+                    spread(f"{kind} worker drain, {shape.label}", [r.rate for r in shape_runs], "jobs/s")
+                )
+                results.details.append(
+                    f"{kind} worker drain, {shape.label}: load average at each drain's end: "
                     + "; ".join(run.load for run in shape_runs)
                 )
     for run in long_drains:
-        short = drains.get((run.kind, None), [])
+        short = drains.get(WorkerDrain(run.kind), [])
         results.add(
             Figure(
                 f"{run.kind} worker peak RSS, one {run.jobs:,}-job drain (÷ the shorter drains')",

@@ -52,11 +52,13 @@ HOW = f"""## How each figure is measured
 - **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
   warm-up), the worst repetition.
 - **Workers**: each kind in a process of its own at its default settings (then at concurrency 10 and 100) —
-  in-process (`queueflow serve --mode worker --tasks bench.drivers.noop:tasks`), the Python SDK's `Worker`
-  (bench/drivers/sdk_worker.py) and the TypeScript SDK's (bench/drivers/ts_worker.mjs), the SDK ones against one
-  `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the worker has run a
-  first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU is the worker's
-  and the server's utime + stime over the drain; peak RSS the worker's VmHWM, reset before the drain. The worker
+  in-process (`queueflow serve --mode worker --tasks bench.drivers.noop:tasks`; also with `--workers 2`, its
+  processes every core, and the row against PgQueuer takes the better of 1 and 2 processes and names it), the
+  Python SDK's `Worker` (bench/drivers/sdk_worker.py) and the TypeScript SDK's (bench/drivers/ts_worker.mjs), the
+  SDK ones against one `queueflow serve --mode all` process — drains no-op jobs inserted in one statement once the
+  worker has run a first job; from that commit until no job of the queue is unfinished (polled every 20 ms). CPU
+  is the worker's and the server's utime + stime over the drain, each with the processes it forked; peak RSS the
+  worker's VmHWM, reset before the drain (one process's: the 2-process drains are left out of it). The worker
   drains and PgQueuer's drain (their baseline) run in one rotation, repeated {FULL.drain_repetitions} times in the
   full profile (each drain lasts about a second), every other time in reverse order, PgQueuer's in the middle. The
   machine's speed drifts between repetitions by more than the targets' margins, so a worker's ratio is the median

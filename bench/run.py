@@ -85,7 +85,7 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
                     await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs, logs)
             finally:
                 server.stop()
-    drains: dict[tuple[str, int | None], list[worker_drains.DrainRun]] = {}
+    drains: dict[WorkerDrain, list[worker_drains.DrainRun]] = {}
     long_drains: list[worker_drains.DrainRun] = []
     pgqueuer: dict[str, dict[int, float]] = {"enqueue": {}, "drain": {}}
     if profile.worker_jobs and "workers" in sections:
@@ -222,17 +222,19 @@ async def _queueflow(
 async def _workers(
     profile: Profile,
     step: Steps,
-    drains: dict[tuple[str, int | None], list[worker_drains.DrainRun]],
+    drains: dict[WorkerDrain, list[worker_drains.DrainRun]],
     long_drains: list[worker_drains.DrainRun],
     pgqueuer: dict[str, dict[int, float]],
     logs: Path,
 ) -> None:
     """Each kind of worker drains `worker_jobs` at its default settings, then at concurrency 10 and 100 (the
-    Python ones' default is 10, so that run is not repeated), with PgQueuer's drain (the peers' profile) in the
-    same rotation (`bench.rotation`): each figure is compared with the baseline measured beside it. Then the long
-    drains."""
+    Python ones' default is 10, so that run is not repeated), the in-process runner also in 2 processes
+    (`queueflow serve --workers 2` at its default settings: every core, as PgQueuer runs processes), with
+    PgQueuer's drain (the peers' profile) in the same rotation (`bench.rotation`): each figure is compared with the
+    baseline measured beside it. Then the long drains."""
     rotation: list[WorkerDrain | PeerDrain] = [
         WorkerDrain("in-process"),
+        WorkerDrain("in-process", processes=2),
         WorkerDrain("in-process", 100),
         WorkerDrain("Python SDK"),
         WorkerDrain("Python SDK", 100),
@@ -255,7 +257,9 @@ async def _workers(
             if not await step("build the TypeScript SDK", _sync(worker_drains.build_ts)):
                 rotation = [each for each in rotation if each.kind != "TypeScript SDK"]
             if peer_database is not None:
-                rotation.insert(3, PeerDrain("PgQueuer"))  # mid-rotation: as near as it can be to every drain
+                rotation.insert(
+                    len(rotation) // 2, PeerDrain("PgQueuer")
+                )  # mid-rotation: as near as it can be to every drain
 
             async def one(entry: WorkerDrain | PeerDrain, number: int) -> None:
                 if isinstance(entry, PeerDrain):
@@ -266,9 +270,15 @@ async def _workers(
                     print(f"  PgQueuer drain: {rates['drain'][0]:,.0f} jobs/s", flush=True)
                     return
                 run = await worker_drains.drain(
-                    entry.kind, database, profile.worker_jobs, logs, server=server, concurrency=entry.concurrency
+                    entry.kind,
+                    database,
+                    profile.worker_jobs,
+                    logs,
+                    server=server,
+                    concurrency=entry.concurrency,
+                    processes=entry.processes,
                 )
-                drains.setdefault((entry.kind, entry.concurrency), []).append(replace(run, repetition=number))
+                drains.setdefault(entry, []).append(replace(run, repetition=number))
                 print(f"  {worker_drains.describe(run)}", flush=True)
 
             title = "workers: in-process, Python SDK, TypeScript SDK drains" + (", PgQueuer's" if peer_database else "")

@@ -1,10 +1,12 @@
 """Workers at full speed: how fast each kind of QueueFlow worker, at its default settings, drains no-op jobs —
-the in-process runner (`queueflow serve --mode worker --tasks …`), the Python SDK's `Worker` and the TypeScript
-SDK's `Worker`, each in a process of its own (the SDK ones against a `queueflow serve --mode api` process).
+the in-process runner (`queueflow serve --mode worker --tasks …`, in one process or, with `--workers N`, in N forked
+ones: QueueFlow's way to use every core), the Python SDK's `Worker` and the TypeScript SDK's `Worker`, each in a
+process of its own (the SDK ones against a `queueflow serve --mode api` process).
 
 A drain: the worker is started and proven ready (it has run one job), `jobs` pending jobs are inserted in one
 statement (one NOTIFY), and the clock runs from that commit until no job of the queue is unfinished. Each run
-also records the CPU time (user + system) of the worker and of the server, and the worker's peak RSS.
+also records the CPU time (user + system) of the worker and of the server (each with every process it forked),
+and the worker's peak RSS (summed over its processes).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from bench import typescript_build
 from bench.database import BenchDatabase
-from bench.server import ROOT, WORKER_KEY, QueueFlowServer, process_cpu_seconds, process_peak_rss, reset_peak_rss
+from bench.server import ROOT, WORKER_KEY, QueueFlowServer, children, process_peak_rss, reset_peak_rss, tree_cpu_seconds
 
 QUEUE = "drain"
 KINDS = ("in-process", "Python SDK", "TypeScript SDK")
@@ -40,10 +42,17 @@ SELECT EXISTS (SELECT FROM queueflow.jobs WHERE queue_name = $1 AND status IN ('
 
 @dataclass(frozen=True, slots=True)
 class WorkerDrain:
-    """A drain of the workers' rotation: a kind of QueueFlow worker and its concurrency (None: its default)."""
+    """A drain of the workers' rotation: a kind of QueueFlow worker, its concurrency (None: its default) and, for the
+    in-process runner, how many processes serve (`queueflow serve --workers`)."""
 
     kind: str
     concurrency: int | None = None
+    processes: int = 1
+
+    @property
+    def label(self) -> str:
+        shape = f"concurrency {self.concurrency}" if self.concurrency else "default settings"
+        return shape if self.processes == 1 else f"{self.processes} processes, {shape}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +76,12 @@ class DrainRun:
     """The load average (1, 5, 15 min) as the drain ended: how shared the machine was."""
     repetition: int = 0
     """Which repetition of the bench's rotation it belongs to: its figures pair it with the drains beside it."""
+    processes: int = 1
+    """The worker's processes (`queueflow serve --workers`, the in-process runner only)."""
+
+    @property
+    def shape(self) -> WorkerDrain:
+        return WorkerDrain(self.kind, self.concurrency, self.processes)
 
     @property
     def rate(self) -> float:
@@ -116,12 +131,15 @@ class WorkerProcess:
         self.process = None
 
 
-def worker_argv(kind: str, database_url: str, server: QueueFlowServer | None, concurrency: int | None) -> list[str]:
+def worker_argv(
+    kind: str, database_url: str, server: QueueFlowServer | None, concurrency: int | None, processes: int = 1
+) -> list[str]:
     if kind == "in-process":
         argv = [sys.executable, "-m", "queueflow.cli", "serve", "--mode", "worker", "--database-url", database_url,
-                "--tasks", "bench.drivers.noop:tasks", "--task-queues", QUEUE]  # fmt: skip
+                "--tasks", "bench.drivers.noop:tasks", "--task-queues", QUEUE, "--workers", str(processes)]  # fmt: skip
         return argv + (["--task-concurrency", str(concurrency)] if concurrency else [])
     assert server is not None
+    assert processes == 1  # the SDK workers are one process each
     url = f"http://127.0.0.1:{server.port}"
     extra = [str(concurrency)] if concurrency else []
     if kind == "Python SDK":
@@ -150,19 +168,22 @@ async def drain(
     *,
     server: QueueFlowServer | None = None,
     concurrency: int | None = None,
+    processes: int = 1,
     limit: float = 600,
 ) -> DrainRun:
-    """Start a worker of `kind`, drain `jobs` no-op jobs with it, stop it."""
-    log_path = log_dir / f"worker-{kind.replace(' ', '-').lower()}-{concurrency or 'default'}.log"
-    worker = WorkerProcess(worker_argv(kind, database.url, server, concurrency), log_path).start()
+    """Start a worker of `kind` (in `processes` processes), drain `jobs` no-op jobs with it, stop it."""
+    log_path = log_dir / f"worker-{kind.replace(' ', '-').lower()}-{concurrency or 'default'}-{processes}.log"
+    worker = WorkerProcess(worker_argv(kind, database.url, server, concurrency, processes), log_path).start()
     try:
         await database.reset_jobs()
-        await _seed(database, 1)  # ready once it has run a job: imports done, pool and statements warm
+        # Ready once it has run a job: imports done, pool and statements warm. Forked processes import before the
+        # fork; each opens its own pool as it starts, so with several one may still be connecting here.
+        await _seed(database, 1)
         await _until_drained(database, worker, 60)
         await database.reset_jobs()
         await database.vacuum()
-        reset_peak_rss(worker.pid)
-        worker_cpu = process_cpu_seconds(worker.pid)
+        _tree_reset_peak_rss(worker.pid)
+        worker_cpu = tree_cpu_seconds(worker.pid)
         server_cpu = server.cpu_seconds() if server is not None else 0.0
         await _seed(database, jobs)
         began = time.perf_counter()
@@ -173,10 +194,11 @@ async def drain(
             concurrency=concurrency,
             jobs=jobs,
             seconds=seconds,
-            worker_cpu=process_cpu_seconds(worker.pid) - worker_cpu,
+            worker_cpu=tree_cpu_seconds(worker.pid) - worker_cpu,
             server_cpu=(server.cpu_seconds() - server_cpu) if server is not None else 0.0,
-            peak_rss=process_peak_rss(worker.pid),
+            peak_rss=_tree_peak_rss(worker.pid),
             load=load(),
+            processes=processes,
         )
         completed = await database.count(f"queue_name = '{QUEUE}' AND status = 'completed'")
         if completed != jobs:
@@ -186,14 +208,28 @@ async def drain(
         worker.stop()
 
 
+def _tree(pid: int) -> list[int]:
+    """`pid` and its running descendants (a pre-forked server's supervisor and its children)."""
+    return [pid, *(each for child in children(pid) for each in _tree(child))]
+
+
+def _tree_reset_peak_rss(pid: int) -> None:
+    for each in _tree(pid):
+        reset_peak_rss(each)
+
+
+def _tree_peak_rss(pid: int) -> int:
+    """The processes' peaks summed: an upper bound of their peak together (forked pages they share count twice)."""
+    return sum(process_peak_rss(each) for each in _tree(pid))
+
+
 def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def describe(run: DrainRun) -> str:
-    shape = f"concurrency {run.concurrency}" if run.concurrency else "defaults"
     return (
-        f"{run.kind} worker, {shape}: {run.jobs:,} jobs in {run.seconds:.2f} s = {run.rate:,.0f} jobs/s;"
+        f"{run.kind} worker, {run.shape.label}: {run.jobs:,} jobs in {run.seconds:.2f} s = {run.rate:,.0f} jobs/s;"
         f" CPU {run.worker_cpu:.2f} s worker + {run.server_cpu:.2f} s server; peak RSS {run.peak_rss / 1e6:.0f} MB;"
         f" load {run.load}"
     )

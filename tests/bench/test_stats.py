@@ -6,7 +6,7 @@ import pytest
 from bench import figures, stats
 from bench.machine import Machine
 from bench.report import Results
-from bench.scenarios.worker_drains import DrainRun
+from bench.scenarios.worker_drains import DrainRun, WorkerDrain
 
 # The machine's speed drifts from one repetition to the next; within each, the worker drains 5 % faster than the
 # peer beside it, but in one (a disturbed pair) where it is far slower.
@@ -14,8 +14,8 @@ PEER = {1: 100.0, 2: 60.0, 3: 90.0, 4: 40.0, 5: 50.0}
 WORKER = {number: 1.05 * rate for number, rate in PEER.items()} | {2: 30.0}
 
 
-def drain(repetition: int, rate: float, concurrency: int | None = None) -> DrainRun:
-    return DrainRun("in-process", concurrency, 1000, 1000 / rate, 0.1, 0.1, 50_000_000, "0 0 0", repetition)
+def drain(repetition: int, rate: float, concurrency: int | None = None, processes: int = 1) -> DrainRun:
+    return DrainRun("in-process", concurrency, 1000, 1000 / rate, 0.1, 0.1, 50_000_000, "0 0 0", repetition, processes)
 
 
 def results() -> Results:
@@ -39,7 +39,7 @@ def test_only_repetitions_that_measured_both_sides_count() -> None:
 
 def test_a_worker_figure_takes_the_median_of_its_repetitions_ratios() -> None:
     run = results()
-    drains = {("in-process", None): [drain(number, rate) for number, rate in WORKER.items()]}
+    drains = {WorkerDrain("in-process"): [drain(number, rate) for number, rate in WORKER.items()]}
     figures.workers(run, drains, [], PEER)
     [figure] = [each for each in run.figures if each.label.startswith("in-process worker drain, default")]
     assert figure.ratio == pytest.approx(1.05)
@@ -51,9 +51,37 @@ def test_a_worker_figure_takes_the_median_of_its_repetitions_ratios() -> None:
 
 def test_without_the_peer_a_worker_figure_has_no_ratio() -> None:
     run = results()
-    figures.workers(run, {("in-process", None): [drain(1, 100.0)]}, [], {})
+    figures.workers(run, {WorkerDrain("in-process"): [drain(1, 100.0)]}, [], {})
     [figure] = [each for each in run.figures if each.label.startswith("in-process worker drain, default")]
     assert figure.ratio is None
+
+
+@pytest.mark.parametrize(("two", "best"), [(1.5, 2), (0.8, 1)])
+def test_the_in_process_row_against_the_peer_takes_its_best_shape_and_names_it(two: float, best: int) -> None:
+    run = results()
+    one = [drain(number, rate) for number, rate in WORKER.items()]
+    drains = {
+        WorkerDrain("in-process"): one,
+        WorkerDrain("in-process", processes=2): [
+            drain(number, two * rate, processes=2) for number, rate in PEER.items()
+        ],
+        # A faster shape at another concurrency is not one of the shapes compared.
+        WorkerDrain("in-process", 100): [drain(number, 9 * rate, 100) for number, rate in PEER.items()],
+    }
+    figures.workers(run, drains, [], PEER)
+    [row] = [each for each in run.figures if each.label.startswith("in-process worker drain at its best")]
+    processes = "2 processes" if best == 2 else "1 process"
+    assert row.label.startswith(f"in-process worker drain at its best shape, {processes} (of 1 / 2), default settings")
+    assert row.target is not None
+    assert row.ratio == pytest.approx(1.05 if best == 1 else 1.5)
+    [single] = [each for each in run.figures if each.label.startswith("in-process worker drain, one process")]
+    assert single.ratio == pytest.approx(1.05)
+    assert single.target is None
+    cpu = [each.label for each in run.figures if "CPU per 1,000 jobs" in each.label]
+    assert cpu == [
+        "in-process worker CPU per 1,000 jobs, worker + server, 1 process, default settings",
+        "in-process worker CPU per 1,000 jobs, worker + server, 2 processes, default settings",
+    ]
 
 
 @pytest.mark.parametrize(
