@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -62,6 +62,9 @@ UNRESTRICTED_FRESH = 1.0
 
 MAX_IDLE = 1000
 """Queue lists remembered as idle (`PostgresClaims`); past it, the oldest is forgotten (its next claim is whole)."""
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class PostgresClaims(Pooled):
@@ -131,11 +134,7 @@ class PostgresClaims(Pooled):
                 if not await db.fetchval(DUE_ANY, queues, request.now):
                     return []
         jobs = await self._claim(request, args, turn, scope)
-        self._idle.pop(idle_key, None)  # re-inserted last: the oldest entry goes first when the table is full
-        if not jobs:
-            self._idle[idle_key] = notices
-            if len(self._idle) > MAX_IDLE:
-                del self._idle[next(iter(self._idle))]
+        _remember(self._idle, idle_key, None if jobs else notices)
         return jobs
 
     async def _claim(
@@ -157,11 +156,8 @@ class PostgresClaims(Pooled):
             if len(jobs) < request.max_jobs and not self._known_unrestricted(key):
                 heard = self._heard()
                 found = await db.fetch(RESTRICTED_QUEUES, args.queues, turn.turn_of)
-                self._unrestricted.pop(key, None)
-                if not found and heard is not None:
-                    self._unrestricted[key] = (heard, time.monotonic() + UNRESTRICTED_FRESH)
-                    if len(self._unrestricted) > MAX_IDLE:
-                        del self._unrestricted[next(iter(self._unrestricted))]
+                known = None if found or heard is None else (heard, time.monotonic() + UNRESTRICTED_FRESH)
+                _remember(self._unrestricted, key, known)
                 if found:
                     if not rows and scope is None:
                         after = found[0]["after_tenant"]
@@ -191,6 +187,16 @@ class PostgresClaims(Pooled):
             if token is not None and (due is None or token < due):
                 due = token
         return due
+
+
+def _remember(table: dict[K, V], key: K, value: V | None) -> None:
+    """`table[key] = value` as its newest entry (None: forget `key`); past MAX_IDLE entries the oldest is forgotten
+    (its queue list's next claim is whole)."""
+    table.pop(key, None)  # re-inserted last: the oldest entry goes first when the table is full
+    if value is not None:
+        table[key] = value
+        if len(table) > MAX_IDLE:
+            del table[next(iter(table))]
 
 
 def queue_names(queues: Sequence[str]) -> list[str]:

@@ -108,19 +108,13 @@ class Pooled:
         self._echoes = wakeups if isinstance(wakeups, EchoSignal) else None
         self._opened: asyncio.Future[ConnectionPool] | None = None
 
-    def _wake(self, queues: Iterable[str]) -> None:
-        """Wake this process's waiters on `queues` directly, once the work on them is committed, ahead of the
-        NOTIFY's trip through PostgreSQL (which still tells the other processes)."""
-        if self._wakeups is not None:
-            for queue in set(queues):
-                self._wakeups.notify(queue)
-
     @contextmanager
     def _announcing(self) -> Iterator[Callable[[Iterable[str]], None]]:
         """Around a write whose commit announces work (the insert trigger's NOTIFY, or a pg_notify of its own): the
         block calls the function it is given with the queues, inside its transaction, before the commit; once the
-        block has committed, this process's waiters on them are woken (`_wake`), and the NOTIFYs that come back to
-        this process are known as its own echoes (`EchoSignal`): they wake nobody a second time."""
+        block has committed, this process's waiters on them are woken directly, ahead of the NOTIFY's trip through
+        PostgreSQL (which still tells the other processes), and the NOTIFYs that come back to this process are known
+        as its own echoes (`EchoSignal`): they wake nobody a second time."""
         announced: list[str] = []
 
         def announce(queues: Iterable[str]) -> None:
@@ -135,7 +129,9 @@ class Pooled:
             if self._echoes is not None:
                 self._echoes.withdraw_echoes(announced)
             raise
-        self._wake(announced)
+        if self._wakeups is not None:
+            for queue in announced:  # once each (`announce` keeps them so)
+                self._wakeups.notify(queue)
 
     def _restrictions_changed(self) -> None:
         """This process changed a queue's settings: whatever the store remembers of them is stale (the claim's)."""
