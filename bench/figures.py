@@ -76,34 +76,45 @@ def ceilings(results: Results, raw_runs: Mapping[str, list[RawRun]], http_runs: 
         if not plain:
             continue
         results.details.append(spread(f"plain claim, {what}, 4 clients (pgbench)", list(plain.values()), "jobs/s"))
-        store = {n: run.rate for n, run in enumerate(raw_runs[store_key])}
         base = f"plain claim on the seed's index, {what} (pgbench)"
+
+        store = {n: run.rate for n, run in enumerate(raw_runs[store_key])}
         results.add(
-            Figure(
+            _against_plain(
                 f"raw ceiling: the store's claim on its schema, {what}, 4 clients (pgbench)",
-                stats.median(list(store.values())),
-                "jobs/s",
-                stats.median(list(plain.values())),
+                store,
+                plain,
                 base,
                 Target("ratio", ">=", store_target) if store_target else None,
-                list(store.values()),
-                paired_ratio=stats.paired(store, plain).median,
             )
         )
         drains = {n: run.rate for n, run in enumerate(http_runs[store_key])}
         if drains:
             results.add(
-                Figure(
+                _against_plain(
                     f"{THROUGHPUT[store_key][0]} (÷ the plain claim)",
-                    stats.median(list(drains.values())),
-                    "jobs/s",
-                    stats.median(list(plain.values())),
+                    drains,
+                    plain,
                     base,
                     Target("ratio", ">=", http_target),
-                    list(drains.values()),
-                    paired_ratio=stats.paired(drains, plain).median,
                 )
             )
+
+
+def _against_plain(
+    label: str, rates: dict[int, float], plain: dict[int, float], base: str, target: Target | None
+) -> Figure:
+    """`rates` (jobs/s by repetition) beside the plain claim's of the same repetitions, the ratio paired."""
+    return Figure(
+        label,
+        stats.median(list(rates.values())),
+        "jobs/s",
+        stats.median(list(plain.values())),
+        base,
+        target,
+        list(rates.values()),
+        paired_ratio=stats.paired(rates, plain).median,
+    )
 
 
 def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
