@@ -22,7 +22,6 @@ def main() -> None:
         queues=queues.split(","),
         concurrency=int(concurrency),
         lease_seconds=float(lease_seconds),
-        wait_seconds=5,
     ).run()
 
 

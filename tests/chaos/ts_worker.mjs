@@ -51,7 +51,6 @@ const worker = new Worker({
   queues: queues.split(","),
   concurrency: Number(concurrency),
   leaseSeconds: Number(leaseSeconds),
-  waitSeconds: 5,
   fetch: observed,
   onError: () => {},
 });

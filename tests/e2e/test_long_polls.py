@@ -118,9 +118,10 @@ def test_a_long_poll_whose_client_left_claims_nothing() -> None:
 
 
 def test_a_python_worker_stopped_while_its_poll_is_parked_strands_nothing(database_url: str) -> None:
-    """Stopping a worker mid-poll closes the poll's connection; the server then claims nothing for it, so a job
-    enqueued next goes to the next worker at once, on its first delivery (it once went to the abandoned poll and
-    waited out its lease, then dead-lettered without having run)."""
+    """Stopping a worker mid-poll lets the poll answer (at the end of its short wait: cut, an answer on its way
+    would strand its jobs) and leases nothing after, so a job enqueued next goes to the next worker at once, on
+    its first delivery (it once went to an abandoned poll and waited out its lease, then dead-lettered without
+    having run)."""
     tasks = TaskRegistry()
 
     @tasks.task("t")
@@ -130,7 +131,7 @@ def test_a_python_worker_stopped_while_its_poll_is_parked_strands_nothing(databa
     with live_server("--database-url", database_url, "--mode", "api") as base, httpx.Client(base_url=base) as http:
 
         async def start_and_stop() -> float:
-            worker = Worker(base, None, tasks, queues=["stranding"], wait_seconds=20, lease_seconds=600)
+            worker = Worker(base, None, tasks, queues=["stranding"], lease_seconds=600)
             await worker.start()
             await asyncio.to_thread(wait_for_parked, http, 1)
             began = time.monotonic()

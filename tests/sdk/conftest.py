@@ -81,7 +81,8 @@ async def client(http: Callable[[], httpx.AsyncClient]) -> AsyncIterator[AsyncQu
 @pytest.fixture
 def make_worker(http: Callable[[], httpx.AsyncClient]) -> Callable[..., Worker]:
     def make(tasks: TaskRegistry, **options: object) -> Worker:
-        options.setdefault("wait_seconds", 5)
+        # A stop lets a parked poll answer rather than cut it: a short one keeps each test's stop short.
+        options.setdefault("wait_seconds", 0.2)
         return Worker(BASE, "key-w", tasks, http_client=http(), **options)  # type: ignore[arg-type]
 
     return make

@@ -268,6 +268,6 @@ async def test_per_job_lines_are_not_formatted_unless_info_is_on(caplog: pytest.
 def test_worker_defaults_match_the_typescript_sdk() -> None:
     """The same setting has the same default in both SDKs (the TypeScript side is checked in worker.test.ts)."""
     worker = Worker(BASE, None, TaskRegistry())
-    assert (worker.concurrency, worker.wait_seconds, worker.lease_seconds) == (10, 20.0, 30.0)
+    assert (worker.concurrency, worker.wait_seconds, worker.lease_seconds) == (10, 1.0, 30.0)
     assert (worker.loop.drain_seconds, worker.loop.acks.ack_batch, worker.loop.acks.ack_interval) == (30.0, 100, 0.01)
     assert worker.loop.prefetch is None

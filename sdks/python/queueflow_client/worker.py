@@ -78,7 +78,7 @@ class Worker:
         concurrency: int = 10,
         prefetch: int | None = None,
         lease_seconds: float = 30.0,
-        wait_seconds: float = 20.0,
+        wait_seconds: float = 1.0,
         heartbeat_every: float | None = None,
         ack_batch: int = 100,
         ack_interval: float = 0.01,
@@ -90,10 +90,12 @@ class Worker:
     ) -> None:
         """`concurrency` tasks run at once and up to `prefetch` (default: adaptive) more jobs are leased ahead
         (never more than the slots start within half a lease and half the shortest timeout lately leased); outcomes
-        go out in batches of up to `ack_batch`, at most `ack_interval` seconds after the first. A lease long-polls
-        up to `wait_seconds`. Stopping releases the jobs not started and lets the running ones finish for
-        `shutdown_grace_seconds` (None: no limit). The defaults are the TypeScript SDK's too (`concurrency: 10`,
-        `waitSeconds: 20`, `shutdownGraceMs: 30000`, …)."""
+        go out in batches of up to `ack_batch`, at most `ack_interval` seconds after the first. An idle worker's
+        lease long-polls up to `wait_seconds` (work wakes it at once); short, because a stop lets it answer rather
+        than cut it — an answer on its way would strand its jobs — and cuts only one still unanswered 2 s on.
+        Stopping releases the jobs not started and lets the running ones finish for `shutdown_grace_seconds`
+        (None: no limit). The defaults are the TypeScript SDK's too (`concurrency: 10`, `waitSeconds: 1`,
+        `shutdownGraceMs: 30000`, …)."""
         self.tasks = tasks
         self.queues = list(queues)
         self.concurrency = concurrency
@@ -259,11 +261,9 @@ class _HttpSource:
     def __init__(self, transport: AsyncTransport, worker: Worker) -> None:
         self._transport = transport
         self._worker = worker
-        self._parked: set[asyncio.Future[list[LeasedJob]]] = set()
-        """The long-polls in flight: the only leases `interrupt()` cuts."""
         self._park = False
-        """Whether the next lease may wait for work: only after one found none, so a lease that may be parked on
-        the server is one sent to an empty queue."""
+        """Whether the next lease may wait for work: only after one found none (a busy worker's leases answer at
+        once)."""
         self._interrupted = False
         self._task_names = worker.tasks.names
         self._unsure: set[tuple[str, str]] = set()
@@ -283,28 +283,17 @@ class _HttpSource:
             worker_id=worker.worker_id,
             task_names=self._task_names,  # only the tasks it can run
         )
-        poll = asyncio.ensure_future(self._transport(call))
-        if wait:
-            self._parked.add(poll)
-        try:
-            jobs = await poll
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if self._interrupted and poll.cancelled() and not (current and current.cancelling()):
-                return []  # closed by interrupt(): the server claims nothing for a request whose client left
-            raise
-        finally:
-            self._parked.discard(poll)
+        jobs = await self._transport(call)
         self._park = not jobs
         return jobs
 
     def interrupt(self) -> None:
-        """Cut the long-polls only. A lease that does not wait answers within a round trip, and once the
-        server has claimed for it the answer may already be on its way: cut then, its jobs would sit `running`
-        until their leases expire, each then counting a failed delivery. The loop releases them instead."""
+        """No lease after this one; none in flight is cut, a long-poll included: once the server has claimed for
+        it — work arrived, or became due, a moment before the stop — the answer may be on its way, and cut then
+        its jobs would sit `running` until their leases expire, each then counting a failed delivery (the
+        chaos suite's rolling restarts saw it). The loop releases what it brings; a poll waits at most
+        `wait_seconds` (1 s by default, as Sidekiq's and Faktory's fetches wait 2 s, so a stop need not cut it)."""
         self._interrupted = True
-        for poll in self._parked:
-            poll.cancel()
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool | None]:
         complete = [

@@ -61,7 +61,10 @@ export interface WorkerOptions {
   leaseSeconds?: number | undefined;
   /** Seconds between heartbeats (default a third of `leaseSeconds`). */
   heartbeatSeconds?: number | undefined;
-  /** How long one lease call long-polls when nothing is claimable (0–60, default 20); `stop()` ends it at once. */
+  /**
+   * How long one lease call long-polls when nothing is claimable (0–60, default 1; work wakes it at once). Short,
+   * because `stop()` lets a poll answer rather than cut it: an answer on its way would strand its jobs.
+   */
   waitSeconds?: number | undefined;
   /** How long `stop()` lets running jobs finish before aborting their signals and releasing them (default 30 000 ms). */
   shutdownGraceMs?: number | undefined;
@@ -86,7 +89,7 @@ export class Worker {
   /** The default of each setting: the same as the Python SDK's `Worker` (its names in snake_case, in seconds). */
   static readonly defaults = Object.freeze({
     concurrency: 10,
-    waitSeconds: 20,
+    waitSeconds: 1,
     leaseSeconds: 30,
     shutdownGraceMs: 30_000,
     ackBatch: 100,

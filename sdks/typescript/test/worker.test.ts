@@ -201,11 +201,11 @@ for (const [key, refusal] of [
 }
 
 test("the defaults are the Python SDK's", () => {
-  // Python: Worker(concurrency=10, wait_seconds=20.0, lease_seconds=30.0, shutdown_grace_seconds=30.0, ack_batch=100,
+  // Python: Worker(concurrency=10, wait_seconds=1.0, lease_seconds=30.0, shutdown_grace_seconds=30.0, ack_batch=100,
   // ack_interval=0.01), checked in tests/sdk/test_worker_dx.py.
   assert.deepEqual(Worker.defaults, {
     concurrency: 10,
-    waitSeconds: 20,
+    waitSeconds: 1,
     leaseSeconds: 30,
     shutdownGraceMs: 30_000,
     ackBatch: 100,
@@ -252,9 +252,9 @@ test("heartbeats extend the lease of a job that runs longer than it", async () =
   }
 });
 
-test("stop() during an idle long-poll ends it at once and leases nothing after", async () => {
+test("stop() during an idle long-poll lets it answer within its wait and leases nothing after", async () => {
   const { fetch, calls } = countingFetch();
-  const w = worker("w-idle", { waitSeconds: 60, fetch }).task("idle", () => null);
+  const w = worker("w-idle", { waitSeconds: Worker.defaults.waitSeconds, fetch }).task("idle", () => null);
   const running = w.start();
   await waitFor(
     async () => calls.get("/v1/worker/lease") ?? 0,
@@ -264,6 +264,7 @@ test("stop() during an idle long-poll ends it at once and leases nothing after",
   await w.stop();
   await running;
   assert.ok(Date.now() - began < 10_000, `stop() took ${Date.now() - began} ms`);
+  assert.equal(calls.get("/v1/worker/lease"), 2); // none after the stop
   const job = await client.jobs.enqueue({ task_name: "idle", queue_name: "w-idle" });
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal((await client.jobs.get(job.id)).status, "pending");
@@ -301,6 +302,42 @@ test("stop() never cuts a lease whose answer is on its way: the jobs it brings a
     const back = await client.jobs.get(job.id);
     assert.deepEqual([back.status, back.delivery_count, back.retry_count], ["pending", 0, 0]);
   }
+});
+
+test("stop() never cuts a parked long-poll: work that arrived for it a moment before is released, not stranded", async () => {
+  // A job arrives for the parked poll and the server answers it; the answer is held back, as if still on the wire,
+  // when the worker stops. Cut then (an aborted fetch), the job would sit `running` until its lease expired, then
+  // count a failed delivery (the chaos suite's rolling restarts saw it).
+  const parked = deferred();
+  const answered = deferred();
+  const go = deferred();
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const request = input instanceof Request ? input : undefined;
+    const body = request ? await request.clone().text() : String(init?.body ?? "");
+    const polls = new URL(request?.url ?? String(input)).pathname === "/v1/worker/lease" && JSON.parse(body).wait_seconds > 0;
+    if (polls) parked.resolve();
+    const response = await globalThis.fetch(input, init);
+    if (polls && ((await response.clone().json()) as { jobs: unknown[] }).jobs.length > 0) {
+      answered.resolve();
+      const signal = init?.signal ?? request?.signal;
+      await new Promise<void>((resolve, reject) => {
+        void go.promise.then(resolve);
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    }
+    return response;
+  };
+  const w = worker("w-parked", { fetch }).task("parked", () => null);
+  const running = w.start();
+  await parked.promise; // the first lease found nothing; the second waits for work
+  const job = await client.jobs.enqueue({ task_name: "parked", queue_name: "w-parked" });
+  await answered.promise;
+  const stopping = w.stop();
+  go.resolve();
+  await stopping;
+  await running;
+  const back = await client.jobs.get(job.id);
+  assert.deepEqual([back.status, back.delivery_count, back.retry_count], ["pending", 0, 0]);
 });
 
 test("stopOnSignals: SIGTERM stops the worker gracefully", async () => {

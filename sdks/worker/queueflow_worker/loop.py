@@ -16,8 +16,9 @@ the server's in-process runner (jobs straight from its engine). Each supplies a 
   once when a lease answer arrives with less than that left of its leases, as a long-poll's may). A lease found
   lost (the job was cancelled, or reclaimed after expiring) tells its task: an async task is cancelled, a sync one
   sees `ctx.cancelled`; a waiting job is dropped. Nothing it does afterwards is recorded.
-- **stopping** (`stop()`): it stops leasing (a lease parked waiting for work is interrupted through its source; one
-  whose answer may be on its way is let to arrive, for up to `LEASE_ANSWER_WAIT`), releases at once every job held
+- **stopping** (`stop()`): it stops leasing (a lease in flight, a long-poll too, is let to answer, for up to
+  `LEASE_ANSWER_WAIT`: its answer may be on its way; an in-process source ends its waits at once), releases at
+  once every job held
   and not started (and every job a lease in flight still brings), lets the running ones finish for up to
   `drain_seconds`, records the outcomes and returns. Tasks still running after `drain_seconds`, or at `quit()` (a
   second Ctrl-C), are cancelled and their jobs released; but a sync task's thread cannot be stopped, so its job is
@@ -66,9 +67,10 @@ __all__ = [
 ]
 
 LEASE_ANSWER_WAIT = 2.0
-"""How long `stop()` waits for a lease in flight that does not wait for work: a healthy server answers within a
-round trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire);
-one still unanswered this long after is stuck on a slow server, and the stop does not wait out its timeout."""
+"""How long `stop()` waits for a lease in flight: its answer may be on its way (cut then, its jobs would sit
+`running` until their leases expire) — a long-poll's too, when work arrived for it a moment before the stop. A
+healthy server answers a lease within a round trip and a long-poll within its wait (the SDKs' default: 1 s); one
+still unanswered this long after is cut, and the stop does not wait out its timeout."""
 
 
 class _Running:

@@ -34,9 +34,10 @@ class LeaseSource(Protocol):
         ...
 
     def interrupt(self) -> None:
-        """The loop is stopping: every lease parked waiting for work answers now (a lease whose answer may
-        already be on its way is left to arrive: cut, its jobs would be lost until their leases expire), and
-        later ones answer none."""
+        """The loop is stopping: later leases answer none. A lease in flight is left to answer — a long-poll
+        too, since work may have arrived for it a moment before: cut, an answer on its way strands its jobs
+        until their leases expire — unless the source can end a wait with no answer in flight (the in-process
+        source, whose claim and answer are one call, ends its waits at once)."""
         ...
 
     async def release(self, leases: Sequence[tuple[str, str]]) -> Sequence[bool]:

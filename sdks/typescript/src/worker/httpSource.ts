@@ -20,10 +20,7 @@ export interface HttpSourceSettings {
 export class HttpSource implements LeaseSource {
   readonly #transport: Transport;
   readonly #settings: HttpSourceSettings;
-  /**
-   * Whether the next lease may wait for work: only after one found none, so a lease that may be parked on the server
-   * is one sent to an empty queue — the only kind a stop cuts.
-   */
+  /** Whether the next lease may wait for work: only after one found none (a busy worker's leases answer at once). */
   #park = false;
 
   constructor(transport: TransportOptions, settings: HttpSourceSettings) {
@@ -32,10 +29,10 @@ export class HttpSource implements LeaseSource {
   }
 
   /**
-   * A lease that does not wait answers within a round trip, and once the server has claimed for it the answer may
-   * already be on its way: `signal` does not cut it (its jobs would sit `running` until their leases expire, each
-   * then counting a failed delivery); the loop releases what it brings — unless it is still unanswered when `cut`
-   * aborts, a while after the stop. A long-poll is cut at once.
+   * Once the server has claimed for a lease its answer may already be on its way — a long-poll's too, when work
+   * arrived for it a moment before the stop: `signal` (the stop) does not cut it (its jobs would sit `running` until
+   * their leases expire, each then counting a failed delivery; the chaos suite's rolling restarts saw it); the loop
+   * releases what it brings — unless it is still unanswered when `cut` aborts, a while after the stop.
    */
   async lease(maxJobs: number, signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]> {
     const { leaseSeconds, workerId, queues } = this.#settings;
@@ -54,8 +51,8 @@ export class HttpSource implements LeaseSource {
       body,
       // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
       // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
-      // A lease that does not wait is cut only by `cut`: stuck on a slow server long after the stop.
-      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: waitSeconds > 0 ? signal : cut },
+      // Cut only by `cut`: stuck on a slow server long after the stop.
+      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: cut },
     );
     this.#park = answer.jobs.length === 0;
     return answer.jobs;

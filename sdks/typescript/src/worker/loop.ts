@@ -19,8 +19,8 @@
  *   request (`timing.ts`): it is released instead, at once, for another worker, no retry counted; one whose
  *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
  *   within half a lease or half the shortest timeout lately leased.
- * - **Stopping**: `stop()` leases nothing more (a lease parked waiting for work is aborted; one whose answer may be
- *   on its way is let to arrive, for up to `LEASE_ANSWER_WAIT_MS`), releases at once every held job not started (and what a lease in flight still
+ * - **Stopping**: `stop()` leases nothing more (the lease in flight, a long-poll too, is let to answer, for up to
+ *   `LEASE_ANSWER_WAIT_MS`: its answer may be on its way), releases at once every held job not started (and what a lease in flight still
  *   brings), lets the running ones finish for up to `shutdownGraceMs`, then aborts the signals of the ones still
  *   running and releases their jobs too, sends every outcome and resolves. `quit()` ends the grace period at once.
  * - **A refused key** (a lease, ack or heartbeat rejected with `AuthenticationError` or `PermissionDeniedError`)
@@ -46,9 +46,10 @@ export { MAX_BATCH } from "./ports.js";
 export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
 
 /**
- * How long a stop waits for a lease in flight that does not wait for work: a healthy server answers within a round
- * trip, and its answer may be on its way (cut then, its jobs would sit `running` until their leases expire); one
- * still unanswered this long after is stuck on a slow server — cut, the server hands back what it claimed for a
+ * How long a stop waits for a lease in flight: its answer may be on its way (cut then, its jobs would sit `running`
+ * until their leases expire) — a long-poll's too, when work arrived for it a moment before the stop. A healthy
+ * server answers a lease within a round trip and a long-poll within its wait (default 1 s); one still unanswered
+ * this long after is stuck on a slow server — cut, the server hands back what it claimed for a
  * client that left before its answer — and the stop does not wait out the request's timeout.
  */
 export const LEASE_ANSWER_WAIT_MS = 2000;
