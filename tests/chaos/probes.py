@@ -1,6 +1,7 @@
 """Single measurements the scenarios cannot make: what happens to work a departed client's long-poll would
-have claimed, how a server answers while slow statements hold every pooled connection, and how soon a worker
-holding hundreds of jobs it has not started exits after SIGTERM, and what that costs them."""
+have claimed, how a server answers while slow statements hold every pooled connection, how soon a worker
+holding hundreds of jobs it has not started exits after SIGTERM, and what that costs them, and how many jobs
+concurrent leasers get from a rate-limited queue."""
 
 from __future__ import annotations
 
@@ -39,7 +40,47 @@ class Finding:
 
 
 async def run_all() -> list[Finding]:
-    return [await abandoned_long_poll(), *await exhausted_pool(), *await stop_with_unstarted_jobs()]
+    return [
+        await abandoned_long_poll(),
+        *await exhausted_pool(),
+        *await stop_with_unstarted_jobs(),
+        await rate_limited_leasers(),
+    ]
+
+
+RATE_JOBS, RATE_LEASERS, RATE_SECONDS = 5, 4, 2.0
+
+
+async def rate_limited_leasers() -> Finding:
+    """`RATE_LEASERS` clients lease one job at a time, as fast as they can, for `RATE_SECONDS` from a queue limited
+    to `RATE_JOBS` a second (a token bucket: the burst, then the refill): how many jobs they got, against what the
+    bucket holds over that time, plus one claim that read its time as the bucket refilled."""
+    async with AsyncExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-probe-")))
+        url = await cluster.create_database()
+        stack.push_async_callback(cluster.drop_database, url)
+        api, base = cluster.server("api", "api", url, work, work / "ledger")
+        await asyncio.to_thread(api.start)
+        stack.callback(api.kill)
+        http = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
+        jobs = [{"task_name": "probe", "queue_name": "rated"} for _ in range(4 * RATE_JOBS * int(RATE_SECONDS))]
+        await http.post("/v1/jobs/batch", json={"jobs": jobs}, headers=TENANT)
+        limit = {"rate_limit": {"jobs": RATE_JOBS, "per_seconds": 1}}
+        configured = time.monotonic()  # the bucket starts full when the limit is set
+        (await http.patch("/v1/queues/rated", json=limit, headers=TENANT)).raise_for_status()
+        stop_at = configured + RATE_SECONDS
+        leased: list[str] = []
+
+        async def lease_until_the_end() -> None:
+            async with httpx.AsyncClient(base_url=base, timeout=60) as own:  # a connection each, as workers have
+                while time.monotonic() < stop_at:
+                    answer = await own.post("/v1/worker/lease", json={"queues": ["rated"]}, headers=WORKER)
+                    leased.extend(job["id"] for job in answer.raise_for_status().json()["jobs"])
+
+        await asyncio.gather(*(lease_until_the_end() for _ in range(RATE_LEASERS)))
+    allowed = RATE_JOBS + RATE_SECONDS * RATE_JOBS + 1
+    name = f"rate limit {RATE_JOBS}/s, {RATE_LEASERS} concurrent leasers, {RATE_SECONDS:g} s: jobs leased"
+    return Finding(name, len(leased), allowed, unit="")
 
 
 UNSTARTED, SLOTS, SLOW_SECONDS = 500, 10, 1.0
