@@ -7,7 +7,7 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.cursor import decode_cursor, encode_cursor
 from queueflow.core.errors import ValidationError
-from queueflow.core.ids import new_id, new_ids
+from queueflow.core.ids import _encode, new_id, new_ids
 from queueflow.core.jsonvalue import MAX_DEPTH, contains, storage_errors
 from queueflow.core.types import Cursor
 
@@ -78,6 +78,17 @@ def test_the_ids_of_one_batch_increase_in_its_order_within_one_millisecond() -> 
     top.getrandbits = lambda k: 2**k - 1  # type: ignore[method-assign]  # the highest start a run can have
     highest = new_ids("job", t0, top, 1000)  # never carries into the time part
     assert {i[:14] for i in highest} == {new_id("job", t0, random.Random(0))[:14]}
+
+
+def test_the_ids_of_one_batch_are_each_the_encoding_of_its_value() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    for low in (0, 1, 500, 1000, 1023):  # runs that start anywhere in a 1,024-value block, some crossing into the next
+        rng = random.Random(0)
+        rng.getrandbits = lambda k, low=low: (2 ** (k - 1)) | low  # type: ignore[method-assign]
+        start = (int(t0.timestamp() * 1000) << 80) | (2**78) | low
+        expected = [_encode("job", start + offset) for offset in range(1000)]
+        assert new_ids("job", t0, rng, 1000) == expected
+    assert new_ids("job", t0, random.Random(0), 0) == []
 
 
 def test_cursor_round_trip_and_garbage() -> None:

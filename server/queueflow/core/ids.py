@@ -25,7 +25,17 @@ def new_ids(prefix: str, now: datetime, rng: RandomSource, count: int) -> list[s
     the run never overflows into the time part; two batches of one millisecond overlap with odds of about
     count / 2^79."""
     start = (int(now.timestamp() * 1000) << 80) | rng.getrandbits(79)
-    return [_encode(prefix, start + offset) for offset in range(count)]
+    ids: list[str] = []
+    value, end = start, start + count
+    while value < end:
+        # Consecutive values differ only in their last two digits (the low 10 bits) within one aligned block of
+        # 1024: the 28 characters before them are encoded once a block, not once an id (a batch enqueue's 1,000
+        # ids were 5% of its CPU, each encoded whole).
+        block_end = min(end, (value | 1023) + 1)
+        head = _encode(prefix, value)[:-2]
+        ids += [head + pair for pair in _PAIRS[value & 1023 : ((block_end - 1) & 1023) + 1]]
+        value = block_end
+    return ids
 
 
 def _encode(prefix: str, value: int) -> str:
