@@ -33,7 +33,7 @@ from queueflow.core.types import (
 )
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
-from queueflow.stores.postgres.rows import insert_columns, job_from_row
+from queueflow.stores.postgres.rows import job_from_row, job_insert
 from queueflow.stores.postgres.sql import (
     CANCEL,
     COLUMNS,
@@ -44,7 +44,6 @@ from queueflow.stores.postgres.sql import (
     HEARTBEAT,
     HEARTBEAT_MANY,
     HEARTBEAT_WITH_PROGRESS,
-    INSERT,
     JOB_AWAIT,
     LEASE_EXPIRED,
     RELEASE,
@@ -72,35 +71,34 @@ class PostgresJobs(Pooled):
             elif (job.tenant_id, job.idempotency_key) not in first:
                 first[(job.tenant_id, job.idempotency_key)] = job
                 sent.append(job)
-        columns = insert_columns(sent)
+        if not sent:
+            return []
         existing: dict[tuple[str, str], Job] = {}
         with self._announcing() as announce:
             async with self._connection() as db:
                 if not first:
                     # No idempotency key: the one INSERT is the whole operation, atomic on its own. Without BEGIN
                     # and COMMIT around it a single enqueue is one round trip instead of three. Every job sent is
-                    # inserted (no key to conflict on), so its queues are announced before the statement commits.
-                    announce(job.queue_name for job in sent)
-                    new_ids = {row["id"] for row in await db.fetch(INSERT, *columns)}
+                    # inserted (no key to conflict on), so its queues are announced before the statement commits,
+                    # and no id needs to come back.
+                    announce({job.queue_name for job in sent})
+                    statement, values = job_insert(sent)
+                    await db.execute(statement, *values)
+                    return [(job, True) for job in jobs]
+                async with db.transaction():
+                    statement, values = job_insert(sent, returning=True)
+                    new_ids = {row["id"] for row in await db.fetch(statement, *values)}
                     inserted = {job.id: job for job in sent if job.id in new_ids}
-                else:
-                    async with db.transaction():
-                        new_ids = {row["id"] for row in await db.fetch(INSERT, *columns)}
-                        inserted = {job.id: job for job in sent if job.id in new_ids}
-                        keys = [key for key, job in first.items() if job.id not in inserted]
-                        if keys:
-                            rows = await db.fetch(
-                                SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys]
-                            )
-                            existing = {(row["tenant_id"], row["idempotency_key"]): job_from_row(row) for row in rows}
-                            if len(existing) < len(keys):
-                                # A conflicting row was deleted (retention) between the two statements. Too rare
-                                # for a retry loop: raising here rolls the insert back, and the caller may simply
-                                # try again.
-                                raise StoreUnavailable(
-                                    "a job with a repeated idempotency key vanished during the insert"
-                                )
-                        announce(job.queue_name for job in inserted.values())
+                    keys = [key for key, job in first.items() if job.id not in inserted]
+                    if keys:
+                        rows = await db.fetch(SELECT_BY_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
+                        existing = {(row["tenant_id"], row["idempotency_key"]): job_from_row(row) for row in rows}
+                        if len(existing) < len(keys):
+                            # A conflicting row was deleted (retention) between the two statements. Too rare
+                            # for a retry loop: raising here rolls the insert back, and the caller may simply
+                            # try again.
+                            raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
+                    announce(job.queue_name for job in inserted.values())
         results: list[tuple[Job, bool]] = []
         for job in jobs:
             if job.idempotency_key is None:

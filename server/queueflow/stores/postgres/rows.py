@@ -9,13 +9,36 @@ import asyncpg
 
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 from queueflow.stores.postgres.errors import json_text
+from queueflow.stores.postgres.sql import insert_sql
+
+
+def job_insert(jobs: Sequence[Job], *, returning: bool = False) -> tuple[str, list[Any]]:
+    """The statement and parameters that insert `jobs` (at least one), each column every row shares sent once
+    (`sql.insert_sql`). A list's `count` compares in C, equal objects by identity first: a batch's shared values are
+    mostly the same objects."""
+    columns = insert_columns(jobs)
+    shared = tuple(column.count(column[0]) == len(column) for column in columns)
+    return insert_sql(shared, returning=returning), [
+        column[0] if one else column for column, one in zip(columns, shared, strict=True)
+    ]
 
 
 def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
+    """The values of `sql.INSERT_COLUMNS`, a list of each (jsonb as its JSON text)."""
     several = len(jobs) > 1
 
     def loc(index: int, name: str) -> tuple[str | int, ...]:
         return ("jobs", index, name) if several else (name,)
+
+    # A batch's rows nearly always share one policy (`core.types.backoff_policy`): each distinct config is encoded
+    # once.
+    configs: dict[tuple[BackoffPolicy, str | None], str] = {}
+
+    def config(job: Job, index: int) -> str:
+        text = configs[job.backoff, job.concurrency_key] = json_text(
+            job_config(job.backoff, job.concurrency_key), loc(index, "backoff")
+        )
+        return text
 
     return [
         [job.id for job in jobs],
@@ -23,7 +46,7 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.queue_name for job in jobs],
         [job.task_name for job in jobs],
         [json_text(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
-        [json_text(job_config(job.backoff, job.concurrency_key), loc(i, "backoff")) for i, job in enumerate(jobs)],
+        [configs.get((job.backoff, job.concurrency_key)) or config(job, i) for i, job in enumerate(jobs)],
         [job.priority for job in jobs],
         [job.scheduled_at for job in jobs],
         [job.max_retries for job in jobs],

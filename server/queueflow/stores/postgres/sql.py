@@ -4,6 +4,8 @@
 `$n` parameters, for asyncpg, which prepares each statement once per connection and reuses it.
 """
 
+import functools
+
 COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
@@ -17,18 +19,43 @@ STARTED_BEFORE = "started_before"
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
 """COLUMNS of the row aliased `j`, for statements that join another relation with the same column names."""
 
-# Only the ids come back: an inserted row is exactly the Job that was sent, so reading it back would only
-# cost decoding (a third of a batch enqueue's CPU, measured).
-INSERT = """
-INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
-                            max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
-                            workflow_step_id, trace_context)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
-                     $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
-                     $14::text[], $15::text[], $16::jsonb[])
-ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id
-"""
+INSERT_COLUMNS = (
+    ("id", "text"), ("tenant_id", "text"), ("queue_name", "text"), ("task_name", "text"), ("payload", "jsonb"),
+    ("config", "jsonb"), ("priority", "int"), ("scheduled_at", "timestamptz"), ("max_retries", "int"),
+    ("timeout_seconds", "float8"), ("metadata", "jsonb"), ("idempotency_key", "text"), ("created_at", "timestamptz"),
+    ("workflow_id", "text"), ("workflow_step_id", "text"), ("trace_context", "jsonb"),
+)  # fmt: skip
+"""The columns an insert of jobs writes, in the order of its parameters (`rows.insert_columns`), with their types."""
+
+
+@functools.lru_cache(maxsize=128)
+def insert_sql(shared: tuple[bool, ...], *, returning: bool) -> str:
+    """The INSERT of jobs whose parameters are `INSERT_COLUMNS` in order: a column `shared` by every row is one
+    value, the others are arrays unnested row by row. A batch of one task repeats its tenant, queue, task, policy,
+    times and empty metadata on every row; each array element is encoded by asyncpg (with an ABC isinstance check
+    apiece) and decoded by PostgreSQL, so thirteen of sixteen arrays of a thousand equal values were most of the
+    insert's cost. A single job is then one row of plain parameters. jsonb travels as text, cast here: asyncpg
+    encodes a text array in C, where a jsonb array calls the connection's Python codec once per element.
+
+    Only the ids come back, and only when asked: an inserted row is exactly the Job that was sent, so reading it
+    back would only cost decoding; and without an idempotency key every row sent is inserted."""
+    values, arrays, names = [], [], []
+    for number, ((name, kind), one) in enumerate(zip(INSERT_COLUMNS, shared, strict=True), start=1):
+        sent, cast = ("text", "::jsonb") if kind == "jsonb" else (kind, "")
+        if one:
+            values.append(f"${number}::{sent}{cast}")
+        else:
+            values.append(f"u.{name}{cast}")
+            arrays.append(f"${number}::{sent}[]")
+            names.append(name)
+    rows = f"\n  FROM unnest({', '.join(arrays)}) AS u({', '.join(names)})" if arrays else ""
+    return (
+        f"INSERT INTO queueflow.jobs ({', '.join(name for name, _ in INSERT_COLUMNS)})\n"
+        f"SELECT {', '.join(values)}{rows}\n"
+        "ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+        + ("\nRETURNING id" if returning else "")
+    )
+
 
 # A waiter's request: from now on this job's finish NOTIFYs `queueflow_done` (the jobs_notify_done trigger). A row
 # another statement is finishing is waited for, and then left alone: finished, it has nothing left to announce.

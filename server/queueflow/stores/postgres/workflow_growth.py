@@ -32,8 +32,7 @@ from queueflow.core.workflow import (
 )
 from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
-from queueflow.stores.postgres.rows import insert_columns, job_from_row
-from queueflow.stores.postgres.sql import INSERT
+from queueflow.stores.postgres.rows import job_from_row, job_insert
 from queueflow.stores.postgres.workflow_growth_sql import (
     GROWTH_CONTEXT,
     GROWTH_COUNT,
@@ -208,7 +207,8 @@ async def _write(db: Db, growth: Growth, recording: Recording, now: datetime) ->
             ],
         )
     if recording.jobs:
-        await db.execute(INSERT, *insert_columns(recording.jobs))
+        statement, values = job_insert(recording.jobs)
+        await db.execute(statement, *values)
     unfinished = sum(step.status in UNFINISHED_STEPS for step in inserted)
     partial = any(step.status is StepStatus.SKIPPED for step in inserted)
     await db.execute(GROWTH_RECORD, workflow_id, unfinished, partial, growth.step_count, now)

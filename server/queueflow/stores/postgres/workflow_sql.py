@@ -154,7 +154,7 @@ BEGIN_FINISH = "BEGIN; SET LOCAL synchronous_commit = off"
 # What the finish decided, in one statement that starts after FINISH's locks were granted:
 # - `recorded`: the dependents that stay pending get their new count ($18–$21, $24: name, remaining, status,
 #   job_id, due_at), and those that reached 0 become enqueued with their new job, or waiting with a due time;
-# - `inserted`: those jobs ($1–$16, as `sql.INSERT`), each payload given its `_context` here. The context is
+# - `inserted`: those jobs ($1–$16: `rows.insert_columns`), each payload given its `_context` here. The context is
 #   assembled once, in SQL, by this statement, which starts after FINISH's locks were granted, so it holds the
 #   result of every dependency (each committed its result before its lock on the dependent came free).
 #   MATERIALIZED: as a plain subquery in the join the planner rescanned it, aggregating the whole context again for

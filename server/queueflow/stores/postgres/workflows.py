@@ -41,8 +41,7 @@ from queueflow.core.waits import DueWait, KeptSignal, Wait
 from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
 from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.errors import json_text
-from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row
-from queueflow.stores.postgres.sql import INSERT
+from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row, job_insert
 from queueflow.stores.postgres.workflow_sql import (
     BEGIN_FINISH,
     CANCEL_STEP_JOBS,
@@ -94,7 +93,8 @@ class PostgresWorkflows(Pooled):
                     return existing, False
                 await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
                 if jobs:
-                    await db.execute(INSERT, *insert_columns(jobs))
+                    statement, values = job_insert(jobs)
+                    await db.execute(statement, *values)
                     announce(job.queue_name for job in jobs)
         return workflow, True
 
@@ -335,7 +335,8 @@ async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: 
         if int(written.split()[-1]) != len(recording.changed):
             raise StoreUnavailable(f"workflow {snapshot.id}: a step changed outside the workflow's lock")
     if recording.jobs:
-        await db.execute(INSERT, *insert_columns(recording.jobs))
+        statement, values = job_insert(recording.jobs)
+        await db.execute(statement, *values)
     if recording.cancel_jobs:
         await db.execute(CANCEL_STEP_JOBS, recording.cancel_jobs, now)
 
