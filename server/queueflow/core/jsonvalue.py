@@ -25,6 +25,8 @@ def storage_errors(
     value: JSON, loc: tuple[str | int, ...], depth: int = 0, *, max_depth: int = MAX_DEPTH
 ) -> list[FieldError]:
     """Why `value` cannot be stored as JSONB/TEXT (PostgreSQL rejects NUL and invalid UTF-8), if it can't."""
+    if not value and type(value) is dict and depth < max_depth:
+        return []  # most jobs' metadata, checked on every row of a batch
     if value and isinstance(value, dict | list) and _plainly_storable(value, max_depth - depth):
         return []
     return walk_errors(value, loc, depth, max_depth=max_depth)
