@@ -162,14 +162,14 @@ def job_fields(job: domain.Job) -> dict[str, Any]:
         "queue_name": job.queue_name,
         "task_name": job.task_name,
         "payload": job.payload,
-        "status": job.status.value,
+        "status": job.status._value_,  # the member's own attribute: `.value` is a property, a Python call per job
         "priority": job.priority,
         "scheduled_at": job.scheduled_at,
         "locked_until": job.locked_until,
         "delivery_count": job.delivery_count,
         "retry_count": job.retry_count,
         "max_retries": job.max_retries,
-        "backoff": Backoff.from_domain(job.backoff),
+        "backoff": _backoff(job.backoff),
         "timeout_seconds": job.timeout_seconds,
         "next_retry_at": job.next_retry_at,
         "result": job.result,
@@ -183,13 +183,11 @@ def job_fields(job: domain.Job) -> dict[str, Any]:
         "started_at": job.started_at,
         "completed_at": job.completed_at,
         "progress": job.progress,
-        "trace_context": _trace_context(job.trace_context),
+        "trace_context": None if job.trace_context is None else _trace_context(job.trace_context),
     }
 
 
-def _trace_context(context: dict[str, str] | None) -> TraceContext | None:
-    if context is None:
-        return None
+def _trace_context(context: dict[str, str]) -> TraceContext:
     return TraceContext(traceparent=context["traceparent"], tracestate=context.get("tracestate"))
 
 
