@@ -20,7 +20,7 @@ ADMIN_URL = os.environ.get("QUEUEFLOW_BENCH_DATABASE_URL", "postgresql://postgre
 
 JOBS = "queueflow.jobs"
 
-# Every column a claim or a reader of the row needs, as the batch insert (postgres.sql.INSERT) writes it.
+# Every column a claim or a reader of the row needs, as the batch insert (postgres.sql.insert_sql) writes it.
 _BACKOFF = '{"backoff": {"strategy": "exponential", "base_seconds": 1, "max_seconds": 3600, "jitter": true}}'
 SEED_PENDING = f"""
 INSERT INTO {{table}} (id, tenant_id, queue_name, task_name, payload, config, scheduled_at, created_at)

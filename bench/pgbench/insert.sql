@@ -1,4 +1,4 @@
--- Raw ceiling: one 100-row INSERT, QueueFlow's batch insert (stores/postgres/sql.py INSERT) with its trigger and RETURNING.
+-- Raw ceiling: one 100-row INSERT, QueueFlow's batch insert (stores/postgres/sql.py insert_sql) with its trigger and RETURNING.
 -- pgbench cannot bind arrays, so the rows come from generate_series inside the statement instead of unnest($n);
 -- PostgreSQL still builds, checks, indexes, notifies and returns every row as it does for QueueFlow's.
 INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
