@@ -73,6 +73,20 @@ async def test_insert_many_stores_every_row_as_given_and_answers_in_order(store:
     assert await store.job_get_many([row.id for row in rows]) == {row.id: row for row in rows}
 
 
+async def test_a_batch_without_keys_stores_its_shared_and_its_own_values_alike(store: Store) -> None:
+    # The PostgreSQL store sends a value every row shares once: rows alike but for id and payload, rows alike in
+    # nothing, and a trace context, timeout and delay that only some rows have.
+    alike = [job(queue_name="bulk", payload={"i": i}, timeout_seconds=5) for i in range(3)]
+    different = [
+        job(queue_name="a", task_name="x", priority=1, delay_seconds=30, trace_context={"traceparent": "t"}),
+        job(queue_name="b", task_name="y", priority=2, metadata={"m": 1}, concurrency_key="user_1"),
+        replace(job(tenant=OTHER), workflow_id="wf_x", workflow_step_id="s"),
+    ]
+    for rows in (alike, different):
+        assert await store.job_insert_many(rows) == [(row, True) for row in rows]
+        assert await store.job_get_many([row.id for row in rows]) == {row.id: row for row in rows}
+
+
 async def test_a_key_repeated_within_one_batch_resolves_to_its_first_row(store: Store) -> None:
     first, again, plain = job(idempotency_key="k"), job(idempotency_key="k", payload={"v": 2}), job()
     elsewhere = job(tenant=OTHER, idempotency_key="k")
