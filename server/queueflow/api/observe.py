@@ -14,6 +14,7 @@ from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from queueflow import __version__
+from queueflow.api.auth import header
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.types import Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
@@ -134,14 +135,6 @@ VERSION_HEADER = (b"queueflow-version", __version__.encode())
 """On every answer, routed or not: which server version answered (a rolling deploy runs two at once)."""
 
 
-def _header(scope: HTTPScope, name: bytes) -> str | None:
-    """A request header's value (the first, if repeated), or None."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")
-    return None
-
-
 class Observe:
     """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
 
@@ -202,7 +195,7 @@ class Observe:
                     "status": status,
                     "duration_ms": round(duration * 1000, 3),
                     "tenant": state.get("tenant"),
-                    "user_agent": _header(scope, b"user-agent"),
+                    "user_agent": header(scope, b"user-agent"),
                 },
                 ensure_ascii=True,
             )
