@@ -390,15 +390,17 @@ async def test_a_parked_lease_answers_empty_at_its_deadline(client: AsyncClient,
 
 
 class ClaimGate(InMemoryJobStore):
-    """A store whose claims wait at a gate, so a test can let a client leave while one runs; `claimed` is set once
-    a claim has taken its jobs."""
+    """A store whose claims wait at a gate, so a test can let a client leave while one runs; `entered` is set once a
+    claim waits there, `claimed` once a claim has taken its jobs."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.entered = asyncio.Event()
         self.gate = asyncio.Event()
         self.claimed = asyncio.Event()
 
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
+        self.entered.set()
         await self.gate.wait()
         jobs = await super().job_claim(request)
         self.claimed.set()
@@ -417,14 +419,14 @@ async def test_jobs_claimed_for_a_client_that_left_before_its_answer_are_handed_
     body = json.dumps({"queues": ["mail"], "wait_seconds": wait_seconds}).encode()
     messages = [{"type": "http.request", "body": body, "more_body": False}]
     sent: list[dict[str, Any]] = []
+    left = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
         if messages:
             return messages.pop(0)
         if leaves == "during the claim":
-            store.gate.set()
+            await left.wait()
         else:  # the disconnect comes in with the claim's last step, before the answer is written
-            store.gate.set()
             await store.claimed.wait()
         return {"type": "http.disconnect"}
 
@@ -437,8 +439,13 @@ async def test_jobs_claimed_for_a_client_that_left_before_its_answer_are_handed_
         "headers": [(b"authorization", b"Bearer key-w"), (b"content-type", b"application/json")],
         "client": ("127.0.0.1", 1), "server": ("testserver", 80),
     }  # fmt: skip
-    async with asyncio.timeout(5):  # a lease that never watches its client never opens the gate
-        await app(scope, receive, send)
+    async with asyncio.timeout(5):
+        answering = asyncio.create_task(app(scope, receive, send))
+        await store.entered.wait()
+        if leaves == "during the claim":
+            left.set()
+        store.gate.set()
+        await answering
 
     answer = json.loads(
         b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")

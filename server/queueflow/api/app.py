@@ -7,7 +7,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from litestar import Litestar, Router
-from litestar.di import Provide
+from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
@@ -19,7 +19,7 @@ from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
-from queueflow.api.services import Services
+from queueflow.api.services import STATE_KEY, Services
 from queueflow.api.tracing import otel_middleware
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
@@ -71,8 +71,8 @@ def create_app(
     )
     app = Litestar(
         route_handlers=[v1, health, ready, prometheus_metrics],
-        # The API's one dependency (see `api.services`); the dashboard provides its own (`engine`) on its router.
-        dependencies={"services": _constant(Services(engine, metrics, hub, settings))},
+        # What the API's handlers use (see `api.services`); the dashboard provides its own (`engine`) on its router.
+        state=State({STATE_KEY: Services(engine, metrics, hub, settings)}),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=list(lifespan),
         plugins=[
@@ -95,7 +95,3 @@ def create_app(
     if tracer_provider is not None:
         app.asgi_handler = otel_middleware(app.asgi_handler, tracer_provider)
     return app
-
-
-def _constant(value: Any) -> Provide:
-    return Provide(lambda: value, use_cache=True, sync_to_thread=False)

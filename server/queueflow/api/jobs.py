@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, Response, get, patch, post
-from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, JSONBody, QueryParameter
 from msgspec.structs import replace
@@ -18,7 +17,7 @@ from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import ID_PATTERN, NO_NUL, JobIdPath, JobStatusName
 from queueflow.api.schemas.jobs import EnqueueBatch, EnqueueJob, Job, JobBatch, JobPage
 from queueflow.api.schemas.queues import Queue, QueueList, QueueNamePath, UpdateQueue
-from queueflow.api.services import Services
+from queueflow.api.services import services_of
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import job_when_finished
 from queueflow.core.errors import FieldError, ValidationError
@@ -68,7 +67,6 @@ class JobsController(Controller):
     )
     async def enqueue_job(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         data: JSONBody[EnqueueJob],
         idempotency_key: IdempotencyKeyHeader = None,
@@ -76,6 +74,7 @@ class JobsController(Controller):
         tracestate: TracestateHeader = None,
     ) -> Response[Job]:
         """Enqueue a job."""
+        services = services_of(request)
         new = data.to_domain(idempotency_key)
         if (traced := request_trace_context(traceparent, tracestate)) is not None:
             new = replace(new, trace_context=traced)
@@ -94,13 +93,13 @@ class JobsController(Controller):
     )
     async def enqueue_jobs(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         data: JSONBody[EnqueueBatch],
         traceparent: TraceparentHeader = None,
         tracestate: TracestateHeader = None,
     ) -> JobBatch:
         """Enqueue up to 1000 jobs atomically (all or none)."""
+        services = services_of(request)
         jobs = [item.to_domain(item.idempotency_key) for item in data.jobs]
         if (traced := request_trace_context(traceparent, tracestate)) is not None:
             jobs = [replace(job, trace_context=traced) for job in jobs]
@@ -111,7 +110,6 @@ class JobsController(Controller):
     @get("/", operation_id="listJobs", responses=problem_responses(400, *TENANT_ERRORS))
     async def list_jobs(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         queue_name: Annotated[str | None, QueryParameter(pattern=NAME_PATTERN.pattern, max_length=100)] = None,
         status: Annotated[JobStatusName | None, QueryParameter()] = None,
@@ -127,6 +125,7 @@ class JobsController(Controller):
         cursor: Annotated[str | None, QueryParameter(min_length=1, max_length=512)] = None,
     ) -> JobPage:
         """List the tenant's jobs, newest first."""
+        services = services_of(request)
         where = JobFilter(
             queue_name=queue_name,
             status=JobStatus(status) if status is not None else None,
@@ -140,12 +139,12 @@ class JobsController(Controller):
     @get("/{job_id:str}", operation_id="getJob", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_job(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         job_id: JobIdPath,
         wait_seconds: WaitSeconds = 0,
     ) -> Job:
         """Get one job; with `wait_seconds`, once it has finished (or as it is when the time runs out)."""
+        services = services_of(request)
         engine, wakeups, settings = services.engine, services.wakeups, services.settings
         return Job.from_domain(
             await job_when_finished(engine, wakeups, settings, tenant_of(request), job_id, wait_seconds)
@@ -157,10 +156,9 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def cancel_job(
-        self, services: NamedDependency[Services], request: Request[Any, Any, Any], job_id: JobIdPath
-    ) -> Job:
+    async def cancel_job(self, request: Request[Any, Any, Any], job_id: JobIdPath) -> Job:
         """Cancel a pending, retrying or running job (a running job's lease stops working)."""
+        services = services_of(request)
         return Job.from_domain(await services.engine.cancel_job(tenant_of(request), job_id))
 
     @post(
@@ -169,10 +167,9 @@ class JobsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def retry_job(
-        self, services: NamedDependency[Services], request: Request[Any, Any, Any], job_id: JobIdPath
-    ) -> Job:
+    async def retry_job(self, request: Request[Any, Any, Any], job_id: JobIdPath) -> Job:
         """Replay a dead-lettered or cancelled job now, with its retry count reset."""
+        services = services_of(request)
         return Job.from_domain(await services.engine.retry_job(tenant_of(request), job_id))
 
 
@@ -182,15 +179,15 @@ class QueuesController(Controller):
     opt = TENANT
 
     @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
-    async def list_queues(self, services: NamedDependency[Services], request: Request[Any, Any, Any]) -> QueueList:
+    async def list_queues(self, request: Request[Any, Any, Any]) -> QueueList:
         """Count the tenant's jobs per queue and state, with each queue's flow-control settings."""
+        services = services_of(request)
         return QueueList([Queue.from_domain(stats) for stats in await services.engine.queue_stats(tenant_of(request))])
 
     @get("/{name:str}", operation_id="getQueue", responses=problem_responses(400, *TENANT_ERRORS, 404))
-    async def get_queue(
-        self, services: NamedDependency[Services], request: Request[Any, Any, Any], name: QueueNamePath
-    ) -> Queue:
+    async def get_queue(self, request: Request[Any, Any, Any], name: QueueNamePath) -> Queue:
         """Get one queue's counts and flow-control settings."""
+        services = services_of(request)
         return Queue.from_domain(await services.engine.get_queue(tenant_of(request), name))
 
     @patch(
@@ -202,12 +199,12 @@ class QueuesController(Controller):
     )
     async def update_queue(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         name: QueueNamePath,
         data: JSONBody[UpdateQueue],
     ) -> Queue:
         """Pause or resume a queue, or change its limits (a queue with no jobs yet too)."""
+        services = services_of(request)
         return Queue.from_domain(await services.engine.configure_queue(tenant_of(request), name, data.to_domain()))
 
 

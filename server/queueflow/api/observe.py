@@ -14,6 +14,7 @@ from litestar.types import ASGIApp, HTTPScope, Message, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from queueflow import __version__
+from queueflow.api.auth import header
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.types import Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
@@ -21,7 +22,7 @@ from queueflow.settings import AccessLog
 access_log = logging.getLogger("queueflow.access")
 
 MAX_CHILDREN = 1000
-"""The most (method, route, status) metric children `Observe` keeps at hand."""
+"""The most children (label values) one metric keeps at hand (`Children`)."""
 
 DEPTH_STATES = ("pending", "scheduled", "running", "retrying", "completed", "dead_letter", "cancelled")
 
@@ -31,6 +32,24 @@ class Queued(Protocol):
 
     @property
     def queue_name(self) -> str: ...
+
+
+class Children:
+    """A metric's children by their label values, each looked up once: `labels()` takes a lock and builds its key
+    on every call (4 % of a single-job request's server CPU, py-spy). Bounded, since clients choose label values
+    (queue names, methods): past MAX_CHILDREN, a new one is `labels()`'s own lookup each time."""
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self._known: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._known.get(values)
+        if child is None:
+            child = self._metric.labels(*values)
+            if len(self._known) < MAX_CHILDREN:
+                self._known[values] = child
+        return child
 
 
 class Metrics:
@@ -74,40 +93,39 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, float("inf")),
             registry=self.registry,
         )
+        # The per-job instruments' children (never cleared, unlike the gauges, so a child stays valid).
+        self._enqueued, self._completed = Children(self.enqueued), Children(self.completed)
+        self._failed, self._dead_lettered = Children(self.failed), Children(self.dead_lettered)
+        self._lease_wait = Children(self.lease_wait)
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
         counts: dict[str, int] = defaultdict(int)
         for job in jobs:
             counts[job.queue_name] += 1
         for queue, count in counts.items():
-            self.enqueued.labels(queue).inc(count)
+            self._enqueued(queue).inc(count)
 
     def jobs_leased(self, jobs: Iterable[Job]) -> None:
-        # One child lookup per queue, not per job: a 100-job lease is usually one queue.
-        children: dict[str, Any] = {}
         for job in jobs:
             if job.started_at is not None:
-                child = children.get(job.queue_name) or children.setdefault(
-                    job.queue_name, self.lease_wait.labels(job.queue_name)
-                )
-                child.observe(max((job.started_at - job.scheduled_at).total_seconds(), 0.0))
+                self._lease_wait(job.queue_name).observe(max((job.started_at - job.scheduled_at).total_seconds(), 0.0))
 
-    def job_settled(self, queue: str, status: JobStatus) -> None:
+    def job_settled(self, queue: str, status: JobStatus, count: int = 1) -> None:
         """Count a worker's outcome by the status it left the job in: completed, retrying or dead_letter."""
-        self.jobs_settled([(queue, status)])
+        if status is JobStatus.COMPLETED:
+            self._completed(queue).inc(count)
+            return
+        self._failed(queue).inc(count)
+        if status is JobStatus.DEAD_LETTER:
+            self._dead_lettered(queue).inc(count)
 
     def jobs_settled(self, outcomes: Iterable[tuple[str, JobStatus]]) -> None:
-        """`job_settled` for a batch: one child lookup per queue and status, not per job (as `jobs_leased`)."""
+        """`job_settled` for a batch: one count per queue and status, not per job."""
         counts: dict[tuple[str, JobStatus], int] = defaultdict(int)
         for outcome in outcomes:
             counts[outcome] += 1
         for (queue, status), count in counts.items():
-            if status is JobStatus.COMPLETED:
-                self.completed.labels(queue).inc(count)
-                continue
-            self.failed.labels(queue).inc(count)
-            if status is JobStatus.DEAD_LETTER:
-                self.dead_lettered.labels(queue).inc(count)
+            self.job_settled(queue, status, count)
 
     def set_depth(self, stats: Iterable[QueueStats]) -> None:
         """Replace the depth gauge with `stats` (summed over tenants that share a queue name)."""
@@ -134,14 +152,6 @@ VERSION_HEADER = (b"queueflow-version", __version__.encode())
 """On every answer, routed or not: which server version answered (a rolling deploy runs two at once)."""
 
 
-def _header(scope: HTTPScope, name: bytes) -> str | None:
-    """A request header's value (the first, if repeated), or None."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")
-    return None
-
-
 class Observe:
     """ASGI wrapper around the whole app: every request, routed or not, is counted, timed and logged once."""
 
@@ -154,9 +164,7 @@ class Observe:
         # The lowest status that gets a log line: every request is counted and timed in the metrics anyway, so
         # by default only the ones an operator must look at (4xx, 5xx) pay for formatting and logging.
         self.log_from = {"all": 0, "errors": 400, "off": None}[access_log]
-        # Each (method, route, status)'s counter and histogram children, looked up once: `labels()` takes a lock
-        # and builds its key on every call, twice a request. Bounded, since a client chooses the method.
-        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._requests, self._latency = Children(metrics.requests), Children(metrics.latency)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -181,15 +189,9 @@ class Observe:
         method = scope["method"]
         route = scope.get("path_template") or "unmatched"
         if route not in self.skip:
-            key = (method, route, status)
-            children = self._children.get(key)
-            if children is None:
-                labels = (method, route, str(status))
-                children = (self.metrics.requests.labels(*labels), self.metrics.latency.labels(*labels))
-                if len(self._children) < MAX_CHILDREN:
-                    self._children[key] = children
-            children[0].inc()
-            children[1].observe(duration)
+            code = str(status)
+            self._requests(method, route, code).inc()
+            self._latency(method, route, code).observe(duration)
         if self.log_from is None or status < self.log_from or not access_log.isEnabledFor(logging.INFO):
             return
         state: dict[str, Any] = scope.get("state") or {}
@@ -202,7 +204,7 @@ class Observe:
                     "status": status,
                     "duration_ms": round(duration * 1000, 3),
                     "tenant": state.get("tenant"),
-                    "user_agent": _header(scope, b"user-agent"),
+                    "user_agent": header(scope, b"user-agent"),
                 },
                 ensure_ascii=True,
             )

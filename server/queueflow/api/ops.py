@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
-from litestar import Response, get
-from litestar.di import NamedDependency
+from litestar import Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 
 from queueflow import __version__
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import Health
-from queueflow.api.services import Services
+from queueflow.api.services import services_of
 from queueflow.core.errors import QueueFlowError
 
 log = logging.getLogger("queueflow.api")
@@ -32,8 +32,9 @@ async def health() -> Health:
 
 
 @get("/readyz", operation_id="ready", tags=["operations"], security=[], responses=problem_responses(503))
-async def ready(services: NamedDependency[Services]) -> Health:
+async def ready(request: Request[Any, Any, Any]) -> Health:
     """Readiness: 200 when the database answers, else 503."""
+    services = services_of(request)
     await services.engine.ping()
     return Health("ok", __version__)
 
@@ -50,8 +51,9 @@ async def ready(services: NamedDependency[Services]) -> Health:
         )
     },
 )
-async def prometheus_metrics(services: NamedDependency[Services]) -> Response[bytes]:
+async def prometheus_metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus metrics: HTTP traffic, job outcomes by queue, queue depth, lease wait time, parked leases."""
+    services = services_of(request)
     engine, metrics = services.engine, services.metrics
     metrics.lease_waiters.set(services.wakeups.waiting)
     try:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from litestar import Controller, Request, post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from msgspec import UNSET
 
@@ -35,7 +34,7 @@ from queueflow.api.schemas.worker import (
     ReleaseResults,
 )
 from queueflow.api.schemas.workflows import AddedSteps, AddStepsRequest, WorkflowStep
-from queueflow.api.services import Services
+from queueflow.api.services import services_of
 from queueflow.api.tracing import link_leased
 from queueflow.core import types as domain
 from queueflow.engine import Engine
@@ -67,7 +66,7 @@ async def lease_or_wait(
     ask = LeaseAsk(request.queues, request.max_jobs, request.lease_seconds, request.task_names, scope)
     if client is not None and client.gone:
         return []
-    if request.wait_seconds <= 0 or settings.lease_wait_limit <= 0:
+    if not request_waits(request, settings):
         return await ask.claim(engine)
     deadline = time.monotonic() + min(request.wait_seconds, settings.lease_wait_limit)
     # Watching from before the first claim, so work that arrives between a claim and the wait is never missed.
@@ -83,6 +82,11 @@ async def lease_or_wait(
             stopped=lambda: wakeups.closing or (client is not None and client.gone),
             claiming=claiming,
         )
+
+
+def request_waits(request: LeaseRequest, settings: Settings) -> bool:
+    """Whether a lease that finds nothing to claim waits for work (a long-poll) rather than answers at once."""
+    return request.wait_seconds > 0 and settings.lease_wait_limit > 0
 
 
 class Departure:
@@ -120,16 +124,20 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def lease_jobs(
-        self, services: NamedDependency[Services], data: JSONBody[LeaseRequest], request: Request[Any, Any, Any]
-    ) -> LeasedJobs:
+    async def lease_jobs(self, data: JSONBody[LeaseRequest], request: Request[Any, Any, Any]) -> LeasedJobs:
         """Claim up to `max_jobs` jobs; with `wait_seconds`, long-poll until work arrives."""
+        services = services_of(request)
         engine, wakeups, settings = services.engine, services.wakeups, services.settings
-        # Every lease watches its client, a long-poll or not: a worker that stops may close a lease request whose
-        # claim is under way, and a claim answered into a closed connection strands its jobs until their leases
-        # expire, at the cost of a retry each.
+        # A worker that stops may close a lease request whose claim is under way, and a claim answered into a closed
+        # connection strands its jobs until their leases expire, at the cost of a retry each: so a lease watches its
+        # client. A long-poll does from the start (a departure ends its wait). One that does not wait needs to know
+        # only once its claim has taken jobs: a client that left during the claim has had its disconnect taken in
+        # by then (uvicorn answers `receive` at once after one), and an empty claim has nothing to hand back, so an
+        # empty lease starts no watcher at all (its task, its cancellation and their loop turns: about a tenth of
+        # an empty lease's server CPU).
         client = Departure()
-        watcher = asyncio.create_task(client.watch(request))
+        waits = request_waits(data, settings)
+        watcher = asyncio.create_task(client.watch(request)) if waits else None
         # When the claim that answers began, after the request arrived: the worker counts its leases from its
         # sending plus this (on the server's monotonic clock, a duration: the two machines' clocks never meet).
         arrived = claimed = time.monotonic()
@@ -141,11 +149,13 @@ class WorkerController(Controller):
         try:
             jobs = await lease_or_wait(engine, wakeups, data, settings, client, worker_scope(request), claiming)
             if jobs:
+                watcher = watcher or asyncio.create_task(client.watch(request))
                 # The last moment to notice a departure: nothing suspends between here and the answer's write.
                 # One turn of the loop lets the watcher take in a disconnect that arrived with the claim's end.
                 await asyncio.sleep(0)
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
         if jobs and client.gone:
             # The client left before its answer went out: no one will receive these. Handed back uncounted, as
             # they were before this claim, they go to the next lessee now instead of waiting out their lease.
@@ -168,12 +178,12 @@ class WorkerController(Controller):
     )
     async def heartbeat_job(
         self,
-        services: NamedDependency[Services],
         job_id: JobIdPath,
         data: JSONBody[HeartbeatRequest],
         request: Request[Any, Any, Any],
     ) -> Heartbeat:
         """Extend a held lease (never past the delivery's timeout)."""
+        services = services_of(request)
         job = await services.engine.heartbeat(
             job_id,
             data.lease_token,
@@ -192,11 +202,10 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def heartbeat_jobs(
-        self, services: NamedDependency[Services], data: JSONBody[HeartbeatBatch], request: Request[Any, Any, Any]
-    ) -> HeartbeatResults:
+    async def heartbeat_jobs(self, data: JSONBody[HeartbeatBatch], request: Request[Any, Any, Any]) -> HeartbeatResults:
         """Extend many held leases at once, recording each one's `progress` if given; each item is extended or
         `lease_lost` on its own."""
+        services = services_of(request)
         results = await services.engine.heartbeat_many(
             data.to_domain(), lease_seconds=data.lease_seconds, scope=worker_scope(request)
         )
@@ -212,12 +221,12 @@ class WorkerController(Controller):
     )
     async def complete_job(
         self,
-        services: NamedDependency[Services],
         job_id: JobIdPath,
         data: JSONBody[CompleteRequest],
         request: Request[Any, Any, Any],
     ) -> Job:
         """Complete a leased job with its result."""
+        services = services_of(request)
         job = await services.engine.complete(job_id, data.lease_token, data.result, scope=worker_scope(request))
         services.metrics.job_settled(job.queue_name, job.status)
         return Job.from_domain(job)
@@ -232,12 +241,12 @@ class WorkerController(Controller):
     )
     async def fail_job(
         self,
-        services: NamedDependency[Services],
         job_id: JobIdPath,
         data: JSONBody[FailRequest],
         request: Request[Any, Any, Any],
     ) -> Job:
         """Record a failed delivery: retry with backoff while budget is left, else dead-letter."""
+        services = services_of(request)
         job = await services.engine.fail(
             job_id,
             data.lease_token,
@@ -257,10 +266,9 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def ack_jobs(
-        self, services: NamedDependency[Services], data: JSONBody[AckRequest], request: Request[Any, Any, Any]
-    ) -> AckResults:
+    async def ack_jobs(self, data: JSONBody[AckRequest], request: Request[Any, Any, Any]) -> AckResults:
         """Complete and fail many jobs at once; each item succeeds or is `lease_lost` on its own."""
+        services = services_of(request)
         results = await services.engine.ack(
             [domain.Completion(item.id, item.lease_token, item.result) for item in data.complete],
             [item.to_domain(item.id) for item in data.fail],
@@ -281,11 +289,10 @@ class WorkerController(Controller):
         status_code=200,
         responses=problem_responses(*WORKER_ERRORS),
     )
-    async def release_jobs(
-        self, services: NamedDependency[Services], data: JSONBody[ReleaseRequest], request: Request[Any, Any, Any]
-    ) -> ReleaseResults:
+    async def release_jobs(self, data: JSONBody[ReleaseRequest], request: Request[Any, Any, Any]) -> ReleaseResults:
         """Give back held jobs not started: each is claimable again at once, as before that delivery (no retry
         counted), or `lease_lost` on its own."""
+        services = services_of(request)
         results = await services.engine.release(data.to_domain(), scope=worker_scope(request))
         return ReleaseResults([AckResult.from_domain(result) for result in results])
 
@@ -299,13 +306,13 @@ class WorkerController(Controller):
     )
     async def add_workflow_steps(
         self,
-        services: NamedDependency[Services],
         job_id: JobIdPath,
         data: JSONBody[AddStepsRequest],
         request: Request[Any, Any, Any],
     ) -> AddedSteps:
         """Add steps to the workflow of the running step whose job this is (the lease must be held): atomic, and
         safe to repeat (steps this step added before with the same definition are left as they are)."""
+        services = services_of(request)
         steps = await services.engine.workflows.add_steps(
             job_id, data.lease_token, data.to_domain(), worker_scope(request)
         )

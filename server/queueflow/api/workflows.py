@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
-from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody, PathParameter, QueryParameter
 
@@ -18,7 +17,7 @@ from queueflow.api.jobs import TENANT_ERRORS, IdempotencyKeyHeader, WaitSeconds
 from queueflow.api.problems import problem_responses
 from queueflow.api.schemas.common import JobIdPath
 from queueflow.api.schemas.workflows import CreateWorkflow, SignalRequest, Workflow, WorkflowPage, WorkflowStatusName
-from queueflow.api.services import Services
+from queueflow.api.services import services_of
 from queueflow.api.tracing import TraceparentHeader, TracestateHeader, request_trace_context
 from queueflow.api.waiting import workflow_when_finished
 from queueflow.core.workflow import StepStatus, WorkflowStatus
@@ -47,7 +46,6 @@ class WorkflowsController(Controller):
     )
     async def create_workflow(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         data: JSONBody[CreateWorkflow],
         idempotency_key: IdempotencyKeyHeader = None,
@@ -55,6 +53,7 @@ class WorkflowsController(Controller):
         tracestate: TracestateHeader = None,
     ) -> Response[Workflow]:
         """Create a workflow from a DAG of steps and enqueue its root steps."""
+        services = services_of(request)
         new = data.to_domain(idempotency_key)
         if (traced := request_trace_context(traceparent, tracestate)) is not None:
             new = replace(new, trace_context=traced)
@@ -66,13 +65,13 @@ class WorkflowsController(Controller):
     @get("/", operation_id="listWorkflows", responses=problem_responses(400, *TENANT_ERRORS))
     async def list_workflows(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         status: Annotated[WorkflowStatusName | None, QueryParameter()] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
         cursor: Annotated[str | None, QueryParameter(min_length=1, max_length=512)] = None,
     ) -> WorkflowPage:
         """List the tenant's workflows, newest first."""
+        services = services_of(request)
         where = WorkflowStatus(status) if status is not None else None
         page = await services.engine.list_workflows(tenant_of(request), where, limit=limit, cursor=cursor)
         return WorkflowPage([Workflow.from_domain(workflow) for workflow in page.items], page.next_cursor)
@@ -80,12 +79,12 @@ class WorkflowsController(Controller):
     @get("/{workflow_id:str}", operation_id="getWorkflow", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_workflow(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         workflow_id: WorkflowIdPath,
         wait_seconds: WaitSeconds = 0,
     ) -> Workflow:
         """Get one workflow with the status of each of its steps; with `wait_seconds`, once it is no longer running."""
+        services = services_of(request)
         workflow = await workflow_when_finished(
             services.engine, services.wakeups, services.settings, tenant_of(request), workflow_id, wait_seconds
         )
@@ -97,10 +96,9 @@ class WorkflowsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def cancel_workflow(
-        self, services: NamedDependency[Services], request: Request[Any, Any, Any], workflow_id: WorkflowIdPath
-    ) -> Workflow:
+    async def cancel_workflow(self, request: Request[Any, Any, Any], workflow_id: WorkflowIdPath) -> Workflow:
         """Cancel a running workflow: every unfinished step, and its job (a running job's lease stops working)."""
+        services = services_of(request)
         return Workflow.from_domain(await services.engine.cancel_workflow(tenant_of(request), workflow_id))
 
     @post(
@@ -113,7 +111,6 @@ class WorkflowsController(Controller):
     )
     async def signal_workflow(
         self,
-        services: NamedDependency[Services],
         request: Request[Any, Any, Any],
         workflow_id: WorkflowIdPath,
         name: SignalNamePath,
@@ -121,6 +118,7 @@ class WorkflowsController(Controller):
     ) -> Workflow:
         """Send the signal `name`: the step waiting for it completes now with `payload` as its result (and the
         workflow advances), or, if it does not wait yet, keeps it for when it does."""
+        services = services_of(request)
         payload = None if data is None else data.payload
         signalled = await services.engine.workflows.signal(tenant_of(request), workflow_id, name, payload)
         return Workflow.from_domain(signalled)
@@ -131,9 +129,8 @@ class WorkflowsController(Controller):
         status_code=200,
         responses=problem_responses(400, *TENANT_ERRORS, 404, 409),
     )
-    async def retry_workflow(
-        self, services: NamedDependency[Services], request: Request[Any, Any, Any], workflow_id: WorkflowIdPath
-    ) -> Workflow:
+    async def retry_workflow(self, request: Request[Any, Any, Any], workflow_id: WorkflowIdPath) -> Workflow:
         """Re-run a failed, partially failed or cancelled workflow: its failed, cancelled and skipped steps run
         again; completed steps keep their results."""
+        services = services_of(request)
         return Workflow.from_domain(await services.engine.workflows.retry(tenant_of(request), workflow_id))

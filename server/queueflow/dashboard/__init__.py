@@ -5,7 +5,7 @@ refresh), the vendored static assets at /ui/static, and the redirect from / to /
 schema. It also serves the API docs (Redoc at /schema, Swagger UI at /schema/swagger) from the bundles vendored
 beside htmx (`apidocs.py`), so no page of the server loads anything from a CDN. Pages read and act only through the
 `engine`, their router's one dependency (the tenant is the request's, `web.tenant_of`), as API handlers do through
-`services`.
+their `services`.
 """
 
 from __future__ import annotations
