@@ -56,13 +56,7 @@ async def rate_limited_leasers() -> Finding:
     to `RATE_JOBS` a second (a token bucket: the burst, then the refill): how many jobs they got, against what the
     bucket holds over that time, plus one claim that read its time as the bucket refilled."""
     async with AsyncExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-probe-")))
-        url = await cluster.create_database()
-        stack.push_async_callback(cluster.drop_database, url)
-        api, base = cluster.server("api", "api", url, work, work / "ledger")
-        await asyncio.to_thread(api.start)
-        stack.callback(api.kill)
-        http = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
+        _, _, base, http = await _api_server(stack)
         jobs = [{"task_name": "probe", "queue_name": "rated"} for _ in range(4 * RATE_JOBS * int(RATE_SECONDS))]
         await http.post("/v1/jobs/batch", json={"jobs": jobs}, headers=TENANT)
         limit = {"rate_limit": {"jobs": RATE_JOBS, "per_seconds": 1}}
@@ -91,13 +85,7 @@ async def stop_with_unstarted_jobs() -> list[Finding]:
     how long until it exits, and how many of its jobs it left `running` or with a retry counted (it should release
     the waiting ones at once, finish the running ones, and go)."""
     async with AsyncExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-probe-")))
-        url = await cluster.create_database()
-        stack.push_async_callback(cluster.drop_database, url)
-        api, base = cluster.server("api", "api", url, work, work / "ledger")
-        await asyncio.to_thread(api.start)
-        stack.callback(api.kill)
-        http = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
+        work, url, base, http = await _api_server(stack)
         held = UNSTARTED + SLOTS
         jobs = [{"task_name": "slow", "queue_name": "probe", "max_retries": 0} for _ in range(held)]
         await http.post("/v1/jobs/batch", json={"jobs": jobs}, headers=TENANT)
@@ -118,6 +106,19 @@ async def stop_with_unstarted_jobs() -> list[Finding]:
         Finding("… jobs it left running (delayed by a lease)", rows[0]["running"], 0, unit=""),
         Finding("… jobs with a retry counted, or dead-lettered", rows[0]["burnt"], 0, unit=""),
     ]
+
+
+async def _api_server(stack: AsyncExitStack) -> tuple[Path, str, str, httpx.AsyncClient]:
+    """An API server on a database of its own, and a client of it, for as long as `stack` is open: its work
+    directory, database URL, base URL and client."""
+    work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-probe-")))
+    url = await cluster.create_database()
+    stack.push_async_callback(cluster.drop_database, url)
+    api, base = cluster.server("api", "api", url, work, work / "ledger")
+    await asyncio.to_thread(api.start)
+    stack.callback(api.kill)
+    http = await stack.enter_async_context(httpx.AsyncClient(base_url=base, timeout=60))
+    return work, url, base, http
 
 
 async def _until_running(url: str, count: int) -> None:
