@@ -15,6 +15,7 @@ from queueflow_client._calls.schedules import (
 from queueflow_client._calls.worker import (
     MAX_ADDED_STEPS,
     ack,
+    ack_outcomes,
     add_steps,
     complete,
     fail,
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_ADDED_STEPS",
     "STEP_OPTIONS",
     "ack",
+    "ack_outcomes",
     "add_steps",
     "cancel",
     "cancel_workflow",
