@@ -23,8 +23,6 @@ from queueflow_client._generated.api.worker import (
     release_jobs,
 )
 from queueflow_client._generated.models import (
-    AckComplete,
-    AckFail,
     AckRequest,
     AddStepsRequest,
     CompleteRequest,
@@ -113,25 +111,18 @@ def fail(job_id: str, lease_token: str, error: str, *, retryable: bool, retry_af
     return call(fail_job, Job.from_json, job_id, replayable=True, body=body)
 
 
-def ack(complete: Sequence[AckComplete], fail: Sequence[AckFail]) -> Call[list[AckResult]]:
-    body = AckRequest(complete=list(complete), fail=list(fail))
-    return call(
-        ack_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
-    )
-
-
 _ACK_REQUEST = ack_jobs._get_kwargs(body=AckRequest(complete=[], fail=[]))
 """The generated module's request for an ack (method, path, headers), whose body `ack_outcomes` encodes itself."""
 _json = msgspec.json.Encoder()
 
 
 def ack_outcomes(outcomes: Sequence[Outcome]) -> Call[list[AckResult]]:
-    """`ack` of a worker's outcomes, the completions then the failures, each in `outcomes`' order: the body `ack`
-    sends (`AckRequest`'s JSON), encoded by msgspec from the outcomes, and its answer read by msgspec. The worker
-    acks a few hundred outcomes a call, and the generated models' objects, their `to_dict` and `json.dumps` took
-    1.5 µs an outcome, `from_json` 0.9 more (tests/sdk/test_ack_encoding.py holds the two ways to the same body
-    and results). A result is encoded by `json.dumps`, as httpx encodes a body: the task's result was checked by
-    it (`outcome_of`), and msgspec would take some values it refuses (a datetime) or spell others otherwise."""
+    """`POST /v1/worker/ack` of a worker's outcomes, the completions then the failures, each in `outcomes`' order:
+    the body the generated models would make (`AckRequest`'s JSON), encoded by msgspec from the outcomes, and its
+    answer read by msgspec. A worker acks a few hundred outcomes a call, and the models' objects, their `to_dict`
+    and `json.dumps` took 1.5 µs an outcome, `from_json` 0.9 more (tests/sdk/test_ack_encoding.py holds the two
+    ways to the same body and results). A result is encoded by `json.dumps`, as httpx encodes a body: the task's
+    result was checked by it (`outcome_of`), and msgspec would take values it refuses (a datetime)."""
     complete = [
         {"id": o.job_id, "lease_token": o.lease_token, "result": None if o.result is None else _raw(o.result)}
         for o in outcomes
