@@ -68,6 +68,13 @@ def decoding_call(operation: Any, decode: Callable[[bytes], T], *args: Any, repl
     return Call(partial(_send, request), partial(_asend, request), decode, replayable)
 
 
+def encoded_call(request: dict[str, Any], content: bytes, decode: Callable[[bytes], T], *, replayable: bool) -> Call[T]:
+    """`decoding_call` whose body is encoded already (`content`, JSON), for the request `request` a generated
+    module built (`operation._get_kwargs(...)`: its method, path and headers; its `json` is left out)."""
+    request = {key: value for key, value in request.items() if key != "json"} | {"content": content}
+    return Call(partial(_send, request), partial(_asend, request), decode, replayable)
+
+
 def _parsed(parse: Callable[[Any], T], content: bytes) -> T:
     return parse(json.loads(content) if content else None)
 

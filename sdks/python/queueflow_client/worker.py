@@ -45,8 +45,6 @@ import httpx
 from queueflow_worker import Outcome, WorkerLoop, answers_in_order
 
 from queueflow_client import _calls
-from queueflow_client._generated.models import AckComplete, AckFail
-from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import (
     DEFAULT_MAX_RETRIES,
     ONCE,
@@ -296,25 +294,11 @@ class _HttpSource:
         self._interrupted = True
 
     async def ack(self, outcomes: Sequence[Outcome]) -> list[bool | None]:
-        complete = [
-            AckComplete(id=o.job_id, lease_token=o.lease_token, result=o.result) for o in outcomes if o.error is None
-        ]
-        fail = [
-            AckFail(
-                id=o.job_id,
-                lease_token=o.lease_token,
-                error=o.error,
-                retryable=o.retryable,
-                retry_after_seconds=o.retry_after_seconds if o.retry_after_seconds is not None else UNSET,
-            )
-            for o in outcomes
-            if o.error is not None
-        ]
         items = [(o.job_id, o.lease_token) for o in outcomes]
         unsure = self._unsure.intersection(items) if self._unsure else set()
         try:
             # Not repeated here: the loop makes it again on its clock, as long as the leases may hold.
-            results, _ = await self._transport.send(_calls.ack(complete, fail), retry=ONCE)
+            results, _ = await self._transport.send(_calls.ack_outcomes(outcomes), retry=ONCE)
         except Exception as exc:
             self._unsure = unsure.union(items) if may_have_landed(exc) else unsure
             raise

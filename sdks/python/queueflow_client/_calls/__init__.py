@@ -14,7 +14,7 @@ from queueflow_client._calls.schedules import (
 )
 from queueflow_client._calls.worker import (
     MAX_ADDED_STEPS,
-    ack,
+    ack_outcomes,
     add_steps,
     complete,
     fail,
@@ -36,7 +36,7 @@ from queueflow_client._calls.workflows import (
 __all__ = [
     "MAX_ADDED_STEPS",
     "STEP_OPTIONS",
-    "ack",
+    "ack_outcomes",
     "add_steps",
     "cancel",
     "cancel_workflow",
