@@ -15,6 +15,7 @@ from queueflow.clocks import TestClock
 from queueflow.core.types import Completion, Job
 from queueflow.core.workflow import CONTEXT_KEY, NewStep, NewWorkflow, OnFailure, StepStatus, WorkflowStatus
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.workflow_sql import COUNT, CUSTOM_PLAN, WIDE_FINISH
 
 from tests import pg
 from tests.moments import START, T
@@ -257,3 +258,32 @@ async def test_the_finishes_of_one_ack_run_side_by_side(postgres_url: str, postg
         for workflow in (blocked, free):
             steps = {step.name: step.status for step in (await engine.get_workflow(T, workflow.id)).steps}
             assert steps == {"a": StepStatus.COMPLETED, "b": StepStatus.ENQUEUED}
+
+
+async def test_a_wide_finish_plans_its_count_anew_and_a_narrow_one_keeps_the_cached_plan(postgres_url: str) -> None:
+    """COUNT is a prepared statement: after a few narrow finishes PostgreSQL may keep its generic plan, costed for a
+    few rows, and a root that enqueues thousands of dependents ran it past the statement timeout on every retry. A
+    finish that records more than WIDE_FINISH steps asks for a custom plan, in its own transaction only."""
+    await pg.empty(postgres_url)
+    clock = TestClock(START)
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
+        engine = engine_on(store, clock)
+        statements: list[str] = []
+        async with store._connection() as db:
+            db.add_query_logger(lambda record: statements.append(record.query))
+
+        async def finish_root(width: int) -> list[str]:
+            await engine.create_workflow(T, fan_out(width))
+            (root,) = await engine.lease(["default"], max_jobs=1)
+            statements.clear()
+            await engine.complete(root.id, root.lease_token or "", "R")
+            await asyncio.sleep(0)  # the query logger is called back on the loop
+            root_finish = [statement for statement in statements if statement in (CUSTOM_PLAN, COUNT)]
+            for sibling in await engine.lease(["default"], max_jobs=1000):
+                await engine.complete(sibling.id, sibling.lease_token or "", "r")
+            return root_finish
+
+        for _ in range(8):
+            assert await finish_root(3) == [COUNT]
+        assert await finish_root(WIDE_FINISH + 1) == [CUSTOM_PLAN, COUNT]
+        assert await finish_root(3) == [COUNT]  # SET LOCAL: gone with the wide finish's transaction

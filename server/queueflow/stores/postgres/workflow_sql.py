@@ -151,6 +151,15 @@ SELECT h.*, f.dependents IS NOT NULL AS finished, d.*
 # (`Workflows.heal`), as after a server crash between the two. Any later synchronous commit flushes it first.
 BEGIN_FINISH = "BEGIN; SET LOCAL synchronous_commit = off"
 
+# COUNT's plan is the prepared statement's: after five executions PostgreSQL may keep a generic plan, costed for the
+# few rows a chain or a small fan-in records (an unnest of a parameter is estimated at 10 rows). A root whose
+# finish enqueues thousands of dependents then ran it with that plan past the statement timeout (10 s, again on
+# every retry, until the janitor healed it minutes later: the bench's 1 → 9,998 → 1 fan-out after the smaller
+# shapes), where a custom plan takes a second. A finish that records more than WIDE_FINISH steps plans COUNT anew
+# (one more round trip, beside thousands of rows); the small ones keep the cached plan.
+WIDE_FINISH = 64
+CUSTOM_PLAN = "SET LOCAL plan_cache_mode = force_custom_plan"
+
 # What the finish decided, in one statement that starts after FINISH's locks were granted:
 # - `recorded`: the dependents that stay pending get their new count ($18–$21, $24: name, remaining, status,
 #   job_id, due_at), and those that reached 0 become enqueued with their new job, or waiting with a due time;

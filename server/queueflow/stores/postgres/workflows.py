@@ -46,12 +46,14 @@ from queueflow.stores.postgres.workflow_sql import (
     BEGIN_FINISH,
     CANCEL_STEP_JOBS,
     COUNT,
+    CUSTOM_PLAN,
     FINISH,
     STALLED_JOBS,
     STEP_ON_FAILURE,
     STEPS_INSERT,
     STEPS_OF,
     STEPS_RECORD,
+    WIDE_FINISH,
     WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
@@ -250,6 +252,8 @@ async def _finish(
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
     if errors := job_storage_errors(jobs):
         raise ValidationError.of(errors)
+    if len(finish.remaining) + len(jobs) + len(finish.wait) > WIDE_FINISH:
+        await db.execute(CUSTOM_PLAN)
     counted = await db.fetchrow(
         COUNT,
         *insert_columns(jobs),
