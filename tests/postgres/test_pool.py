@@ -12,6 +12,7 @@ from queueflow.clocks import TestClock
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.pool import ConnectionPool
 
 from tests import pg
 from tests.postgres.helpers import engine_on
@@ -160,3 +161,27 @@ async def test_a_connection_that_died_is_replaced_on_its_next_checkout(postgres_
         await store.ping()  # on a new connection, opened in the dead one's place
         async with store._connection() as db:
             assert db.get_server_pid() != first
+
+
+async def test_a_pool_cancelled_while_it_opens_closes_the_connections_it_had_opened(postgres_url: str) -> None:
+    """A store closed while its pool opens cancels the opening: the connections already open were left to the
+    garbage collector, whose ResourceWarning then failed whatever test ran at that moment."""
+    opened: list[asyncpg.Connection] = []
+    attempts, connected, never = [], asyncio.Event(), asyncio.Event()
+
+    async def connect() -> asyncpg.Connection:
+        attempts.append(None)
+        if len(attempts) > 1:
+            await never.wait()  # the second connection is still being opened when the opening is cancelled
+        connection = await asyncpg.connect(pg.asyncpg_dsn(postgres_url))
+        opened.append(connection)
+        connected.set()
+        return connection
+
+    opening = asyncio.ensure_future(ConnectionPool(connect, 2).open())
+    async with asyncio.timeout(PATIENCE):
+        await connected.wait()
+    opening.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+    assert opened[0].is_closed()

@@ -39,7 +39,17 @@ class ConnectionPool:
     async def open(self) -> ConnectionPool:
         """Every connection at once; if one cannot be opened, none stays open."""
         opening = [asyncio.ensure_future(self._connect()) for _ in range(self._size)]
-        results = await asyncio.gather(*opening, return_exceptions=True)
+        try:
+            results = await asyncio.gather(*opening, return_exceptions=True)
+        except BaseException:
+            # Cancelled (the store closed while its pool opened): the connections already open, and any an attempt
+            # still completes, would be left to the garbage collector — a ResourceWarning in whatever runs then.
+            for attempt in opening:
+                if attempt.done():
+                    _terminate_opened(attempt)
+                else:
+                    attempt.add_done_callback(_terminate_opened)
+            raise
         failure = next((result for result in results if isinstance(result, BaseException)), None)
         if failure is not None:
             for result in results:
@@ -133,6 +143,11 @@ class ConnectionPool:
         self._closed = True
         idle, self._idle = self._idle, []
         await asyncio.gather(*(slot.close() for slot in idle if slot is not None), return_exceptions=True)
+
+
+def _terminate_opened(attempt: asyncio.Future[asyncpg.Connection]) -> None:
+    if not attempt.cancelled() and attempt.exception() is None:
+        attempt.result().terminate()
 
 
 def _protocol(connection: asyncpg.Connection) -> Any:
