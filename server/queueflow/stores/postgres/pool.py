@@ -52,9 +52,8 @@ class ConnectionPool:
             raise
         failure = next((result for result in results if isinstance(result, BaseException)), None)
         if failure is not None:
-            for result in results:
-                if isinstance(result, asyncpg.Connection):
-                    result.terminate()
+            for attempt in opening:
+                _terminate_opened(attempt)
             raise failure
         for connection in results:
             assert isinstance(connection, asyncpg.Connection)
@@ -146,6 +145,7 @@ class ConnectionPool:
 
 
 def _terminate_opened(attempt: asyncio.Future[asyncpg.Connection]) -> None:
+    """Close the connection a finished attempt opened, if it opened one."""
     if not attempt.cancelled() and attempt.exception() is None:
         attempt.result().terminate()
 
