@@ -185,3 +185,23 @@ async def test_a_pool_cancelled_while_it_opens_closes_the_connections_it_had_ope
     with pytest.raises(asyncio.CancelledError):
         await opening
     assert opened[0].is_closed()
+
+
+async def test_a_connection_still_being_cleaned_when_the_pool_closes_is_closed_not_kept(postgres_url: str) -> None:
+    """A caller cancelled inside a transaction hands its connection back while the store closes: the pool rolls
+    it back first, and the close came in meanwhile. Put back among the idle after the close had taken them, it was
+    never closed — a ResourceWarning in whatever test ran next (test_pooler's notifier test, in CI)."""
+
+    async def connect() -> asyncpg.Connection:
+        return await asyncpg.connect(pg.asyncpg_dsn(postgres_url))
+
+    pool = await ConnectionPool(connect, 1).open()
+    connection = await pool.lend(PATIENCE)
+    await connection.execute("BEGIN")
+    handing_back = asyncio.create_task(pool.take_back(connection))
+    await asyncio.sleep(0)  # one turn of the loop: the hand-back has sent its ROLLBACK and waits for the answer
+    assert connection.is_in_transaction()
+    await pool.close()
+    async with asyncio.timeout(PATIENCE):
+        await handing_back
+    assert connection.is_closed()

@@ -8,6 +8,7 @@ meet server connections that never prepared them: `statement_cache_size=0` is wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -96,6 +97,8 @@ async def test_the_notifier_keeps_one_connection_through_the_pooler(
                 assert await wakeups.wait(["anything"], PATIENCE)
         finally:
             busy.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await busy
         assert notifier.connections == 1
 
 

@@ -91,10 +91,12 @@ class ConnectionPool:
 
     async def take_back(self, connection: asyncpg.Connection) -> None:
         """Return a lent connection; one that cannot be made clean is closed, and its slot reopened on next use."""
-        usable = not connection.is_closed() and self._born.get(connection) == self._generation and not self._closed
+        usable = self._reusable(connection)
         if usable and (_protocol(connection)._is_cancelling() or connection.is_in_transaction()):
             try:
-                usable = await self._clean(connection)
+                # Asked again after the wait: the pool may have closed or expired meanwhile, and a connection put
+                # back into a closed pool's idle list would never be closed.
+                usable = await self._clean(connection) and self._reusable(connection)
             except BaseException:  # the caller cancelled while the connection was being cleaned: not reusable
                 self._born.pop(connection, None)
                 connection.terminate()
@@ -106,6 +108,9 @@ class ConnectionPool:
             self._give(None)
             return
         self._give(connection)
+
+    def _reusable(self, connection: asyncpg.Connection) -> bool:
+        return not self._closed and not connection.is_closed() and self._born.get(connection) == self._generation
 
     async def _clean(self, connection: asyncpg.Connection) -> bool:
         """Wait out a cancellation (a statement timeout) and roll back an open transaction; False if it fails."""
