@@ -247,6 +247,7 @@ async def _finish(
         return None
     head = rows[0]
     locked = [_step(_dependent_columns(row), edges=False) for row in rows if row["d_name"] is not None]
+    ctid = {row["d_name"]: row["dependent_ctid"] for row in rows if row["d_name"] is not None}
     finish = on_finish(report.outcome, report.result, locked, now)
     by_name = {step.name: step for step in locked}
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
@@ -258,7 +259,7 @@ async def _finish(
         COUNT,
         *insert_columns(jobs),
         report.workflow_id,
-        [*finish.remaining, *finish.enqueue, *finish.wait],
+        [ctid[name] for name in (*finish.remaining, *finish.enqueue, *finish.wait)],
         [*finish.remaining.values(), *(0 for _ in jobs), *(0 for _ in finish.wait)],
         [
             *(StepStatus.PENDING.value for _ in finish.remaining),
