@@ -12,7 +12,7 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.claim_sql import CLAIM, ClaimArgs, Turn, TurnOf
+from queueflow.stores.postgres.claim_sql import CLAIM, CLAIM_FUNCTION, ClaimArgs, Turn, TurnOf
 from queueflow.stores.postgres.params import sql_types
 from queueflow.stores.postgres.restricted_sql import CLAIM_RESTRICTED, Restrictions
 from queueflow.stores.postgres.sql import (
@@ -244,18 +244,26 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
 
 async def test_the_claim_is_planned_once_not_on_every_lease(postgres_url: str) -> None:
     """A single-job lease once spent more time planning the claim than running it: PostgreSQL judged the claim's
-    generic plan too costly to keep, and planned it anew for every execution."""
+    generic plan too costly to keep, and planned it anew for every execution. Both ways a claim runs keep the
+    generic plan: its transaction (a lease of several jobs here) and the one-statement claim's function (a single
+    job), whose own setting forces it."""
     await pg.empty(postgres_url)
     async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:  # one connection: its statements
         engine = engine_on(store, TestClock(START))
-        await engine.enqueue_many(T, [NewJob(task_name="t")] * 12)
+        await engine.enqueue_many(T, [NewJob(task_name="t")] * 36)
         for _ in range(12):
             assert len(await engine.lease(["default"])) == 1
+            assert len(await engine.lease(["default"], max_jobs=2)) == 2
         async with store._connection() as db:
             plans = await db.fetchrow(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE $1",
                 "%WITH RECURSIVE queue AS%FOR UPDATE SKIP LOCKED%",
             )
+            config = await db.fetchval(
+                "SELECT proconfig FROM pg_proc WHERE oid = to_regprocedure($1)",
+                f"{CLAIM_FUNCTION}(text[], int, timestamptz, interval, text[], text[])",
+            )
     assert plans is not None
     assert plans["custom_plans"] == 0, dict(plans)
     assert plans["generic_plans"] >= 12, dict(plans)
+    assert config == ["plan_cache_mode=force_generic_plan"]

@@ -1,10 +1,11 @@
 """The claim on PostgreSQL: `JobStore.job_claim` and `job_next_due`, on the shared pool.
 
-A claim is one transaction (BEGIN_CLAIM … COMMIT). It first claims from the queues nobody restricts (CLAIM, or
-CLAIM_FOR_TENANT for a tenant-scoped worker key: `claim_sql`), one statement that is the whole claim of a worker
-draining a backlog. Only a claim that comes back short goes on to the queues some tenant restricts (pause,
-concurrency and rate limits: `restricted_sql`), in the same transaction: if any statement fails, every job the
-claim took is pending again, none is lost to a lease nobody holds.
+A claim is one transaction (BEGIN_CLAIM … COMMIT), or one statement (CLAIM_CALL) when that is all its transaction
+would hold (a claim of one job that took it, or found nothing in queues known to be unrestricted). It first claims
+from the queues nobody restricts (CLAIM, or CLAIM_FOR_TENANT for a tenant-scoped worker key: `claim_sql`), one
+statement that is the whole claim of a worker draining a backlog. Only a claim that comes back short goes on to the
+queues some tenant restricts (pause, concurrency and rate limits: `restricted_sql`), in the same transaction: if any
+statement fails, every job the claim took is pending again, none is lost to a lease nobody holds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -25,6 +27,7 @@ from queueflow.core.types import ClaimRequest, Job
 from queueflow.stores.postgres.claim_sql import (
     BEGIN_CLAIM,
     CLAIM,
+    CLAIM_CALL,
     CLAIM_FOR_TENANT,
     DUE_ANY,
     NEXT_DUE,
@@ -34,6 +37,7 @@ from queueflow.stores.postgres.claim_sql import (
     TenantScope,
     Turn,
     TurnOf,
+    claim_function_ddl,
 )
 from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.params import values
@@ -92,6 +96,16 @@ class PostgresClaims(Pooled):
         self._idle: dict[tuple[str, ...], int] = {}
         self._unrestricted: dict[tuple[str, ...], tuple[int, float]] = {}
         """Queue lists none of whose queues was restricted: the `Wakeups.heard` count then, and until when."""
+        self._restricted: dict[tuple[str, ...], bool] = {}
+        """Queue lists some of whose queues were restricted at their last short claim: a single-job claim of
+        them takes its transaction at once (it may well come back short, and go on to the restricted queues)."""
+        self._claim_columns: list[tuple[str, str]] | None = None
+        """CLAIM's result columns and their types, read once (`claim_columns`)."""
+        self._one_statement = self._statement_cache_size > 0
+        """Whether a claim may call CLAIM_FUNCTION (`_on_connect` makes it on every pooled connection). Not behind a
+        transaction-mode pooler (no prepared statement cache): the next statement may run on another server
+        connection than the one that made it; nor once a connection turned out not to have it (a role without
+        TEMPORARY on the database)."""
 
     def _heard(self) -> int | None:
         # Only the server's hub counts notifications; with another WorkSignal (tests' own) nothing is remembered.
@@ -104,10 +118,20 @@ class PostgresClaims(Pooled):
 
     def _restrictions_changed(self) -> None:
         self._unrestricted.clear()
+        self._restricted.clear()
 
     def _notices(self) -> int:
         # A WorkSignal other than the server's hub may not count (tests' own): then every idle claim asks first.
         return int(getattr(self._wakeups, "notices", 0))
+
+    async def _on_connect(self, connection: asyncpg.Connection) -> None:
+        await super()._on_connect(connection)
+        if not self._one_statement:
+            return
+        with suppress(asyncpg.PostgresError):  # without it, this connection's claims take their transaction
+            if self._claim_columns is None:
+                self._claim_columns = await claim_columns(connection)
+            await connection.execute(claim_function_ddl(self._claim_columns))
 
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
         queues = queue_names(request.queues)
@@ -143,6 +167,20 @@ class PostgresClaims(Pooled):
         """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
         short, the restricted ones. A tenant-scoped claim neither reads nor moves the turn: it serves one tenant."""
         key_turns: KeyTurns = {}
+        key = tuple(args.queues)
+        if scope is None and request.max_jobs == 1 and self._one_statement and key not in self._restricted:
+            # A claim of one job never goes round again (`_claim_in_turns`), and one that took its job has nothing
+            # to look for in the restricted queues: its whole transaction would be CLAIM alone. So it runs alone,
+            # one statement (CLAIM_CALL), one round trip where the transaction took three. One that took nothing
+            # ends there too when none of its queues is restricted; otherwise the claim runs whole, a moment later
+            # (this one changed nothing: no job, and the turn moves only with a job served).
+            async with self._connection() as db:
+                try:
+                    rows = await db.fetch(CLAIM_CALL, *values(args, turn))
+                except asyncpg.UndefinedFunctionError:
+                    rows, self._one_statement = [], False
+            if rows or (self._one_statement and self._known_unrestricted(key)):
+                return in_turns([job_from_row(row) for row in rows], rows[0]["after_tenant"] if rows else None)
         async with self._connection() as db, begun(db, BEGIN_CLAIM):
             if scope is None:
                 rows = await _claim_in_turns(db, args, turn)
@@ -152,12 +190,12 @@ class PostgresClaims(Pooled):
             after = rows[0]["after_tenant"] if rows and scope is None else None
             # CLAIM left out the queues some tenant restricts. Only a claim that came back short may have
             # missed jobs there, so a full one (a worker draining a backlog) costs nothing more.
-            key = tuple(args.queues)
             if len(jobs) < request.max_jobs and not self._known_unrestricted(key):
                 heard = self._heard()
                 found = await db.fetch(RESTRICTED_QUEUES, args.queues, turn.turn_of)
                 known = None if found or heard is None else (heard, time.monotonic() + UNRESTRICTED_FRESH)
                 _remember(self._unrestricted, key, known)
+                _remember(self._restricted, key, True if found else None)
                 if found:
                     if not rows and scope is None:
                         after = found[0]["after_tenant"]
@@ -187,6 +225,16 @@ class PostgresClaims(Pooled):
             if token is not None and (due is None or token < due):
                 due = token
         return due
+
+
+async def claim_columns(db: Db) -> list[tuple[str, str]]:
+    """CLAIM's result columns with their types, as CLAIM_FUNCTION returns them."""
+    attributes = (await db.prepare(CLAIM)).get_attributes()
+    types = await db.fetchval(
+        "SELECT array_agg(format_type(oid, NULL) ORDER BY n) FROM unnest($1::oid[]) WITH ORDINALITY AS t(oid, n)",
+        [attribute.type.oid for attribute in attributes],
+    )
+    return [(attribute.name, sql_type) for attribute, sql_type in zip(attributes, types, strict=True)]
 
 
 def _remember(table: dict[K, V], key: K, value: V | None) -> None:

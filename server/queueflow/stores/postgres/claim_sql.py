@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Annotated, NamedTuple
 
-from queueflow.stores.postgres.params import Placeholders
+from queueflow.stores.postgres.params import Placeholders, sql_types
 from queueflow.stores.postgres.sql import COLUMNS, STARTED_BEFORE
 
 # Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
@@ -246,6 +246,34 @@ served AS (SELECT tenant_id FROM picked ORDER BY nth DESC, wrapped DESC, tenant_
  WHERE id = ANY(ARRAY(SELECT picked.id FROM picked))
 RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share, (SELECT after_tenant FROM turn) AS after_tenant
 """
+
+# The claim in one round trip, where its transaction took three (BEGIN_CLAIM, CLAIM, COMMIT): CLAIM wrapped in a
+# function of the session (pg_temp: made by each pooled connection as it opens, from this code's own CLAIM, so it
+# can never lag behind it; no migration), called as a statement of its own. One statement is atomic without a
+# transaction block; the function carries the claim's two settings: plan_cache_mode as its SET clause, in force
+# while the claim is planned and run (PL/pgSQL keeps the generic plan, as BEGIN_CLAIM made PostgreSQL keep
+# CLAIM's), and synchronous_commit set for the rest of the transaction (set_config's is_local), so that the
+# statement's own commit is asynchronous. `columns` are CLAIM's result columns with their types
+# (`claim.claim_columns`); #variable_conflict keeps their names (the function's OUT parameters) from shadowing
+# the tables' columns inside CLAIM.
+CLAIM_FUNCTION = "pg_temp.queueflow_claim"
+
+
+def claim_function_ddl(columns: list[tuple[str, str]]) -> str:
+    """CREATE FUNCTION for CLAIM_FUNCTION, returning CLAIM's `columns` (name, type)."""
+    returns = ", ".join(f'"{name}" {sql_type}' for name, sql_type in columns)
+    return f"""CREATE OR REPLACE FUNCTION {CLAIM_FUNCTION}({", ".join(sql_types(ClaimArgs, TurnOf))})
+RETURNS TABLE ({returns}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $claim$
+#variable_conflict use_column
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY {CLAIM};
+END
+$claim$"""
+
+
+_CLAIM_ARGS = ", ".join(getattr(_claim, name) for name in ClaimArgs._fields + TurnOf._fields)
+CLAIM_CALL = f"SELECT * FROM {CLAIM_FUNCTION}({_CLAIM_ARGS})"
 
 _for_tenant = Placeholders(ClaimArgs, TenantScope)
 

@@ -1,0 +1,80 @@
+"""A single-job lease of queues known to be unrestricted is one statement (CLAIM_CALL), where its transaction took
+three round trips — with the same answers, the same turn, and the claim's settings."""
+
+from __future__ import annotations
+
+from queueflow.clocks import TestClock
+from queueflow.core.flow import QueueSettingsPatch
+from queueflow.core.types import NewJob
+from queueflow.runtime.wakeups import Wakeups
+from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.claim_sql import BEGIN_CLAIM, CLAIM_CALL, CLAIM_FUNCTION
+
+from tests import pg
+from tests.postgres.helpers import engine_on
+from tests.postgres.test_idle_claim import logged
+
+
+async def test_a_single_job_lease_is_one_statement_once_its_queues_are_known_unrestricted(postgres_url: str) -> None:
+    await pg.empty(postgres_url)
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1, wakeups=Wakeups()) as store:
+        engine = engine_on(store, TestClock(), seed=41)  # ids of their own: the database is shared
+        statements: list[str] = []
+        async with store._connection() as db:
+            db.add_query_logger(lambda record: statements.append(record.query))
+            config = await db.fetchval(
+                "SELECT proconfig FROM pg_proc WHERE oid = to_regprocedure($1)",
+                f"{CLAIM_FUNCTION}(text[], int, timestamptz, interval, text[], text[])",
+            )
+        assert config == ["plan_cache_mode=force_generic_plan"]
+        # Tenants a, b, c in turn: the turn moved by the one-statement claims is the one the transaction reads.
+        for tenant in ("c", "b", "a", "c", "b", "a"):
+            await engine.enqueue(tenant, NewJob(task_name="x", queue_name="q"))
+        await logged()
+        statements.clear()
+        served = [job.tenant_id for job in await engine.lease(["q"])]
+        await logged()
+        assert statements == [CLAIM_CALL]
+        for _ in range(4):
+            statements.clear()
+            served += [job.tenant_id for job in await engine.lease(["q"])]
+            await logged()
+            assert statements == [CLAIM_CALL]
+        # Several jobs: the transaction, which, short, learns that no queue is restricted.
+        served += [job.tenant_id for job in await engine.lease(["q"], max_jobs=5)]
+        assert served == ["a", "b", "c", "a", "b", "c"]
+        await logged()
+        statements.clear()
+        assert await engine.lease(["q"]) == []
+        await logged()
+        assert statements == [CLAIM_CALL]
+
+        # A restriction made here is seen at once: the claim is whole again, and takes the job from the
+        # restricted claim.
+        await engine.queues.configure("d", "q", QueueSettingsPatch(concurrency_limit=1))
+        job = (await engine.enqueue("d", NewJob(task_name="x", queue_name="q"))).job
+        await logged()
+        statements.clear()
+        assert [leased.id for leased in await engine.lease(["q"])] == [job.id]
+        await logged()
+        assert statements[:2] == [CLAIM_CALL, BEGIN_CLAIM]  # CLAIM leaves the restricted queue out
+        # Known restricted now: the next claims take their transaction at once.
+        job = (await engine.enqueue("d", NewJob(task_name="x", queue_name="q"))).job
+        await logged()
+        statements.clear()
+        assert await engine.lease(["q"]) == []  # the concurrency limit: one running
+        await logged()
+        assert statements[0] == BEGIN_CLAIM
+
+
+async def test_a_claim_without_the_function_takes_its_transaction(postgres_url: str) -> None:
+    """A connection that could not make the function (no TEMPORARY privilege): the claim runs as a transaction."""
+    await pg.empty(postgres_url)
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1, wakeups=Wakeups()) as store:
+        engine = engine_on(store, TestClock(), seed=42)
+        async with store._connection() as db:
+            await db.execute(f"DROP FUNCTION {CLAIM_FUNCTION}")
+        jobs = [(await engine.enqueue("t", NewJob(task_name="x", queue_name="q"))).job for _ in range(3)]
+        leased = [job.id for _ in range(3) for job in await engine.lease(["q"])]
+        assert sorted(leased) == sorted(job.id for job in jobs)
+        assert not store._one_statement
