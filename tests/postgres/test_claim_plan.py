@@ -245,23 +245,29 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
 async def test_the_claim_is_planned_once_not_on_every_lease(postgres_url: str) -> None:
     """A single-job lease once spent more time planning the claim than running it: PostgreSQL judged the claim's
     generic plan too costly to keep, and planned it anew for every execution. Both ways a claim runs keep the
-    generic plan: its transaction (a lease of several jobs here) and the one-statement claim's function (a single
-    job), whose own setting forces it."""
+    generic plan: the one-statement claim's function, whose own setting forces it, and the claim's transaction
+    (here on a connection without the function, where every claim takes it)."""
     await pg.empty(postgres_url)
     async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:  # one connection: its statements
         engine = engine_on(store, TestClock(START))
         await engine.enqueue_many(T, [NewJob(task_name="t")] * 36)
-        for _ in range(12):
+        for _ in range(6):
             assert len(await engine.lease(["default"])) == 1
             assert len(await engine.lease(["default"], max_jobs=2)) == 2
+        async with store._connection() as db:
+            config = await db.fetchval(
+                "SELECT proconfig FROM pg_proc WHERE oid = to_regprocedure($1)",
+                f"{CLAIM_FUNCTION}(text[], int, timestamptz, interval, text[], text[])",
+            )
+            await db.execute(f"DROP FUNCTION {CLAIM_FUNCTION}")
+        for _ in range(6):
+            assert len(await engine.lease(["default"])) == 1
+            assert len(await engine.lease(["default"], max_jobs=2)) == 2
+        assert not store._one_statement
         async with store._connection() as db:
             plans = await db.fetchrow(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE $1",
                 "%WITH RECURSIVE queue AS%FOR UPDATE SKIP LOCKED%",
-            )
-            config = await db.fetchval(
-                "SELECT proconfig FROM pg_proc WHERE oid = to_regprocedure($1)",
-                f"{CLAIM_FUNCTION}(text[], int, timestamptz, interval, text[], text[])",
             )
     assert plans is not None
     assert plans["custom_plans"] == 0, dict(plans)

@@ -1,11 +1,14 @@
-"""A single-job lease of queues known to be unrestricted is one statement (CLAIM_CALL), where its transaction took
-three round trips — with the same answers, the same turn, and the claim's settings."""
+"""A lease of queues known to be unrestricted is one statement (CLAIM_CALL) when that is all its transaction would
+have done, where the transaction took three round trips — with the same answers, the same turn, and the claim's
+settings."""
 
 from __future__ import annotations
 
+import pytest
 from queueflow.clocks import TestClock
+from queueflow.core.errors import StoreUnavailable
 from queueflow.core.flow import QueueSettingsPatch
-from queueflow.core.types import NewJob
+from queueflow.core.types import Job, NewJob
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres.claim_sql import BEGIN_CLAIM, CLAIM_CALL, CLAIM_FUNCTION
@@ -48,6 +51,14 @@ async def test_a_single_job_lease_is_one_statement_once_its_queues_are_known_unr
         assert await engine.lease(["q"]) == []
         await logged()
         assert statements == [CLAIM_CALL]
+        # Several jobs of queues known unrestricted, short of max_jobs with no tenant at its whole share: all the
+        # transaction would have taken, in one statement.
+        many = [(await engine.enqueue("a", NewJob(task_name="x", queue_name="q"))).job.id for _ in range(3)]
+        await logged()
+        statements.clear()
+        assert sorted(job.id for job in await engine.lease(["q"], max_jobs=5)) == sorted(many)
+        await logged()
+        assert statements == [CLAIM_CALL]
 
         # A restriction made here is seen at once: the claim is whole again, and takes the job from the
         # restricted claim.
@@ -78,3 +89,29 @@ async def test_a_claim_without_the_function_takes_its_transaction(postgres_url: 
         leased = [job.id for _ in range(3) for job in await engine.lease(["q"])]
         assert sorted(leased) == sorted(job.id for job in jobs)
         assert not store._one_statement
+
+
+async def test_jobs_the_statement_took_are_the_caller_s_even_when_the_rest_of_the_claim_fails(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim of queues known unrestricted that came back short with a tenant at its whole share goes on in its
+    transaction for that tenant's other jobs. The statement's jobs are committed to their leases by then: if the
+    transaction fails, the caller still gets them, and nothing is left running under a lease nobody holds."""
+    await pg.empty(postgres_url)
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1, wakeups=Wakeups()) as store:
+        engine = engine_on(store, TestClock(), seed=43)
+        await engine.enqueue("a", NewJob(task_name="x", queue_name="q"))
+        first = await engine.lease(["q"], max_jobs=5)  # the transaction: it learns that no queue is restricted
+        assert len(first) == 1
+        for tenant in ("a", "a", "a", "a", "b"):
+            await engine.enqueue(tenant, NewJob(task_name="x", queue_name="q"))
+
+        async def fails(*_: object) -> list[Job]:
+            raise StoreUnavailable("the rest of the claim failed")
+
+        monkeypatch.setattr(store, "_claim_whole", fails)
+        leased = await engine.lease(["q"], max_jobs=4)  # a's share is 2 of 4: a round more would take a's others
+        assert sorted(job.tenant_id for job in leased) == ["a", "a", "b"]
+    async with pg.connect(postgres_url) as connection:
+        running = await connection.fetch("SELECT id FROM queueflow.jobs WHERE status = 'running'")
+    assert sorted(row["id"] for row in running) == sorted(job.id for job in first + leased)

@@ -1,15 +1,21 @@
 """The claim on PostgreSQL: `JobStore.job_claim` and `job_next_due`, on the shared pool.
 
-A claim is one transaction (BEGIN_CLAIM … COMMIT), or one statement (CLAIM_CALL) when that is all its transaction
-would hold (a claim of one job that took it, or found nothing in queues known to be unrestricted). It first claims
-from the queues nobody restricts (CLAIM, or CLAIM_FOR_TENANT for a tenant-scoped worker key: `claim_sql`), one
-statement that is the whole claim of a worker draining a backlog. Only a claim that comes back short goes on to the
-queues some tenant restricts (pause, concurrency and rate limits: `restricted_sql`), in the same transaction: if any
-statement fails, every job the claim took is pending again, none is lost to a lease nobody holds.
+A claim is one transaction (BEGIN_CLAIM … COMMIT). It first claims from the queues nobody restricts (CLAIM, or
+CLAIM_FOR_TENANT for a tenant-scoped worker key: `claim_sql`), one statement that is the whole claim of a worker
+draining a backlog. Only a claim that comes back short goes on to the queues some tenant restricts (pause,
+concurrency and rate limits: `restricted_sql`), in the same transaction: if any statement fails, every job the
+claim took is pending again, none is lost to a lease nobody holds.
+
+Where CLAIM is likely to be all of it (no tenant scope; one job, or queues known unrestricted), it runs first as a
+statement of its own (CLAIM_CALL: one round trip where the transaction takes three), and ends the claim when that
+is all the transaction would have done: it came back full, or short with no tenant at its whole share and no queue
+restricted. Otherwise the transaction goes on from the jobs it took; those are committed to their leases already,
+and the caller gets them even if the transaction fails.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections import Counter
@@ -69,6 +75,9 @@ MAX_IDLE = 1000
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+log = logging.getLogger("queueflow.postgres")
 
 
 class PostgresClaims(Pooled):
@@ -164,26 +173,60 @@ class PostgresClaims(Pooled):
     async def _claim(
         self, request: ClaimRequest, args: ClaimArgs, turn: TurnOf, scope: TenantScope | None
     ) -> list[Job]:
-        """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
-        short, the restricted ones. A tenant-scoped claim neither reads nor moves the turn: it serves one tenant."""
-        key_turns: KeyTurns = {}
+        """The claim: first as one statement (CLAIM_CALL, one round trip where the transaction takes three) when
+        that may well be all of it — one job (a job taken is all of it), or queues known unrestricted — else, or
+        when it was not all, the claim's transaction (`_claim_whole`)."""
         key = tuple(args.queues)
-        if scope is None and request.max_jobs == 1 and self._one_statement and key not in self._restricted:
-            # A claim of one job never goes round again (`_claim_in_turns`), and one that took its job has nothing
-            # to look for in the restricted queues: its whole transaction would be CLAIM alone. So it runs alone,
-            # one statement (CLAIM_CALL), one round trip where the transaction took three. One that took nothing
-            # ends there too when none of its queues is restricted; otherwise the claim runs whole, a moment later
-            # (this one changed nothing: no job, and the turn moves only with a job served).
+        taken: list[asyncpg.Record] = []
+        if (
+            scope is None
+            and self._one_statement
+            and key not in self._restricted
+            and (request.max_jobs == 1 or self._known_unrestricted(key))
+        ):
             async with self._connection() as db:
                 try:
-                    rows = await db.fetch(CLAIM_CALL, *values(args, turn))
+                    taken = await db.fetch(CLAIM_CALL, *values(args, turn))
                 except asyncpg.UndefinedFunctionError:
-                    rows, self._one_statement = [], False
-            if rows or (self._one_statement and self._known_unrestricted(key)):
-                return in_turns([job_from_row(row) for row in rows], rows[0]["after_tenant"] if rows else None)
+                    self._one_statement = False
+            if self._one_statement and self._all_there_is(taken, request.max_jobs, key):
+                return in_turns([job_from_row(row) for row in taken], taken[0]["after_tenant"] if taken else None)
+        try:
+            return await self._claim_whole(request, args, turn, scope, taken)
+        except Exception:
+            if not taken:
+                raise
+            # The statement's jobs are committed to this claim's leases: they are the caller's, whatever became
+            # of the rest (never lost to a lease nobody holds).
+            log.warning("a claim returns the %d jobs it took; going on for more failed", len(taken), exc_info=True)
+            return in_turns([job_from_row(row) for row in taken], taken[0]["after_tenant"])
+
+    def _all_there_is(self, rows: list[asyncpg.Record], max_jobs: int, key: tuple[str, ...]) -> bool:
+        """Whether the claim's transaction would have taken no more than CLAIM alone took (`rows`): it is full,
+        or it came back short with no tenant at its whole share (`_claim_in_turns` would not go round again) and
+        none of its queues restricted (it would not look there)."""
+        if len(rows) >= max_jobs:
+            return True
+        if not self._known_unrestricted(key):
+            return False
+        return not rows or max(Counter(row["tenant_id"] for row in rows).values()) < rows[0]["fair_share"]
+
+    async def _claim_whole(
+        self,
+        request: ClaimRequest,
+        args: ClaimArgs,
+        turn: TurnOf,
+        scope: TenantScope | None,
+        before: list[asyncpg.Record],
+    ) -> list[Job]:
+        """The claim's transaction: the unrestricted queues (CLAIM or CLAIM_FOR_TENANT), then, when it came back
+        short, the restricted ones. A tenant-scoped claim neither reads nor moves the turn: it serves one tenant.
+        `before`: the rows a one-statement claim took just now (committed), which this one goes on from."""
+        key_turns: KeyTurns = {}
+        key = tuple(args.queues)
         async with self._connection() as db, begun(db, BEGIN_CLAIM):
             if scope is None:
-                rows = await _claim_in_turns(db, args, turn)
+                rows = before + await _claim_in_turns(db, _fewer(args, len(before)), turn)
             else:
                 rows = await db.fetch(CLAIM_FOR_TENANT, *values(args, scope))
             jobs = [job_from_row(row) for row in rows]
