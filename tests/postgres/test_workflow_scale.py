@@ -21,6 +21,7 @@ from tests import pg
 from tests.moments import START, T
 from tests.postgres.helpers import engine_on
 from tests.postgres.test_concurrency import stores
+from tests.store_contract.engine.test_workflow_sizes import run_to_the_end
 
 SIBLINGS = 10
 
@@ -160,16 +161,6 @@ async def test_a_busy_fan_out_with_the_janitor_sweeping_finishes_with_no_step_he
     assert sum(healed) == 0
 
 
-async def run_to_the_end(store: PostgresJobStore, clock: TestClock, workflow: NewWorkflow) -> None:
-    """Create `workflow` and complete its steps' jobs until it has none left (ids of their own: seed 7)."""
-    engine = engine_on(store, clock, seed=7)
-    created, _ = await engine.create_workflow(T, workflow)
-    while jobs := await engine.lease(["default"], max_jobs=1000):
-        for job in jobs:
-            await engine.complete(job.id, job.lease_token or "", "done")
-    assert (await engine.workflows.get(T, created.id)).status is WorkflowStatus.COMPLETED
-
-
 async def steps_read(connection: asyncpg.Connection) -> tuple[int, int]:
     """Rows of queueflow.workflow_steps read so far (sequential scans' rows plus index scans' fetches), and blocks
     of its TOAST table read (from disk or the buffer cache: its long `depends_on` and `dependents` arrays)."""
@@ -203,7 +194,10 @@ async def test_a_finish_in_a_large_workflow_reads_only_the_rows_it_touches(
     async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store, pg.connect(postgres_url) as watcher:
         engine = engine_on(store, clock)
         if smaller_first:
-            await run_to_the_end(store, clock, fan_out(50))
+            smaller = engine_on(store, clock, seed=7)  # ids of its own
+            workflow, _ = await smaller.create_workflow(T, fan_out(50))
+            await run_to_the_end(smaller)
+            assert (await smaller.get_workflow(T, workflow.id)).status is WorkflowStatus.COMPLETED
             await watcher.execute("ANALYZE queueflow.workflow_steps")
         held = await started(store, clock, [fan_out(2000, long_names=long_names)])
 

@@ -190,7 +190,7 @@ class PostgresClaims(Pooled):
                 except asyncpg.UndefinedFunctionError:
                     self._one_statement = False
             if self._one_statement and self._all_there_is(taken, request.max_jobs, key):
-                return in_turns([job_from_row(row) for row in taken], taken[0]["after_tenant"] if taken else None)
+                return _statement_jobs(taken)
         try:
             return await self._claim_whole(request, args, turn, scope, taken)
         except Exception:
@@ -199,7 +199,7 @@ class PostgresClaims(Pooled):
             # The statement's jobs are committed to this claim's leases: they are the caller's, whatever became
             # of the rest (never lost to a lease nobody holds).
             log.warning("a claim returns the %d jobs it took; going on for more failed", len(taken), exc_info=True)
-            return in_turns([job_from_row(row) for row in taken], taken[0]["after_tenant"])
+            return _statement_jobs(taken)
 
     def _all_there_is(self, rows: list[asyncpg.Record], max_jobs: int, key: tuple[str, ...]) -> bool:
         """Whether the claim's transaction would have taken no more than CLAIM alone took (`rows`): it is full,
@@ -209,7 +209,7 @@ class PostgresClaims(Pooled):
             return True
         if not self._known_unrestricted(key):
             return False
-        return not rows or max(Counter(row["tenant_id"] for row in rows).values()) < rows[0]["fair_share"]
+        return not _a_tenant_at_its_share(rows)
 
     async def _claim_whole(
         self,
@@ -304,13 +304,21 @@ async def _claim_in_turns(db: Db, args: ClaimArgs, turn: TurnOf) -> list[asyncpg
     orders the whole claim (the rows keep the first round's `after_tenant`)."""
     rows = await db.fetch(CLAIM, *values(args, turn))
     last = rows
-    while last and len(rows) < args.max_jobs:
-        taken = Counter(row["tenant_id"] for row in last)
-        if max(taken.values()) < last[0]["fair_share"]:
-            break
+    while len(rows) < args.max_jobs and _a_tenant_at_its_share(last):
         last = await db.fetch(CLAIM, *values(_fewer(args, len(rows)), turn))
         rows += last
     return rows
+
+
+def _a_tenant_at_its_share(rows: list[asyncpg.Record]) -> bool:
+    """Whether some tenant took its whole share (`fair_share`) of a round of CLAIM (`rows`): it may have more, which
+    another round would take (none if the round took nothing)."""
+    return bool(rows) and max(Counter(row["tenant_id"] for row in rows).values()) >= rows[0]["fair_share"]
+
+
+def _statement_jobs(rows: list[asyncpg.Record]) -> list[Job]:
+    """The jobs of a one-statement claim (CLAIM_CALL's `rows`), in the order it took them."""
+    return in_turns([job_from_row(row) for row in rows], rows[0]["after_tenant"] if rows else None)
 
 
 def _fewer(args: ClaimArgs, claimed: int) -> ClaimArgs:

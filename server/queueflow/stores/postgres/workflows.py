@@ -246,8 +246,9 @@ async def _finish(
     if not rows or not rows[0]["finished"]:
         return None
     head = rows[0]
-    locked = [_step(_dependent_columns(row), edges=False) for row in rows if row["d_name"] is not None]
-    ctid = {row["d_name"]: row["dependent_ctid"] for row in rows if row["d_name"] is not None}
+    dependents = [row for row in rows if row["d_name"] is not None]
+    locked = [_step(_dependent_columns(row), edges=False) for row in dependents]
+    ctid = {row["d_name"]: row["dependent_ctid"] for row in dependents}
     finish = on_finish(report.outcome, report.result, locked, now)
     by_name = {step.name: step for step in locked}
     jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
