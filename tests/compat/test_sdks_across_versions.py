@@ -32,7 +32,14 @@ def attempt(argv: list[str], cwd: Path, timeout: float, **env: str) -> subproces
 
 
 def failure(argv: list[str], cwd: Path, done: subprocess.CompletedProcess[str]) -> str:
-    return f"{' '.join(argv)} in {cwd} failed:\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
+    """The failed tests' own reports first (a long suite's tail would not reach them), then the output's tail."""
+    failed = "\n".join(block.group(0) for block in FAILED_TEST.finditer(done.stdout))[:8000]
+    tail = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return f"{' '.join(argv)} in {cwd} failed:\n{failed}\n\nthe output's tail:\n{tail}"
+
+
+FAILED_TEST = re.compile(r"^([ ]*)not ok \d+ - .*?^\1[ ][ ]\.\.\.$", re.MULTILINE | re.DOTALL)
+"""A failed test's report in node --test's TAP output: its `not ok` line and the YAML block under it."""
 
 
 FAILED_FILE = re.compile(r"^\s*not ok \d+ - (\S+\.test\.js)\s*$", re.MULTILINE)
