@@ -1,8 +1,9 @@
 """Every core: single-job enqueue (`POST /v1/jobs`, one job per request) on `queueflow serve --workers 2` ÷ on
 `--workers 1`, both servers up at once on one database, measured in alternation, repetition by repetition.
 
-CLIENTS keep-alive connections (more than the processes, so that the kernel's accept hands each process some),
-every request encoded before the clock starts (bench/httpclient.py). Beside the rate, what each request cost every
+CLIENTS keep-alive connections (more than the processes: the kernel spreads them over the processes' sockets by
+their addresses' hash, so each gets some, not always as many), every request encoded before the clock starts
+(bench/httpclient.py). Beside the rate, what each request cost every
 party on the 2 cores: the server (utime + stime of the parent and the processes it forked), PostgreSQL (the backends
 of the bench database, read from /proc by their pids) and the load generator (this process): a ratio short of the
 cores' count is explained by who else takes them.

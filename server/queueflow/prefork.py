@@ -1,8 +1,8 @@
 """`queueflow serve --workers N`: N processes of one server, forked after the socket is bound and the schema migrated.
 
 One Python process uses one core. With `--workers N` the process that binds the socket (and migrates, or starts the
-embedded PostgreSQL) forks N children; each serves on the inherited listening socket (the kernel hands each new
-connection to one of the processes waiting in accept), with its own pool, notifier, janitor, scheduler and
+embedded PostgreSQL) forks N children; each listens on a socket of its own at that address (SO_REUSEPORT: the
+kernel spreads new connections over them, `serve.own_socket`), with its own pool, notifier, janitor, scheduler and
 in-process tasks, exactly as N separate `queueflow serve` processes on one database would (each part is safe to run
 in any number of processes). The parent only supervises: SIGTERM or SIGINT to it is passed on to every child as
 SIGTERM (uvicorn takes a second SIGINT as "exit now", and a terminal sends SIGINT to the children too), and it exits
@@ -13,6 +13,7 @@ processes than it was given.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -26,6 +27,39 @@ log = logging.getLogger("queueflow")
 STOP_BOUND = 10.0
 """Seconds the children get to finish their requests and exit after the parent passed a stop on, before SIGKILL
 (a server stops within 2 s: tests/e2e/test_sigterm.py)."""
+
+
+class AllListening:
+    """Tells the first process when all `count` listen: it prints the banner that says the server does (a client
+    that connects at that line would otherwise find one process listening, and every connection it opens then would
+    go to that one). Each process writes a byte to a pipe made before the fork once it listens; the first reads them.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._read, self._write = os.pipe()
+
+    async def listening(self, number: int, then: Callable[[], None]) -> None:
+        """This process (the `number`-th) listens; the first calls `then` once every process does."""
+        os.write(self._write, b".")
+        if number != 0:
+            return
+        loop = asyncio.get_running_loop()
+        seen = 0
+        while seen < self.count:
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(self._read, _resolve, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(self._read)
+            seen += len(os.read(self._read, self.count - seen))
+        then()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def supervise(count: int, child: Callable[[int], None]) -> int:

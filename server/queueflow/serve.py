@@ -22,7 +22,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
@@ -33,7 +33,7 @@ import uvloop
 from queueflow.clocks import SystemClock
 from queueflow.engine import Engine
 from queueflow.ports import Store
-from queueflow.prefork import supervise
+from queueflow.prefork import AllListening, supervise
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
@@ -67,10 +67,14 @@ def load_tasks(settings: Settings) -> TaskRunner | None:
 
 def listen(settings: Settings) -> socket.socket:
     """The HTTP API's socket, bound before anything else starts: a port in use is one clear line at once, not a
-    traceback after the database has started (and the banner cannot claim a port it does not hold)."""
+    traceback after the database has started (and the banner cannot claim a port it does not hold). With
+    `--workers` above 1 it is bound with SO_REUSEPORT, so that each forked process can listen on a socket of its own
+    at the same address (`own_socket`)."""
     host = settings.host.strip("[]")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if settings.workers > 1 and REUSE_PORT is not None:
+        sock.setsockopt(socket.SOL_SOCKET, REUSE_PORT, 1)
     try:
         sock.bind((host, settings.port))
     except OSError as exc:
@@ -84,6 +88,27 @@ def listen(settings: Settings) -> socket.socket:
             reason = f"cannot listen on {where}: {exc.strerror or exc}"
         raise SettingsError(reason) from None
     sock.set_inheritable(True)
+    return sock
+
+
+REUSE_PORT: int | None = getattr(socket, "SO_REUSEPORT", None) if sys.platform == "linux" else None
+"""Linux's SO_REUSEPORT, which spreads new connections over every socket listening at one address (elsewhere the
+option exists without the spreading, or not at all: the forked processes share the one socket instead)."""
+
+
+def own_socket(shared: socket.socket) -> socket.socket:
+    """A forked process's own listening socket at `shared`'s address (SO_REUSEPORT): the kernel spreads new
+    connections over the processes' sockets by their addresses' hash. On one shared socket, the process that woke
+    first took every connection that had arrived together: the bench's 8 connections all went to one of two
+    processes, and `--workers 2` served no faster than one. `shared` stays bound in the parent, which never
+    listens on it, so it takes no connections but holds the port while the processes run."""
+    if REUSE_PORT is None:
+        return shared
+    sock = socket.socket(shared.family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, REUSE_PORT, 1)
+    sock.bind(shared.getsockname())
+    shared.close()  # this process's copy of the parent's socket
     return sock
 
 
@@ -113,6 +138,7 @@ def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.sock
         with database(settings) as url:
             if settings.mode != "worker" and sock is None:
                 sock = listen(settings)
+            listening = AllListening(settings.workers) if settings.workers > 1 else None
 
             def run(number: int) -> None:
                 if settings.mode == "worker":
@@ -120,7 +146,10 @@ def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.sock
                         runner.run(_run_worker(settings, url, tasks))
                 else:
                     assert sock is not None
-                    _run_http(settings, url, tasks, sock, tracer_provider, banner=number == 0)
+                    if listening is None:
+                        _run_http(settings, url, tasks, sock, tracer_provider)
+                    else:
+                        _run_http(settings, url, tasks, own_socket(sock), tracer_provider, (listening, number))
 
             if settings.workers == 1:
                 run(0)
@@ -255,8 +284,7 @@ def _run_http(
     tasks: TaskRunner | None,
     sock: socket.socket,
     tracer_provider: Any = None,
-    *,
-    banner: bool = True,
+    forked: tuple[AllListening, int] | None = None,
 ) -> None:
     import uvicorn
     from litestar import Litestar
@@ -285,20 +313,29 @@ def _run_http(
         "loop": "uvloop",
         "http": "httptools",
     }
-    # With --workers, the first process prints the walkthrough; the others would repeat it.
-    _closing_server(uvicorn.Config(app, **config), wakeups, banner=walkthrough(settings) if banner else None).run(
-        sockets=[sock]
-    )
+    banner = walkthrough(settings)
+
+    async def listening() -> None:
+        if forked is None:
+            print(banner, flush=True)
+        else:  # the first of the `--workers` processes prints it, once they all listen
+            processes, number = forked
+            await processes.listening(number, lambda: print(banner, flush=True))
+
+    _closing_server(uvicorn.Config(app, **config), wakeups, listening).run(sockets=[sock])
 
 
-def _closing_server(config: uvicorn.Config, wakeups: Wakeups, *, banner: str | None) -> uvicorn.Server:
-    """uvicorn's server, which prints `banner` once it serves (the app started, the socket accepting), and on
+def _closing_server(
+    config: uvicorn.Config, wakeups: Wakeups, listening: Callable[[], Awaitable[None]]
+) -> uvicorn.Server:
+    """uvicorn's server, which runs `listening` once it serves (the app started, the socket accepting), and on
     SIGTERM/SIGINT also answers every parked long-poll at once (`Wakeups.close`): uvicorn lets open requests finish
     before it exits, and a parked lease would hold it for up to 60 s."""
     import uvicorn
 
     class Server(uvicorn.Server):
         loop: asyncio.AbstractEventLoop | None = None
+        announcing: asyncio.Future[None] | None = None
 
         async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             self.loop = asyncio.get_running_loop()
@@ -306,8 +343,9 @@ def _closing_server(config: uvicorn.Config, wakeups: Wakeups, *, banner: str | N
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if not self.should_exit and banner is not None:
-                print(banner, flush=True)
+            if not self.should_exit:
+                # A task: the first of several processes waits for the others, and uvicorn's loop must go on.
+                self.announcing = asyncio.ensure_future(listening())
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)

@@ -1,11 +1,13 @@
-"""`queueflow serve --workers 2` on PostgreSQL: two processes answer on the one port, and SIGTERM to the parent
-stops both (and the parent) within the bound a single server has."""
+"""`queueflow serve --workers 2` on PostgreSQL: two processes answer on the one port, connections opened together
+go to both, and SIGTERM to the parent stops both (and the parent) within the bound a single server has."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +36,24 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def connections_to(port: int, pid: int) -> int:
+    """How many established TCP connections to local `port` process `pid` holds (its socket fds matched against
+    /proc/net/tcp's entries by inode)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    held = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
+            held += local_port == port and state == "01" and inode in inodes  # 01: ESTABLISHED
+    return held
+
+
 def test_two_processes_serve_one_port_and_sigterm_stops_them_all(database_url: str) -> None:
     port = free_port()
     argv = [sys.executable, "-m", "queueflow.cli", "serve", "--workers", "2", "--port", str(port)]
@@ -56,17 +76,31 @@ def test_two_processes_serve_one_port_and_sigterm_stops_them_all(database_url: s
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    served: list[int] = []
     try:
         while "QueueFlow is listening" not in (line := lines.get(timeout=60)):
             assert line, "the server exited before it listened"
         served = children(process.pid)
         assert len(served) == 2, served
-        # Many connections: the kernel hands them to both processes; every request is answered either way.
-        for n in range(20):
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": "Bearer key-a"}) as http:
-                enqueued = http.post("/v1/jobs", json={"task_name": "t", "queue_name": "w"})
-                assert enqueued.status_code == 201, enqueued.text
-                assert http.get(f"/v1/jobs/{enqueued.json()['id']}").json()["status"] == "pending", n
+        # Connections opened together, as a client's pool opens them, before either process has accepted one: the
+        # kernel spreads them over both (each listens on a socket of its own). On one shared socket, the process
+        # that woke first took them all. (All 24 to one of two, by the addresses' hash: 1 in 8 million.)
+        opened = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(24)]
+        try:
+            for connection in opened:
+                connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: qf\r\n\r\n")
+            for connection in opened:
+                assert connection.recv(4096).startswith(b"HTTP/1.1 200"), "every connection is answered"
+            held = {pid: connections_to(port, pid) for pid in served}
+            assert sum(held.values()) == len(opened), held
+            assert all(held.values()), f"one process holds every connection: {held}"
+        finally:
+            for connection in opened:
+                connection.close()
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": "Bearer key-a"}) as http:
+            enqueued = http.post("/v1/jobs", json={"task_name": "t", "queue_name": "w"})
+            assert enqueued.status_code == 201, enqueued.text
+            assert http.get(f"/v1/jobs/{enqueued.json()['id']}").json()["status"] == "pending"
         started = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=GRACE + 10) == 0
@@ -77,6 +111,9 @@ def test_two_processes_serve_one_port_and_sigterm_stops_them_all(database_url: s
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pid in served:  # a parent killed leaves its children, which hold the output the reader reads
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         reader.join(timeout=10)
         assert process.stdout is not None
         process.stdout.close()
