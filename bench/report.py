@@ -36,7 +36,9 @@ HOW = f"""## How each figure is measured
   same database, each taking N single-job `POST /v1/jobs` on 8 keep-alive connections (pre-encoded), one side after
   the other, every other repetition the other way round; the ratio is the median of the repetitions' own ratios.
   The details give each side's CPU per request by party: the server (utime + stime of the parent and its forked
-  processes), PostgreSQL (the database's backends, by pid from /proc) and the load generator (the harness).
+  processes), PostgreSQL (the database's backends, by pid from /proc) and the load generator (the harness), and how
+  many of the machine's cores were busy over it, whoever ran (/proc/stat): a second process can only go faster if
+  one process left the cores time to spare.
 - **Batched drain across 100 tenants**: the same drain of the same number of jobs, spread evenly over 100 tenants,
   each enqueuing through its own API key in bursts of random size (20 jobs on average), the bursts of all tenants
   shuffled together (seeded), so that no stretch of the backlog is one tenant's; the same 4 workers and worker key

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ class EnqueueRun:
     server_cpu: float
     postgres_cpu: float
     client_cpu: float
+    machine_cpu: float
+    """CPU seconds every core of the machine spent busy (not idle or waiting on I/O) over the run, whoever ran."""
 
     @property
     def rate(self) -> float:
@@ -51,7 +54,8 @@ class EnqueueRun:
         return (
             f"--workers {self.processes}: {self.rate:,.0f} requests/s; CPU per request: server"
             f" {self.server_cpu * per:.0f} µs, PostgreSQL {self.postgres_cpu * per:.0f} µs,"
-            f" load generator {self.client_cpu * per:.0f} µs"
+            f" load generator {self.client_cpu * per:.0f} µs; the machine busy {self.machine_cpu / self.seconds:.2f}"
+            f" of {os.cpu_count()} cores"
         )
 
 
@@ -80,6 +84,7 @@ class Side:
 
         backends = await _backends(database)
         server, postgres, client_cpu = self.server.cpu_seconds(), _cpu(backends), time.process_time()
+        busy = machine_busy_seconds()
         started = time.perf_counter()
         done = sum(await asyncio.gather(*(client(c) for c in self.connections)))
         seconds = time.perf_counter() - started
@@ -90,7 +95,16 @@ class Side:
             self.server.cpu_seconds() - server,
             _cpu(backends) - postgres,
             time.process_time() - client_cpu,
+            machine_busy_seconds() - busy,
         )
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have spent busy since boot (/proc/stat's first line: everything but idle and iowait),
+    whoever ran: a second server process can only go faster if the cores have time left over for it."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
 
 
 async def _backends(database: BenchDatabase) -> list[int]:
