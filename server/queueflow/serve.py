@@ -65,6 +65,11 @@ def load_tasks(settings: Settings) -> TaskRunner | None:
         raise SettingsError(f"--tasks {settings.tasks}: {exc}") from None
 
 
+REUSE_PORT: int | None = getattr(socket, "SO_REUSEPORT", None) if sys.platform == "linux" else None
+"""Linux's SO_REUSEPORT, which spreads new connections over every socket listening at one address (elsewhere the
+option exists without the spreading, or not at all: the forked processes share the one socket instead)."""
+
+
 def listen(settings: Settings) -> socket.socket:
     """The HTTP API's socket, bound before anything else starts: a port in use is one clear line at once, not a
     traceback after the database has started (and the banner cannot claim a port it does not hold). With
@@ -89,11 +94,6 @@ def listen(settings: Settings) -> socket.socket:
         raise SettingsError(reason) from None
     sock.set_inheritable(True)
     return sock
-
-
-REUSE_PORT: int | None = getattr(socket, "SO_REUSEPORT", None) if sys.platform == "linux" else None
-"""Linux's SO_REUSEPORT, which spreads new connections over every socket listening at one address (elsewhere the
-option exists without the spreading, or not at all: the forked processes share the one socket instead)."""
 
 
 def own_socket(shared: socket.socket) -> socket.socket:
@@ -138,7 +138,7 @@ def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.sock
         with database(settings) as url:
             if settings.mode != "worker" and sock is None:
                 sock = listen(settings)
-            listening = AllListening(settings.workers) if settings.workers > 1 else None
+            listening = AllListening(settings.workers) if settings.workers > 1 and sock is not None else None
 
             def run(number: int) -> None:
                 if settings.mode == "worker":
