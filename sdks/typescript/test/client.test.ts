@@ -18,7 +18,7 @@ import {
   ValidationError,
   type Job,
 } from "../src/index.js";
-import { API_KEY, OTHER_API_KEY, type LiveServer, WORKER_KEY, freePort, startServer } from "./live.js";
+import { API_KEY, NOBODY_LISTENS, OTHER_API_KEY, type LiveServer, WORKER_KEY, startServer } from "./live.js";
 
 let server: LiveServer;
 let client: QueueFlow;
@@ -188,7 +188,7 @@ describe("errors", () => {
   });
 
   test("nobody listening is a connection error", async () => {
-    const port = await freePort();
+    const port = NOBODY_LISTENS;
     const nowhere = new QueueFlow({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0 });
     const error = await nowhere.queues.list().catch((e: unknown) => e);
     assert.ok(error instanceof ConnectionError);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { ArgumentError, ConnectionError, QueueFlow, QueueFlowError } from "../src/index.js";
-import { freePort } from "./live.js";
+import { NOBODY_LISTENS } from "./live.js";
 
 function recording(): { client: QueueFlow; sent: Request[] } {
   const sent: Request[] = [];
@@ -61,7 +61,7 @@ test("what JSON.stringify carries faithfully is sent as it would be: a Date as i
 });
 
 test("a connection error names the method and URL it could not reach", async () => {
-  const port = await freePort();
+  const port = NOBODY_LISTENS;
   const nowhere = new QueueFlow({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0 });
   const error = await nowhere.jobs.get("job_1").catch((e: unknown) => e);
   assert.ok(error instanceof ConnectionError);

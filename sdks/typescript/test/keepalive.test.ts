@@ -19,7 +19,7 @@ import {
   Worker,
 } from "../src/index.js";
 import { Transport } from "../src/transport.js";
-import { API_KEY, type LiveServer, WORKER_KEY, deferred, freePort, startServer } from "./live.js";
+import { API_KEY, type LiveServer, NOBODY_LISTENS, WORKER_KEY, deferred, startServer } from "./live.js";
 
 let server: LiveServer;
 
@@ -187,7 +187,7 @@ describe("Transport.post over node:http", () => {
   });
 
   test("nobody listening is a ConnectionError naming the method and URL", async () => {
-    const port = await freePort();
+    const port = NOBODY_LISTENS;
     const transport = new Transport({ baseUrl: `http://127.0.0.1:${port}`, maxRetries: 0 });
     const error = await transport.post("/v1/worker/ack", { complete: [], fail: [] }, { safe: true }).catch((e: unknown) => e);
     assert.ok(error instanceof ConnectionError);

@@ -27,7 +27,7 @@ function queueflowBinary(): string {
   return venv;
 }
 
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   const probe = createServer();
   probe.listen(0, "127.0.0.1");
   await once(probe, "listening");
@@ -38,33 +38,49 @@ export async function freePort(): Promise<number> {
 }
 
 /**
+ * A loopback port nobody listens on, for tests of a refused connection: 4, privileged and unassigned (and not one of
+ * the ports fetch refuses to call, as it does 1), and never handed out for port 0 — a port that `freePort` found free
+ * may be bound by a concurrent test's server before the test connects to it.
+ */
+export const NOBODY_LISTENS = 4;
+
+/**
  * Start the server on the in-memory store with tenant and worker keys (or in development mode with
- * `auth: false`), and resolve once `/readyz` answers 200.
+ * `auth: false`), and resolve once it says it listens.
  */
 export async function startServer(options: { auth?: boolean; args?: string[] } = {}): Promise<LiveServer> {
-  const port = await freePort();
+  // A port free a moment ago may be bound by a concurrent test's server (this suite's, or pytest's beside it) before
+  // this one binds it: this server then says so and exits, and another port is tried. Ready is the server's own line
+  // that it listens, not an answer on the port, which could come from that other server.
+  for (let attempt = 1; ; attempt += 1) {
+    const started = await startOn(await freePort(), options);
+    if (started !== "port taken") return started;
+    if (attempt === 3) throw new Error("three free ports in a row were taken before queueflow serve could bind them");
+  }
+}
+
+async function startOn(port: number, options: { auth?: boolean; args?: string[] }): Promise<LiveServer | "port taken"> {
   const keys = options.auth === false ? [] : ["--api-keys", `${API_KEY}=tenant-a,${OTHER_API_KEY}=tenant-b`, "--worker-keys", WORKER_KEY];
   const args = ["serve", "--host", "127.0.0.1", "--port", String(port), "--database-url", "memory://", "--safety-poll", "0.1", ...keys, ...(options.args ?? [])];
-  const child = spawn(queueflowBinary(), args, { cwd: REPO_DIR, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(queueflowBinary(), args, { cwd: REPO_DIR, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (log += chunk));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  while (true) {
-    if (child.exitCode !== null) throw new Error(`queueflow serve exited with ${child.exitCode}:\n${log}`);
-    try {
-      const response = await fetch(`${url}/readyz`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`queueflow serve did not become ready:\n${log}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  const listening = new Promise<boolean>((resolve) => {
+    let out = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      if (out.includes("QueueFlow is listening")) resolve(true);
+    });
+    child.once("exit", () => resolve(false));
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const listens = await listening;
+  clearTimeout(timer);
+  if (!listens) {
+    if (log.includes("already in use")) return "port taken";
+    throw new Error(`queueflow serve exited (${child.exitCode ?? child.signalCode}) before it listened:\n${log}`);
   }
-  return { url, stop: () => stopProcess(child) };
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopProcess(child) };
 }
 
 async function stopProcess(child: ChildProcess): Promise<void> {
