@@ -49,7 +49,25 @@ def live_server(
 ) -> Iterator[str]:
     """Start `queueflow serve ARGS` (with `python`, in `cwd`) and yield its base URL once uvicorn says it is up;
     stop it afterwards."""
-    port = free_port()
+    # A port free a moment ago may be bound by a concurrent test's server before this one binds it: this server then
+    # says so and exits, and another port is tried.
+    for attempt in range(3):
+        port = free_port()
+        process, drainer, ready, log = _start(python, port, args, env, cwd)
+        if ready.wait(timeout) and process.poll() is None and _listening(port, timeout):
+            break
+        _stop(process, drainer)
+        if attempt == 2 or not any("already in use" in line for line in log):
+            raise RuntimeError("queueflow serve did not start:\n" + "".join(log))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(process, drainer)
+
+
+def _start(
+    python: str | Path, port: int, args: tuple[str, ...], env: Mapping[str, str] | None, cwd: Path
+) -> tuple[subprocess.Popen[str], threading.Thread, threading.Event, list[str]]:
     process = subprocess.Popen(
         [python, "-m", "queueflow.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
         cwd=cwd,
@@ -73,17 +91,16 @@ def live_server(
 
     drainer = threading.Thread(target=drain, daemon=True)
     drainer.start()
+    return process, drainer, ready, log
+
+
+def _stop(process: subprocess.Popen[str], drainer: threading.Thread) -> None:
+    process.terminate()
     try:
-        if not ready.wait(timeout) or process.poll() is not None or not _listening(port, timeout):
-            raise RuntimeError("queueflow serve did not start:\n" + "".join(log))
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        drainer.join(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    drainer.join(timeout=10)
+    if process.stderr is not None:
+        process.stderr.close()
