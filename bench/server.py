@@ -135,6 +135,14 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have spent busy since boot (/proc/stat's first line: everything but idle and iowait),
+    whoever ran: a second server process can only go faster if the cores have time left over for it."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / _TICKS
+
+
 def children(pid: int) -> list[int]:
     """The processes `pid` forked that are still running: each thread's `children` file (proc(5),
     CONFIG_PROC_CHILDREN)."""

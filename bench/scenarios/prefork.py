@@ -3,10 +3,9 @@
 
 CLIENTS keep-alive connections (more than the processes: the kernel spreads them over the processes' sockets by
 their addresses' hash, so each gets some, not always as many), every request encoded before the clock starts
-(bench/httpclient.py). Beside the rate, what each request cost every
-party on the 2 cores: the server (utime + stime of the parent and the processes it forked), PostgreSQL (the backends
-of the bench database, read from /proc by their pids) and the load generator (this process): a ratio short of the
-cores' count is explained by who else takes them.
+(bench/httpclient.py). Beside the rate, what each request cost every party on the 2 cores: the server (utime + stime
+of the parent and the processes it forked), PostgreSQL (the backends of the bench database, read from /proc by their
+pids) and the load generator (this process): a ratio short of the cores' count is explained by who else takes them.
 
     python -m bench.scenarios.prefork [--requests N] [--rounds R]
 
@@ -27,7 +26,7 @@ import msgspec
 from bench import stats
 from bench.database import BenchDatabase
 from bench.httpclient import Connection, HttpError, close_all, connections
-from bench.server import TENANT_KEY, QueueFlowServer, process_cpu_seconds
+from bench.server import TENANT_KEY, QueueFlowServer, machine_busy_seconds, process_cpu_seconds
 
 CLIENTS = 8
 QUEUE = "prefork"
@@ -97,14 +96,6 @@ class Side:
             time.process_time() - client_cpu,
             machine_busy_seconds() - busy,
         )
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds all cores have spent busy since boot (/proc/stat's first line: everything but idle and iowait),
-    whoever ran: a second server process can only go faster if the cores have time left over for it."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle, iowait = fields[3], fields[4]
-    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
 
 
 async def _backends(database: BenchDatabase) -> list[int]:
