@@ -16,24 +16,12 @@ from pathlib import Path
 
 import httpx
 
+from bench.server import children
 from tests.e2e.live import ROOT, free_port
 
 GRACE = 2.0
 """As tests/e2e/test_sigterm.py's: a server is gone within 2 s of SIGTERM."""
 KEYS = {"QUEUEFLOW_API_KEYS": "key-a=tenant-a", "QUEUEFLOW_WORKER_KEYS": "key-w"}
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def connections_to(port: int, pid: int) -> int:
