@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from queueflow_client import JobContext, TaskRegistry
-from queueflow_worker.loop import ACK_BATCHES_KEPT, Outcome, WorkerLoop
+from queueflow_worker.loop import ACK_BATCHES_KEPT, MAX_BATCH, Outcome, WorkerLoop
+from queueflow_worker.timing import LEASES_IN_FLIGHT
 
 
 @dataclass
@@ -249,6 +250,33 @@ async def test_a_deep_backlog_keeps_two_leases_in_flight_and_an_idle_worker_park
     ran_or_given_back = [o.job_id for o in source.acked] + [job_id for job_id, _ in source.released]
     assert sorted(ran_or_given_back) == sorted(f"j{n}" for n in range(400))
     assert max(source.asked) <= 44  # together the leases never hold more than the places
+
+
+def test_short_tasks_hold_as_many_ahead_as_the_overlapping_leases_bring() -> None:
+    # Capped at one lease's worth (1,000), a worker of short tasks on a deep backlog asked in leases of a quarter of
+    # that: a fifth fewer no-op jobs a second for one Python SDK worker (bench/results/2026-12-06-notes.md).
+    loop = WorkerLoop(Source([]), quick_tasks(), concurrency=10)
+    loop.measures.task_ran("t", 0.000_01)  # 1,000,000 jobs a second through the slots
+    loop.measures.lease_answered(0.03, [], full=True)
+    assert loop.measures.capacity() == 10 + LEASES_IN_FLIGHT * MAX_BATCH
+    loop.measures.task_ran("t", 10.0)  # ... but never more than the slots start within half a lease
+    assert loop.measures.capacity() < 10 + LEASES_IN_FLIGHT * MAX_BATCH
+
+
+async def test_a_worker_with_room_for_more_than_two_leases_asks_again_while_it_holds_jobs() -> None:
+    # Half of 3,000 places is more than one lease brings: such a worker asked for nothing more until it held nothing,
+    # every slot then waiting a round trip.
+    gate, started = asyncio.Event(), Started()
+    source = Source([FakeJob(f"j{n}") for n in range(600)])
+    loop = WorkerLoop(source, gated(gate, started), concurrency=2, prefetch=3000, ack_interval=0)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()  # the second lease, sent while the first one's 600 jobs are held
+    assert source.asked == [MAX_BATCH, MAX_BATCH]
+    assert loop.held == 600
+    gate.set()
+    await loop.stop()
+    assert len(source.acked) + len(source.released) == 600
 
 
 async def test_a_short_answer_ends_the_overlap() -> None:

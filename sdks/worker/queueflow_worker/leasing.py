@@ -2,17 +2,18 @@
 
 At most `concurrency` tasks run at once, and more jobs are leased ahead and wait their turn, so a free slot never
 waits for a round trip. How many: by default as many as the slots get through in two lease round trips (measured:
-tasks' durations and leases' round trips, averaged; estimated again as each lease answers), at most 1000 — so short
-tasks are claimed by the hundred and long ones hardly ahead at all (a job waiting here is one another worker cannot
-take); `prefetch=n` fixes it at n. Either way never more than the slots start within half a lease, or half the
-shortest timeout lately leased (`timing.Measures.capacity`). A lease asks for many jobs at once and only once half
-the places are free, so a busy worker sends few, large claims. While the backlog is deep (the last lease came back
-full), `LEASES_IN_FLIGHT` leases overlap, each asked once a quarter of the places are free: one claim's round trip no
-longer bounds how fast a worker can take jobs (a single stream of 500-job claims capped the in-process runner at
-~10,000 jobs/s, starved for jobs 40% of the time with a core to spare). A source's `lease` must allow that many
-calls at once; when a lease comes back short, one lease at a time again, so an idle worker parks one. While a whole
-capacity of outcomes waits for its acks (a slow or unreachable store), nothing is leased: more jobs would only wait
-too, their leases running out.
+tasks' durations and leases' round trips, averaged; estimated again as each lease answers), at most 2,000 (what
+the overlapping leases below bring, `timing.MAX_AHEAD`) — so short tasks are claimed by the hundred and long ones
+hardly ahead at all (a job waiting here is one another worker cannot take); `prefetch=n` fixes it at n. Either way
+never more than the slots start within half a lease, or half the shortest timeout lately leased
+(`timing.Measures.capacity`). A lease asks for many jobs at once and only once half the places are free (or 1,000,
+the most one lease brings), so a busy worker sends few, large claims. While the backlog is deep (the last lease
+came back full), `LEASES_IN_FLIGHT` leases overlap, each asked once a quarter of the places are free: one claim's
+round trip no longer bounds how fast a worker can take jobs (a single stream of 500-job claims capped the
+in-process runner at ~10,000 jobs/s, starved for jobs 40% of the time with a core to spare). A source's `lease`
+must allow that many calls at once; when a lease comes back short, one lease at a time again, so an idle worker
+parks one. While a whole capacity of outcomes waits for its acks (a slow or unreachable store), nothing is leased:
+more jobs would only wait too, their leases running out.
 
 What a lease brings the loop takes (`Host.take`) and starts in free slots (`Host.settle`); what arrives as the loop
 stops is given back at once.
@@ -27,12 +28,9 @@ from typing import Protocol
 from queueflow_worker.acks import Acks
 from queueflow_worker.host import LoopHost
 from queueflow_worker.joblog import log
-from queueflow_worker.timing import MAX_BATCH, ExpiryWatch, Held, Measures, first
+from queueflow_worker.timing import LEASES_IN_FLIGHT, MAX_BATCH, ExpiryWatch, Held, Measures, first
 
 __all__ = ["LEASES_IN_FLIGHT", "Leasing"]
-
-LEASES_IN_FLIGHT = 2
-"""How many leases overlap while the backlog is deep (see the module docstring)."""
 
 
 class Host(LoopHost, Protocol):
@@ -83,7 +81,9 @@ class Leasing:
             return 0
         held = loop.held
         want = min(capacity - held - self._asked, MAX_BATCH)
-        least = max(1, capacity // (2 * overlap))
+        # A lease brings at most MAX_BATCH: with more than 2,000 places, half of them would be more than a lease can
+        # ask for, and none would be asked while a job is held.
+        least = min(MAX_BATCH, max(1, capacity // (2 * overlap)))
         return want if want >= least or (want > 0 and not held and not self._asked) else 0
 
     def offer(self) -> None:
