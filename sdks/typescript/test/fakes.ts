@@ -114,8 +114,11 @@ export class ScriptedSource implements LeaseSource {
   /** `maxJobs` of each lease, in order, and the clock's time it was asked at. */
   readonly asked: number[] = [];
   readonly askedAt: number[] = [];
-  /** Leases waiting for an answer (parked, or on their round trip). */
+  /** Leases waiting for an answer (parked, or on their round trip), and the most there were at once. */
   leasing = 0;
+  mostLeasing = 0;
+  /** The most leases parked at once, waiting for work. */
+  mostParked = 0;
   /** Each lease call takes the next of these, if any, and rejects with it. */
   readonly leaseErrors: unknown[] = [];
   /** What each ack carried. */
@@ -134,7 +137,7 @@ export class ScriptedSource implements LeaseSource {
   readonly progressed: [string, unknown][] = [];
   progressError: unknown;
   closed = 0;
-  #parked: { maxJobs: number; answer: (jobs: LeasedJob[]) => void } | undefined;
+  #parked: { maxJobs: number; answer: (jobs: LeasedJob[]) => void }[] = [];
 
   constructor(
     backlog: LeasedJob[] = [],
@@ -142,6 +145,11 @@ export class ScriptedSource implements LeaseSource {
     readonly roundTripMs = 0,
   ) {
     this.backlog = [...backlog];
+  }
+
+  /** Leases parked now, waiting for work. */
+  get parked(): number {
+    return this.#parked.length;
   }
 
   /** Everything acked so far, by job id. */
@@ -154,6 +162,7 @@ export class ScriptedSource implements LeaseSource {
     this.askedAt.push(this.clock?.now() ?? 0);
     if (this.leaseErrors.length > 0) return Promise.reject(this.leaseErrors.shift());
     this.leasing += 1;
+    this.mostLeasing = Math.max(this.mostLeasing, this.leasing);
     return new Promise<LeasedJob[]>((resolve, reject) => {
       let answered = false;
       const answer = (jobs: LeasedJob[]) => {
@@ -163,27 +172,28 @@ export class ScriptedSource implements LeaseSource {
         this.leasing -= 1;
         resolve(jobs);
       };
+      const parked = { maxJobs, answer };
       const onAbort = () => {
         answered = true;
-        this.#parked = undefined;
+        this.#parked = this.#parked.filter((each) => each !== parked);
         this.leasing -= 1;
         reject(signal.reason);
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      if (this.backlog.length === 0) this.#parked = { maxJobs, answer };
-      else if (this.clock && this.roundTripMs > 0) this.clock.setTimeout(() => {
+      if (this.backlog.length === 0) {
+        this.#parked.push(parked);
+        this.mostParked = Math.max(this.mostParked, this.#parked.length);
+      } else if (this.clock && this.roundTripMs > 0) this.clock.setTimeout(() => {
           if (!answered) answer(this.backlog.splice(0, maxJobs));
         }, this.roundTripMs);
       else answer(this.backlog.splice(0, maxJobs));
     });
   }
 
-  /** Add jobs to the backlog, answering a parked lease with them. */
+  /** Add jobs to the backlog, answering the parked leases with them (the first parked first). */
   deliver(...jobs: LeasedJob[]): void {
     this.backlog.push(...jobs);
-    const parked = this.#parked;
-    this.#parked = undefined;
-    parked?.answer(this.backlog.splice(0, parked.maxJobs));
+    for (const parked of this.#parked.splice(0)) parked.answer(this.backlog.splice(0, parked.maxJobs));
   }
 
   async ack(outcomes: Recorded[]): Promise<void> {
@@ -226,6 +236,48 @@ export class ScriptedSource implements LeaseSource {
   close(): void {
     this.closed += 1;
   }
+}
+
+/** A lease call the test answers by hand (`answerByHand`). */
+export interface HandLease {
+  maxJobs: number;
+  answer(jobs: LeasedJob[]): void;
+}
+
+/**
+ * Make `source`'s leases wait until the test answers them, the oldest first in `calls` (those not answered yet). As
+ * `HttpSource`'s, the stop's signal does not end one (its answer may be on its way): `cut` does, rejecting with its
+ * reason, which `cutWith` keeps. `source.asked`, `leasing` and `mostLeasing` count them as the source's own.
+ */
+export function answerByHand(source: ScriptedSource): { calls: HandLease[]; cutWith: unknown[] } {
+  const calls: HandLease[] = [];
+  const cutWith: unknown[] = [];
+  source.lease = (maxJobs: number, _signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]> => {
+    source.asked.push(maxJobs);
+    source.askedAt.push(source.clock?.now() ?? 0);
+    source.leasing += 1;
+    source.mostLeasing = Math.max(source.mostLeasing, source.leasing);
+    return new Promise((resolve, reject) => {
+      const call: HandLease = {
+        maxJobs,
+        answer: (jobs) => {
+          calls.splice(calls.indexOf(call), 1);
+          cut?.removeEventListener("abort", onCut);
+          source.leasing -= 1;
+          resolve(jobs);
+        },
+      };
+      const onCut = () => {
+        calls.splice(calls.indexOf(call), 1);
+        source.leasing -= 1;
+        cutWith.push(cut?.reason);
+        reject(cut?.reason);
+      };
+      cut?.addEventListener("abort", onCut, { once: true });
+      calls.push(call);
+    });
+  };
+  return { calls, cutWith };
 }
 
 /** The lines a worker logged, by level. */

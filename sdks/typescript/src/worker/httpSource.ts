@@ -22,6 +22,11 @@ export class HttpSource implements LeaseSource {
   readonly #settings: HttpSourceSettings;
   /** Whether the next lease may wait for work: only after one found none (a busy worker's leases answer at once). */
   #park = false;
+  /**
+   * The leases of this source in flight. One sent while another is in flight never waits for work: the loop overlaps
+   * leases only while the backlog is deep (the last one came back full), so an idle worker parks one long-poll, not two.
+   */
+  #leasing = 0;
 
   constructor(transport: TransportOptions, settings: HttpSourceSettings) {
     this.#transport = new Transport(transport);
@@ -36,7 +41,7 @@ export class HttpSource implements LeaseSource {
    */
   async lease(maxJobs: number, signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]> {
     const { leaseSeconds, workerId, queues } = this.#settings;
-    const waitSeconds = this.#park ? this.#settings.waitSeconds : 0;
+    const waitSeconds = this.#park && this.#leasing === 0 ? this.#settings.waitSeconds : 0;
     if (signal.aborted) return [];
     const body = {
       queues,
@@ -46,14 +51,20 @@ export class HttpSource implements LeaseSource {
       worker_id: workerId,
       task_names: this.#settings.taskNames(),
     };
-    const answer = await this.#transport.post(
-      "/v1/worker/lease",
-      body,
-      // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
-      // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
-      // Cut only by `cut`: stuck on a slow server long after the stop.
-      { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: cut },
-    );
+    this.#leasing += 1;
+    let answer: Schemas["LeasedJobs"];
+    try {
+      answer = await this.#transport.post(
+        "/v1/worker/lease",
+        body,
+        // Not repeated by the transport: a lost answer's jobs come back when their lease expires.
+        // A long-poll legitimately takes `waitSeconds`; only time beyond that is a slow server.
+        // Cut only by `cut`: stuck on a slow server long after the stop.
+        { safe: false, timeoutMs: this.#transport.timeoutMs + waitSeconds * 1000, signal: cut },
+      );
+    } finally {
+      this.#leasing -= 1;
+    }
     this.#park = answer.jobs.length === 0;
     return answer.jobs;
   }

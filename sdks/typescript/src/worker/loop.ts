@@ -6,7 +6,11 @@
  *   their turn, so a free slot never waits for a round trip: by default as many as the slots get through in two
  *   lease round trips (task durations and round trips are measured), at most 700 — short tasks are claimed by
  *   the hundred, long ones hardly ahead at all. A lease asks for many jobs at once, and only once half the places
- *   are free.
+ *   are free (or 1,000, the most one lease brings).
+ * - **Overlapping leases**: while the backlog is deep (the last lease came back full), `LEASES_IN_FLIGHT` (2) leases
+ *   are in flight at once, each asked once a quarter of the places are free: one claim's round trip, then one ack's,
+ *   in turn no longer leave the server and PostgreSQL idle part of the time. Each full answer allows one overlap;
+ *   when a lease comes back short (or fails), one lease at a time again, so an idle worker parks one long-poll.
  * - **Batched acks** (`acks.ts`): outcomes are sent in batches, one call at a time; while a whole capacity of them
  *   waits for its acks (a slow server), no more jobs are leased. An ack or a release that fails with no answer or a
  *   5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could still hold
@@ -19,10 +23,11 @@
  *   request (`timing.ts`): it is released instead, at once, for another worker, no retry counted; one whose
  *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
  *   within half a lease or half the shortest timeout lately leased.
- * - **Stopping**: `stop()` leases nothing more (the lease in flight, a long-poll too, is let to answer, for up to
- *   `LEASE_ANSWER_WAIT_MS`: its answer may be on its way), releases at once every held job not started (and what a lease in flight still
- *   brings), lets the running ones finish for up to `shutdownGraceMs`, then aborts the signals of the ones still
- *   running and releases their jobs too, sends every outcome and resolves. `quit()` ends the grace period at once.
+ * - **Stopping**: `stop()` leases nothing more (every lease in flight, a long-poll too, is let to answer, for up to
+ *   `LEASE_ANSWER_WAIT_MS`: its answer may be on its way), releases at once every held job not started (and what
+ *   the leases in flight still bring), lets the running ones finish for up to `shutdownGraceMs`, then aborts the
+ *   signals of the ones still running and releases their jobs too, sends every outcome and resolves. `quit()` ends
+ *   the grace period at once.
  * - **A refused key** (a lease, ack or heartbeat rejected with `AuthenticationError` or `PermissionDeniedError`)
  *   is not retried: the loop stops, logs one error, and the promise of `start()` rejects with it.
  */
@@ -40,13 +45,14 @@ import { Releases } from "./releases.js";
 import { LeaseHorizon, persist } from "./retries.js";
 import { Tasks } from "./tasks.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
-import { MARGIN_MS, Measures, type Waiting, waiting } from "./timing.js";
+import { LEASES_IN_FLIGHT, MARGIN_MS, Measures, type Waiting, waiting } from "./timing.js";
 
 export { MAX_BATCH } from "./ports.js";
+export { LEASES_IN_FLIGHT } from "./timing.js";
 export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
 
 /**
- * How long a stop waits for a lease in flight: its answer may be on its way (cut then, its jobs would sit `running`
+ * How long a stop waits for the leases in flight: an answer may be on its way (cut then, its jobs would sit `running`
  * until their leases expire) — a long-poll's too, when work arrived for it a moment before the stop. A healthy
  * server answers a lease within a round trip and a long-poll within its wait (default 1 s); one still unanswered
  * this long after is stuck on a slow server — cut, the server hands back what it claimed for a
@@ -77,9 +83,21 @@ export class WorkerLoop {
   #quit: (() => void) | undefined;
   #quitting = false;
   #stopHint = "";
-  /** Aborts a lease call in flight when the loop stops. */
-  #leaseCall: AbortController | undefined;
-  /** Aborted `LEASE_ANSWER_WAIT_MS` after a stop: cuts a lease that does not wait but is still unanswered. */
+  /** One per lease in flight, until it answers: aborted when the loop stops. */
+  readonly #leaseCalls = new Set<AbortController>();
+  /** Each lease in flight, until what it brought is taken or given back (the loop waits for them as it stops). */
+  readonly #leasing = new Set<Promise<void>>();
+  /** How many jobs the leases in flight asked for: places taken until they answer. */
+  #asked = 0;
+  /**
+   * Whether a lease came back full since the last overlapping lease was sent: the backlog is deep, so the next lease
+   * may overlap one in flight.
+   */
+  #deep = false;
+  /** A lease failed (not for a refused key): the loop waits before the next, longer after each failure in a row. */
+  #failed = false;
+  #failures = 0;
+  /** Aborted `LEASE_ANSWER_WAIT_MS` after a stop: cuts the leases still unanswered (stuck on a slow server). */
   #leaseCut = new AbortController();
   #leaseCutTimer: unknown;
   #stopping = new AbortController();
@@ -151,6 +169,9 @@ export class WorkerLoop {
     if (this.#leaseCut.signal.aborted) this.#leaseCut = new AbortController(); // after a stop
     this.#failure = undefined;
     this.#quitting = false;
+    this.#deep = false;
+    this.#failed = false;
+    this.#failures = 0;
     this.#stopHint = "";
     const { workerId, queues, concurrency, logger, heartbeatMs } = this.#settings;
     logger.info(
@@ -188,14 +209,14 @@ export class WorkerLoop {
   }
 
   /**
-   * Stop leasing (the lease call in flight is told: a parked long-poll ends, one whose answer may be on its way is
+   * Stop leasing (every lease call in flight is told: a parked long-poll ends, one whose answer may be on its way is
    * let to arrive for up to `LEASE_ANSWER_WAIT_MS`) and release every job not started.
    */
   #halt(): void {
     if (!this.#stopping.signal.aborted) this.#stopping.abort(new ShutdownError("the worker is stopping"));
-    this.#leaseCall?.abort(new ShutdownError("the worker is stopping"));
+    for (const call of this.#leaseCalls) call.abort(new ShutdownError("the worker is stopping"));
     const cut = this.#leaseCut;
-    if (this.#leaseCall) this.#leaseCutTimer ??= this.#clock.setTimeout(
+    if (this.#leaseCalls.size > 0) this.#leaseCutTimer ??= this.#clock.setTimeout(
       () => cut.abort(new ShutdownError(`the worker stopped and the lease had no answer ${LEASE_ANSWER_WAIT_MS} ms later`)),
       LEASE_ANSWER_WAIT_MS,
     );
@@ -210,15 +231,21 @@ export class WorkerLoop {
   }
 
   /**
-   * How many jobs to ask for now: none until half the places are free, so claims come in batches; none either while
-   * a whole capacity of outcomes waits for its acks (a slow server): more jobs would only wait with them, their
-   * leases running out.
+   * How many jobs to ask for now: none until half the places are free (or 1,000, the most a lease brings), so claims
+   * come in batches — or, while the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a
+   * quarter; what the leases in flight asked for counts as taken places. None either while a whole capacity of
+   * outcomes waits for its acks (a slow server): more jobs would only wait with them, their leases running out.
    */
   #roomForLease(): number {
+    const overlap = this.#deep ? LEASES_IN_FLIGHT : 1;
     const capacity = this.#capacity();
-    if (this.#acks.unacked >= capacity) return 0;
-    const want = Math.min(capacity - this.activeJobs, MAX_BATCH);
-    return want >= Math.max(1, Math.floor(capacity / 2)) || (want > 0 && this.activeJobs === 0) ? want : 0;
+    if (this.#leaseCalls.size >= overlap || this.#acks.unacked >= capacity) return 0;
+    const held = this.activeJobs;
+    const asked = this.#asked;
+    const want = Math.min(capacity - held - asked, MAX_BATCH);
+    // With more than 2,000 places, half of them would be more than a lease can ask for: none asked while a job is held.
+    const least = Math.min(MAX_BATCH, Math.max(1, Math.floor(capacity / (2 * overlap))));
+    return want >= least || (want > 0 && held === 0 && asked === 0) ? want : 0;
   }
 
   /** Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free). */
@@ -232,10 +259,15 @@ export class WorkerLoop {
     wake?.();
   }
 
+  /** Sends leases while there is room (each answers on its own: `#lease`), waits after a failed one, and drains. */
   async #loop(): Promise<void> {
     const stopping = this.#stopping.signal;
-    let failures = 0;
     while (!stopping.aborted) {
+      if (this.#failed) {
+        this.#failed = false;
+        await sleep(this.#clock, Math.min(500 * 2 ** this.#failures, 15_000), stopping).catch(() => undefined);
+        continue;
+      }
       const want = this.#roomForLease();
       if (want === 0) {
         await new Promise<void>((resolve) => {
@@ -243,49 +275,68 @@ export class WorkerLoop {
         });
         continue;
       }
-      let jobs: LeasedJob[];
-      const sent = this.#clock.now();
-      try {
-        jobs = await this.#lease(want);
-        failures = 0;
-      } catch (error) {
-        if (this.#refused(error) || stopping.aborted) break;
-        this.#settings.onError(error);
-        failures += 1;
-        await sleep(this.#clock, Math.min(500 * 2 ** failures, 15_000), stopping).catch(() => undefined);
-        continue;
-      }
-      const answered = this.#clock.now();
-      if (jobs.length > 0) this.#horizon.answered(answered);
-      this.#measures.leaseAnswered(answered - sent, jobs, jobs.length === want);
-      if (stopping.aborted) {
-        this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
-        break;
-      }
-      const { leaseMs, heartbeatMs } = this.#settings;
-      // The answer took long (a long-poll): extend these leases now, not a heartbeat period on.
-      if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeats.beat();
-      const taken = jobs.map((job) => waiting(job, sent, leaseMs));
-      for (const entry of taken) this.#take(entry);
-      this.#ended();
-      this.#watchExpiry(taken);
+      if (this.#leaseCalls.size > 0) this.#deep = false; // this lease overlaps another: each full answer allows one overlap
+      this.#asked += want;
+      const lease: Promise<void> = this.#lease(want).then(
+        () => void this.#leasing.delete(lease),
+        (error: unknown) => {
+          // Only a throwing onError gets here: the loop stops, and start()'s promise rejects with it.
+          this.#leasing.delete(lease);
+          this.#failure ??= error;
+          this.#halt();
+        },
+      );
+      this.#leasing.add(lease);
     }
+    // Every lease in flight is let to answer (or cut, `LEASE_ANSWER_WAIT_MS` after the stop): what it brings is released.
+    while (this.#leasing.size > 0) await Promise.all(this.#leasing);
     await this.#drain();
   }
 
   /**
-   * Aborted by stop(): a long-poll whose client left claims nothing more, and the server hands back (not counted
-   * as a delivery) what it claimed for it.
+   * One lease, and what becomes of its answer. Its call is aborted by stop(): a long-poll whose client left claims
+   * nothing more, and the server hands back (not counted as a delivery) what it claimed for it.
    */
-  async #lease(maxJobs: number): Promise<LeasedJob[]> {
-    const call = (this.#leaseCall = new AbortController());
+  async #lease(want: number): Promise<void> {
+    const stopping = this.#stopping.signal;
+    const call = new AbortController();
+    this.#leaseCalls.add(call);
+    const sent = this.#clock.now();
+    let jobs: LeasedJob[];
     try {
-      return await this.#source.lease(maxJobs, call.signal, this.#leaseCut.signal);
+      jobs = await this.#source.lease(want, call.signal, this.#leaseCut.signal);
+    } catch (error) {
+      this.#deep = false;
+      if (this.#refused(error) || stopping.aborted) return;
+      this.#settings.onError(error);
+      this.#failures += 1;
+      this.#failed = true;
+      this.#wakeLoop(); // to wait before the next lease
+      return;
     } finally {
-      this.#leaseCall = undefined;
-      this.#clock.clear(this.#leaseCutTimer);
-      this.#leaseCutTimer = undefined;
+      this.#leaseCalls.delete(call);
+      this.#asked -= want;
+      if (this.#leaseCalls.size === 0) {
+        this.#clock.clear(this.#leaseCutTimer);
+        this.#leaseCutTimer = undefined;
+      }
     }
+    this.#failures = 0;
+    const answered = this.#clock.now();
+    if (jobs.length > 0) this.#horizon.answered(answered);
+    this.#deep = jobs.length === want;
+    this.#measures.leaseAnswered(answered - sent, jobs, this.#deep);
+    if (stopping.aborted) {
+      this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
+      return;
+    }
+    const { leaseMs, heartbeatMs } = this.#settings;
+    // The answer took long (a long-poll): extend these leases now, not a heartbeat period on.
+    if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeats.beat();
+    const taken = jobs.map((job) => waiting(job, sent, leaseMs));
+    for (const entry of taken) this.#take(entry);
+    this.#ended(); // starts what it can, and wakes the loop if there is room for another lease
+    this.#watchExpiry(taken);
   }
 
   /** A refused key (401, 403): retrying cannot help, so the loop stops and says why, once. */

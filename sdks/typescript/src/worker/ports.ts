@@ -11,7 +11,8 @@ export interface LeaseSource {
    * none). When `signal` aborts (the worker stops), a lease parked waiting for work rejects at once (the server
    * claims nothing more for it); one whose answer may already be on its way is let to arrive — cut, its jobs would
    * sit `running` until their leases expire — and the loop releases what it brings; unless `cut` aborts (it was
-   * still unanswered a while after the stop: stuck on a slow server), which ends any lease at once.
+   * still unanswered a while after the stop: stuck on a slow server), which ends any lease at once. Called up to
+   * `LEASES_IN_FLIGHT` (2) times at once: only while the backlog is deep, so a lease that waits for work is alone.
    */
   lease(maxJobs: number, signal: AbortSignal, cut?: AbortSignal): Promise<LeasedJob[]>;
   /** Record the outcomes (at most `MAX_BATCH`); a repeat is never applied twice. On rejection they are left to their leases' expiry. */

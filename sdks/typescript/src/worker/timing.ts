@@ -21,6 +21,12 @@ export const MARGIN_MS = 1000;
  * second (alternating drains, 2026-12-02). Any long enough busy run may still reach V8's default maximum.
  */
 export const MAX_AHEAD = 700;
+/**
+ * How many leases overlap while the backlog is deep (`WorkerLoop`): one claim's round trip, then one ack's, in turn
+ * left the server and PostgreSQL idle part of the time (one worker drained ~19–20k no-op jobs a second with 1.35 of
+ * the machine's 2 cores busy).
+ */
+export const LEASES_IN_FLIGHT = 2;
 /** The weight of the newest sample in the running averages of task durations and lease round trips. */
 const SMOOTHING = 0.2;
 
