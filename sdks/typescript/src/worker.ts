@@ -49,7 +49,7 @@ export interface WorkerOptions {
   /** The most handlers running at once (default 10). */
   concurrency?: number | undefined;
   /**
-   * How many jobs to lease ahead of free slots; default: adaptive (see worker/loop.ts), at most 700. Either way no
+   * How many jobs to lease ahead of free slots; default: adaptive (see worker/loop.ts), at most 500. Either way no
    * more than the slots start within half a lease and half the shortest timeout lately leased.
    */
   prefetch?: number | undefined;

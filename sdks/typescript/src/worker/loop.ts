@@ -4,7 +4,7 @@
  *
  * - **Slots and prefetch**: at most `concurrency` handlers run at once, and more jobs are leased ahead and wait
  *   their turn, so a free slot never waits for a round trip: by default as many as the slots get through in two
- *   lease round trips (task durations and round trips are measured), at most 700 — short tasks are claimed by
+ *   lease round trips (task durations and round trips are measured), at most 500 — short tasks are claimed by
  *   the hundred, long ones hardly ahead at all. A lease asks for many jobs at once, and only once half the places
  *   are free (or 1,000, the most one lease brings).
  * - **Overlapping leases**: while the backlog is deep (the last lease came back full), `LEASES_IN_FLIGHT` (2) leases

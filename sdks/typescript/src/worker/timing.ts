@@ -18,9 +18,11 @@ export const MARGIN_MS = 1000;
  * has run, so the bigger the batch, the more V8 copies at each young-generation collection — and past a total it
  * doubles the young generation for good (+25 MB RSS). With 1,000 ahead (answers of ~500 jobs) it did so during a
  * 200,000-job no-op drain (peak RSS 113–117 MB); with 700 it did not (86–89 MB), for 1–8% fewer no-op jobs a
- * second (alternating drains, 2026-12-02). Any long enough busy run may still reach V8's default maximum.
+ * second (alternating drains, 2026-12-02). With two leases overlapping (`LEASES_IN_FLIGHT`), 700 ahead doubled it
+ * in some 20,000-job drains too (peak RSS 85–105 MB); 500 did not (70–71 MB), at the same rate within the noise
+ * (five alternating pairs, 2026-12-06). Any long enough busy run may still reach V8's default maximum.
  */
-export const MAX_AHEAD = 700;
+export const MAX_AHEAD = 500;
 /**
  * How many leases overlap while the backlog is deep (`WorkerLoop`): one claim's round trip, then one ack's, in turn
  * left the server and PostgreSQL idle part of the time (one worker drained ~19–20k no-op jobs a second with 1.35 of
