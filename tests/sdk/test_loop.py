@@ -322,6 +322,27 @@ async def test_it_stops_leasing_while_a_whole_capacity_of_outcomes_waits_for_its
     assert sorted(o.job_id for o in source.acked) == sorted(f"j{n}" for n in range(100))
 
 
+async def test_after_a_short_lease_it_leases_again_only_once_its_outcomes_are_acked() -> None:
+    # Sent beside the acks, each lease of a worker that had taken all there was brought the one or two jobs that came
+    # within its round trip, a claim statement each (bench/results/2026-12-06-notes.md).
+    source = SlowAcks([FakeJob(f"j{n}") for n in range(3)])
+    loop = WorkerLoop(source, quick_tasks(), concurrency=4, prefetch=40, ack_interval=0)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.acking.wait()  # j0-j2 ran; their ack waits, and a second lease is parked
+    source.deliver(FakeJob("j3"), FakeJob("j4"))  # which comes back short too, while that ack still waits
+    for _ in range(500):  # the event loop runs on (no clock involved): a lease would be sent now if it may
+        await asyncio.sleep(0)
+    assert len(source.asked) == 2
+    source.emptied.clear()
+    source.open.set()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()  # acked: the worker leases again, and parks
+    assert len(source.asked) == 3
+    await loop.stop()
+    assert sorted(o.job_id for o in source.acked) == [f"j{n}" for n in range(5)]
+
+
 class CountedAcks(Source):
     """Sets `all_acked` once every job of its backlog was acked."""
 
@@ -355,6 +376,25 @@ async def test_a_lone_outcome_goes_at_once_when_no_other_job_is_held() -> None:
     await loop.start()
     async with asyncio.timeout(5):
         await source.all_acked.wait()  # not an hour later: nothing else could have joined its batch
+    await loop.stop()
+
+
+async def test_an_outcome_goes_at_once_when_a_short_lease_left_leasing_waiting_for_it() -> None:
+    gate, started = asyncio.Event(), Started()
+    tasks = gated(gate, started)
+
+    @tasks.task("quick")
+    async def quick(payload: dict[str, Any], ctx: JobContext) -> None:
+        return None
+
+    source = CountedAcks([FakeJob("slow"), FakeJob("quick", task_name="quick")])
+    source.expected = 1
+    loop = WorkerLoop(source, tasks, concurrency=10, ack_interval=3600)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.all_acked.wait()  # not an hour later, though a job is still held: leasing waits for this ack
+    assert [o.job_id for o in source.acked] == ["quick"]
+    gate.set()
     await loop.stop()
 
 

@@ -133,7 +133,8 @@ test("outcomes it could not send are told to onError and left to their leases' e
   source.ackError = away;
   const stopped = loop.start();
   await settle();
-  assert.deepEqual(errors, [away]);
+  assert.deepEqual(source.acks.flat().map(({ id }) => id), ["j0", "j1"]);
+  assert.deepEqual(errors, source.acks.map(() => away)); // each ack that failed, told once
   await clock.advance(1_000);
   assert.deepEqual(source.beats, []); // no lease held any more: nothing to extend
   await loop.stop();

@@ -11,7 +11,7 @@ import type { LeasedJob } from "../src/index.js";
 import { ShutdownError } from "../src/worker/context.js";
 import { HttpSource } from "../src/worker/httpSource.js";
 import { LEASE_ANSWER_WAIT_MS } from "../src/worker/loop.js";
-import { answerByHand, jobs, leased, loadTracing, scriptedLoop, settle } from "./fakes.js";
+import { answerByHand, gate, jobs, leased, loadTracing, scriptedLoop, settle } from "./fakes.js";
 
 before(loadTracing);
 
@@ -155,4 +155,26 @@ test("HttpSource: a lease sent while another is in flight never parks; one alone
   answers[2]?.([]);
   await Promise.all([parked, overlapping]);
   source.close();
+});
+
+test("after a lease that came back short, the next is sent only once the outcomes in hand are acked", async () => {
+  // Sent beside the acks, each lease of a worker that had taken all there was brought the one or two jobs that came
+  // within its round trip, a claim each (bench/results/2026-12-06-notes.md).
+  const { loop, source } = scriptedLoop(named("a", 3), { t: () => null }, { concurrency: 4, prefetch: 40, ackIntervalMs: 0 });
+  const ack = gate();
+  source.ackGate = ack.promise; // a slow server: the acks wait
+  const stopped = loop.start();
+  await settle();
+  assert.deepEqual(source.acks.flat().map(({ id }) => id), ["a0"]); // its ack waits, and a1 and a2 behind it
+  const asked = source.asked.length;
+  source.deliver(...named("b", 2)); // answers a parked lease, if one was sent: short again
+  await settle();
+  assert.equal(source.asked.length, asked);
+  assert.ok(source.asked.length <= 2, JSON.stringify(source.asked));
+  ack.resolve();
+  await settle();
+  assert.equal(source.asked.length, asked + 1); // acked: the worker leases again
+  await loop.stop();
+  await stopped;
+  assert.deepEqual([...source.outcomes.keys()].sort(), ["a0", "a1", "a2", "b0", "b1"]);
 });

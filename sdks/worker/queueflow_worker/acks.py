@@ -39,7 +39,7 @@ class Host(LoopHost, Protocol):
     @property
     def held(self) -> int: ...
     @property
-    def capacity(self) -> int: ...
+    def waits_for_acks(self) -> bool: ...
     @property
     def stopping(self) -> bool: ...
     def offer_room(self) -> None: ...
@@ -73,7 +73,7 @@ class Acks:
         """Whether the queued outcomes go now rather than `ack_interval` after the first: the batch is full, or
         no more can join it soon (nothing is held: more come only with a lease; or leasing waits for these)."""
         loop = self.loop
-        return len(self._outcomes) >= self.ack_batch or not loop.held or self.unacked >= loop.capacity
+        return len(self._outcomes) >= self.ack_batch or not loop.held or loop.waits_for_acks
 
     async def run(self) -> None:
         while True:

@@ -182,6 +182,11 @@ class WorkerLoop:
         """The most jobs to hold: running and waiting (`Leasing.capacity`)."""
         return self.leasing.capacity
 
+    @property
+    def waits_for_acks(self) -> bool:
+        """Whether leasing waits for the outcomes in hand to be acked (`Leasing.waits_for_acks`)."""
+        return self.leasing.waits_for_acks
+
     def offer_room(self) -> None:
         """Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free)."""
         self.leasing.offer()

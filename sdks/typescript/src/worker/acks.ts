@@ -1,8 +1,8 @@
 /**
  * `Acks`: the loop's batched acks. An outcome is recorded when its handler ends (its slot is free at once) and sent in
  * batches, when `ackBatch` are ready or `ackIntervalMs` after the first, one call at a time — or at once when no more
- * can join the batch soon (no job is held any more, or leasing waits for these acks). While a whole capacity of
- * outcomes waits for its acks (a slow server), the loop leases no more jobs: they would only wait with them. A job
+ * can join the batch soon (no job is held any more, or leasing waits for these acks: a whole capacity of outcomes
+ * waits for them — a slow server — or any does after a lease that came back short). A job
  * whose outcome was still waiting in a batch when the process died is delivered again once its lease expires
  * (at-least-once). An ack that fails with no answer or a 5xx (the server restarting) is made again, with backoff, for
  * as long as a lease it carries could still hold (`retries.ts`); later outcomes wait behind it.
@@ -18,8 +18,8 @@ const ACK_BATCHES_KEPT = 1000;
 export interface AckHost {
   /** How many jobs the loop holds: running, or waiting for a slot. */
   activeJobs(): number;
-  /** The most jobs the loop holds. */
-  capacity(): number;
+  /** Whether leasing waits for the outcomes in hand to be acked (then none waits for a batch to fill). */
+  waitsForAcks(): boolean;
   /** Whether an error is the server refusing the key (the loop then stops, and says so once). */
   refused(error: unknown): boolean;
   /** Makes a call again while the server is away and the leases may hold (`retries.ts`). */
@@ -51,7 +51,7 @@ export class Acks {
     // leasing waits for these acks — a capacity below ackBatch (few slots, slow tasks) stalled every capacity of
     // jobs for ackIntervalMs.
     const { host } = this;
-    const now = this.#outcomes.length >= this.settings.ackBatch || host.activeJobs() === 0 || this.unacked >= host.capacity();
+    const now = this.#outcomes.length >= this.settings.ackBatch || host.activeJobs() === 0 || host.waitsForAcks();
     if (now) void this.flush();
     else this.#timer ??= this.clock.setTimeout(() => void this.flush(), this.settings.ackIntervalMs);
   }

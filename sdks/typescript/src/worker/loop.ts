@@ -12,7 +12,8 @@
  *   in turn no longer leave the server and PostgreSQL idle part of the time. Each full answer allows one overlap;
  *   when a lease comes back short (or fails), one lease at a time again, so an idle worker parks one long-poll.
  * - **Batched acks** (`acks.ts`): outcomes are sent in batches, one call at a time; while a whole capacity of them
- *   waits for its acks (a slow server), no more jobs are leased. An ack or a release that fails with no answer or a
+ *   waits for its acks (a slow server), no more jobs are leased — nor, after a lease that came back short, while any
+ *   does (`#waitsForAcks`). An ack or a release that fails with no answer or a
  *   5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could still hold
  *   (`retries.ts`).
  * - **Batched heartbeats** (`heartbeats.ts`): one call extends every held lease, waiting ones too. A lease found lost (the job was
@@ -94,6 +95,8 @@ export class WorkerLoop {
    * may overlap one in flight.
    */
   #deep = false;
+  /** Whether the last lease came back short: the worker took all there was. */
+  #short = false;
   /** A lease failed (not for a refused key): the loop waits before the next, longer after each failure in a row. */
   #failed = false;
   #failures = 0;
@@ -129,7 +132,7 @@ export class WorkerLoop {
     this.#releases = new Releases(source, settings, (error) => this.#refused(error), (call) => this.#persist(call));
     this.#acks = new Acks(source, settings, clock, {
       activeJobs: () => this.activeJobs,
-      capacity: () => this.#capacity(),
+      waitsForAcks: () => this.#waitsForAcks(),
       refused: (error) => this.#refused(error),
       persist: (call) => this.#persist(call),
       acked: (batch) => this.#acked(batch),
@@ -233,19 +236,30 @@ export class WorkerLoop {
   /**
    * How many jobs to ask for now: none until half the places are free (or 1,000, the most a lease brings), so claims
    * come in batches — or, while the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a
-   * quarter; what the leases in flight asked for counts as taken places. None either while a whole capacity of
-   * outcomes waits for its acks (a slow server): more jobs would only wait with them, their leases running out.
+   * quarter; what the leases in flight asked for counts as taken places. None either while leasing waits for acks.
    */
   #roomForLease(): number {
     const overlap = this.#deep ? LEASES_IN_FLIGHT : 1;
     const capacity = this.#capacity();
-    if (this.#leaseCalls.size >= overlap || this.#acks.unacked >= capacity) return 0;
+    if (this.#leaseCalls.size >= overlap || this.#waitsForAcks()) return 0;
     const held = this.activeJobs;
     const asked = this.#asked;
     const want = Math.min(capacity - held - asked, MAX_BATCH);
     // With more than 2,000 places, half of them would be more than a lease can ask for: none asked while a job is held.
     const least = Math.min(MAX_BATCH, Math.max(1, Math.floor(capacity / (2 * overlap))));
     return want >= least || (want > 0 && held === 0 && asked === 0) ? want : 0;
+  }
+
+  /**
+   * Whether leasing waits for the outcomes in hand to be acked: a whole capacity of them (a slow server: more jobs
+   * would only wait with them, their leases running out), or any once a lease took all there was. Work that trickles
+   * in (each workflow step made ready by an advance, each job by a request) brought a lease sent beside the acks the
+   * one or two jobs that came within its round trip, a claim each; waiting for the acks lets them gather, and a
+   * workflow's acks are what make its next steps ready.
+   */
+  #waitsForAcks(): boolean {
+    const { unacked } = this.#acks;
+    return unacked >= this.#capacity() || (this.#short && unacked > 0);
   }
 
   /** Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free). */
@@ -325,6 +339,7 @@ export class WorkerLoop {
     const answered = this.#clock.now();
     if (jobs.length > 0) this.#horizon.answered(answered);
     this.#deep = jobs.length === want;
+    this.#short = !this.#deep;
     this.#measures.leaseAnswered(answered - sent, jobs, this.#deep);
     if (stopping.aborted) {
       this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
