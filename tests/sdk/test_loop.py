@@ -13,6 +13,8 @@ from queueflow_client import JobContext, TaskRegistry
 from queueflow_worker.loop import ACK_BATCHES_KEPT, MAX_BATCH, Outcome, WorkerLoop
 from queueflow_worker.timing import LEASES_IN_FLIGHT
 
+from tests.monotonic import StepClock
+
 
 @dataclass
 class FakeJob:
@@ -277,6 +279,36 @@ async def test_a_worker_with_room_for_more_than_two_leases_asks_again_while_it_h
     gate.set()
     await loop.stop()
     assert len(source.acked) + len(source.released) == 600
+
+
+class BusyAnswer(Source):
+    """Its lease's answer keeps the worker's event loop busy for `busy` seconds of `clock` right after it is taken
+    (as decoding a whole lease answer does), before any task it brings takes its first step."""
+
+    def __init__(self, backlog: Sequence[FakeJob], clock: StepClock, busy: float) -> None:
+        super().__init__(backlog)
+        self.clock, self.busy = clock, busy
+
+    async def _lease(self, max_jobs: int) -> list[FakeJob]:
+        jobs = await super()._lease(max_jobs)
+        if jobs:
+            asyncio.get_running_loop().call_soon(setattr, self.clock, "time", self.clock.time + self.busy)
+        return jobs
+
+
+async def test_a_task_is_timed_from_its_first_step_not_from_when_the_loop_scheduled_it() -> None:
+    # Timed from when it was scheduled, a no-op task took as long as the event loop was busy before it began: a
+    # worker of short tasks thought them slow, and held a tenth of the jobs ahead that it holds now.
+    clock = StepClock()
+    source = BusyAnswer([FakeJob("a")], clock, busy=5.0)
+    loop = WorkerLoop(source, quick_tasks(), concurrency=1, ack_interval=0, clock=clock)
+    await loop.start()
+    async with asyncio.timeout(5):
+        await source.emptied.wait()
+    await loop.stop()
+    assert [o.job_id for o in source.acked] == ["a"]
+    assert clock.time == 5.0
+    assert loop.measures.task_seconds == 0.0
 
 
 async def test_a_short_answer_ends_the_overlap() -> None:
