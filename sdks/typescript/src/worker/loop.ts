@@ -173,6 +173,7 @@ export class WorkerLoop {
     this.#failure = undefined;
     this.#quitting = false;
     this.#deep = false;
+    this.#short = false;
     this.#failed = false;
     this.#failures = 0;
     this.#stopHint = "";
