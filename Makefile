@@ -12,7 +12,7 @@ PY_SDKS := sdks/worker sdks/python
 # More workers than cores: most of the slow tests wait on servers and PostgreSQL rather than compute.
 PYTEST_WORKERS ?= 3
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke pgbench chromium pgbouncer chaos vendor release
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke debs pgbench chromium pgbouncer chaos vendor release
 
 # uv installs what pip would, from PyPI, in seconds rather than a minute and a half (CI builds .venv every run).
 $(INSTALLED): pyproject.toml $(PY_SDKS:%=%/pyproject.toml)
@@ -24,24 +24,26 @@ $(INSTALLED): pyproject.toml $(PY_SDKS:%=%/pyproject.toml)
 run: $(INSTALLED)
 	$(BIN)/queueflow serve --host 127.0.0.1 --port 8000
 
+# Everything a test needs is a prerequisite here, so a fresh clone's `make test` is the whole set-up (Python in
+# .venv, the TypeScript SDK's Node modules, Debian's packages); `make -j3 test` fetches the three at once.
 # The slowest tests start first, and the ones sharing a module's server or sdks/typescript/dist stay on one worker
 # (`--dist loadgroup`, tests/conftest.py).
-test: $(INSTALLED) pgbench chromium pgbouncer
+test: $(INSTALLED) $(TS_MODULES) debs
 	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
-# The dashboard's browser tests drive Debian's Chromium (Playwright downloads no browser); without it, and without
-# root to install it, they skip (in CI they fail instead).
-chromium:
-	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
-		echo "no /usr/bin/chromium: the dashboard's browser tests will skip"
+# The Debian packages the tests use, in one apt-get (two at once would fight over dpkg's lock): Chromium for the
+# dashboard's browser tests (Playwright downloads no browser), pgbench (postgresql-client) for the benchmark's
+# baselines, PgBouncer for the pooler tests and the chaos suite's `pooler` scenario. Without root to install them
+# the browser and pooler tests skip outside CI (in CI they fail instead).
+DEB_CHECKS := chromium:/usr/bin/chromium pgbouncer:/usr/sbin/pgbouncer postgresql-client:/usr/lib/postgresql/*/bin/pgbench
+debs:
+	@missing=""; for check in $(DEB_CHECKS); do ls -d $${check#*:} >/dev/null 2>&1 || missing="$$missing $${check%%:*}"; done; \
+	test -z "$$missing" || { test "$$(id -u)" = 0 && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } || \
+		echo "could not install$$missing (not root): the tests that use them will skip"
 
-# The chaos suite's `pooler` scenario runs the soak through PgBouncer in transaction mode (Debian's pgbouncer,
-# started by the test on a port of its own); without it, and without root to install it, that scenario fails.
-pgbouncer:
-	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || { test "$$(id -u)" = 0 && apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer; } || \
-		echo "no pgbouncer: the chaos suite's pooler scenario cannot run"
+# Kept as names of their own for the targets and docs that name them.
+chromium pgbouncer pgbench: debs
 
 # Every chaos scenario at full size (tests/chaos): real servers, Python and TypeScript workers under faults; the
 # report goes to docs/reliability.md. `make test` runs its short profile (tests/chaos/test_chaos.py).
@@ -61,8 +63,14 @@ release: $(INSTALLED) $(TS_MODULES)
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z"; exit 2; }
 	$(BIN)/python scripts/release.py $(VERSION)
 
-# .ci/run runs the two at once (`make -j2 ci` does too).
-ci: test lint
+# The tests and the lint (ruff, mypy, the spec check) at once: much of the tests' time is spent waiting on servers
+# and PostgreSQL. The lint's output comes after the tests' (their summary line stays the run's last but one), and
+# either failing fails the run. .ci/run is `make -j3 ci` and nothing else but starting PostgreSQL.
+ci: $(INSTALLED) $(TS_MODULES) debs
+	@log=$$(mktemp); $(MAKE) --no-print-directory lint >$$log 2>&1 & lint=$$!; \
+	$(MAKE) --no-print-directory test; tests=$$?; \
+	wait $$lint; linted=$$?; echo "--- make lint (exit $$linted)"; cat $$log; rm -f $$log; \
+	test $$tests -eq 0 && test $$linted -eq 0
 
 # The benchmark (bench/): every figure beside its baseline measured in the same run; writes bench/RESULTS.md.
 # Its worker drains build the TypeScript SDK (sdks/typescript/dist) when it is missing.
@@ -74,11 +82,6 @@ bench: $(INSTALLED) pgbench $(TS_MODULES)
 # The same harness at tiny sizes, once: proves every scenario runs (the test suite runs it too).
 bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile smoke
-
-# pgbench measures the raw SQL ceiling; Debian ships it in postgresql-client.
-pgbench:
-	@command -v pgbench >/dev/null || ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 \
-		|| (apt-get update -qq && apt-get install -y -qq postgresql-client)
 
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec

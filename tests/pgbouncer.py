@@ -1,4 +1,4 @@
-"""PgBouncer in transaction mode, for tests: Debian's `pgbouncer` (`make pgbouncer` installs it), started on a port
+"""PgBouncer in transaction mode, for tests: Debian's `pgbouncer` (`make test` installs it), started on a port
 of its own with a configuration written into a temporary folder, in front of the server a test database lives on.
 
 Transaction mode hands each transaction (each statement, outside one) whichever server connection is free, so a
@@ -38,7 +38,7 @@ class PgBouncer:
     def __init__(self, server_url: str, *, pool_size: int = 8) -> None:
         found = binary()
         if found is None:
-            raise RuntimeError("pgbouncer is not installed (`make pgbouncer` installs Debian's)")
+            raise RuntimeError("pgbouncer is not installed (`make test` installs Debian's)")
         self.binary = found
         server = make_url(server_url)
         self.server_host = server.host or "127.0.0.1"

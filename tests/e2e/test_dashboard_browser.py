@@ -1,6 +1,6 @@
 """The dashboard in a real browser: Debian's Chromium, headless, driven by Playwright against `queueflow serve`.
 
-Playwright downloads no browser here; it drives /usr/bin/chromium (`.ci/run` installs it). Every test leaves
+Playwright downloads no browser here; it drives /usr/bin/chromium (`make test` installs it). Every test leaves
 screenshots in test-output/dashboard/; with QUEUEFLOW_UPDATE_SCREENSHOTS=1 the Queues and Workflow shots are
 also written to docs/screenshots/, which the README shows.
 """
@@ -37,7 +37,7 @@ TENANT = {"Authorization": f"Bearer {TENANT_KEY}"}
 WORKER = {"Authorization": f"Bearer {WORKER_KEY}"}
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
-    pytest.skip("no /usr/bin/chromium (apt-get install -y chromium; .ci/run does)", allow_module_level=True)
+    pytest.skip("no /usr/bin/chromium (`make test` installs it when it runs as root)", allow_module_level=True)
 
 sync_api = pytest.importorskip("playwright.sync_api")
 

@@ -28,7 +28,7 @@ from tests.moments import START, T
 from tests.postgres.helpers import engine_on
 
 if pgbouncer.binary() is None and not os.environ.get("CI"):
-    pytest.skip("no pgbouncer (`make pgbouncer` installs Debian's; .ci/run does)", allow_module_level=True)
+    pytest.skip("no pgbouncer (`make test` installs Debian's when it runs as root)", allow_module_level=True)
 
 JOBS = 60
 PATIENCE = 10.0
