@@ -33,14 +33,13 @@
  *   is not retried: the loop stops, logs one error, and the promise of `start()` rejects with it.
  */
 
-import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError } from "../errors.js";
-import { type Outcome, report } from "../outcomes.js";
+import { AuthenticationError, LeaseLostError, PermissionDeniedError } from "../errors.js";
+import { report } from "../outcomes.js";
 import { Table } from "../table.js";
-import type { LeasedJob, WorkflowStep } from "../types.js";
+import type { LeasedJob } from "../types.js";
 import { Acks } from "./acks.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
-import type { NewStep } from "../steps.js";
-import { DeadlineError, HeldJob, type JobLease, ShutdownError, type TaskHandler } from "./context.js";
+import { DeadlineError, HeldJob, ShutdownError, type TaskHandler } from "./context.js";
 import { Heartbeats } from "./heartbeats.js";
 import { Releases } from "./releases.js";
 import { LeaseHorizon, persist } from "./retries.js";
@@ -73,11 +72,10 @@ export class WorkerLoop {
   /** Every job held until its outcome is recorded: id → lease token (what a heartbeat extends). */
   readonly #leases = new Table<string>();
   readonly #acks: Acks;
+  /** Also what every running job's context does with its lease (one object for all: none is made per job). */
   readonly #heartbeats: Heartbeats;
   #heartbeatTimer: unknown;
   readonly #tasks: Tasks;
-  /** What every running job's context does with its lease (one object for all: none is made per job). */
-  readonly #jobLease: JobLease;
   /** Why the loop stopped on its own: the server refused the key. */
   #failure: unknown;
   /** Ends the drain's grace period now (a second signal). */
@@ -127,7 +125,6 @@ export class WorkerLoop {
     this.#settings = settings;
     this.#clock = clock;
     this.#tasks = new Tasks(handlers, settings);
-    this.#jobLease = { progress: (held, value) => this.#progress(held, value), addSteps: (held, steps) => this.#addSteps(held, steps) };
     this.#horizon = new LeaseHorizon(settings.leaseMs);
     this.#releases = new Releases(source, settings, (error) => this.#refused(error), (call) => this.#persist(call));
     this.#acks = new Acks(source, settings, clock, {
@@ -421,7 +418,7 @@ export class WorkerLoop {
       held.deadline = clock.setTimeout(() => held.abort(new DeadlineError(`job ${job.id} passed its deadline`)), Math.max(ms, 0));
     }
     const began = clock.now();
-    void this.#tasks.execute(held, this.#jobLease).then((outcome) => {
+    void this.#tasks.execute(held, this.#heartbeats).then((outcome) => {
       clock.clear(held.deadline);
       this.#held.delete(job.lease_token);
       const ms = clock.now() - began;
@@ -489,36 +486,6 @@ export class WorkerLoop {
       this.#waiting.splice(waiting, 1);
       this.#leases.delete(id);
       this.#ended();
-    }
-  }
-
-  /** A lease found lost here is lost for the job too: its signal aborts, as when a heartbeat finds it. */
-  async #addSteps(held: HeldJob, steps: NewStep[]): Promise<WorkflowStep[]> {
-    if (held.lost) throw new LeaseLostError(409, "lease_lost", `job ${held.job.id}: the lease was lost (cancelled or reclaimed)`);
-    try {
-      return await this.#source.addSteps(held.job, steps);
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        held.lost = true;
-        held.abort(error);
-      }
-      throw error;
-    }
-  }
-
-  async #progress(held: HeldJob, value: unknown): Promise<boolean> {
-    if (held.lost) return false;
-    try {
-      await this.#source.progress(held.job, value);
-      this.#horizon.answered(this.#clock.now());
-      return true;
-    } catch (error) {
-      if (error instanceof LeaseLostError || error instanceof NotFoundError) {
-        held.lost = true;
-        held.abort(error);
-        return false;
-      }
-      throw error;
     }
   }
 
