@@ -21,8 +21,8 @@
  *   reported for it afterwards.
  * - **No job started too late**: a held job is never started once its lease, or its deadline less a typical run of
  *   its task, is within `marginMs` — as the worker's own monotonic clock counts them from when it sent the lease
- *   request (`timing.ts`): it is released instead, at once, for another worker, no retry counted; one whose
- *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
+ *   request (`timing.ts`): it is released instead (`releases.ts`), at once, for another worker, no retry counted; one
+ *   whose deadline would pass while it waits is released before it does (`ExpiryWatch`). The prefetch never exceeds what the slots start
  *   within half a lease or half the shortest timeout lately leased.
  * - **Stopping**: `stop()` leases nothing more (every lease in flight, a long-poll too, is let to answer, for up to
  *   `LEASE_ANSWER_WAIT_MS`: its answer may be on its way), releases at once every held job not started (and what
@@ -45,7 +45,7 @@ import { Releases } from "./releases.js";
 import { LeaseHorizon, persist } from "./retries.js";
 import { Tasks } from "./tasks.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
-import { LEASES_IN_FLIGHT, MARGIN_MS, Measures, type Waiting, waiting } from "./timing.js";
+import { ExpiryWatch, LEASES_IN_FLIGHT, MARGIN_MS, Measures, type Waiting, waiting } from "./timing.js";
 
 export { MAX_BATCH } from "./ports.js";
 export { LEASES_IN_FLIGHT } from "./timing.js";
@@ -108,9 +108,7 @@ export class WorkerLoop {
   /** Wakes the drain: every held job has ended. */
   #idle: (() => void) | undefined;
   readonly #measures: Measures;
-  /** The expiry watch: a timer at the first moment a waiting job must be released rather than started. */
-  #expiry: unknown;
-  #expiryAt = Infinity;
+  readonly #expiry: ExpiryWatch;
   readonly #releases: Releases;
   /** No lease held lasts past this (the loop's clock): what an ack or a release is repeated up to. */
   readonly #horizon: LeaseHorizon;
@@ -143,6 +141,7 @@ export class WorkerLoop {
     });
     const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
     this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
+    this.#expiry = new ExpiryWatch(clock, this.#measures, () => this.#waiting, (stale) => this.#expire(stale));
   }
 
   /** How many jobs the loop holds right now: running, or leased ahead and waiting for a slot. */
@@ -349,7 +348,7 @@ export class WorkerLoop {
     const taken = jobs.map((job) => waiting(job, sent, leaseMs));
     for (const entry of taken) this.#take(entry);
     this.#ended(); // starts what it can, and wakes the loop if there is room for another lease
-    this.#watchExpiry(taken);
+    this.#expiry.taken(taken);
   }
 
   /** A refused key (401, 403): retrying cannot help, so the loop stops and says why, once. */
@@ -384,29 +383,11 @@ export class WorkerLoop {
     this.#releases.giveBack(jobs, why);
   }
 
-  /** Release every waiting job past the last moment it could start (`Measures.latestStart`); watch for the next. */
-  #expire(): void {
-    this.#clock.clear(this.#expiry);
-    this.#expiry = undefined;
-    this.#expiryAt = Infinity;
-    const now = this.#clock.now();
-    const stale = new Set(this.#waiting.filter((entry) => this.#measures.latestStart(entry) <= now));
-    if (stale.size > 0) {
-      this.#waiting = this.#waiting.filter((entry) => !stale.has(entry));
-      this.#giveBack([...stale].map(({ job }) => job), "too close to their leases' end or deadlines to start");
-      this.#ended();
-    }
-    this.#watchExpiry();
-  }
-
-  /** Arm the expiry watch for the soonest of `entries` (jobs just taken; all waiting ones when it fired), if sooner. */
-  #watchExpiry(entries: Waiting[] = this.#waiting): void {
-    let due = Infinity;
-    for (const entry of entries) due = Math.min(due, this.#measures.latestStart(entry));
-    if (due >= this.#expiryAt) return;
-    this.#clock.clear(this.#expiry);
-    this.#expiryAt = due;
-    this.#expiry = due === Infinity ? undefined : this.#clock.setTimeout(() => this.#expire(), Math.max(due - this.#clock.now(), 0));
+  /** The expiry watch fired: these waiting jobs can no longer start (`Measures.latestStart`), so they go back. */
+  #expire(stale: Set<Waiting>): void {
+    this.#waiting = this.#waiting.filter((entry) => !stale.has(entry));
+    this.#giveBack([...stale].map(({ job }) => job), "too close to their leases' end or deadlines to start");
+    this.#ended();
   }
 
   #run(job: LeasedJob): void {
@@ -492,7 +473,7 @@ export class WorkerLoop {
   /** Let the running jobs finish; past the grace period, abort the rest and give them back to the queue. */
   async #drain(): Promise<void> {
     const { workerId, shutdownGraceMs, logger } = this.#settings;
-    this.#clock.clear(this.#expiry);
+    this.#expiry.stop();
     if (this.#held.size > 0) {
       logger.info(`worker ${workerId}: finishing ${this.#held.size} running jobs (up to ${shutdownGraceMs / 1000} s)${this.#stopHint}`);
       const idle = new Promise<"done">((resolve) => {
