@@ -2,7 +2,7 @@
  * `Worker`: leases jobs from the worker routes and runs them with registered task handlers.
  *
  * It wires three parts (worker/): the loop (`loop.ts`: slots, prefetch, batched acks and heartbeats, draining;
- * its comment says how), the worker routes it leases from (`httpSource.ts`, `POST /v1/worker/lease`, `/ack` and
+ * its comment says how, and which module of its own each is), the worker routes it leases from (`httpSource.ts`, `POST /v1/worker/lease`, `/ack` and
  * `/heartbeat`), and what a handler gets (`context.ts`). At most `concurrency` handlers run at once; more jobs
  * are leased ahead so a free slot never waits for a round trip; outcomes and heartbeats go in batches. A job
  * whose outcome was still waiting in a batch when the process died is delivered again once its lease expires
@@ -49,7 +49,7 @@ export interface WorkerOptions {
   /** The most handlers running at once (default 10). */
   concurrency?: number | undefined;
   /**
-   * How many jobs to lease ahead of free slots; default: adaptive (see worker/loop.ts), at most 500. Either way no
+   * How many jobs to lease ahead of free slots; default: adaptive (see worker/leasing.ts), at most 500. Either way no
    * more than the slots start within half a lease and half the shortest timeout lately leased.
    */
   prefetch?: number | undefined;

@@ -3,10 +3,16 @@
  * too: a waiting job's lease that held now lasts, on the loop's clock, until the heartbeat's sending plus `leaseMs`
  * (never past its deadline). A lease found lost (the job was cancelled, or reclaimed after expiring) is the loop's to
  * drop: it aborts the handler's signal, or drops the waiting job. A heartbeat that finds the server away is not made
- * again: the next one, a period on, extends the same leases.
+ * again: the next one, a period on, extends the same leases. A running handler's own `ctx.progress()` is one job's
+ * heartbeat, now, and its `ctx.addSteps()` is made under the same lease (`JobLease`): a lease either finds lost is
+ * lost for the job too.
  */
 
+import { LeaseLostError, NotFoundError } from "../errors.js";
+import type { NewStep } from "../steps.js";
+import type { WorkflowStep } from "../types.js";
 import type { Clock } from "./clock.js";
+import type { HeldJob, JobLease } from "./context.js";
 import { type LeaseSource, type LoopSettings, MAX_BATCH } from "./ports.js";
 import type { LeaseHorizon } from "./retries.js";
 import { type Waiting, extend } from "./timing.js";
@@ -23,7 +29,7 @@ export interface HeartbeatHost {
   lost(id: string, token: string): void;
 }
 
-export class Heartbeats {
+export class Heartbeats implements JobLease {
   #beating = false;
 
   constructor(
@@ -64,6 +70,36 @@ export class Heartbeats {
       }
     } finally {
       this.#beating = false;
+    }
+  }
+
+  /** A lease found lost here is lost for the job too: its signal aborts, as when a heartbeat finds it. */
+  async addSteps(held: HeldJob, steps: NewStep[]): Promise<WorkflowStep[]> {
+    if (held.lost) throw new LeaseLostError(409, "lease_lost", `job ${held.job.id}: the lease was lost (cancelled or reclaimed)`);
+    try {
+      return await this.source.addSteps(held.job, steps);
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        held.lost = true;
+        held.abort(error);
+      }
+      throw error;
+    }
+  }
+
+  async progress(held: HeldJob, value: unknown): Promise<boolean> {
+    if (held.lost) return false;
+    try {
+      await this.source.progress(held.job, value);
+      this.horizon.answered(this.clock.now());
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLostError || error instanceof NotFoundError) {
+        held.lost = true;
+        held.abort(error);
+        return false;
+      }
+      throw error;
     }
   }
 }

@@ -1,65 +1,58 @@
 /**
  * `WorkerLoop`: the lease/run/ack loop behind `Worker`, over a `LeaseSource` (the worker routes over HTTP in a
- * worker; a scripted source in the loop's tests) and a `Clock`.
+ * worker; a scripted source in the loop's tests) and a `Clock`. This module holds the jobs and wires the parts, one
+ * module each, named as in the Python loop (`sdks/worker/queueflow_worker/`):
  *
- * - **Slots and prefetch**: at most `concurrency` handlers run at once, and more jobs are leased ahead and wait
- *   their turn, so a free slot never waits for a round trip: by default as many as the slots get through in two
- *   lease round trips (task durations and round trips are measured), at most 500 — short tasks are claimed by
+ * - **Slots and prefetch** (`leasing.ts`): at most `concurrency` handlers run at once, and more jobs are leased ahead
+ *   and wait their turn, so a free slot never waits for a round trip: by default as many as the slots get through in
+ *   two lease round trips (task durations and round trips are measured), at most 500 — short tasks are claimed by
  *   the hundred, long ones hardly ahead at all. A lease asks for many jobs at once, and only once half the places
  *   are free (or 1,000, the most one lease brings).
- * - **Overlapping leases**: while the backlog is deep (the last lease came back full), `LEASES_IN_FLIGHT` (2) leases
- *   are in flight at once, each asked once a quarter of the places are free: one claim's round trip, then one ack's,
- *   in turn no longer leave the server and PostgreSQL idle part of the time. Each full answer allows one overlap;
- *   when a lease comes back short (or fails), one lease at a time again, so an idle worker parks one long-poll.
+ * - **Overlapping leases** (`leasing.ts`): while the backlog is deep (the last lease came back full),
+ *   `LEASES_IN_FLIGHT` (2) leases are in flight at once, each asked once a quarter of the places are free: one
+ *   claim's round trip, then one ack's, in turn no longer leave the server and PostgreSQL idle part of the time. Each
+ *   full answer allows one overlap; when a lease comes back short (or fails), one lease at a time again, so an idle
+ *   worker parks one long-poll.
  * - **Batched acks** (`acks.ts`): outcomes are sent in batches, one call at a time; while a whole capacity of them
  *   waits for its acks (a slow server), no more jobs are leased — nor, after a lease that came back short, while any
- *   does (`#waitsForAcks`). An ack or a release that fails with no answer or a
- *   5xx (the server restarting) is made again, with backoff, for as long as a lease it carries could still hold
- *   (`retries.ts`).
- * - **Batched heartbeats** (`heartbeats.ts`): one call extends every held lease, waiting ones too. A lease found lost (the job was
- *   cancelled, or reclaimed after expiring) aborts its handler's signal, or drops the waiting job; nothing is
- *   reported for it afterwards.
+ *   does (`Leasing.waitsForAcks`). An ack or a release that fails with no answer or a 5xx (the server restarting) is
+ *   made again, with backoff, for as long as a lease it carries could still hold (`retries.ts`).
+ * - **Batched heartbeats** (`heartbeats.ts`): one call extends every held lease, waiting ones too. A lease found lost
+ *   (the job was cancelled, or reclaimed after expiring) aborts its handler's signal, or drops the waiting job;
+ *   nothing is reported for it afterwards.
  * - **No job started too late**: a held job is never started once its lease, or its deadline less a typical run of
  *   its task, is within `marginMs` — as the worker's own monotonic clock counts them from when it sent the lease
- *   request (`timing.ts`): it is released instead, at once, for another worker, no retry counted; one whose
- *   deadline would pass while it waits is released before it does. The prefetch never exceeds what the slots start
- *   within half a lease or half the shortest timeout lately leased.
+ *   request (`timing.ts`): it is released instead (`releases.ts`), at once, for another worker, no retry counted; one
+ *   whose deadline would pass while it waits is released before it does (`ExpiryWatch`). The prefetch never exceeds
+ *   what the slots start within half a lease or half the shortest timeout lately leased.
  * - **Stopping**: `stop()` leases nothing more (every lease in flight, a long-poll too, is let to answer, for up to
- *   `LEASE_ANSWER_WAIT_MS`: its answer may be on its way), releases at once every held job not started (and what
- *   the leases in flight still bring), lets the running ones finish for up to `shutdownGraceMs`, then aborts the
- *   signals of the ones still running and releases their jobs too, sends every outcome and resolves. `quit()` ends
- *   the grace period at once.
+ *   `LEASE_ANSWER_WAIT_MS`: its answer may be on its way), releases at once every held job not started (and what the
+ *   leases in flight still bring), lets the running ones finish for up to `shutdownGraceMs`, then aborts the signals
+ *   of the ones still running and releases their jobs too, sends every outcome and resolves. `quit()` ends the grace
+ *   period at once.
  * - **A refused key** (a lease, ack or heartbeat rejected with `AuthenticationError` or `PermissionDeniedError`)
  *   is not retried: the loop stops, logs one error, and the promise of `start()` rejects with it.
  */
 
-import { AuthenticationError, LeaseLostError, NotFoundError, PermissionDeniedError } from "../errors.js";
-import { type Outcome, report } from "../outcomes.js";
+import { AuthenticationError, LeaseLostError, PermissionDeniedError } from "../errors.js";
+import { report } from "../outcomes.js";
 import { Table } from "../table.js";
-import type { LeasedJob, WorkflowStep } from "../types.js";
+import type { LeasedJob } from "../types.js";
 import { Acks } from "./acks.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
-import type { NewStep } from "../steps.js";
-import { DeadlineError, HeldJob, type JobLease, ShutdownError, type TaskHandler } from "./context.js";
+import { DeadlineError, HeldJob, ShutdownError, type TaskHandler } from "./context.js";
 import { Heartbeats } from "./heartbeats.js";
+import { Leasing } from "./leasing.js";
+import type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
 import { Releases } from "./releases.js";
 import { LeaseHorizon, persist } from "./retries.js";
 import { Tasks } from "./tasks.js";
-import { type LeaseSource, type LoopSettings, MAX_BATCH, type Recorded } from "./ports.js";
-import { LEASES_IN_FLIGHT, MARGIN_MS, Measures, type Waiting, waiting } from "./timing.js";
+import { ExpiryWatch, MARGIN_MS, Measures, type Waiting } from "./timing.js";
 
+export { LEASE_ANSWER_WAIT_MS } from "./leasing.js";
 export { MAX_BATCH } from "./ports.js";
 export { LEASES_IN_FLIGHT } from "./timing.js";
 export type { LeaseSource, LoopSettings, Recorded } from "./ports.js";
-
-/**
- * How long a stop waits for the leases in flight: an answer may be on its way (cut then, its jobs would sit `running`
- * until their leases expire) — a long-poll's too, when work arrived for it a moment before the stop. A healthy
- * server answers a lease within a round trip and a long-poll within its wait (default 1 s); one still unanswered
- * this long after is stuck on a slow server — cut, the server hands back what it claimed for a
- * client that left before its answer — and the stop does not wait out the request's timeout.
- */
-export const LEASE_ANSWER_WAIT_MS = 2000;
 
 export class WorkerLoop {
   readonly #source: LeaseSource;
@@ -73,46 +66,23 @@ export class WorkerLoop {
   /** Every job held until its outcome is recorded: id → lease token (what a heartbeat extends). */
   readonly #leases = new Table<string>();
   readonly #acks: Acks;
+  /** Also what every running job's context does with its lease (one object for all: none is made per job). */
   readonly #heartbeats: Heartbeats;
   #heartbeatTimer: unknown;
   readonly #tasks: Tasks;
-  /** What every running job's context does with its lease (one object for all: none is made per job). */
-  readonly #jobLease: JobLease;
+  readonly #leasing: Leasing;
   /** Why the loop stopped on its own: the server refused the key. */
   #failure: unknown;
   /** Ends the drain's grace period now (a second signal). */
   #quit: (() => void) | undefined;
   #quitting = false;
   #stopHint = "";
-  /** One per lease in flight, until it answers: aborted when the loop stops. */
-  readonly #leaseCalls = new Set<AbortController>();
-  /** Each lease in flight, until what it brought is taken or given back (the loop waits for them as it stops). */
-  readonly #leasing = new Set<Promise<void>>();
-  /** How many jobs the leases in flight asked for: places taken until they answer. */
-  #asked = 0;
-  /**
-   * Whether a lease came back full since the last overlapping lease was sent: the backlog is deep, so the next lease
-   * may overlap one in flight.
-   */
-  #deep = false;
-  /** Whether the last lease came back short: the worker took all there was. */
-  #short = false;
-  /** A lease failed (not for a refused key): the loop waits before the next, longer after each failure in a row. */
-  #failed = false;
-  #failures = 0;
-  /** Aborted `LEASE_ANSWER_WAIT_MS` after a stop: cuts the leases still unanswered (stuck on a slow server). */
-  #leaseCut = new AbortController();
-  #leaseCutTimer: unknown;
   #stopping = new AbortController();
   #running: Promise<void> | undefined;
-  /** Wakes the lease loop: a slot freed, or the loop is stopping. Never a listener on a long-lived signal. */
-  #wake: (() => void) | undefined;
   /** Wakes the drain: every held job has ended. */
   #idle: (() => void) | undefined;
   readonly #measures: Measures;
-  /** The expiry watch: a timer at the first moment a waiting job must be released rather than started. */
-  #expiry: unknown;
-  #expiryAt = Infinity;
+  readonly #expiry: ExpiryWatch;
   readonly #releases: Releases;
   /** No lease held lasts past this (the loop's clock): what an ack or a release is repeated up to. */
   readonly #horizon: LeaseHorizon;
@@ -127,12 +97,11 @@ export class WorkerLoop {
     this.#settings = settings;
     this.#clock = clock;
     this.#tasks = new Tasks(handlers, settings);
-    this.#jobLease = { progress: (held, value) => this.#progress(held, value), addSteps: (held, steps) => this.#addSteps(held, steps) };
     this.#horizon = new LeaseHorizon(settings.leaseMs);
     this.#releases = new Releases(source, settings, (error) => this.#refused(error), (call) => this.#persist(call));
     this.#acks = new Acks(source, settings, clock, {
       activeJobs: () => this.activeJobs,
-      waitsForAcks: () => this.#waitsForAcks(),
+      waitsForAcks: () => this.#leasing.waitsForAcks(),
       refused: (error) => this.#refused(error),
       persist: (call) => this.#persist(call),
       acked: (batch) => this.#acked(batch),
@@ -146,6 +115,19 @@ export class WorkerLoop {
     });
     const marginMs = Math.min(settings.marginMs ?? MARGIN_MS, settings.leaseMs / 4);
     this.#measures = new Measures(settings.concurrency, settings.prefetch, settings.leaseMs, marginMs);
+    this.#expiry = new ExpiryWatch(clock, this.#measures, () => this.#waiting, (stale) => this.#expire(stale));
+    this.#leasing = new Leasing(source, settings, clock, this.#horizon, this.#measures, {
+      activeJobs: () => this.activeJobs,
+      unacked: () => this.#acks.unacked,
+      refused: (error) => this.#refused(error),
+      beat: () => void this.#heartbeats.beat(),
+      take: (entries) => this.#take(entries),
+      giveBack: (jobs, why) => this.#giveBack(jobs, why),
+      failed: (error) => {
+        this.#failure ??= error;
+        this.#halt();
+      },
+    });
   }
 
   /** How many jobs the loop holds right now: running, or leased ahead and waiting for a slot. */
@@ -169,13 +151,9 @@ export class WorkerLoop {
     if (this.#handlers.size === 0) throw new Error("register a task with worker.task(name, handler) before start()");
     this.#stopping = new AbortController();
     if (this.#abandon.signal.aborted) this.#abandon = new AbortController(); // after a quit
-    if (this.#leaseCut.signal.aborted) this.#leaseCut = new AbortController(); // after a stop
+    this.#leasing.reset();
     this.#failure = undefined;
     this.#quitting = false;
-    this.#deep = false;
-    this.#short = false;
-    this.#failed = false;
-    this.#failures = 0;
     this.#stopHint = "";
     const { workerId, queues, concurrency, logger, heartbeatMs } = this.#settings;
     logger.info(
@@ -218,141 +196,16 @@ export class WorkerLoop {
    */
   #halt(): void {
     if (!this.#stopping.signal.aborted) this.#stopping.abort(new ShutdownError("the worker is stopping"));
-    for (const call of this.#leaseCalls) call.abort(new ShutdownError("the worker is stopping"));
-    const cut = this.#leaseCut;
-    if (this.#leaseCalls.size > 0) this.#leaseCutTimer ??= this.#clock.setTimeout(
-      () => cut.abort(new ShutdownError(`the worker stopped and the lease had no answer ${LEASE_ANSWER_WAIT_MS} ms later`)),
-      LEASE_ANSWER_WAIT_MS,
-    );
+    this.#leasing.halt();
     this.#giveBack(this.#waiting.splice(0).map(({ job }) => job), "the worker is stopping");
     this.#ended();
-    this.#wakeLoop();
+    this.#leasing.wake();
   }
 
-  /** The most jobs to hold: running and waiting. */
-  #capacity(): number {
-    return this.#settings.concurrency + this.#measures.ahead();
-  }
-
-  /**
-   * How many jobs to ask for now: none until half the places are free (or 1,000, the most a lease brings), so claims
-   * come in batches — or, while the backlog is deep and fewer than `LEASES_IN_FLIGHT` leases are in flight, a
-   * quarter; what the leases in flight asked for counts as taken places. None either while leasing waits for acks.
-   */
-  #roomForLease(): number {
-    const overlap = this.#deep ? LEASES_IN_FLIGHT : 1;
-    const capacity = this.#capacity();
-    if (this.#leaseCalls.size >= overlap || this.#waitsForAcks()) return 0;
-    const held = this.activeJobs;
-    const asked = this.#asked;
-    const want = Math.min(capacity - held - asked, MAX_BATCH);
-    // With more than 2,000 places, half of them would be more than a lease can ask for: none asked while a job is held.
-    const least = Math.min(MAX_BATCH, Math.max(1, Math.floor(capacity / (2 * overlap))));
-    return want >= least || (want > 0 && held === 0 && asked === 0) ? want : 0;
-  }
-
-  /**
-   * Whether leasing waits for the outcomes in hand to be acked: a whole capacity of them (a slow server: more jobs
-   * would only wait with them, their leases running out), or any once a lease took all there was. Work that trickles
-   * in (each workflow step made ready by an advance, each job by a request) brought a lease sent beside the acks the
-   * one or two jobs that came within its round trip, a claim each; waiting for the acks lets them gather, and a
-   * workflow's acks are what make its next steps ready.
-   */
-  #waitsForAcks(): boolean {
-    const { unacked } = this.#acks;
-    return unacked >= this.#capacity() || (this.#short && unacked > 0);
-  }
-
-  /** Wake the lease loop if it waits and there is room for a lease now (a slot or an ack came free). */
-  #offerRoom(): void {
-    if (this.#wake && this.#roomForLease() > 0) this.#wakeLoop();
-  }
-
-  #wakeLoop(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  /** Sends leases while there is room (each answers on its own: `#lease`), waits after a failed one, and drains. */
+  /** The lease loop (`leasing.ts`), then the drain. */
   async #loop(): Promise<void> {
-    const stopping = this.#stopping.signal;
-    while (!stopping.aborted) {
-      if (this.#failed) {
-        this.#failed = false;
-        await sleep(this.#clock, Math.min(500 * 2 ** this.#failures, 15_000), stopping).catch(() => undefined);
-        continue;
-      }
-      const want = this.#roomForLease();
-      if (want === 0) {
-        await new Promise<void>((resolve) => {
-          this.#wake = resolve;
-        });
-        continue;
-      }
-      if (this.#leaseCalls.size > 0) this.#deep = false; // this lease overlaps another: each full answer allows one overlap
-      this.#asked += want;
-      const lease: Promise<void> = this.#lease(want).then(
-        () => void this.#leasing.delete(lease),
-        (error: unknown) => {
-          // Only a throwing onError gets here: the loop stops, and start()'s promise rejects with it.
-          this.#leasing.delete(lease);
-          this.#failure ??= error;
-          this.#halt();
-        },
-      );
-      this.#leasing.add(lease);
-    }
-    // Every lease in flight is let to answer (or cut, `LEASE_ANSWER_WAIT_MS` after the stop): what it brings is released.
-    while (this.#leasing.size > 0) await Promise.all(this.#leasing);
+    await this.#leasing.run(this.#stopping.signal);
     await this.#drain();
-  }
-
-  /**
-   * One lease, and what becomes of its answer. Its call is aborted by stop(): a long-poll whose client left claims
-   * nothing more, and the server hands back (not counted as a delivery) what it claimed for it.
-   */
-  async #lease(want: number): Promise<void> {
-    const stopping = this.#stopping.signal;
-    const call = new AbortController();
-    this.#leaseCalls.add(call);
-    const sent = this.#clock.now();
-    let jobs: LeasedJob[];
-    try {
-      jobs = await this.#source.lease(want, call.signal, this.#leaseCut.signal);
-    } catch (error) {
-      this.#deep = false;
-      if (this.#refused(error) || stopping.aborted) return;
-      this.#settings.onError(error);
-      this.#failures += 1;
-      this.#failed = true;
-      this.#wakeLoop(); // to wait before the next lease
-      return;
-    } finally {
-      this.#leaseCalls.delete(call);
-      this.#asked -= want;
-      if (this.#leaseCalls.size === 0) {
-        this.#clock.clear(this.#leaseCutTimer);
-        this.#leaseCutTimer = undefined;
-      }
-    }
-    this.#failures = 0;
-    const answered = this.#clock.now();
-    if (jobs.length > 0) this.#horizon.answered(answered);
-    this.#deep = jobs.length === want;
-    this.#short = !this.#deep;
-    this.#measures.leaseAnswered(answered - sent, jobs, this.#deep);
-    if (stopping.aborted) {
-      this.#giveBack(jobs, "the worker is stopping"); // claimed as the worker stopped: another worker runs them
-      return;
-    }
-    const { leaseMs, heartbeatMs } = this.#settings;
-    // The answer took long (a long-poll): extend these leases now, not a heartbeat period on.
-    if (jobs.length > 0 && answered - sent > leaseMs - heartbeatMs - this.#measures.marginMs) void this.#heartbeats.beat();
-    const taken = jobs.map((job) => waiting(job, sent, leaseMs));
-    for (const entry of taken) this.#take(entry);
-    this.#ended(); // starts what it can, and wakes the loop if there is room for another lease
-    this.#watchExpiry(taken);
   }
 
   /** A refused key (401, 403): retrying cannot help, so the loop stops and says why, once. */
@@ -369,14 +222,19 @@ export class WorkerLoop {
     return true;
   }
 
-  #take(entry: Waiting): void {
-    const { job } = entry;
-    const earlier = this.#leases.get(job.id);
-    // Delivered again while an earlier delivery is still here (its lease expired while it waited or ran, and the
-    // janitor handed the job out anew): that lease is lost, so its delivery is dropped.
-    if (earlier !== undefined && earlier !== job.lease_token) this.#lost(job.id, earlier);
-    this.#leases.set(job.id, job.lease_token);
-    this.#waiting.push(entry);
+  /** Jobs a lease brought: they wait for a slot (what the free slots can start, starts now) and are watched. */
+  #take(entries: Waiting[]): void {
+    for (const entry of entries) {
+      const { job } = entry;
+      const earlier = this.#leases.get(job.id);
+      // Delivered again while an earlier delivery is still here (its lease expired while it waited or ran, and the
+      // janitor handed the job out anew): that lease is lost, so its delivery is dropped.
+      if (earlier !== undefined && earlier !== job.lease_token) this.#lost(job.id, earlier);
+      this.#leases.set(job.id, job.lease_token);
+      this.#waiting.push(entry);
+    }
+    this.#ended(); // starts what it can, and wakes the loop if there is room for another lease
+    this.#expiry.taken(entries);
   }
 
   /** Give jobs back to the queue (in the background; the drain waits for it): they are no longer held. */
@@ -387,29 +245,11 @@ export class WorkerLoop {
     this.#releases.giveBack(jobs, why);
   }
 
-  /** Release every waiting job past the last moment it could start (`Measures.latestStart`); watch for the next. */
-  #expire(): void {
-    this.#clock.clear(this.#expiry);
-    this.#expiry = undefined;
-    this.#expiryAt = Infinity;
-    const now = this.#clock.now();
-    const stale = new Set(this.#waiting.filter((entry) => this.#measures.latestStart(entry) <= now));
-    if (stale.size > 0) {
-      this.#waiting = this.#waiting.filter((entry) => !stale.has(entry));
-      this.#giveBack([...stale].map(({ job }) => job), "too close to their leases' end or deadlines to start");
-      this.#ended();
-    }
-    this.#watchExpiry();
-  }
-
-  /** Arm the expiry watch for the soonest of `entries` (jobs just taken; all waiting ones when it fired), if sooner. */
-  #watchExpiry(entries: Waiting[] = this.#waiting): void {
-    let due = Infinity;
-    for (const entry of entries) due = Math.min(due, this.#measures.latestStart(entry));
-    if (due >= this.#expiryAt) return;
-    this.#clock.clear(this.#expiry);
-    this.#expiryAt = due;
-    this.#expiry = due === Infinity ? undefined : this.#clock.setTimeout(() => this.#expire(), Math.max(due - this.#clock.now(), 0));
+  /** The expiry watch fired: these waiting jobs can no longer start (`Measures.latestStart`), so they go back. */
+  #expire(stale: Set<Waiting>): void {
+    this.#waiting = this.#waiting.filter((entry) => !stale.has(entry));
+    this.#giveBack([...stale].map(({ job }) => job), "too close to their leases' end or deadlines to start");
+    this.#ended();
   }
 
   #run(job: LeasedJob): void {
@@ -421,7 +261,7 @@ export class WorkerLoop {
       held.deadline = clock.setTimeout(() => held.abort(new DeadlineError(`job ${job.id} passed its deadline`)), Math.max(ms, 0));
     }
     const began = clock.now();
-    void this.#tasks.execute(held, this.#jobLease).then((outcome) => {
+    void this.#tasks.execute(held, this.#heartbeats).then((outcome) => {
       clock.clear(held.deadline);
       this.#held.delete(job.lease_token);
       const ms = clock.now() - began;
@@ -461,7 +301,7 @@ export class WorkerLoop {
       this.#idle = undefined;
       idle?.();
     }
-    this.#offerRoom();
+    this.#leasing.offer();
   }
 
   /** An ack answered (or was given up on): its jobs are no longer held, and a lease may have room again. */
@@ -469,7 +309,7 @@ export class WorkerLoop {
     for (const { id, lease_token } of batch) {
       if (this.#leases.get(id) === lease_token) this.#leases.delete(id);
     }
-    this.#offerRoom();
+    this.#leasing.offer();
   }
 
   #persist<T>(call: () => Promise<T>): Promise<T> {
@@ -492,40 +332,10 @@ export class WorkerLoop {
     }
   }
 
-  /** A lease found lost here is lost for the job too: its signal aborts, as when a heartbeat finds it. */
-  async #addSteps(held: HeldJob, steps: NewStep[]): Promise<WorkflowStep[]> {
-    if (held.lost) throw new LeaseLostError(409, "lease_lost", `job ${held.job.id}: the lease was lost (cancelled or reclaimed)`);
-    try {
-      return await this.#source.addSteps(held.job, steps);
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        held.lost = true;
-        held.abort(error);
-      }
-      throw error;
-    }
-  }
-
-  async #progress(held: HeldJob, value: unknown): Promise<boolean> {
-    if (held.lost) return false;
-    try {
-      await this.#source.progress(held.job, value);
-      this.#horizon.answered(this.#clock.now());
-      return true;
-    } catch (error) {
-      if (error instanceof LeaseLostError || error instanceof NotFoundError) {
-        held.lost = true;
-        held.abort(error);
-        return false;
-      }
-      throw error;
-    }
-  }
-
   /** Let the running jobs finish; past the grace period, abort the rest and give them back to the queue. */
   async #drain(): Promise<void> {
     const { workerId, shutdownGraceMs, logger } = this.#settings;
-    this.#clock.clear(this.#expiry);
+    this.#expiry.stop();
     if (this.#held.size > 0) {
       logger.info(`worker ${workerId}: finishing ${this.#held.size} running jobs (up to ${shutdownGraceMs / 1000} s)${this.#stopHint}`);
       const idle = new Promise<"done">((resolve) => {

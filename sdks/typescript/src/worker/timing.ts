@@ -10,6 +10,7 @@
  */
 
 import type { LeasedJob } from "../types.js";
+import type { Clock } from "./clock.js";
 
 /** The default margin: a job is not started with less than this left of its lease or before its deadline. */
 export const MARGIN_MS = 1000;
@@ -110,6 +111,50 @@ export class Measures {
       latest = Math.min(latest, held.deadlineUntil - this.marginMs - need);
     }
     return latest;
+  }
+}
+
+/**
+ * The expiry watch: a timer at the first moment a waiting job must be released rather than started
+ * (`Measures.latestStart`), so that a job whose deadline would pass while it waits goes back before it does.
+ */
+export class ExpiryWatch {
+  #timer: unknown;
+  #due = Infinity;
+
+  constructor(
+    readonly clock: Clock,
+    readonly measures: Measures,
+    /** The jobs waiting for a slot. */
+    readonly waiting: () => Waiting[],
+    /** Release these waiting jobs: they can no longer start. */
+    readonly expire: (stale: Set<Waiting>) => void,
+  ) {}
+
+  /** Arm the watch for the soonest of `entries` (jobs just taken; all waiting ones when it fired), if sooner. */
+  taken(entries: Waiting[]): void {
+    let due = Infinity;
+    for (const entry of entries) due = Math.min(due, this.measures.latestStart(entry));
+    if (due >= this.#due) return;
+    this.clock.clear(this.#timer);
+    this.#due = due;
+    this.#timer = due === Infinity ? undefined : this.clock.setTimeout(() => this.#fire(), Math.max(due - this.clock.now(), 0));
+  }
+
+  /** The loop drains: nothing waits any more. */
+  stop(): void {
+    this.clock.clear(this.#timer);
+  }
+
+  /** Release every waiting job past the last moment it could start; watch for the next. */
+  #fire(): void {
+    this.clock.clear(this.#timer);
+    this.#timer = undefined;
+    this.#due = Infinity;
+    const now = this.clock.now();
+    const stale = new Set(this.waiting().filter((entry) => this.measures.latestStart(entry) <= now));
+    if (stale.size > 0) this.expire(stale);
+    this.taken(this.waiting());
   }
 }
 
