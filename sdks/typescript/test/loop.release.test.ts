@@ -124,3 +124,42 @@ test("a long-poll that waited longer than a job's timeout still starts it: its c
   await loop.stop();
   await stopped;
 });
+
+test("a loop started again releases its waiting jobs in time, as its first run did", async () => {
+  // The first run armed the expiry watch for b (29 s); its stop cleared the timer. A second run's waiting job, due
+  // later than that old time, must arm the watch again (it did not: the old due time outlived the stop).
+  let release = gate();
+  const started: string[] = [];
+  const { loop, source, clock } = scriptedLoop(
+    [leased("a"), leased("b")],
+    {
+      t: async (_payload, ctx) => {
+        started.push(ctx.job.id);
+        await release.promise;
+      },
+    },
+    { concurrency: 1, prefetch: 1 },
+  );
+  source.heartbeatError = new Error("the server is away");
+  let stopped = loop.start();
+  await clock.advance(1_000);
+  const stopping = loop.stop();
+  await settle();
+  release.resolve();
+  await stopping;
+  await stopped;
+  assert.deepEqual(source.released, ["b"]); // the stop gave back what had not started
+
+  release = gate();
+  source.backlog.push(leased("c"), leased("d"));
+  stopped = loop.start();
+  await clock.advance(28_000); // d was claimed at 1 s: 30 s of lease, its last moment to start (1 s margin) is 30 s
+  assert.deepEqual(source.released, ["b"]);
+  await clock.advance(1_500);
+  assert.deepEqual(source.released, ["b", "d"]);
+  release.resolve();
+  await settle();
+  await loop.stop();
+  await stopped;
+  assert.deepEqual(started, ["a", "c"]);
+});

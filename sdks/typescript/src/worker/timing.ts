@@ -141,9 +141,11 @@ export class ExpiryWatch {
     this.#timer = due === Infinity ? undefined : this.clock.setTimeout(() => this.#fire(), Math.max(due - this.clock.now(), 0));
   }
 
-  /** The loop drains: nothing waits any more. */
+  /** The loop drains: nothing waits any more, and a run started after it arms the watch afresh. */
   stop(): void {
     this.clock.clear(this.#timer);
+    this.#timer = undefined;
+    this.#due = Infinity;
   }
 
   /** Release every waiting job past the last moment it could start; watch for the next. */
