@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-NO_BODY: Any = object()
+_NO_BODY: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class Route:
         *path: str,
         query: Mapping[str, Any] | None = None,
         headers: Mapping[str, str | None] | None = None,
-        body: Any = NO_BODY,
+        body: Any = _NO_BODY,
     ) -> dict[str, Any]:
         """The arguments of `httpx.Client.request`: each path parameter quoted whole (a `/` in a name stays in
         it), a query parameter or a header given None left out, `body` sent as JSON."""
@@ -39,7 +39,7 @@ class Route:
             request["params"] = {name: value for name, value in query.items() if value is not None}
         if headers:
             request["headers"] = {name: value for name, value in headers.items() if value is not None}
-        if body is not NO_BODY:
+        if body is not _NO_BODY:
             request["json"] = body
         return request
 

@@ -63,13 +63,13 @@ def lease(
     return decoding_call(LEASE_JOBS.request(body=body), decode_lease_answer, replayable=False)
 
 
-NO_PROGRESS: Any = object()
+_NO_PROGRESS: Any = object()
 
 
-def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = NO_PROGRESS) -> Call[datetime]:
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = _NO_PROGRESS) -> Call[datetime]:
     """A heartbeat; with `progress` (any JSON, null included), one that also records it."""
     body = {"lease_token": lease_token, "lease_seconds": lease_seconds}
-    if progress is not NO_PROGRESS:
+    if progress is not _NO_PROGRESS:
         body["progress"] = progress
     return call(
         HEARTBEAT_JOB.request(job_id, body=body),
