@@ -86,13 +86,14 @@ bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec
 
-# Regenerate every SDK's generated code from spec/openapi.json (commit the result; tests fail on drift).
+# After a change of spec/openapi.json: regenerate every SDK's generated code (commit the result; tests fail on
+# drift) and check what is written by hand against the spec.
 sdks: sdk-python sdk-typescript
 
+# The Python SDK has no generated code (sdks/python/README.md says why): this names each route, request field and
+# public type of it that the spec no longer matches.
 sdk-python: $(INSTALLED)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/openapi-python-client generate --path spec/openapi.json \
-		--config sdks/python/openapi-python-client.yaml --meta none \
-		--output-path sdks/python/queueflow_client/_generated --overwrite --fail-on-warning
+	$(BIN)/pytest -n 0 -q -p no:cacheprovider tests/sdk/test_calls_match_spec.py tests/sdk/test_types_match_spec.py
 
 $(TS_MODULES): $(TS_SDK)/package.json $(TS_SDK)/package-lock.json
 	cd $(TS_SDK) && npm ci --no-audit --no-fund

@@ -1,6 +1,7 @@
 """The worker's acks are encoded by msgspec from its outcomes (`_calls.ack_outcomes`) and their answers decoded by
-msgspec (`decode_ack_answer`), not through the generated models: the two ways must send the same request and read
-the same results, or an outcome would be recorded differently by a worker than by the generated core."""
+msgspec (`decode_ack_answer`), not as every other call's (a body of plain JSON values that httpx encodes, an answer
+read by `from_json`): the two ways must send the same request and read the same results, or an outcome would be
+recorded differently by a worker than by the rest of the client."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ import json
 from typing import Any
 
 from queueflow_client import _calls
-from queueflow_client._generated.api.worker import ack_jobs
-from queueflow_client._generated.models import AckComplete, AckFail, AckRequest
-from queueflow_client._generated.types import UNSET
+from queueflow_client._calls.routes import ACK_JOBS
 from queueflow_client.types import AckResult, decode_ack_answer
 from queueflow_worker import Outcome
 
@@ -26,41 +25,35 @@ OUTCOMES = [
 ]
 
 
-def _generated_request(outcomes: list[Outcome]) -> dict[str, Any]:
-    """The request the generated models make of the same outcomes (as the worker built it before)."""
-    complete = [
-        AckComplete(id=o.job_id, lease_token=o.lease_token, result=o.result) for o in outcomes if o.error is None
-    ]
+def _plain_request(outcomes: list[Outcome]) -> dict[str, Any]:
+    """The request of the same outcomes as every other call builds one (`AckRequest`'s fields, none left null)."""
+    complete = [{"id": o.job_id, "lease_token": o.lease_token, "result": o.result} for o in outcomes if o.error is None]
     fail = [
-        AckFail(
-            id=o.job_id,
-            lease_token=o.lease_token,
-            error=o.error,
-            retryable=o.retryable,
-            retry_after_seconds=o.retry_after_seconds if o.retry_after_seconds is not None else UNSET,
-        )
+        {"id": o.job_id, "lease_token": o.lease_token, "error": o.error, "retryable": o.retryable}
+        | ({} if o.retry_after_seconds is None else {"retry_after_seconds": o.retry_after_seconds})
         for o in outcomes
         if o.error is not None
     ]
-    return ack_jobs._get_kwargs(body=AckRequest(complete=complete, fail=fail))
+    return ACK_JOBS.request(body={"complete": complete, "fail": fail})
 
 
-def test_an_ack_sends_what_the_generated_models_send() -> None:
-    expected = _generated_request(OUTCOMES)
-    request = _calls.ack_outcomes(OUTCOMES).send.args[0]  # type: ignore[attr-defined]
-    assert {key: value for key, value in request.items() if key != "content"} == {
+def test_an_ack_sends_what_a_plain_body_sends() -> None:
+    expected = _plain_request(OUTCOMES)
+    request = _calls.ack_outcomes(OUTCOMES).request
+    assert {key: value for key, value in request.items() if key not in ("content", "headers")} == {
         key: value for key, value in expected.items() if key != "json"
     }
+    assert request["headers"] == {"Content-Type": "application/json"}  # as httpx marks a `json=` body
     assert json.loads(request["content"]) == expected["json"]
-    # httpx's encoding of the generated body, byte for byte where both spell the same JSON alike.
+    # httpx's encoding of the plain body, byte for byte where both spell the same JSON alike.
     httpx_body = json.dumps(expected["json"], ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     assert json.loads(httpx_body) == json.loads(request["content"])
 
 
 def test_an_ack_of_completions_only_or_failures_only() -> None:
     for outcomes in ([OUTCOMES[0]], [OUTCOMES[1]], []):
-        request = _calls.ack_outcomes(outcomes).send.args[0]  # type: ignore[attr-defined]
-        assert json.loads(request["content"]) == _generated_request(outcomes)["json"]
+        request = _calls.ack_outcomes(outcomes).request
+        assert json.loads(request["content"]) == _plain_request(outcomes)["json"]
 
 
 def test_an_ack_answer_reads_as_from_json_reads_it() -> None:

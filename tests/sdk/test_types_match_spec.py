@@ -1,7 +1,7 @@
 """The SDK's hand-written public types (`queueflow_client.types`) say exactly what spec/openapi.json says.
 
 They are frozen dataclasses decoded from the JSON, written by hand for readable names, aware datetimes and
-docstrings; the generated models beside them are not what users get. So nothing but this test notices when
+docstrings, and nothing of the SDK is generated (sdks/python/README.md). So nothing but this test notices when
 the server adds, drops or renames a field, makes one nullable, or adds an enum value: each public type must
 have the same field names as its schema, the same nullability, and the same `Literal` values as its enums.
 A response schema the table below does not place (public type, envelope the client unwraps, or not the SDK's)

@@ -1,4 +1,4 @@
-"""`workflows.*` and `schedules.*` against the real app in-process (generated operations, typed results, errors)."""
+"""`workflows.*` and `schedules.*` against the real app in-process (their requests, typed results, errors)."""
 
 from __future__ import annotations
 

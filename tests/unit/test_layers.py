@@ -10,8 +10,6 @@ stores    never import runtime, api or engine: an adapter records, it does not d
 api       never imports stores: HTTP reaches data only through the Engine
 dashboard never imports stores or api: its pages, too, reach data only through the Engine
 and no module of any of them imports itself back, however far round.
-
-The SDK's generated core (queueflow_client._generated) is the generator's: it is not read.
 """
 
 from __future__ import annotations
@@ -53,7 +51,7 @@ MODULES = {
     module_name(root, path): path
     for package, root in ROOTS.items()
     for path in (root / package).rglob("*.py")
-    if "migrations" not in path.parts and "_generated" not in path.parts
+    if "migrations" not in path.parts
 }
 
 

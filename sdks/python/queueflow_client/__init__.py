@@ -7,9 +7,9 @@
 Workflows are written with `queueflow_client.steps` (`steps.task`, `steps.signal`, `steps.sleep`, `steps.workflow`).
 
 Its methods live by resource in `queueflow_client.resources`; the task context and worker loop it shares with
-the server's in-process runner, in the `queueflow_worker` package. The HTTP core in `queueflow_client._generated`
-is generated from the server's OpenAPI document (`make sdks`); everything else here is written by hand on top of
-it.
+the server's in-process runner, in the `queueflow_worker` package. Its requests are built in `queueflow_client._calls`
+(a route per operation of the server's OpenAPI document) and its answers read into `queueflow_client.types`, all
+written by hand and checked against the document by tests (sdks/python/README.md, "Development").
 """
 
 from queueflow_client import steps

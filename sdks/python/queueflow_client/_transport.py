@@ -1,6 +1,7 @@
-"""How a call reaches the server: the generated core sends it; this layer adds auth, timeouts, retries and errors.
+"""How a call reaches the server: the request a call describes is sent by httpx; this layer adds auth, timeouts,
+retries and errors.
 
-A `Call` describes one request (a generated operation with its arguments) and how to read the answer. The sync
+A `Call` describes one request (built by its route, `_calls.routes`) and how to read the answer. The sync
 and async transports send it the same way:
 
 - a 2xx answer is decoded and parsed into the call's return type;
@@ -18,14 +19,13 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
 import httpx
 
-from queueflow_client._generated.client import AuthenticatedClient
 from queueflow_client._version import USER_AGENT
 from queueflow_client.errors import APIConnectionError, APIError, APITimeoutError, error_from_response
 
@@ -45,46 +45,32 @@ _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
-    send: Callable[..., httpx.Response]
-    """Called with `client=` the generated core's client (as every generated operation is)."""
-    asend: Callable[..., Awaitable[httpx.Response]]
+    request: dict[str, Any]
+    """The arguments of `httpx.Client.request` (`Route.request` builds them)."""
     decode: Callable[[bytes], T]
     """A 2xx answer's body (b"" when empty) → the value the caller gets."""
     replayable: bool
 
 
-def call(operation: Any, parse: Callable[[Any], T], *args: Any, replayable: bool, **kwargs: Any) -> Call[T]:
-    """A call of `operation`, a generated operation module. The request is the one the module builds (its
-    `_get_kwargs`: path, query, headers, body); the answer is read here, once, by `parse`, from its decoded JSON
-    (None for an empty body). The module's own `*_detailed` functions would also build its response model first,
-    which `parse` never uses: for a lease of 1,000 jobs that was a fifth of a worker's CPU."""
-    return decoding_call(operation, partial(_parsed, parse), *args, replayable=replayable, **kwargs)
+def call(request: dict[str, Any], parse: Callable[[Any], T], *, replayable: bool) -> Call[T]:
+    """A call of `request`, whose answer is read by `parse` from its decoded JSON (None for an empty body)."""
+    return Call(request, partial(_parsed, parse), replayable)
 
 
-def decoding_call(operation: Any, decode: Callable[[bytes], T], *args: Any, replayable: bool, **kwargs: Any) -> Call[T]:
+def decoding_call(request: dict[str, Any], decode: Callable[[bytes], T], *, replayable: bool) -> Call[T]:
     """`call`, whose answer's bytes go to `decode` as they came: for a decoder that reads JSON and builds the
     value in one step (the worker's lease)."""
-    request = operation._get_kwargs(*args, **kwargs)
-    return Call(partial(_send, request), partial(_asend, request), decode, replayable)
+    return Call(request, decode, replayable)
 
 
 def encoded_call(request: dict[str, Any], content: bytes, decode: Callable[[bytes], T], *, replayable: bool) -> Call[T]:
-    """`decoding_call` whose body is encoded already (`content`, JSON), for the request `request` a generated
-    module built (`operation._get_kwargs(...)`: its method, path and headers; its `json` is left out)."""
-    request = {key: value for key, value in request.items() if key != "json"} | {"content": content}
-    return Call(partial(_send, request), partial(_asend, request), decode, replayable)
+    """`decoding_call` of a route's `request` (no body) whose body is encoded already (`content`, JSON)."""
+    headers = {**request.get("headers", {}), "Content-Type": "application/json"}
+    return Call(request | {"content": content, "headers": headers}, decode, replayable)
 
 
 def _parsed(parse: Callable[[Any], T], content: bytes) -> T:
     return parse(json.loads(content) if content else None)
-
-
-def _send(request: dict[str, Any], *, client: AuthenticatedClient) -> httpx.Response:
-    return client.get_httpx_client().request(**request)
-
-
-async def _asend(request: dict[str, Any], *, client: AuthenticatedClient) -> httpx.Response:
-    return await client.get_async_httpx_client().request(**request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +172,6 @@ class SyncTransport:
         self._owns_http = http_client is None
         http = http_client or httpx.Client(timeout=timeout)
         _configure(http, base_url, api_key)
-        self.client = AuthenticatedClient(base_url=base_url, token=api_key or "").set_httpx_client(http)
         self.http = http
         self.retry = retry
 
@@ -194,7 +179,7 @@ class SyncTransport:
         attempt = 0
         while True:
             try:
-                response = call.send(client=self.client)
+                response = self.http.request(**call.request)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, self.retry, exc):
                     raise _failure(exc, attempt, self.http.base_url) from exc
@@ -222,7 +207,6 @@ class AsyncTransport:
         self._owns_http = http_client is None
         http = http_client or httpx.AsyncClient(timeout=timeout)
         _configure(http, base_url, api_key)
-        self.client = AuthenticatedClient(base_url=base_url, token=api_key or "").set_async_httpx_client(http)
         self.http = http
         self.retry = retry
 
@@ -239,7 +223,7 @@ class AsyncTransport:
         replayed = False
         while True:
             try:
-                response = await call.asend(client=self.client)
+                response = await self.http.request(**call.request)
             except httpx.TransportError as exc:
                 if not _decide(call, attempt, policy, exc):
                     raise _failure(exc, attempt, self.http.base_url) from exc

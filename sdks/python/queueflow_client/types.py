@@ -20,6 +20,7 @@ JobStatus = Literal["pending", "running", "retrying", "completed", "dead_letter"
 WorkflowStatus = Literal["running", "completed", "failed", "partially_failed", "cancelled"]
 StepStatus = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
 OnFailure = Literal["halt", "skip", "continue"]
+BackoffStrategy = Literal["exponential", "linear", "fixed"]
 # A field of one of these types is annotated `... | str`: a server newer than the SDK may answer a value the SDK
 # does not know yet (a new status), which the field then holds as the string it is, never an error
 # (docs/compatibility.md). Compare with the values you know; treat any other as "something newer".
@@ -49,7 +50,7 @@ def _required_time(value: Any) -> datetime:
 class Backoff:
     """How long a failed job waits before its next delivery (the `Backoff` schema of spec/openapi.json)."""
 
-    strategy: Literal["exponential", "linear", "fixed"] | str = "exponential"
+    strategy: BackoffStrategy | str = "exponential"
     base_seconds: float = 1.0
     max_seconds: float = 3600.0
     jitter: bool = True

@@ -15,11 +15,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
 
-from queueflow_worker.host import LoopHost
+from queueflow_worker.host import RecordingHost
 from queueflow_worker.joblog import log
 from queueflow_worker.outcomes import Outcome
 from queueflow_worker.ports import TaskRunner
-from queueflow_worker.retries import persist
 from queueflow_worker.timing import MAX_BATCH
 
 __all__ = ["ACK_BATCHES_KEPT", "Acks"]
@@ -28,13 +27,10 @@ ACK_BATCHES_KEPT = 1000
 """How many of the latest ack sizes `Acks.batches` keeps."""
 
 
-class Host(LoopHost, Protocol):
+class Host(RecordingHost, Protocol):
     """What the acks need of their `WorkerLoop`."""
 
     tasks: TaskRunner
-    abandon: asyncio.Event
-
-    def transient(self, exc: Exception) -> bool: ...
 
     @property
     def held(self) -> int: ...
@@ -43,7 +39,6 @@ class Host(LoopHost, Protocol):
     @property
     def stopping(self) -> bool: ...
     def offer_room(self) -> None: ...
-    def settled(self, job_id: str, token: str) -> None: ...
 
 
 class Acks:
@@ -102,13 +97,7 @@ class Acks:
         try:
             # Made again while the server is away, as long as a lease of the batch may hold (`retries`); later
             # outcomes wait behind it, so outcomes are recorded in the order they came.
-            held: Sequence[bool | None] = await persist(
-                lambda: loop.source.ack(batch),
-                clock=loop.clock,
-                transient=loop.transient,
-                horizon=loop.horizon,
-                abandon=loop.abandon,
-            )
+            held: Sequence[bool | None] = await loop.persist(lambda: loop.source.ack(batch))
         except Exception as exc:
             # Left to the leases' expiry: the janitor reclaims the jobs and they are delivered again.
             if not loop.is_fatal(exc):

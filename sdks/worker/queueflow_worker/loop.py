@@ -40,8 +40,8 @@ import contextlib
 import inspect
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from queueflow_worker import heartbeats, joblog
 from queueflow_worker.acks import ACK_BATCHES_KEPT, Acks
@@ -51,7 +51,7 @@ from queueflow_worker.leasing import Leasing
 from queueflow_worker.outcomes import MAX_ERROR_CHARS, Outcome, error_text, outcome_of
 from queueflow_worker.ports import Clock, LeasedDelivery, LeaseSource, TaskRunner
 from queueflow_worker.releases import Releases
-from queueflow_worker.retries import LeaseHorizon
+from queueflow_worker.retries import LeaseHorizon, persist
 from queueflow_worker.timing import MARGIN_SECONDS, MAX_BATCH, EventLoopClock, ExpiryWatch, Held, Measures, first
 
 __all__ = [
@@ -65,6 +65,8 @@ __all__ = [
     "WorkerLoop",
     "error_text",
 ]
+
+T = TypeVar("T")
 
 LEASE_ANSWER_WAIT = 2.0
 """How long `stop()` waits for a lease in flight: its answer may be on its way (cut then, its jobs would sit
@@ -324,6 +326,13 @@ class WorkerLoop:
     def transient(self, exc: Exception) -> bool:
         """Whether a repeat of the call that failed with `exc` may get past it."""
         return self._transient is not None and self._transient(exc)
+
+    async def persist(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`call()` (an ack or a release), made again while the server is away, as long as a lease the loop holds
+        could still hold, until a quit (`retries.persist`)."""
+        return await persist(
+            call, clock=self.clock, transient=self.transient, horizon=self.horizon, abandon=self.abandon
+        )
 
     def is_fatal(self, exc: Exception) -> bool:
         """True when `exc` is one of the `fatal` errors: leasing stops and `on_fatal` hears of it (once)."""

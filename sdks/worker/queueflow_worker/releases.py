@@ -9,27 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Protocol
 
-from queueflow_worker.host import LoopHost
+from queueflow_worker.host import RecordingHost
 from queueflow_worker.joblog import log
-from queueflow_worker.retries import persist
 from queueflow_worker.timing import MAX_BATCH
 
 __all__ = ["Releases"]
 
 
-class Host(LoopHost, Protocol):
-    """What the releases need of their `WorkerLoop`."""
-
-    abandon: asyncio.Event
-
-    def transient(self, exc: Exception) -> bool: ...
-    def settled(self, job_id: str, token: str) -> None: ...
-
-
 class Releases:
-    def __init__(self, loop: Host) -> None:
+    def __init__(self, loop: RecordingHost) -> None:
         self.loop = loop
         self.count = 0
         """Jobs handed back so far."""
@@ -58,13 +47,7 @@ class Releases:
         for start in range(0, len(leases), MAX_BATCH):
             chunk = leases[start : start + MAX_BATCH]
             try:
-                await persist(
-                    partial(loop.source.release, chunk),
-                    clock=loop.clock,
-                    transient=loop.transient,
-                    horizon=loop.horizon,
-                    abandon=loop.abandon,
-                )
+                await loop.persist(partial(loop.source.release, chunk))
             except Exception as exc:
                 # Left to their leases' expiry: the janitor reclaims them, counting a failed delivery.
                 if not loop.is_fatal(exc):

@@ -1,17 +1,16 @@
 """What the calls of every resource check and convert alike: a key for a request given none, unknown options, a
-backoff as the generated core takes it."""
+value one of the spec's choices, a backoff as the API takes it."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, get_args
 
-from queueflow_client._generated.models import Backoff as BackoffModel
-from queueflow_client._generated.models.backoff_strategy import BackoffStrategy
-from queueflow_client._generated.types import UNSET
 from queueflow_client.errors import ArgumentError
-from queueflow_client.types import Backoff
+from queueflow_client.types import Backoff, BackoffStrategy
+
+_BACKOFF_FIELDS = ("strategy", "base_seconds", "max_seconds", "jitter")
 
 
 def new_idempotency_key() -> str:
@@ -19,16 +18,20 @@ def new_idempotency_key() -> str:
     return f"qf-client-{uuid.uuid4()}"
 
 
-def backoff_model(value: Backoff | Mapping[str, Any] | None) -> Any:
+def backoff_json(value: Backoff | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The backoff's fields that are given (a mapping's other keys are not sent); None: not sent."""
     if value is None:
-        return UNSET
+        return None
     data = value.to_json() if isinstance(value, Backoff) else dict(value)
-    return BackoffModel(
-        strategy=BackoffStrategy(data["strategy"]) if "strategy" in data else UNSET,
-        base_seconds=data.get("base_seconds", UNSET),
-        max_seconds=data.get("max_seconds", UNSET),
-        jitter=data.get("jitter", UNSET),
-    )
+    if "strategy" in data:
+        check_choice(data["strategy"], BackoffStrategy, "backoff strategy")
+    return {name: data[name] for name in _BACKOFF_FIELDS if name in data}
+
+
+def check_choice(value: Any, choices: Any, what: str) -> None:
+    """`value` is one of the `Literal` `choices` (a ValueError if not): refused before any request is made, named."""
+    if value not in get_args(choices):
+        raise ValueError(f"{value!r} is not a valid {what} (one of {', '.join(map(repr, get_args(choices)))})")
 
 
 def reject_unknown(options: Mapping[str, Any], known: Collection[str], what: str, where: str = "") -> None:

@@ -11,30 +11,17 @@ from typing import Any
 import msgspec
 from queueflow_worker import Outcome
 
+from queueflow_client._calls.routes import (
+    ACK_JOBS,
+    ADD_WORKFLOW_STEPS,
+    COMPLETE_JOB,
+    FAIL_JOB,
+    HEARTBEAT_JOB,
+    HEARTBEAT_JOBS,
+    LEASE_JOBS,
+    RELEASE_JOBS,
+)
 from queueflow_client._calls.workflows import added_step
-from queueflow_client._generated.api.worker import (
-    ack_jobs,
-    add_workflow_steps,
-    complete_job,
-    fail_job,
-    heartbeat_job,
-    heartbeat_jobs,
-    lease_jobs,
-    release_jobs,
-)
-from queueflow_client._generated.models import (
-    AckRequest,
-    AddStepsRequest,
-    CompleteRequest,
-    FailRequest,
-    HeartbeatBatch,
-    HeartbeatItem,
-    HeartbeatRequest,
-    LeaseRequest,
-    ReleaseItem,
-    ReleaseRequest,
-)
-from queueflow_client._generated.types import UNSET
 from queueflow_client._transport import Call, call, decoding_call, encoded_call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.steps import check_unique
@@ -62,67 +49,74 @@ def lease(
     worker_id: str | None,
     task_names: Sequence[str] | None = None,
 ) -> Call[list[LeasedJob]]:
-    body = LeaseRequest(
-        queues=list(queues),
-        max_jobs=max_jobs,
-        lease_seconds=lease_seconds,
-        wait_seconds=wait_seconds,
-        worker_id=worker_id if worker_id is not None else UNSET,
-        task_names=list(task_names) if task_names is not None else UNSET,
-    )
+    body: dict[str, Any] = {
+        "queues": list(queues),
+        "max_jobs": max_jobs,
+        "lease_seconds": lease_seconds,
+        "wait_seconds": wait_seconds,
+    }
+    if worker_id is not None:
+        body["worker_id"] = worker_id
+    if task_names is not None:
+        body["task_names"] = list(task_names)
     # Not replayable: a lease whose answer was lost has claimed jobs nobody will run until their leases expire.
-    return decoding_call(lease_jobs, decode_lease_answer, replayable=False, body=body)
+    return decoding_call(LEASE_JOBS.request(body=body), decode_lease_answer, replayable=False)
 
 
-def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = UNSET) -> Call[datetime]:
+_NO_PROGRESS: Any = object()
+
+
+def heartbeat(job_id: str, lease_token: str, lease_seconds: float, progress: Any = _NO_PROGRESS) -> Call[datetime]:
     """A heartbeat; with `progress` (any JSON, null included), one that also records it."""
-    body = HeartbeatRequest(lease_token=lease_token, lease_seconds=lease_seconds, progress=progress)
+    body = {"lease_token": lease_token, "lease_seconds": lease_seconds}
+    if progress is not _NO_PROGRESS:
+        body["progress"] = progress
     return call(
-        heartbeat_job, lambda data: datetime.fromisoformat(data["locked_until"]), job_id, replayable=True, body=body
+        HEARTBEAT_JOB.request(job_id, body=body),
+        lambda data: datetime.fromisoformat(data["locked_until"]),
+        replayable=True,
     )
 
 
 def heartbeat_many(leases: Sequence[tuple[str, str]], lease_seconds: float) -> Call[list[HeartbeatResult]]:
     """Extend every held lease of `leases` ((job id, lease token) pairs) at once; each answers on its own."""
-    body = HeartbeatBatch(
-        jobs=[HeartbeatItem(id=job_id, lease_token=token) for job_id, token in leases], lease_seconds=lease_seconds
-    )
+    body = {"jobs": _leases(leases), "lease_seconds": lease_seconds}
     return call(
-        heartbeat_jobs,
+        HEARTBEAT_JOBS.request(body=body),
         lambda data: [HeartbeatResult.from_json(item) for item in data["results"]],
         replayable=True,
-        body=body,
     )
+
+
+def _leases(leases: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"id": job_id, "lease_token": token} for job_id, token in leases]
 
 
 def complete(job_id: str, lease_token: str, result: Any) -> Call[Job]:
     # Replayable: a repeat of a completion that landed is answered lease_lost, and the worker knows what that means.
-    body = CompleteRequest(lease_token=lease_token, result=result)
-    return call(complete_job, Job.from_json, job_id, replayable=True, body=body)
+    body = {"lease_token": lease_token, "result": result}
+    return call(COMPLETE_JOB.request(job_id, body=body), Job.from_json, replayable=True)
 
 
 def fail(job_id: str, lease_token: str, error: str, *, retryable: bool, retry_after_seconds: float | None) -> Call[Job]:
-    body = FailRequest(
-        lease_token=lease_token,
-        error=error,
-        retryable=retryable,
-        retry_after_seconds=retry_after_seconds if retry_after_seconds is not None else UNSET,
-    )
-    return call(fail_job, Job.from_json, job_id, replayable=True, body=body)
+    body: dict[str, Any] = {"lease_token": lease_token, "error": error, "retryable": retryable}
+    if retry_after_seconds is not None:
+        body["retry_after_seconds"] = retry_after_seconds
+    return call(FAIL_JOB.request(job_id, body=body), Job.from_json, replayable=True)
 
 
-_ACK_REQUEST = ack_jobs._get_kwargs(body=AckRequest(complete=[], fail=[]))
-"""The generated module's request for an ack (method, path, headers), whose body `ack_outcomes` encodes itself."""
+_ACK_REQUEST = ACK_JOBS.request()
+"""An ack's request but for its body, which `ack_outcomes` encodes itself."""
 _json = msgspec.json.Encoder()
 
 
 def ack_outcomes(outcomes: Sequence[Outcome]) -> Call[list[AckResult]]:
-    """`POST /v1/worker/ack` of a worker's outcomes, the completions then the failures, each in `outcomes`' order:
-    the body the generated models would make (`AckRequest`'s JSON), encoded by msgspec from the outcomes, and its
-    answer read by msgspec. A worker acks a few hundred outcomes a call, and the models' objects, their `to_dict`
-    and `json.dumps` took 1.5 µs an outcome, `from_json` 0.9 more (tests/sdk/test_ack_encoding.py holds the two
-    ways to the same body and results). A result is encoded by `json.dumps`, as httpx encodes a body: the task's
-    result was checked by it (`outcome_of`), and msgspec would take values it refuses (a datetime)."""
+    """`POST /v1/worker/ack` of a worker's outcomes, the completions then the failures, each in `outcomes`' order,
+    encoded by msgspec from the outcomes, and its answer read by msgspec. A worker acks a few hundred outcomes a
+    call: encoded through model objects, their `to_dict` and `json.dumps`, they took 1.5 µs an outcome, and
+    `from_json` 0.9 more (tests/sdk/test_ack_encoding.py holds this body to the plain one and these results to
+    `from_json`'s). A result is encoded by `json.dumps`, as httpx encodes a body: the task's result was checked by
+    it (`outcome_of`), and msgspec would take values it refuses (a datetime)."""
     complete = [
         {"id": o.job_id, "lease_token": o.lease_token, "result": None if o.result is None else _raw(o.result)}
         for o in outcomes
@@ -153,9 +147,10 @@ def release(leases: Sequence[tuple[str, str]]) -> Call[list[AckResult]]:
     """Give back held jobs not started ((job id, lease token) pairs): each is claimable again at once, as before
     that delivery, or `lease_lost` on its own."""
     # Replayable: a repeat of a release that landed finds the lease gone (lease_lost) and changes nothing.
-    body = ReleaseRequest(jobs=[ReleaseItem(id=job_id, lease_token=token) for job_id, token in leases])
     return call(
-        release_jobs, lambda data: [AckResult.from_json(item) for item in data["results"]], replayable=True, body=body
+        RELEASE_JOBS.request(body={"jobs": _leases(leases)}),
+        lambda data: [AckResult.from_json(item) for item in data["results"]],
+        replayable=True,
     )
 
 
@@ -163,12 +158,10 @@ def add_steps(job_id: str, lease_token: str, steps: Sequence[Step | Mapping[str,
     if not 1 <= len(steps) <= MAX_ADDED_STEPS:
         raise ArgumentError(f"add 1–{MAX_ADDED_STEPS} steps at a time, not {len(steps)}")
     check_unique(steps)
-    body = AddStepsRequest(lease_token=lease_token, steps=[added_step(step) for step in steps])
+    body = {"lease_token": lease_token, "steps": [added_step(step) for step in steps]}
     # Replayable: the lease token keys it, and a repeat of the same steps by the same step adds nothing twice.
     return call(
-        add_workflow_steps,
+        ADD_WORKFLOW_STEPS.request(job_id, body=body),
         lambda data: [WorkflowStep.from_json(step) for step in data["steps"]],
-        job_id,
         replayable=True,
-        body=body,
     )

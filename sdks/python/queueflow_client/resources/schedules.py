@@ -43,12 +43,11 @@ class ScheduleChanges(ScheduleOptions, total=False):
 
 
 def _fields(options: Mapping[str, Any], **given: Any) -> dict[str, Any]:
-    """Every field, None where not given: the generated body fills a field it is not handed with a default of its
-    own (`enabled=True`, …), which a create would send and an update would change, so each is handed over."""
+    """The fields given, None for not sent (on create: the server's default; on update: unchanged)."""
     unknown = set(options) - ScheduleChanges.__optional_keys__
     if unknown:
         raise TypeError(f"unknown schedule field(s): {', '.join(sorted(unknown))}")
-    return {**dict.fromkeys(ScheduleChanges.__optional_keys__), **given, **options}
+    return {**given, **options}
 
 
 def _created(

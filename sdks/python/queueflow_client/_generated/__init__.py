@@ -1,8 +1,0 @@
-"""A client library for accessing QueueFlow"""
-
-from .client import AuthenticatedClient, Client
-
-__all__ = (
-    "AuthenticatedClient",
-    "Client",
-)
