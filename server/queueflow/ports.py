@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.finish import StepReport
-from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
+from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import Growth, GrowthView, Needs
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
@@ -338,8 +338,10 @@ class QueueStore(Protocol):
     what is known of each queue's jobs: counts, backlogs, throughput. Each method is one atomic operation, as in
     `JobStore`, whose claim obeys these settings."""
 
+    # --- reads for the tenant -------------------------------------------------------------------------------
+
     async def queue_overview(
-        self, tenant_id: str, now: datetime, queue_name: str | None = None
+        self, *, tenant_id: str, queue_name: str | None = None, now: datetime
     ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
         """The tenant's configured queues (every one, or only `queue_name`) with their settings, by queue name (a
         queue never configured is absent: its settings are the defaults), and per queue with any of the tenant's
@@ -349,22 +351,25 @@ class QueueStore(Protocol):
         Reads only."""
         ...
 
-    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
-        """Every (tenant, queue) whose settings restrict leasing, with its rate bucket's tokens at `now` and its
-        due (scheduled_at ≤ now) and running jobs, per concurrency_key, for `flow.held_back`. Reads only."""
-        ...
-
-    async def queue_configure(
-        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
-    ) -> QueueSettings:
-        """∅ | stored → stored with `patch` applied, atomically (two patches of different fields both stick).
-        A new or changed rate limit starts with a full bucket. Announces the queue (as an insert does), so that
-        a lessee parked on a queue that was paused or full takes its jobs now. Returns the settings as stored."""
-        ...
-
-    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+    async def queue_throughput(self, *, tenant_id: str, since: datetime) -> list[QueueMinute]:
         """Per queue and UTC minute, the tenant's jobs that became completed or dead_letter at or after `since`
         (by completed_at); only minutes with any, by queue name then minute. Reads only."""
+        ...
+
+    # --- writes by the tenant ---------------------------------------------------------------------------------
+
+    async def queue_configure(self, request: ConfigureRequest) -> QueueSettings:
+        """∅ | stored → stored with `request.patch` applied, atomically (two patches of different fields both
+        stick). A new or changed rate limit starts with a full bucket. Announces the queue (as an insert does), so
+        that a lessee parked on a queue that was paused or full takes its jobs now. Returns the settings as
+        stored."""
+        ...
+
+    # --- every tenant's, for the server's gauges --------------------------------------------------------------
+
+    async def queue_backlogs(self, *, now: datetime) -> list[Backlog]:
+        """Every (tenant, queue) whose settings restrict leasing, with its rate bucket's tokens at `now` and its
+        due (scheduled_at ≤ now) and running jobs, per concurrency_key, for `flow.held_back`. Reads only."""
         ...
 
 
