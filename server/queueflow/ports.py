@@ -12,7 +12,7 @@ from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import Growth, GrowthView, Needs
-from queueflow.core.schedule import Schedule
+from queueflow.core.schedule import Schedule, ScheduleFired
 from queueflow.core.types import (
     JSON,
     UNCHANGED,
@@ -381,16 +381,20 @@ class ScheduleStore(Protocol):
     (`schedule_fired`, which moves `next_run_at` forward and leaves `updated_at` alone).
     """
 
-    async def schedule_insert(self, schedule: Schedule) -> Schedule:
-        """∅ → stored. `InvalidState` when the tenant already has a schedule with this name."""
-        ...
+    # --- reads for the tenant -------------------------------------------------------------------------------
 
-    async def schedule_get(self, tenant_id: str, name: str) -> Schedule | None:
+    async def schedule_get(self, name: str, *, tenant_id: str) -> Schedule | None:
         """The tenant's schedule called `name`, if there is one."""
         ...
 
-    async def schedule_list(self, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
+    async def schedule_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
         """Up to `limit` of the tenant's schedules, newest first (created_at, id descending), strictly after `after`."""
+        ...
+
+    # --- writes by the tenant ---------------------------------------------------------------------------------
+
+    async def schedule_insert(self, schedule: Schedule) -> Schedule:
+        """∅ → stored. `InvalidState` when the tenant already has a schedule with this name."""
         ...
 
     async def schedule_update(
@@ -401,23 +405,17 @@ class ScheduleStore(Protocol):
         are. None when the row is gone or has changed since it was read."""
         ...
 
-    async def schedule_delete(self, tenant_id: str, name: str) -> bool:
+    async def schedule_delete(self, name: str, *, tenant_id: str) -> bool:
         """stored → ∅. False when the tenant has no schedule called `name`."""
         ...
 
-    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+    # --- the scheduler's firings ----------------------------------------------------------------------------
+
+    async def schedule_due(self, *, limit: int, now: datetime) -> list[Schedule]:
         """Up to `limit` enabled schedules of every tenant with next_run_at ≤ now, earliest next_run_at first."""
         ...
 
-    async def schedule_fired(
-        self,
-        schedule_id: str,
-        *,
-        expected_next_run_at: datetime,
-        expected_updated_at: datetime,
-        next_run_at: datetime,
-        last_run_at: datetime,
-    ) -> bool:
+    async def schedule_fired(self, fired: ScheduleFired) -> bool:
         """enabled, next_run_at = expected → next_run_at, last_run_at, only while `updated_at` is also the expected
         one (no edit came in between). False when another scheduler recorded this firing first, or the schedule
         was edited, disabled or deleted since it was read: the row is left as it is."""

@@ -216,5 +216,5 @@ async def everything(store: Store, tenant: str = T) -> tuple[list[Job], list[Wor
     return (
         await jobs_of(store, tenant),
         await workflows_of(store, tenant),
-        await store.schedule_list(tenant, 1000, None),
+        await store.schedule_list(tenant_id=tenant, limit=1000, after=None),
     )
