@@ -10,23 +10,22 @@ from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import NewStepJob, Transition
 from queueflow.core.finish import StepReport
-from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
+from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import Growth, GrowthView, Needs
-from queueflow.core.schedule import Schedule
+from queueflow.core.schedule import Schedule, ScheduleFired
 from queueflow.core.types import (
     JSON,
-    UNCHANGED,
     ClaimRequest,
     Completion,
     Cursor,
     Ended,
     Failure,
+    Heartbeat,
     HeldLease,
     Job,
-    JobFilter,
+    JobQuery,
     QueueCounts,
     QueueMinute,
-    Unchanged,
 )
 from queueflow.core.waits import DueWait, SignalAction
 from queueflow.core.workflow import Step, Workflow, WorkflowStatus
@@ -202,35 +201,57 @@ class JobStore(Protocol):
     see another tenant's rows; worker-side methods drain every tenant. Methods that return `None` (or a
     `None` per item) leave it to the engine to say why: the row is missing, or not in the required state.
     Every adapter raises only `QueueFlowError`s (a value it cannot store is a `ValidationError`).
+
+    Every store method has one shape: positional, only its subject (an id, a value, a sequence of items);
+    `tenant_id` and `now` keyword-only, `now` last; more than three inputs one frozen value of `core` named for
+    the operation (`ClaimRequest`, `Heartbeat`, `JobQuery`), which then carries `now` and the tenant.
     """
+
+    # --- health ---------------------------------------------------------------------------------------------------
 
     async def ping(self) -> None:
         """Nothing when the store answers; `StoreUnavailable` when it cannot be reached (readiness checks)."""
         ...
 
-    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
-        """∅ → pending, for every row or none. A row whose (tenant_id, idempotency_key) already exists is
-        not inserted and resolves to the existing job: `(existing, False)`; otherwise `(row, True)`."""
-        ...
+    # --- reads ----------------------------------------------------------------------------------------------------
 
-    async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
+    async def job_get(self, job_id: str, *, tenant_id: str | None = None) -> Job | None:
         """The job, if it exists (and, with a `tenant_id`, belongs to that tenant)."""
-        ...
-
-    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
-        """Ask that the job's finish (→ completed | dead_letter | cancelled) be announced to every process's
-        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
-        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
         ...
 
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs that exist among `job_ids`, by id (any tenant)."""
         ...
 
-    async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
-        """Up to `limit` of the tenant's jobs matching `where`, newest first (created_at, id descending),
-        strictly after `after`."""
+    async def job_list(self, query: JobQuery) -> list[Job]:
+        """Up to `query.limit` of the tenant's jobs matching `query.where`, newest first (created_at, id
+        descending), strictly after `query.after`."""
         ...
+
+    async def job_watch(self, job_id: str, *, tenant_id: str) -> Job | None:
+        """Ask that the job's finish (→ completed | dead_letter | cancelled) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
+        ...
+
+    # --- writes by the tenant -------------------------------------------------------------------------------------
+
+    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
+        """∅ → pending, for every row or none. A row whose (tenant_id, idempotency_key) already exists is
+        not inserted and resolves to the existing job: `(existing, False)`; otherwise `(row, True)`."""
+        ...
+
+    async def job_cancel(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
+        """pending | retrying | running → cancelled at now (completed_at), lease token voided. None if missing
+        (for the tenant) or finished."""
+        ...
+
+    async def job_retry(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
+        """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at and completed_at
+        cleared, error kept. None if missing (for the tenant) or other."""
+        ...
+
+    # --- the worker's lease lifecycle: claim, heartbeat, release, complete, fail ----------------------------------
 
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
         """pending | retrying, due (scheduled_at ≤ now) → running, for up to `max_jobs` jobs of `queues` (and, when
@@ -252,28 +273,21 @@ class JobStore(Protocol):
         All or nothing, as every method here: a claim that fails leaves every job as it was."""
         ...
 
-    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+    async def job_next_due(self, queues: Sequence[str], *, now: datetime) -> datetime | None:
         """The earliest `scheduled_at` after `now` of a pending | retrying job of `queues`: when the next delayed
         job or retry becomes claimable — or, if sooner, when an empty rate-limit bucket of one of `queues` gets its
         next token, so that a lease throttled by the rate wakes as soon as it may take a job. None when neither
         waits. Reads only."""
         ...
 
-    async def job_heartbeat(
-        self,
-        job_id: str,
-        lease_token: str,
-        now: datetime,
-        lease_seconds: float,
-        progress: JSON | Unchanged = UNCHANGED,
-    ) -> Job | None:
+    async def job_heartbeat(self, beat: Heartbeat) -> Job | None:
         """running (token matches, locked_until > now) → running with locked_until = now + lease_seconds,
-        capped at started_at + timeout_seconds, and progress = `progress` unless UNCHANGED. None (and nothing
+        capped at started_at + timeout_seconds, and progress = `beat.progress` unless UNCHANGED. None (and nothing
         written) when the lease is not held. A progress it cannot store is a `ValidationError`."""
         ...
 
     async def job_heartbeat_many(
-        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+        self, leases: Sequence[HeldLease], *, lease_seconds: float, now: datetime
     ) -> list[datetime | None]:
         """`job_heartbeat` for each item on its own, in one operation: running (token matches, locked_until > now)
         → locked_until = now + lease_seconds, capped at started_at + timeout_seconds, and progress = the item's
@@ -282,7 +296,7 @@ class JobStore(Protocol):
         a `ValidationError`, and then nothing is written."""
         ...
 
-    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+    async def job_release_many(self, leases: Sequence[HeldLease], *, now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → claimable again exactly as before this claim: pending
         (retrying when retry_count > 0, as a claimable job is exactly when a retry was counted), delivery_count - 1,
         scheduled_at and retry_count untouched, lease cleared, and started_at what it was before the claim (None
@@ -292,42 +306,34 @@ class JobStore(Protocol):
         too). Announces the queues (as an insert does), so parked lessees take the jobs now."""
         ...
 
-    async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
+    async def job_complete(self, completion: Completion, *, now: datetime) -> Job | None:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared; the job as completed, or None where the lease is not held."""
         ...
 
-    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+    async def job_complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[Ended | None]:
         """running (token matches, locked_until > now) → completed with its result and completed_at = now, lease
         cleared. Each item on its own: the job's id, status, queue and workflow, or None where the lease is not
         held (the whole row costs more to read than a batched ack needs; `job_get` reads it)."""
         ...
 
-    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+    async def job_fail_many(self, failures: Sequence[Failure], *, now: datetime) -> list[Job | None]:
         """running (token matches, locked_until > now) → retrying (retry_count + 1,
         scheduled_at = next_retry_at = retry_at) or, when retry_at is None, dead_letter (completed_at = now); lease
         cleared, error_message recorded. Each item on its own: None where the lease is not held. A job that goes
         retrying announces its queue (as an insert does), so parked lessees learn its new due time."""
         ...
 
-    async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        """pending | retrying | running → cancelled at now (completed_at), lease token voided. None if missing
-        (for the tenant) or finished."""
-        ...
+    # --- the janitor's sweeps -------------------------------------------------------------------------------------
 
-    async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
-        """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at and completed_at
-        cleared, error kept. None if missing (for the tenant) or other."""
-        ...
-
-    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+    async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
         """For up to `limit` running jobs whose locked_until ≤ now: locked_until = now + relock_seconds and a
         new lease token, so that no other janitor takes them while this one decides, and the worker whose lease
         expired can no longer finish them (409 lease_lost, as for any expired lease; with its old token it could,
         for as long as the janitor held the row). Returns them as re-leased to the janitor."""
         ...
 
-    async def job_delete_finished(self, before: datetime, limit: int) -> int:
+    async def job_delete_finished(self, *, before: datetime, limit: int) -> int:
         """Delete up to `limit` completed | dead_letter | cancelled jobs finished (completed_at) before `before`,
         the longest finished first, except those of a running workflow (its self-heal reads them); how many."""
         ...
@@ -338,8 +344,10 @@ class QueueStore(Protocol):
     what is known of each queue's jobs: counts, backlogs, throughput. Each method is one atomic operation, as in
     `JobStore`, whose claim obeys these settings."""
 
+    # --- reads for the tenant -------------------------------------------------------------------------------------
+
     async def queue_overview(
-        self, tenant_id: str, now: datetime, queue_name: str | None = None
+        self, *, tenant_id: str, queue_name: str | None = None, now: datetime
     ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
         """The tenant's configured queues (every one, or only `queue_name`) with their settings, by queue name (a
         queue never configured is absent: its settings are the defaults), and per queue with any of the tenant's
@@ -349,22 +357,25 @@ class QueueStore(Protocol):
         Reads only."""
         ...
 
-    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
-        """Every (tenant, queue) whose settings restrict leasing, with its rate bucket's tokens at `now` and its
-        due (scheduled_at ≤ now) and running jobs, per concurrency_key, for `flow.held_back`. Reads only."""
-        ...
-
-    async def queue_configure(
-        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
-    ) -> QueueSettings:
-        """∅ | stored → stored with `patch` applied, atomically (two patches of different fields both stick).
-        A new or changed rate limit starts with a full bucket. Announces the queue (as an insert does), so that
-        a lessee parked on a queue that was paused or full takes its jobs now. Returns the settings as stored."""
-        ...
-
-    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+    async def queue_throughput(self, *, tenant_id: str, since: datetime) -> list[QueueMinute]:
         """Per queue and UTC minute, the tenant's jobs that became completed or dead_letter at or after `since`
         (by completed_at); only minutes with any, by queue name then minute. Reads only."""
+        ...
+
+    # --- writes by the tenant -------------------------------------------------------------------------------------
+
+    async def queue_configure(self, request: ConfigureRequest) -> QueueSettings:
+        """∅ | stored → stored with `request.patch` applied, atomically (two patches of different fields both
+        stick). A new or changed rate limit starts with a full bucket. Announces the queue (as an insert does), so
+        that a lessee parked on a queue that was paused or full takes its jobs now. Returns the settings as
+        stored."""
+        ...
+
+    # --- every tenant's, for the server's gauges ------------------------------------------------------------------
+
+    async def queue_backlogs(self, *, now: datetime) -> list[Backlog]:
+        """Every (tenant, queue) whose settings restrict leasing, with its rate bucket's tokens at `now` and its
+        due (scheduled_at ≤ now) and running jobs, per concurrency_key, for `flow.held_back`. Reads only."""
         ...
 
 
@@ -376,16 +387,20 @@ class ScheduleStore(Protocol):
     (`schedule_fired`, which moves `next_run_at` forward and leaves `updated_at` alone).
     """
 
-    async def schedule_insert(self, schedule: Schedule) -> Schedule:
-        """∅ → stored. `InvalidState` when the tenant already has a schedule with this name."""
-        ...
+    # --- reads for the tenant -------------------------------------------------------------------------------------
 
-    async def schedule_get(self, tenant_id: str, name: str) -> Schedule | None:
+    async def schedule_get(self, name: str, *, tenant_id: str) -> Schedule | None:
         """The tenant's schedule called `name`, if there is one."""
         ...
 
-    async def schedule_list(self, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
+    async def schedule_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
         """Up to `limit` of the tenant's schedules, newest first (created_at, id descending), strictly after `after`."""
+        ...
+
+    # --- writes by the tenant -------------------------------------------------------------------------------------
+
+    async def schedule_insert(self, schedule: Schedule) -> Schedule:
+        """∅ → stored. `InvalidState` when the tenant already has a schedule with this name."""
         ...
 
     async def schedule_update(
@@ -396,23 +411,17 @@ class ScheduleStore(Protocol):
         are. None when the row is gone or has changed since it was read."""
         ...
 
-    async def schedule_delete(self, tenant_id: str, name: str) -> bool:
+    async def schedule_delete(self, name: str, *, tenant_id: str) -> bool:
         """stored → ∅. False when the tenant has no schedule called `name`."""
         ...
 
-    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+    # --- the scheduler's firings ----------------------------------------------------------------------------------
+
+    async def schedule_due(self, *, limit: int, now: datetime) -> list[Schedule]:
         """Up to `limit` enabled schedules of every tenant with next_run_at ≤ now, earliest next_run_at first."""
         ...
 
-    async def schedule_fired(
-        self,
-        schedule_id: str,
-        *,
-        expected_next_run_at: datetime,
-        expected_updated_at: datetime,
-        next_run_at: datetime,
-        last_run_at: datetime,
-    ) -> bool:
+    async def schedule_fired(self, fired: ScheduleFired) -> bool:
         """enabled, next_run_at = expected → next_run_at, last_run_at, only while `updated_at` is also the expected
         one (no edit came in between). False when another scheduler recorded this firing first, or the schedule
         was edited, disabled or deleted since it was read: the row is left as it is."""

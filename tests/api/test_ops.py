@@ -24,7 +24,7 @@ class DownStore(InMemoryJobStore):
     async def ping(self) -> None:
         raise StoreUnavailable("connection refused")
 
-    async def job_get(self, job_id: str, tenant_id: str | None = None) -> None:
+    async def job_get(self, job_id: str, *, tenant_id: str | None = None) -> None:
         raise StoreUnavailable("connection refused")
 
 

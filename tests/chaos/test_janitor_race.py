@@ -45,8 +45,8 @@ class Barrier:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def job_lease_expired(self, now: datetime, limit: int, lease_seconds: float) -> list[Job]:
-        rows = await self._store.job_lease_expired(now, limit, lease_seconds)
+    async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
+        rows = await self._store.job_lease_expired(limit=limit, relock_seconds=relock_seconds, now=now)
         self.reached.set()
         await self.go.wait()
         return rows

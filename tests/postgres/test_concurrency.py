@@ -86,8 +86,8 @@ class SlowJanitorStore(PostgresJobStore):
 
     between: Callable[[], Awaitable[None]]
 
-    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
-        taken = await super().job_lease_expired(now, limit, relock_seconds)
+    async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
+        taken = await super().job_lease_expired(limit=limit, relock_seconds=relock_seconds, now=now)
         await self.between()
         return taken
 

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable, ValidationError
-from queueflow.core.types import Completion, Failure, JobStatus, NewJob
+from queueflow.core.types import Completion, Failure, Heartbeat, JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres.errors import translate
 
@@ -49,23 +49,30 @@ async def test_unstorable_results_and_errors_change_nothing(postgres_store: Post
     (job,) = await engine.lease(["default"])
     token = job.lease_token or ""
     with pytest.raises(ValidationError):
-        await postgres_store.job_complete_many([Completion(job.id, token, {"r": "\x00"})], START)
+        await postgres_store.job_complete_many([Completion(job.id, token, {"r": "\x00"})], now=START)
     with pytest.raises(ValidationError):
-        await postgres_store.job_complete_many([Completion(job.id, token, 10**5000)], START)
+        await postgres_store.job_complete_many([Completion(job.id, token, 10**5000)], now=START)
     with pytest.raises(ValidationError):
-        await postgres_store.job_fail_many([Failure(job.id, token, "err\x00or", None)], START)
+        await postgres_store.job_fail_many([Failure(job.id, token, "err\x00or", None)], now=START)
     assert await postgres_store.job_get(job.id) == job
 
 
 async def test_unstorable_keys_match_nothing(postgres_store: PostgresJobStore) -> None:
     for key in ("job\x00", "job\ud800"):
         assert await postgres_store.job_get(key) is None
-        assert await postgres_store.job_get("job_x", key) is None
+        assert await postgres_store.job_get("job_x", tenant_id=key) is None
         assert await postgres_store.job_get_many([key]) == {}
-        assert await postgres_store.job_complete_many([Completion(key, str(uuid.uuid4()))], START) == [None]
-        assert await postgres_store.job_cancel(T, key, START) is None
-    assert await postgres_store.job_heartbeat("job_x", "not-a-uuid", START, 30) is None
-    assert await postgres_store.job_complete_many([Completion("job_x", "{" + str(uuid.uuid4()) + "}")], START) == [None]
+        assert await postgres_store.job_complete_many([Completion(key, str(uuid.uuid4()))], now=START) == [None]
+        assert await postgres_store.job_cancel(key, tenant_id=T, now=START) is None
+    assert (
+        await postgres_store.job_heartbeat(
+            Heartbeat(job_id="job_x", lease_token="not-a-uuid", lease_seconds=30, now=START)
+        )
+        is None
+    )
+    assert await postgres_store.job_complete_many([Completion("job_x", "{" + str(uuid.uuid4()) + "}")], now=START) == [
+        None
+    ]
 
 
 async def test_database_data_errors_translate_to_validation_errors(postgres_url: str) -> None:

@@ -46,7 +46,7 @@ async def test_more_work_than_connections_waits_and_opens_no_new_session(postgre
         await store.ping()  # the first statement opens the whole pool
         warm = await sessions(postgres_url)
         assert len(warm) == 3
-        await asyncio.gather(*(store.queue_overview("tenant", clock.now()) for _ in range(40)))
+        await asyncio.gather(*(store.queue_overview(tenant_id="tenant", now=clock.now()) for _ in range(40)))
         assert await sessions(postgres_url) == warm
 
 
@@ -61,12 +61,12 @@ async def test_statements_stuck_behind_a_lock_are_cancelled_and_the_pool_recover
         async with pg.connect(postgres_url) as holder:
             await holder.execute("BEGIN; LOCK TABLE queueflow.jobs IN ACCESS EXCLUSIVE MODE")
             async with asyncio.timeout(PATIENCE):
-                calls = [store.queue_overview("tenant", clock.now()) for _ in range(6)]
+                calls = [store.queue_overview(tenant_id="tenant", now=clock.now()) for _ in range(6)]
                 outcomes = await asyncio.gather(*calls, return_exceptions=True)
             await holder.execute("ROLLBACK")
         assert [type(outcome) for outcome in outcomes] == [StoreUnavailable] * 6
         assert "statement timeout" in str(outcomes[0])
-        assert await store.queue_overview("tenant", clock.now()) == ({}, [])
+        assert await store.queue_overview(tenant_id="tenant", now=clock.now()) == ({}, [])
         assert await sessions(postgres_url) == warm  # cancelled statements cost no reconnection
 
 
@@ -75,7 +75,7 @@ async def test_a_call_that_finds_every_connection_busy_says_so(postgres_url: str
         await store.ping()
         async with pg.connect(postgres_url) as holder:
             await holder.execute("BEGIN; LOCK TABLE queueflow.jobs IN ACCESS EXCLUSIVE MODE")
-            stuck = asyncio.create_task(store.queue_overview("tenant", TestClock().now()))
+            stuck = asyncio.create_task(store.queue_overview(tenant_id="tenant", now=TestClock().now()))
             await waiting_for_a_lock(holder)
             try:
                 with pytest.raises(StoreUnavailable, match="all 1 are busy"):

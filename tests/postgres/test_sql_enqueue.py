@@ -59,7 +59,7 @@ async def test_jobs_of_one_transaction_are_claimed_in_its_order(
 async def test_defaults_are_those_of_the_http_route(postgres_url: str, postgres_store: PostgresJobStore) -> None:
     async with pg.connect(postgres_url) as connection:
         job_id = await connection.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't')", T)
-    job = await postgres_store.job_get(job_id, T)
+    job = await postgres_store.job_get(job_id, tenant_id=T)
     assert job is not None
     assert (job.queue_name, job.payload, job.priority, job.max_retries) == ("default", {}, 0, 3)
     assert (job.backoff, job.timeout_seconds, job.metadata, job.idempotency_key) == (BackoffPolicy(), None, {}, None)
@@ -230,7 +230,7 @@ async def test_a_concurrency_key_is_stored_as_the_http_routes_and_limited_alike(
         by_sql: "u" * 199 + "1",
         same_key: "u1",
     }
-    stored = await postgres_store.job_get(by_sql, T)
+    stored = await postgres_store.job_get(by_sql, tenant_id=T)
     assert stored is not None
     assert stored.concurrency_key == "u" * 199 + "1"
     # One job per key at a time: of the two "u1" jobs only the first is leased, with the other key's job.

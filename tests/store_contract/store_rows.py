@@ -18,7 +18,18 @@ from queueflow.core.cursor import Listed
 from queueflow.core.ids import new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import JSON, ClaimRequest, Completion, Cursor, Failure, Job, JobFilter, JobStatus, NewJob
+from queueflow.core.types import (
+    JSON,
+    ClaimRequest,
+    Completion,
+    Cursor,
+    Failure,
+    Job,
+    JobFilter,
+    JobQuery,
+    JobStatus,
+    NewJob,
+)
 from queueflow.core.workflow import NewStep, Step, Workflow, WorkflowStatus, new_steps, step_job
 from queueflow.ports import Store
 
@@ -116,7 +127,7 @@ async def in_status(store: Store, status: JobStatus, queue: str | None = None, n
         return stored
     if status is JobStatus.CANCELLED:
         await inserted(store, row)
-        cancelled = await store.job_cancel(T, row.id, now)
+        cancelled = await store.job_cancel(row.id, tenant_id=T, now=now)
         assert cancelled is not None
         return cancelled
     held = await leased(store, row, now)
@@ -124,12 +135,12 @@ async def in_status(store: Store, status: JobStatus, queue: str | None = None, n
     if status is JobStatus.RUNNING:
         return held
     if status is JobStatus.COMPLETED:
-        (completed,) = await store.job_complete_many([Completion(held.id, token, "done")], now)
+        (completed,) = await store.job_complete_many([Completion(held.id, token, "done")], now=now)
         assert completed is not None
         ended = await store.job_get(held.id)
     else:
         retry_at = now + timedelta(minutes=1) if status is JobStatus.RETRYING else None
-        (ended,) = await store.job_fail_many([Failure(held.id, token, "boom", retry_at)], now)
+        (ended,) = await store.job_fail_many([Failure(held.id, token, "boom", retry_at)], now=now)
     assert ended is not None
     assert ended.status is status
     return ended
@@ -137,7 +148,7 @@ async def in_status(store: Store, status: JobStatus, queue: str | None = None, n
 
 async def jobs_of(store: Store, tenant: str = T) -> list[Job]:
     """Every job of `tenant`, newest first."""
-    return await store.job_list(tenant, JobFilter(), 1000, None)
+    return await store.job_list(JobQuery(tenant_id=tenant, where=JobFilter(), limit=1000, after=None))
 
 
 # --- workflows ---------------------------------------------------------------------------------------------
@@ -216,5 +227,5 @@ async def everything(store: Store, tenant: str = T) -> tuple[list[Job], list[Wor
     return (
         await jobs_of(store, tenant),
         await workflows_of(store, tenant),
-        await store.schedule_list(tenant, 1000, None),
+        await store.schedule_list(tenant_id=tenant, limit=1000, after=None),
     )

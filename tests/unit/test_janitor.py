@@ -23,11 +23,11 @@ class FlakyStore(InMemoryJobStore):
         self.outages = outages
         self.swept = asyncio.Event()
 
-    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+    async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
         if self.outages:
             self.outages -= 1
             raise StoreUnavailable("the database is restarting")
-        taken = await super().job_lease_expired(now, limit, relock_seconds)
+        taken = await super().job_lease_expired(limit=limit, relock_seconds=relock_seconds, now=now)
         self.swept.set()
         return taken
 
@@ -56,11 +56,11 @@ class FailsOnce(InMemoryJobStore):
         super().__init__()
         self.failed = False
 
-    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+    async def job_fail_many(self, failures: Sequence[Failure], *, now: datetime) -> list[Job | None]:
         if not self.failed:
             self.failed = True
             raise StoreUnavailable("the database went away")
-        return await super().job_fail_many(failures, now)
+        return await super().job_fail_many(failures, now=now)
 
 
 async def test_a_sweep_cut_short_after_its_re_lease_holds_the_job_for_seconds_not_a_minute() -> None:

@@ -24,11 +24,11 @@ class FlakyStore(InMemoryJobStore):
         self.outages = outages
         self.fired = asyncio.Event()
 
-    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+    async def schedule_due(self, *, limit: int, now: datetime) -> list[Schedule]:
         if self.outages:
             self.outages -= 1
             raise StoreUnavailable("the database is restarting")
-        return await super().schedule_due(now, limit)
+        return await super().schedule_due(limit=limit, now=now)
 
     async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
         inserted = await super().job_insert_many(jobs)

@@ -79,6 +79,17 @@ class QueueSettingsPatch:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigureRequest:
+    """What one configuration asks of the store (`QueueStore.queue_configure`): `patch` applied to the settings of
+    the tenant's queue `queue_name` at `now`."""
+
+    tenant_id: str
+    queue_name: str
+    patch: QueueSettingsPatch
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Backlog:
     """A restricted (tenant, queue) as a claim would find it at one instant: its settings, its rate bucket's tokens
     then (None without a rate limit), and its due and running jobs, in all and per `concurrency_key`."""

@@ -152,6 +152,18 @@ class Firing(NamedTuple):
     """The schedule's next pending occurrence, strictly after `occurrence` and after `now`."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleFired:
+    """A firing for the store to record (`ScheduleStore.schedule_fired`): the schedule `schedule_id`, as read
+    (`expected_next_run_at`, `expected_updated_at`), moves on to `next_run_at`, having run at `last_run_at`."""
+
+    schedule_id: str
+    expected_next_run_at: datetime
+    expected_updated_at: datetime
+    next_run_at: datetime
+    last_run_at: datetime
+
+
 # --- validation --------------------------------------------------------------------------------------------
 
 

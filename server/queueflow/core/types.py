@@ -187,6 +187,17 @@ class ClaimRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class JobQuery:
+    """What one listing asks of the store (`JobStore.job_list`): up to `limit` of the tenant's jobs matching `where`,
+    strictly after `after`."""
+
+    tenant_id: str
+    where: JobFilter = field(default_factory=JobFilter)
+    limit: int
+    after: Cursor | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueCounts:
     """Counts of one queue's jobs, as the store sees them at `now`; `retrying` is part of `pending` and `scheduled`."""
 
@@ -253,6 +264,18 @@ class HeldLease(msgspec.Struct, frozen=True):
     job_id: str
     lease_token: str
     progress: JSON | Unchanged = UNCHANGED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    """What one heartbeat asks of the store (`JobStore.job_heartbeat`): the lease `lease_token` holds on `job_id`
+    extended to `now` + `lease_seconds`, with the progress it reports, if any."""
+
+    job_id: str
+    lease_token: str
+    lease_seconds: float
+    progress: JSON | Unchanged = UNCHANGED
+    now: datetime
 
 
 class Ended(msgspec.Struct, frozen=True):

@@ -29,10 +29,12 @@ from queueflow.core.types import (
     Enqueued,
     Failure,
     FailureRequest,
+    Heartbeat,
     HeartbeatResult,
     HeldLease,
     Job,
     JobFilter,
+    JobQuery,
     JobStatus,
     MaintenanceReport,
     NewJob,
@@ -87,14 +89,14 @@ class Engine:
         return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
-        job = await self.store.job_get(job_id, tenant_id)
+        job = await self.store.job_get(job_id, tenant_id=tenant_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         return job
 
     async def watch_job(self, tenant_id: str, job_id: str) -> Job:
         """The job, with its finish announced to every process from now on (`JobStore.job_watch`)."""
-        job = await self.store.job_watch(job_id, tenant_id)
+        job = await self.store.job_watch(job_id, tenant_id=tenant_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         return job
@@ -105,12 +107,14 @@ class Engine:
         after = page_after(limit, cursor)
         if where is not None and where.metadata is not None:
             validation.check(validation.object_errors(where.metadata, ("metadata",)))
-        rows = await self.store.job_list(tenant_id, where or JobFilter(), limit + 1, after)
+        rows = await self.store.job_list(
+            JobQuery(tenant_id=tenant_id, where=where or JobFilter(), limit=limit + 1, after=after)
+        )
         return page(rows, limit)
 
     async def cancel_job(self, tenant_id: str, job_id: str) -> Job:
         """Cancel a job that has not finished; a running job's lease token stops working at once."""
-        job = await self.store.job_cancel(tenant_id, job_id, self.clock.now())
+        job = await self.store.job_cancel(job_id, tenant_id=tenant_id, now=self.clock.now())
         if job is None:
             current = await self.get_job(tenant_id, job_id)
             raise InvalidState(f"job {job_id} is {current.status}; only unfinished jobs can be cancelled")
@@ -121,7 +125,7 @@ class Engine:
         """Replay a dead-lettered or cancelled job now, with a fresh retry budget.
 
         A workflow step's job runs again, but its step stays as it ended (see `queueflow.engine.workflows`)."""
-        job = await self.store.job_retry(tenant_id, job_id, self.clock.now())
+        job = await self.store.job_retry(job_id, tenant_id=tenant_id, now=self.clock.now())
         if job is None:
             current = await self.get_job(tenant_id, job_id)
             raise InvalidState(f"job {job_id} is {current.status}; only dead_letter or cancelled jobs can be retried")
@@ -173,14 +177,14 @@ class Engine:
         return await self.store.job_claim(request)
 
     async def _check_scope(self, job_id: str, scope: str | None) -> None:
-        if scope is not None and await self.store.job_get(job_id, scope) is None:
+        if scope is not None and await self.store.job_get(job_id, tenant_id=scope) is None:
             raise NotFound(f"no job {job_id}")
 
     async def next_due(self, queues: Sequence[str], *, after: datetime | None = None) -> datetime | None:
         """When the next delayed job or retry of `queues` becomes claimable after `after` (default now; None:
         nothing waits), so that an idle lessee can sleep exactly until then. A lessee passes the time of its
         empty claim, so that a job that became due since is answered too (and it claims again at once)."""
-        return await self.store.job_next_due(list(dict.fromkeys(queues)), after or self.clock.now())
+        return await self.store.job_next_due(list(dict.fromkeys(queues)), now=after or self.clock.now())
 
     async def heartbeat(
         self,
@@ -198,7 +202,10 @@ class Engine:
             errors += progress_errors(progress, ("progress",))
         validation.check(errors)
         await self._check_scope(job_id, scope)
-        job = await self.store.job_heartbeat(job_id, lease_token, self.clock.now(), lease_seconds, progress)
+        beat = Heartbeat(
+            job_id=job_id, lease_token=lease_token, lease_seconds=lease_seconds, progress=progress, now=self.clock.now()
+        )
+        job = await self.store.job_heartbeat(beat)
         if job is None:
             raise await self._lease_lost(job_id)
         return job
@@ -215,7 +222,7 @@ class Engine:
             jobs = await self.store.job_get_many([item.job_id for item in leases])
             mine = [item.job_id in jobs and jobs[item.job_id].tenant_id == scope for item in leases]
         ours = [item for item, own in zip(leases, mine, strict=True) if own]
-        released = iter(await self.store.job_release_many(ours, self.clock.now()) if ours else [])
+        released = iter(await self.store.job_release_many(ours, now=self.clock.now()) if ours else [])
         outcomes = [(item.job_id, next(released) if own else None) for item, own in zip(leases, mine, strict=True)]
         missing = [job_id for job_id, job in outcomes if job is None]
         lost = await self.store.job_get_many(missing) if missing else {}
@@ -233,7 +240,7 @@ class Engine:
         leases = [HeldLease(job.id, job.lease_token) for job in jobs if job.lease_token is not None]
         if not leases:
             return 0
-        return sum(job is not None for job in await self.store.job_release_many(leases, self.clock.now()))
+        return sum(job is not None for job in await self.store.job_release_many(leases, now=self.clock.now()))
 
     async def heartbeat_many(
         self, leases: Sequence[HeldLease], *, lease_seconds: float = 30.0, scope: str | None = None
@@ -254,7 +261,9 @@ class Engine:
         until = dict(
             zip(
                 ((item.job_id, item.lease_token) for item in ours),
-                await self.store.job_heartbeat_many(ours, self.clock.now(), lease_seconds) if ours else [],
+                await self.store.job_heartbeat_many(ours, lease_seconds=lease_seconds, now=self.clock.now())
+                if ours
+                else [],
                 strict=True,
             )
         )
@@ -262,7 +271,7 @@ class Engine:
 
     async def complete(self, job_id: str, lease_token: str, result: object = None, *, scope: str | None = None) -> Job:
         await self._check_scope(job_id, scope)
-        job = await self.store.job_complete(Completion(job_id, lease_token, result), self.clock.now())
+        job = await self.store.job_complete(Completion(job_id, lease_token, result), now=self.clock.now())
         if job is None:
             raise await self._lease_lost(job_id)
         await self.workflows.on_jobs_finished([job])
@@ -288,10 +297,10 @@ class Engine:
         )
         validation.check(_failure_errors(request, ()))
         now = self.clock.now()
-        current = await self.store.job_get(job_id, scope)
+        current = await self.store.job_get(job_id, tenant_id=scope)
         if current is None:
             raise NotFound(f"no job {job_id}")
-        (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now)
+        (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now=now)
         if job is None:
             raise await self._lease_lost(job_id)
         await self.workflows.on_jobs_finished([job])
@@ -317,8 +326,8 @@ class Engine:
         now = self.clock.now()
         current = await self.store.job_get_many([item.job_id for item in fail]) if fail else {}
         decided = [self._decide(current[item.job_id], item, now) for item in fail if item.job_id in current]
-        done = await self.store.job_complete_many(complete, now) if complete else []
-        failed = iter(await self.store.job_fail_many(decided, now) if decided else [])
+        done = await self.store.job_complete_many(complete, now=now) if complete else []
+        failed = iter(await self.store.job_fail_many(decided, now=now) if decided else [])
         outcomes: list[tuple[str, Ended | Job | None]] = list(
             zip([item.job_id for item in complete], done, strict=True)
         )
@@ -387,7 +396,7 @@ class Engine:
         advancement a crash lost, then apply retention."""
         now = self.clock.now()
         expired = await self.store.job_lease_expired(
-            now, self.settings.sweep_limit, self.settings.janitor_lease_seconds
+            limit=self.settings.sweep_limit, relock_seconds=self.settings.janitor_lease_seconds, now=now
         )
         failures = [
             Failure(
@@ -401,13 +410,15 @@ class Engine:
         # The re-lease gave each row a token of the janitor's own, so these failures apply: a worker whose lease
         # expired gets 409 now, whether or not a janitor has come by (None here only if a cancel came first).
         reclaimed = (
-            [job for job in await self.store.job_fail_many(failures, now) if job is not None] if failures else []
+            [job for job in await self.store.job_fail_many(failures, now=now) if job is not None] if failures else []
         )
         await self.workflows.on_jobs_finished(reclaimed)
         healed = await self.workflows.heal(self.settings.sweep_limit)
         deleted = 0
         if self.settings.retention is not None:
-            deleted = await self.store.job_delete_finished(now - self.settings.retention, self.settings.sweep_limit)
+            deleted = await self.store.job_delete_finished(
+                before=now - self.settings.retention, limit=self.settings.sweep_limit
+            )
         return MaintenanceReport(
             reclaimed=len(reclaimed),
             retried=sum(job.status is JobStatus.RETRYING for job in reclaimed),

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from queueflow.core import flow, validation
 from queueflow.core.errors import NotFound
-from queueflow.core.flow import QueueSettings, QueueSettingsPatch
+from queueflow.core.flow import ConfigureRequest, QueueSettings, QueueSettingsPatch
 from queueflow.core.types import QueueCounts, QueueMinute, QueueStats
 from queueflow.ports import Clock, Store
 
@@ -30,7 +30,7 @@ class Queues:
     async def held_back(self) -> dict[tuple[str, str], int]:
         """Due jobs that flow control holds back now, by (queue, reason), summed over tenants (for /metrics)."""
         totals: dict[tuple[str, str], int] = {}
-        for backlog in await self.store.queue_backlogs(self.clock.now()):
+        for backlog in await self.store.queue_backlogs(now=self.clock.now()):
             for reason, count in flow.held_back(backlog).items():
                 key = (backlog.queue_name, reason)
                 totals[key] = totals.get(key, 0) + count
@@ -39,12 +39,14 @@ class Queues:
     async def configure(self, tenant_id: str, name: str, patch: QueueSettingsPatch) -> QueueStats:
         """Change some of a queue's flow-control settings (a queue with no jobs yet too); returns the queue."""
         validation.check(validation.name_errors(name, ("name",)) + flow.patch_errors(patch))
-        await self.store.queue_configure(tenant_id, name, patch, self.clock.now())
+        await self.store.queue_configure(
+            ConfigureRequest(tenant_id=tenant_id, queue_name=name, patch=patch, now=self.clock.now())
+        )
         return await self.get(tenant_id, name)
 
     async def _stats(self, tenant_id: str, only: str | None) -> list[QueueStats]:
         now = self.clock.now()
-        settings, every = await self.store.queue_overview(tenant_id, now, only)
+        settings, every = await self.store.queue_overview(tenant_id=tenant_id, queue_name=only, now=now)
         counts = {counts.name: counts for counts in every}
         for name in settings.keys() - counts.keys():
             counts[name] = QueueCounts(name=name)
@@ -70,4 +72,4 @@ class Queues:
         """Per queue and minute of the last `minutes` (the current one included), the jobs that completed or
         dead-lettered in it; minutes without any are left out."""
         since = self.clock.now().replace(second=0, microsecond=0) - timedelta(minutes=minutes - 1)
-        return await self.store.queue_throughput(tenant_id, since)
+        return await self.store.queue_throughput(tenant_id=tenant_id, since=since)

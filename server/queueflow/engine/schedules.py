@@ -26,6 +26,7 @@ from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import (
     NewSchedule,
     Schedule,
+    ScheduleFired,
     SchedulePatch,
     due_firing,
     firing_job,
@@ -80,14 +81,14 @@ class Schedules:
         return await self.store.schedule_insert(schedule)
 
     async def get(self, tenant_id: str, name: str) -> Schedule:
-        schedule = await self.store.schedule_get(tenant_id, name)
+        schedule = await self.store.schedule_get(name, tenant_id=tenant_id)
         if schedule is None:
             raise NotFound(f"no schedule {name!r}")
         return schedule
 
     async def list(self, tenant_id: str, *, limit: int = 50, cursor: str | None = None) -> Page[Schedule]:
         after = page_after(limit, cursor)
-        return page(await self.store.schedule_list(tenant_id, limit + 1, after), limit)
+        return page(await self.store.schedule_list(tenant_id=tenant_id, limit=limit + 1, after=after), limit)
 
     async def update(self, tenant_id: str, name: str, patch: SchedulePatch) -> Schedule:
         """Apply a PATCH. Disabling stops the firings; re-enabling, or a new cron or time zone, starts from now
@@ -107,7 +108,7 @@ class Schedules:
 
     async def delete(self, tenant_id: str, name: str) -> None:
         """Delete a schedule; it fires no more. Jobs it already inserted stay."""
-        if not await self.store.schedule_delete(tenant_id, name):
+        if not await self.store.schedule_delete(name, tenant_id=tenant_id):
             raise NotFound(f"no schedule {name!r}")
 
     async def fire_due(self) -> int:
@@ -115,7 +116,7 @@ class Schedules:
         once and moves on to its next one. Returns how many firings this call recorded."""
         now = self.clock.now()
         recorded = 0
-        for schedule in await self.store.schedule_due(now, self.tick_limit):
+        for schedule in await self.store.schedule_due(limit=self.tick_limit, now=now):
             firing = due_firing(schedule, now)
             if firing is None or schedule.next_run_at is None:
                 continue
@@ -134,10 +135,12 @@ class Schedules:
                     schedule.id, utc_text(firing.occurrence), exc,
                 )  # fmt: skip
             recorded += await self.store.schedule_fired(
-                schedule.id,
-                expected_next_run_at=schedule.next_run_at,
-                expected_updated_at=schedule.updated_at,
-                next_run_at=firing.next_run_at,
-                last_run_at=firing.occurrence,
+                ScheduleFired(
+                    schedule_id=schedule.id,
+                    expected_next_run_at=schedule.next_run_at,
+                    expected_updated_at=schedule.updated_at,
+                    next_run_at=firing.next_run_at,
+                    last_run_at=firing.occurrence,
+                )
             )
         return recorded

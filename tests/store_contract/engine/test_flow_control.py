@@ -334,7 +334,7 @@ async def test_backlogs_report_what_the_claim_sees_of_each_restricted_queue(engi
     assert len(await engine.lease(["keyed"], max_jobs=10)) == 3  # one of u1, u2, and the job without a key
     assert len(await engine.lease(["rated"], max_jobs=10)) == 2  # the bucket's two tokens
     clock.advance(seconds=1)
-    keyed, rated = await engine.store.queue_backlogs(clock.now())
+    keyed, rated = await engine.store.queue_backlogs(now=clock.now())
     assert (keyed.queue_name, keyed.running, keyed.tokens) == ("keyed", 3, None)
     assert (keyed.due_by_key, keyed.running_by_key) == ({"u1": 1}, {"u1": 1, "u2": 1})
     assert (rated.queue_name, rated.running, rated.due_by_key, rated.running_by_key) == ("rated", 2, {None: 1}, {})

@@ -73,10 +73,12 @@ async def test_the_janitor_re_leases_what_it_reclaims(store: JobStore, engine: E
     await engine.enqueue(T, NewJob(task_name="t"))
     (job,) = await engine.lease(["default"], lease_seconds=5)
     clock.advance(seconds=5)
-    (seen,) = await store.job_lease_expired(clock.now(), 100, 60)
+    (seen,) = await store.job_lease_expired(limit=100, relock_seconds=60, now=clock.now())
     assert seen.lease_token not in (None, job.lease_token)  # the janitor's own token, not the worker's
     assert seen.locked_until == clock.now() + timedelta(seconds=60)
-    assert await store.job_lease_expired(clock.now(), 100, 60) == []  # a second janitor finds nothing
+    assert (
+        await store.job_lease_expired(limit=100, relock_seconds=60, now=clock.now()) == []
+    )  # a second janitor finds nothing
 
 
 async def test_a_worker_whose_lease_expired_gets_409_while_the_janitor_decides(
@@ -85,12 +87,12 @@ async def test_a_worker_whose_lease_expired_gets_409_while_the_janitor_decides(
     await engine.enqueue(T, NewJob(task_name="t"))
     (job,) = await engine.lease(["default"], lease_seconds=5)
     clock.advance(seconds=5)
-    (seen,) = await store.job_lease_expired(clock.now(), 100, 60)
+    (seen,) = await store.job_lease_expired(limit=100, relock_seconds=60, now=clock.now())
     with pytest.raises(LeaseLost):  # the janitor's re-lease does not revive the worker's expired one
         await engine.complete(job.id, job.lease_token or "", "too late")
     with pytest.raises(LeaseLost):
         await engine.heartbeat(job.id, job.lease_token or "")
-    (failed,) = await store.job_fail_many([Failure(seen.id, seen.lease_token or "", "expired", None)], clock.now())
+    (failed,) = await store.job_fail_many([Failure(seen.id, seen.lease_token or "", "expired", None)], now=clock.now())
     assert failed is not None
     assert (failed.status, failed.result) == (JobStatus.DEAD_LETTER, None)
 

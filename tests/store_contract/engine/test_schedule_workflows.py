@@ -49,7 +49,7 @@ async def test_each_occurrence_starts_one_workflow_keyed_by_it_with_the_occurren
     clock.set(START + timedelta(hours=15))  # 2026-03-02 03:00
     # A scheduler that died after starting the occurrence's workflow, before advancing the schedule: the next
     # tick (another process's) starts nothing twice, and advances it.
-    (due,) = await store.schedule_due(clock.now(), 10)
+    (due,) = await store.schedule_due(limit=10, now=clock.now())
     await second.workflows.create(T, firing_workflow(due, NIGHTLY, clock.now()))
     first_tick, second_tick = await engine.fire_due_schedules(), await second.schedules.fire_due()
     assert first_tick + second_tick == 1

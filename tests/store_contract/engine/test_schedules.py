@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import InvalidState, NotFound, ValidationError
-from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch, firing_job
+from queueflow.core.schedule import NewSchedule, Schedule, ScheduleFired, SchedulePatch, firing_job
 from queueflow.core.types import Job
 from queueflow.engine import Engine
 from queueflow.ports import Store
@@ -212,11 +212,13 @@ async def test_a_firing_is_recorded_once_and_never_over_an_edit(engine: Engine, 
     async def fired(schedule: Schedule) -> bool:
         assert schedule.next_run_at is not None
         return await store.schedule_fired(
-            schedule.id,
-            expected_next_run_at=schedule.next_run_at,
-            expected_updated_at=schedule.updated_at,
-            next_run_at=later,
-            last_run_at=schedule.next_run_at,
+            ScheduleFired(
+                schedule_id=schedule.id,
+                expected_next_run_at=schedule.next_run_at,
+                expected_updated_at=schedule.updated_at,
+                next_run_at=later,
+                last_run_at=schedule.next_run_at,
+            )
         )
 
     edited = await engine.update_schedule(T, "nightly", SchedulePatch(payload={"edited": True}))

@@ -64,9 +64,9 @@ async def test_store_counts_each_ending_from_since_on_by_utc_minute(store: Store
     await in_status(store, JobStatus.RETRYING, "a", now=at(5))
     await in_status(store, JobStatus.RUNNING, "b", now=at(5))
     minute = START.replace(second=0, microsecond=0)
-    assert await store.queue_throughput(T, at(0)) == [
+    assert await store.queue_throughput(tenant_id=T, since=at(0)) == [
         QueueMinute(name="a", minute=minute, completed=1, dead_lettered=1),
         QueueMinute(name="a", minute=minute + timedelta(minutes=1), completed=1),
     ]
-    assert await store.queue_throughput(OTHER, at(-60)) == []
-    assert await store.queue_throughput("nul\x00", at(-60)) == []
+    assert await store.queue_throughput(tenant_id=OTHER, since=at(-60)) == []
+    assert await store.queue_throughput(tenant_id="nul\x00", since=at(-60)) == []

@@ -145,7 +145,7 @@ async def test_the_janitor_advances_a_workflow_whose_advance_was_missed_for_long
     await worker.complete(workflow.id, "a", "A")
     b = await worker.job_of(workflow.id, "b")
     # The job's write lands; the process dies before the engine advances the workflow.
-    (done,) = await store.job_complete_many([Completion(b.id, b.lease_token or "", "B")], engine.clock.now())
+    (done,) = await store.job_complete_many([Completion(b.id, b.lease_token or "", "B")], now=engine.clock.now())
     assert done is not None
     assert statuses(await engine.get_workflow(T, workflow.id))["b"] == "enqueued"
     # Until the bound has passed the advance may still be in flight: the janitor leaves it alone.
@@ -170,7 +170,7 @@ async def test_self_heal_is_bounded_per_sweep(store: JobStore, clock: TestClock)
     engine = Engine(store, clock, rng=random.Random(5), settings=EngineSettings(sweep_limit=2))
     ids = [(await engine.create_workflow(T, dag(step("a"), name=f"wf{i}")))[0].id for i in range(3)]
     leased = await engine.lease(["default"], max_jobs=10)
-    await store.job_complete_many([Completion(job.id, job.lease_token or "") for job in leased], clock.now())
+    await store.job_complete_many([Completion(job.id, job.lease_token or "") for job in leased], now=clock.now())
     clock.advance(seconds=engine.settings.heal_after.total_seconds() + 1)
     assert (await engine.run_maintenance()).healed == 2
     assert (await engine.run_maintenance()).healed == 1

@@ -14,7 +14,7 @@ import pytest
 from msgspec.structs import replace
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH
-from queueflow.core.types import JSON, ClaimRequest, Completion, Ended, Failure, HeldLease, Job, JobStatus
+from queueflow.core.types import JSON, ClaimRequest, Completion, Ended, Failure, Heartbeat, HeldLease, Job, JobStatus
 from queueflow.ports import Store
 
 from tests.moments import START
@@ -41,19 +41,19 @@ async def end_delivery(store: Store, held: Job, status: JobStatus) -> None:
     """End `held`'s delivery at START as `status`: completed, cancelled, or retrying (due at at(60))."""
     token = held.lease_token or ""
     if status is COMPLETED:
-        await store.job_complete_many([Completion(held.id, token)], START)
+        await store.job_complete_many([Completion(held.id, token)], now=START)
     elif status is CANCELLED:
-        await store.job_cancel(held.tenant_id, held.id, START)
+        await store.job_cancel(held.id, tenant_id=held.tenant_id, now=START)
     else:
-        await store.job_fail_many([Failure(held.id, token, "again", at(60))], START)
+        await store.job_fail_many([Failure(held.id, token, "again", at(60))], now=START)
 
 
 async def finish(store: Store, how: str, items: Sequence[tuple[str, str, JSON]]) -> Sequence[Job | Ended | None]:
     """At at(10), in one batch: complete each (job id, token, result) of `items`, or fail each (job id, token,
     error) for a retry at at(60)."""
     if how == "complete":
-        return await store.job_complete_many([Completion(*item) for item in items], at(10))
-    return await store.job_fail_many([Failure(*item, at(60)) for item in items], at(10))
+        return await store.job_complete_many([Completion(*item) for item in items], now=at(10))
+    return await store.job_fail_many([Failure(*item, at(60)) for item in items], now=at(10))
 
 
 # --- job_claim ---------------------------------------------------------------------------------------------
@@ -72,7 +72,7 @@ async def test_claim_moves_a_due_job_to_running_with_a_fresh_lease(store: Store)
 
 async def test_claim_takes_a_retrying_job_once_due_with_a_new_token_and_delivery(store: Store) -> None:
     first = await leased(store, job())
-    (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(60))], START)
+    (retrying,) = await store.job_fail_many([Failure(first.id, first.lease_token or "", "flaky", at(60))], now=START)
     assert retrying is not None
     assert await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=at(59), lease_seconds=LEASE)) == []
     (again,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=at(60), lease_seconds=LEASE))
@@ -181,31 +181,60 @@ async def test_concurrent_claims_never_take_the_same_job(store: Store) -> None:
 
 async def test_heartbeat_extends_a_held_lease_from_now(store: Store) -> None:
     held = await leased(store, job())
-    beat = await store.job_heartbeat(held.id, held.lease_token or "", at(20), 60)
+    beat = await store.job_heartbeat(
+        Heartbeat(job_id=held.id, lease_token=held.lease_token or "", lease_seconds=60, now=at(20))
+    )
     assert beat == replace(held, locked_until=at(80))
     assert await store.job_get(held.id) == beat
 
 
 async def test_heartbeat_never_extends_past_the_deliverys_timeout(store: Store) -> None:
     held = await leased(store, job(timeout_seconds=40))
-    beat = await store.job_heartbeat(held.id, held.lease_token or "", at(20), LEASE)
+    beat = await store.job_heartbeat(
+        Heartbeat(job_id=held.id, lease_token=held.lease_token or "", lease_seconds=LEASE, now=at(20))
+    )
     assert beat == replace(held, locked_until=at(40))
 
 
 async def test_heartbeat_answers_none_unless_the_lease_is_held_and_changes_nothing(store: Store) -> None:
     held = await leased(store, job())
     token = held.lease_token or ""
-    assert await store.job_heartbeat(held.id, stranger_token(), at(1), LEASE) is None
-    assert await store.job_heartbeat(held.id, "not-a-token", at(1), LEASE) is None
-    assert await store.job_heartbeat(held.id, token.upper(), at(1), LEASE) is None
-    assert await store.job_heartbeat("job_missing", token, at(1), LEASE) is None
-    assert await store.job_heartbeat("job\x00", token, at(1), LEASE) is None
-    assert await store.job_heartbeat(held.id, token, at(LEASE), LEASE) is None  # locked_until is not > now
+    assert (
+        await store.job_heartbeat(
+            Heartbeat(job_id=held.id, lease_token=stranger_token(), lease_seconds=LEASE, now=at(1))
+        )
+        is None
+    )
+    assert (
+        await store.job_heartbeat(Heartbeat(job_id=held.id, lease_token="not-a-token", lease_seconds=LEASE, now=at(1)))
+        is None
+    )
+    assert (
+        await store.job_heartbeat(Heartbeat(job_id=held.id, lease_token=token.upper(), lease_seconds=LEASE, now=at(1)))
+        is None
+    )
+    assert (
+        await store.job_heartbeat(Heartbeat(job_id="job_missing", lease_token=token, lease_seconds=LEASE, now=at(1)))
+        is None
+    )
+    assert (
+        await store.job_heartbeat(Heartbeat(job_id="job\x00", lease_token=token, lease_seconds=LEASE, now=at(1)))
+        is None
+    )
+    assert (
+        await store.job_heartbeat(Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, now=at(LEASE)))
+        is None
+    )  # locked_until is not > now
     assert await store.job_get(held.id) == held
     for status in (COMPLETED, CANCELLED, RETRYING):
         former = await leased(store, job(queue_name=status.value))
         await end_delivery(store, former, status)
-        assert await store.job_heartbeat(former.id, former.lease_token or "", at(1), LEASE) is None
+        assert (
+            await store.job_heartbeat(
+                Heartbeat(job_id=former.id, lease_token=former.lease_token or "", lease_seconds=LEASE, now=at(1))
+            )
+            is None
+        )
 
 
 # --- job_heartbeat_many ------------------------------------------------------------------------------------
@@ -226,21 +255,32 @@ async def test_heartbeat_many_extends_each_held_lease_on_its_own(store: Store) -
         HeldLease("job\x00", a.lease_token or ""),
         HeldLease(a.id, a.lease_token or ""),  # repeated: answers as the first did
     ]
-    assert await store.job_heartbeat_many(items, at(20), 60) == [at(80), at(40), None, None, None, None, None, at(80)]
+    assert await store.job_heartbeat_many(items, lease_seconds=60, now=at(20)) == [
+        at(80),
+        at(40),
+        None,
+        None,
+        None,
+        None,
+        None,
+        at(80),
+    ]
     assert await store.job_get(a.id) == replace(a, locked_until=at(80))
     assert await store.job_get(capped.id) == replace(capped, locked_until=at(40))
 
 
 async def test_heartbeat_many_records_each_reported_progress_only_where_the_lease_holds(store: Store) -> None:
     a, b, c = [await leased(store, job(queue_name=name)) for name in ("a", "b", "c")]
-    await store.job_heartbeat(c.id, c.lease_token or "", at(1), LEASE, {"kept": True})
+    await store.job_heartbeat(
+        Heartbeat(job_id=c.id, lease_token=c.lease_token or "", lease_seconds=LEASE, progress={"kept": True}, now=at(1))
+    )
     items = [
         HeldLease(a.id, a.lease_token or "", {"done": 1}),
         HeldLease(b.id, b.lease_token or "", None),  # a reported JSON null
         HeldLease(c.id, c.lease_token or ""),  # no report: the last progress stays
         HeldLease(a.id, stranger_token(), "stranger"),
     ]
-    assert await store.job_heartbeat_many(items, at(2), LEASE) == [at(2 + LEASE)] * 3 + [None]
+    assert await store.job_heartbeat_many(items, lease_seconds=LEASE, now=at(2)) == [at(2 + LEASE)] * 3 + [None]
     rows = await store.job_get_many([a.id, b.id, c.id])
     assert [rows[row.id].progress for row in (a, b, c)] == [{"done": 1}, None, {"kept": True}]
 
@@ -250,15 +290,17 @@ async def test_heartbeat_many_with_a_progress_it_cannot_store_writes_nothing(sto
     for bad in ("nul \x00", "x" * 65_536):
         items = [HeldLease(a.id, a.lease_token or "", "fine"), HeldLease(b.id, b.lease_token or "", bad)]
         with pytest.raises(ValidationError) as raised:
-            await store.job_heartbeat_many(items, at(2), LEASE)
+            await store.job_heartbeat_many(items, lease_seconds=LEASE, now=at(2))
         assert raised.value.errors[0].loc[:3] == ("jobs", 1, "progress")
     assert await store.job_get_many([a.id, b.id]) == {a.id: a, b.id: b}
 
 
 async def test_heartbeat_many_after_the_lease_ran_out_changes_nothing(store: Store) -> None:
     held = await leased(store, job())
-    assert await store.job_heartbeat_many([HeldLease(held.id, held.lease_token or "")], at(LEASE), LEASE) == [None]
-    assert await store.job_heartbeat_many([], at(1), LEASE) == []
+    assert await store.job_heartbeat_many(
+        [HeldLease(held.id, held.lease_token or "")], lease_seconds=LEASE, now=at(LEASE)
+    ) == [None]
+    assert await store.job_heartbeat_many([], lease_seconds=LEASE, now=at(1)) == []
     assert await store.job_get(held.id) == held
 
 
@@ -270,7 +312,7 @@ async def test_complete_many_moves_each_held_job_to_completed_with_its_result_an
 ) -> None:
     a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
     stale = await leased(store, job(queue_name="c"))
-    assert await store.job_complete_many([], at(5)) == []
+    assert await store.job_complete_many([], now=at(5)) == []
     ended = await store.job_complete_many(
         [
             Completion(a.id, a.lease_token or "", {"rows": [1, 2]}),
@@ -279,7 +321,7 @@ async def test_complete_many_moves_each_held_job_to_completed_with_its_result_an
             Completion(stale.id, "not-a-token"),
             Completion("job_missing", a.lease_token or ""),
         ],
-        at(5),
+        now=at(5),
     )
     assert ended == [Ended(a.id, COMPLETED, "a", None, None), Ended(b.id, COMPLETED, "b", None, None), None, None, None]
     cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
@@ -288,28 +330,28 @@ async def test_complete_many_moves_each_held_job_to_completed_with_its_result_an
         b.id: replace(b, result=None, **cleared),
         stale.id: stale,
     }
-    assert await store.job_complete_many([Completion(a.id, a.lease_token or "")], at(6)) == [None]  # once only
+    assert await store.job_complete_many([Completion(a.id, a.lease_token or "")], now=at(6)) == [None]  # once only
 
 
 async def test_complete_answers_the_whole_completed_job_or_none_when_the_lease_is_not_held(store: Store) -> None:
     a, stale = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="c"))
-    done = await store.job_complete(Completion(a.id, a.lease_token or "", {"rows": [1]}), at(5))
+    done = await store.job_complete(Completion(a.id, a.lease_token or "", {"rows": [1]}), now=at(5))
     cleared = {"status": COMPLETED, "lease_token": None, "locked_until": None, "completed_at": at(5)}
     assert done == replace(a, result={"rows": [1]}, **cleared)
     assert await store.job_get(a.id) == done
-    assert await store.job_complete(Completion(a.id, a.lease_token or ""), at(6)) is None  # once only
-    assert await store.job_complete(Completion(stale.id, stranger_token()), at(6)) is None
-    assert await store.job_complete(Completion(stale.id, "not-a-token"), at(6)) is None
-    assert await store.job_complete(Completion("job_missing", a.lease_token or ""), at(6)) is None
+    assert await store.job_complete(Completion(a.id, a.lease_token or ""), now=at(6)) is None  # once only
+    assert await store.job_complete(Completion(stale.id, stranger_token()), now=at(6)) is None
+    assert await store.job_complete(Completion(stale.id, "not-a-token"), now=at(6)) is None
+    assert await store.job_complete(Completion("job_missing", a.lease_token or ""), now=at(6)) is None
     assert await store.job_get(stale.id) == stale
 
 
 async def test_fail_many_records_each_items_decision_retrying_or_dead_letter(store: Store) -> None:
     a, b = await leased(store, job(queue_name="a")), await leased(store, job(queue_name="b"))
-    assert await store.job_fail_many([], at(5)) == []
+    assert await store.job_fail_many([], now=at(5)) == []
     failed = await store.job_fail_many(
         [Failure(a.id, a.lease_token or "", "flaky", at(60)), Failure(b.id, b.lease_token or "", "fatal", None)],
-        at(5),
+        now=at(5),
     )
     cleared = {"lease_token": None, "locked_until": None}
     assert failed == [
@@ -325,7 +367,7 @@ async def test_a_finish_answers_none_for_each_item_whose_lease_is_not_held(store
     held = await leased(store, job(queue_name="held"))
     expired = await leased(store, job(queue_name="expired"), lease_seconds=10)  # locked_until = at(10)
     stale = await leased(store, job(queue_name="stale"))
-    await store.job_fail_many([Failure(stale.id, stale.lease_token or "", "lost", at(1))], at(1))
+    await store.job_fail_many([Failure(stale.id, stale.lease_token or "", "lost", at(1))], now=at(1))
     (reclaimed,) = await store.job_claim(ClaimRequest(queues=["stale"], max_jobs=1, now=at(2), lease_seconds=LEASE))
     token = held.lease_token or ""
     items = [
@@ -360,7 +402,7 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
                (20, 5, 10, 21)}  # fmt: skip
     for status in (PENDING, RETRYING, COMPLETED, CANCELLED):
         await in_status(store, status)
-    first = await store.job_lease_expired(at(20), 2, 60)
+    first = await store.job_lease_expired(limit=2, relock_seconds=60, now=at(20))
     # Each is re-leased to the janitor: a new token (the worker's expired one never works again), 60 s more.
     assert [row.lease_token for row in first] != [expires[5].lease_token, expires[10].lease_token]
     assert all(row.lease_token is not None for row in first)
@@ -369,10 +411,10 @@ async def test_lease_expired_relocks_the_earliest_expired_leases_up_to_the_limit
         replace(expires[10], locked_until=at(80), lease_token=first[1].lease_token),
     ]
     # Relocked rows are no longer expired, so a second sweep at the same moment takes the next one only.
-    (second,) = await store.job_lease_expired(at(20), 10, 60)
+    (second,) = await store.job_lease_expired(limit=10, relock_seconds=60, now=at(20))
     assert second == replace(expires[20], locked_until=at(80), lease_token=second.lease_token)
     assert second.lease_token != expires[20].lease_token
-    assert await store.job_lease_expired(at(20), 10, 60) == []
+    assert await store.job_lease_expired(limit=10, relock_seconds=60, now=at(20)) == []
     current = {row.id: row for row in await jobs_of(store)}
     assert [current[row.id] for row in first] == first
     assert current[expires[21].id] == expires[21]
@@ -434,15 +476,27 @@ async def test_job_claim_for_a_tenant_claims_only_that_tenants_due_jobs_in_claim
 async def test_job_heartbeat_records_progress_only_while_the_lease_is_held(store: Store) -> None:
     held = await leased(store, job())
     token = held.lease_token or ""
-    beat = await store.job_heartbeat(held.id, token, at(1), LEASE, {"done": 3, "text": "ü"})
+    beat = await store.job_heartbeat(
+        Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, progress={"done": 3, "text": "ü"}, now=at(1))
+    )
     assert beat is not None
     assert beat.progress == {"done": 3, "text": "ü"}
-    kept = await store.job_heartbeat(held.id, token, at(2), LEASE)
+    kept = await store.job_heartbeat(Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, now=at(2)))
     assert kept is not None
     assert kept.progress == {"done": 3, "text": "ü"}
     assert kept.locked_until == at(2 + LEASE)
-    assert await store.job_heartbeat(held.id, stranger_token(), at(3), LEASE, "stranger") is None
-    assert await store.job_heartbeat(held.id, token, at(100), LEASE, "expired") is None
+    assert (
+        await store.job_heartbeat(
+            Heartbeat(job_id=held.id, lease_token=stranger_token(), lease_seconds=LEASE, progress="stranger", now=at(3))
+        )
+        is None
+    )
+    assert (
+        await store.job_heartbeat(
+            Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, progress="expired", now=at(100))
+        )
+        is None
+    )
     after = await store.job_get(held.id)
     assert after is not None
     assert after.progress == {"done": 3, "text": "ü"}
@@ -452,13 +506,19 @@ async def test_job_heartbeat_records_progress_only_while_the_lease_is_held(store
 async def test_job_heartbeat_may_clear_progress_and_rejects_what_it_cannot_store(store: Store) -> None:
     held = await leased(store, job())
     token = held.lease_token or ""
-    await store.job_heartbeat(held.id, token, at(1), LEASE, [1, 2])
-    cleared = await store.job_heartbeat(held.id, token, at(1), LEASE, None)
+    await store.job_heartbeat(
+        Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, progress=[1, 2], now=at(1))
+    )
+    cleared = await store.job_heartbeat(
+        Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, progress=None, now=at(1))
+    )
     assert cleared is not None
     assert cleared.progress is None
     for bad in ("nul \x00", nested(MAX_RESULT_DEPTH + 1), "x" * 65_536):
         with pytest.raises(ValidationError):
-            await store.job_heartbeat(held.id, token, at(2), LEASE, bad)
+            await store.job_heartbeat(
+                Heartbeat(job_id=held.id, lease_token=token, lease_seconds=LEASE, progress=bad, now=at(2))
+            )
     unchanged = await store.job_get(held.id)
     assert unchanged is not None
     assert (unchanged.progress, unchanged.locked_until) == (None, at(1 + LEASE))

@@ -18,6 +18,7 @@ from queueflow.core.types import (
     Completion,
     Failure,
     JobFilter,
+    JobQuery,
 )
 from queueflow.core.workflow import WorkflowStatus
 from queueflow.ports import Store
@@ -134,7 +135,7 @@ async def test_a_batch_that_repeats_an_id_stores_none_of_it(store: Store) -> Non
 
 async def test_get_answers_only_for_an_existing_job_of_the_tenant(store: Store) -> None:
     (row,) = await inserted(store, job())
-    await found_only_by_its_tenant(store.job_get, row)
+    await found_only_by_its_tenant(lambda job_id, tenant_id: store.job_get(job_id, tenant_id=tenant_id), row)
 
 
 async def test_get_many_returns_the_jobs_that_exist_of_any_tenant(store: Store) -> None:
@@ -150,7 +151,9 @@ async def test_list_is_newest_first_and_resumes_strictly_after_the_cursor(store:
     rows = [job(now=at(0)), job(now=at(1)), job(now=at(1)), job(now=at(2)), job(now=at(1))]
     await inserted(store, *rows, job(tenant=OTHER, now=at(5)))
     order = newest_first(rows)
-    assert await pages(lambda after: store.job_list(T, JobFilter(), 2, after)) == [order[0:2], order[2:4], order[4:]]
+    assert await pages(
+        lambda after: store.job_list(JobQuery(tenant_id=T, where=JobFilter(), limit=2, after=after))
+    ) == [order[0:2], order[2:4], order[4:]]
 
 
 async def test_list_filters_by_queue_status_task_workflow_and_metadata_containment(store: Store) -> None:
@@ -164,7 +167,10 @@ async def test_list_filters_by_queue_status_task_workflow_and_metadata_containme
     await inserted(store, job(tenant=OTHER, queue_name="q1", task_name="t1", metadata={"team": "x"}))
 
     async def ids(**where: object) -> set[str]:
-        return {row.id for row in await store.job_list(T, JobFilter(**where), 100, None)}
+        return {
+            row.id
+            for row in await store.job_list(JobQuery(tenant_id=T, where=JobFilter(**where), limit=100, after=None))
+        }
 
     assert await ids() == {running.id, a.id, b.id, c.id}
     assert await ids(queue_name="q1") == {a.id, c.id}
@@ -188,11 +194,11 @@ async def test_list_filters_by_queue_status_task_workflow_and_metadata_containme
 async def test_cancel_moves_an_unfinished_job_to_cancelled_and_voids_its_lease(store: Store) -> None:
     for status in (PENDING, RETRYING, RUNNING):
         row = await in_status(store, status)
-        cancelled = await store.job_cancel(T, row.id, at(5))
+        cancelled = await store.job_cancel(row.id, tenant_id=T, now=at(5))
         assert cancelled == replace(row, status=CANCELLED, lease_token=None, locked_until=None, completed_at=at(5))
         assert await store.job_get(row.id) == cancelled
         if status is RUNNING:
-            assert await store.job_complete_many([Completion(row.id, row.lease_token or "")], at(5)) == [None]
+            assert await store.job_complete_many([Completion(row.id, row.lease_token or "")], now=at(5)) == [None]
 
 
 async def test_cancel_answers_none_for_a_finished_missing_or_foreign_job_and_changes_nothing(store: Store) -> None:
@@ -200,24 +206,24 @@ async def test_cancel_answers_none_for_a_finished_missing_or_foreign_job_and_cha
     (foreign,) = await inserted(store, job(tenant=OTHER))
     before = await everything(store), await everything(store, OTHER)
     for row in finished:
-        assert await store.job_cancel(T, row.id, at(5)) is None
-    assert await store.job_cancel(T, foreign.id, at(5)) is None
-    assert await store.job_cancel(T, "job_missing", at(5)) is None
-    assert await store.job_cancel("nul\x00", "job\x00", at(5)) is None
+        assert await store.job_cancel(row.id, tenant_id=T, now=at(5)) is None
+    assert await store.job_cancel(foreign.id, tenant_id=T, now=at(5)) is None
+    assert await store.job_cancel("job_missing", tenant_id=T, now=at(5)) is None
+    assert await store.job_cancel("job\x00", tenant_id="nul\x00", now=at(5)) is None
     assert (await everything(store), await everything(store, OTHER)) == before
 
 
 async def test_retry_moves_a_dead_letter_or_cancelled_job_back_to_pending_at_now(store: Store) -> None:
     # A dead letter that had a retry first: retry_count, next_retry_at and completed_at are all set.
     held = await leased(store, job(queue_name="dlq"))
-    await store.job_fail_many([Failure(held.id, held.lease_token or "", "flaky", at(1))], at(0))
+    await store.job_fail_many([Failure(held.id, held.lease_token or "", "flaky", at(1))], now=at(0))
     (again,) = await store.job_claim(ClaimRequest(queues=["dlq"], max_jobs=1, now=at(1), lease_seconds=LEASE))
-    (dead,) = await store.job_fail_many([Failure(again.id, again.lease_token or "", "fatal", None)], at(2))
+    (dead,) = await store.job_fail_many([Failure(again.id, again.lease_token or "", "fatal", None)], now=at(2))
     assert dead is not None
     assert (dead.retry_count, dead.next_retry_at, dead.completed_at) == (1, at(1), at(2))
     cancelled = await in_status(store, CANCELLED)
     for row in (dead, cancelled):
-        replayed = await store.job_retry(T, row.id, at(50))
+        replayed = await store.job_retry(row.id, tenant_id=T, now=at(50))
         assert replayed == replace(
             row, status=PENDING, scheduled_at=at(50), retry_count=0, next_retry_at=None, completed_at=None
         )
@@ -233,13 +239,13 @@ async def test_retry_answers_none_for_other_states_missing_or_foreign_jobs_and_c
         await in_status(store, status)
     foreign = replace(job(tenant=OTHER), id="job_foreign")
     await inserted(store, foreign)
-    await store.job_cancel(OTHER, foreign.id, START)
+    await store.job_cancel(foreign.id, tenant_id=OTHER, now=START)
     before = await everything(store), await everything(store, OTHER)
     for row in await jobs_of(store):
-        assert await store.job_retry(T, row.id, at(5)) is None
-    assert await store.job_retry(T, foreign.id, at(5)) is None
-    assert await store.job_retry(T, "job_missing", at(5)) is None
-    assert await store.job_retry("nul\x00", "job\x00", at(5)) is None
+        assert await store.job_retry(row.id, tenant_id=T, now=at(5)) is None
+    assert await store.job_retry(foreign.id, tenant_id=T, now=at(5)) is None
+    assert await store.job_retry("job_missing", tenant_id=T, now=at(5)) is None
+    assert await store.job_retry("job\x00", tenant_id="nul\x00", now=at(5)) is None
     assert (await everything(store), await everything(store, OTHER)) == before
 
 
@@ -253,13 +259,13 @@ async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant
     dead_20 = await in_status(store, DEAD_LETTER, "b", now=at(20))
     cancelled_30 = await in_status(store, CANCELLED, "c", now=at(30))
     (theirs,) = await inserted(store, replace(job(tenant=OTHER, idempotency_key="k"), id="job_theirs"))
-    await store.job_cancel(OTHER, theirs.id, at(15))
+    await store.job_cancel(theirs.id, tenant_id=OTHER, now=at(15))
     unfinished = [await in_status(store, status, now=at(0)) for status in (PENDING, RUNNING, RETRYING)]
 
-    assert await store.job_delete_finished(at(30), 2) == 2
+    assert await store.job_delete_finished(before=at(30), limit=2) == 2
     assert set(await store.job_get_many([done_10.id, theirs.id, dead_20.id])) == {dead_20.id}
-    assert await store.job_delete_finished(at(30), 10) == 1  # completed_at = at(30) is not before at(30)
-    assert await store.job_delete_finished(at(30), 10) == 0
+    assert await store.job_delete_finished(before=at(30), limit=10) == 1  # completed_at = at(30) is not before at(30)
+    assert await store.job_delete_finished(before=at(30), limit=10) == 0
     assert {row.id for row in await jobs_of(store)} == {cancelled_30.id} | {row.id for row in unfinished}
     # A deleted job's idempotency key is free again.
     (again, created) = (await store.job_insert_many([job(tenant=OTHER, idempotency_key="k")]))[0]
@@ -270,10 +276,10 @@ async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant
 async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(store: Store) -> None:
     workflow = await stored_workflow(store, step("a"))
     (held,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=START, lease_seconds=LEASE))
-    await store.job_complete_many([Completion(held.id, held.lease_token or "")], at(1))
-    assert await store.job_delete_finished(at(100), 10) == 0
+    await store.job_complete_many([Completion(held.id, held.lease_token or "")], now=at(1))
+    assert await store.job_delete_finished(before=at(100), limit=10) == 0
     assert await store.job_get(held.id) is not None
     finish = Transition(workflow_status=WorkflowStatus.COMPLETED)
     await store.workflow_advance(workflow.id, lambda _: finish, step_job_maker(at(2)), at(2))
-    assert await store.job_delete_finished(at(100), 10) == 1
+    assert await store.job_delete_finished(before=at(100), limit=10) == 1
     assert await store.job_get(held.id) is None

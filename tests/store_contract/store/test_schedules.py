@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
-from queueflow.core.schedule import Schedule
+from queueflow.core.schedule import Schedule, ScheduleFired
 from queueflow.ports import Store
 
 from tests.moments import START, T
@@ -25,7 +25,10 @@ async def stored(store: Store, *rows: Schedule) -> list[Schedule]:
 
 async def all_schedules(store: Store) -> list[Schedule]:
     """Every schedule of T and OTHER."""
-    return [*await store.schedule_list(T, 1000, None), *await store.schedule_list(OTHER, 1000, None)]
+    return [
+        *await store.schedule_list(tenant_id=T, limit=1000, after=None),
+        *await store.schedule_list(tenant_id=OTHER, limit=1000, after=None),
+    ]
 
 
 async def update(store: Store, read: Schedule, edited: Schedule) -> Schedule | None:
@@ -39,11 +42,13 @@ async def fired(store: Store, read: Schedule, next_run_at: float = 7200, last_ru
     """Record the firing of `read`'s pending occurrence, only if the row is still as `read`."""
     assert read.next_run_at is not None
     return await store.schedule_fired(
-        read.id,
-        expected_next_run_at=read.next_run_at,
-        expected_updated_at=read.updated_at,
-        next_run_at=at(next_run_at),
-        last_run_at=at(last_run_at),
+        ScheduleFired(
+            schedule_id=read.id,
+            expected_next_run_at=read.next_run_at,
+            expected_updated_at=read.updated_at,
+            next_run_at=at(next_run_at),
+            last_run_at=at(last_run_at),
+        )
     )
 
 
@@ -64,8 +69,8 @@ async def test_insert_stores_every_field_as_given(store: Store) -> None:
     )
     disabled = schedule("paused", enabled=False, next_run_at=None)
     assert await stored(store, row, disabled) == [row, disabled]
-    assert await store.schedule_get(T, row.name) == row
-    assert await store.schedule_get(T, disabled.name) == disabled
+    assert await store.schedule_get(row.name, tenant_id=T) == row
+    assert await store.schedule_get(disabled.name, tenant_id=T) == disabled
 
 
 async def test_insert_of_a_taken_name_is_invalid_state_and_changes_nothing(store: Store) -> None:
@@ -74,7 +79,7 @@ async def test_insert_of_a_taken_name_is_invalid_state_and_changes_nothing(store
         await store.schedule_insert(schedule("nightly", cron="0 0 * * *"))
     assert await all_schedules(store) == [first]
     (elsewhere,) = await stored(store, schedule("nightly", tenant=OTHER))
-    assert await store.schedule_get(OTHER, "nightly") == elsewhere
+    assert await store.schedule_get("nightly", tenant_id=OTHER) == elsewhere
 
 
 async def test_insert_of_a_value_postgresql_cannot_store_stores_nothing(store: Store) -> None:
@@ -94,20 +99,26 @@ async def test_insert_of_a_value_postgresql_cannot_store_stores_nothing(store: S
 
 async def test_get_answers_only_for_the_tenants_schedule_of_that_name(store: Store) -> None:
     (row,) = await stored(store, schedule("nightly"))
-    assert await store.schedule_get(T, "nightly") == row
-    assert await store.schedule_get(OTHER, "nightly") is None
-    assert await store.schedule_get(T, "hourly") is None
-    assert await store.schedule_get(T, "nul\x00") is None
-    assert await store.schedule_get("nul\x00", "nightly") is None
+    assert await store.schedule_get("nightly", tenant_id=T) == row
+    assert await store.schedule_get("nightly", tenant_id=OTHER) is None
+    assert await store.schedule_get("hourly", tenant_id=T) is None
+    assert await store.schedule_get("nul\x00", tenant_id=T) is None
+    assert await store.schedule_get("nightly", tenant_id="nul\x00") is None
 
 
 async def test_list_is_newest_first_and_resumes_strictly_after_the_cursor(store: Store) -> None:
     rows = await stored(store, *(schedule(f"s{i}", now=at(seconds)) for i, seconds in enumerate([0, 1, 1, 2, 1])))
     await stored(store, schedule("theirs", tenant=OTHER, now=at(9)))
     order = newest_first(rows)
-    assert await pages(lambda after: store.schedule_list(T, 2, after)) == [order[0:2], order[2:4], order[4:]]
-    assert (await store.schedule_list(T, 1, None))[0] == await store.schedule_get(T, "s3")
-    assert await store.schedule_list("nul\x00", 10, None) == []
+    assert await pages(lambda after: store.schedule_list(tenant_id=T, limit=2, after=after)) == [
+        order[0:2],
+        order[2:4],
+        order[4:],
+    ]
+    assert (await store.schedule_list(tenant_id=T, limit=1, after=None))[0] == await store.schedule_get(
+        "s3", tenant_id=T
+    )
+    assert await store.schedule_list(tenant_id="nul\x00", limit=10, after=None) == []
 
 
 # --- schedule_update ---------------------------------------------------------------------------------------
@@ -131,8 +142,8 @@ async def test_update_writes_the_editable_fields_and_updated_at_and_keeps_the_ro
     # The name, tenant, creation time and last firing are the row's own: an update never moves them.
     foreign = replace(edited, name="renamed", created_at=at(3), last_run_at=at(4))
     assert await update(store, read, foreign) == edited
-    assert await store.schedule_get(T, "nightly") == edited
-    assert await store.schedule_get(T, "renamed") is None
+    assert await store.schedule_get("nightly", tenant_id=T) == edited
+    assert await store.schedule_get("renamed", tenant_id=T) is None
     # A disabled schedule has no next_run_at: the compare-and-set matches that too.
     enabled = replace(edited, enabled=True, next_run_at=at(3600), updated_at=at(6))
     assert await update(store, edited, enabled) == enabled
@@ -146,7 +157,7 @@ async def test_update_is_none_when_the_row_changed_since_it_was_read_and_changes
     assert await update(store, replace(read, next_run_at=None), edit) is None
     assert await update(store, read, replace(edit, tenant_id=OTHER)) is None  # another tenant's row
     assert await update(store, read, replace(edit, id="sch_missing")) is None
-    assert await store.schedule_get(T, "nightly") == read
+    assert await store.schedule_get("nightly", tenant_id=T) == read
     assert await fired(store, read)
     assert await update(store, read, edit) is None  # a firing came in between
 
@@ -168,10 +179,10 @@ async def test_update_with_a_value_postgresql_cannot_store_changes_nothing(store
 
 async def test_delete_removes_only_the_tenants_schedule_of_that_name(store: Store) -> None:
     mine, theirs = await stored(store, schedule("nightly"), schedule("nightly", tenant=OTHER))
-    assert await store.schedule_delete(T, "hourly") is False
-    assert await store.schedule_delete(T, "nul\x00") is False
-    assert await store.schedule_delete(T, "nightly") is True
-    assert await store.schedule_delete(T, "nightly") is False
+    assert await store.schedule_delete("hourly", tenant_id=T) is False
+    assert await store.schedule_delete("nul\x00", tenant_id=T) is False
+    assert await store.schedule_delete("nightly", tenant_id=T) is True
+    assert await store.schedule_delete("nightly", tenant_id=T) is False
     assert await all_schedules(store) == [theirs]
     assert await fired(store, mine) is False  # a deleted schedule fires no more
 
@@ -189,22 +200,22 @@ async def test_due_lists_enabled_due_schedules_of_every_tenant_earliest_first(st
     )
     await stored(store, schedule("ahead", next_run_at=at(61)), schedule("off", enabled=False, next_run_at=at(1)))
     await stored(store, schedule("never", enabled=False, next_run_at=None))
-    assert await store.schedule_due(at(60), 10) == [early, theirs, late, on_time]
-    assert await store.schedule_due(at(60), 2) == [early, theirs]
-    assert await store.schedule_due(at(9), 10) == []
+    assert await store.schedule_due(limit=10, now=at(60)) == [early, theirs, late, on_time]
+    assert await store.schedule_due(limit=2, now=at(60)) == [early, theirs]
+    assert await store.schedule_due(limit=10, now=at(9)) == []
 
 
 async def test_fired_moves_next_run_at_and_last_run_at_and_nothing_else(store: Store) -> None:
     (read,) = await stored(store, schedule("nightly", payload={"a": 1}, updated_at=at(1)))
     assert await fired(store, read, next_run_at=7200, last_run_at=3600) is True
-    assert await store.schedule_get(T, "nightly") == replace(read, next_run_at=at(7200), last_run_at=at(3600))
+    assert await store.schedule_get("nightly", tenant_id=T) == replace(read, next_run_at=at(7200), last_run_at=at(3600))
 
 
 async def test_fired_is_false_once_another_firing_or_an_edit_came_first_and_changes_nothing(store: Store) -> None:
     (read,) = await stored(store, schedule("nightly"))
     assert await fired(store, read)
     assert await fired(store, read) is False  # another scheduler recorded this firing first
-    now = await store.schedule_get(T, "nightly")
+    now = await store.schedule_get("nightly", tenant_id=T)
     assert now is not None
     edited = await update(store, now, replace(now, priority=3, updated_at=at(5)))
     assert edited is not None
@@ -212,7 +223,8 @@ async def test_fired_is_false_once_another_firing_or_an_edit_came_first_and_chan
     disabled = await update(store, edited, replace(edited, enabled=False, updated_at=at(6)))
     assert disabled is not None
     assert await fired(store, disabled) is False  # disabled since it was read
-    assert await store.schedule_fired(
-        "sch\x00", expected_next_run_at=START, expected_updated_at=START, next_run_at=START, last_run_at=START
-    ) is False  # fmt: skip
+    assert await store.schedule_fired(ScheduleFired(
+        schedule_id="sch\x00", expected_next_run_at=START, expected_updated_at=START, next_run_at=START,
+        last_run_at=START,
+    )) is False  # fmt: skip
     assert await all_schedules(store) == [disabled]

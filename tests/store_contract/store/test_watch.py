@@ -17,12 +17,12 @@ from tests.store_contract.store_rows import OTHER, in_status, stored_workflow
 @pytest.mark.parametrize("status", list(JobStatus))
 async def test_job_watch_reads_the_job_for_its_tenant_only(store: Store, status: JobStatus) -> None:
     job = await in_status(store, status)
-    assert await store.job_watch(job.id, job.tenant_id) == await store.job_get(job.id)
-    assert await store.job_watch(job.id, OTHER) is None
-    assert await store.job_watch(f"{job.id}_missing", job.tenant_id) is None
-    assert await store.job_watch(f"{job.id}\x00", job.tenant_id) is None
+    assert await store.job_watch(job.id, tenant_id=job.tenant_id) == await store.job_get(job.id)
+    assert await store.job_watch(job.id, tenant_id=OTHER) is None
+    assert await store.job_watch(f"{job.id}_missing", tenant_id=job.tenant_id) is None
+    assert await store.job_watch(f"{job.id}\x00", tenant_id=job.tenant_id) is None
     # Watching changes nothing a reader can see, however often it is asked.
-    assert await store.job_watch(job.id, job.tenant_id) == job
+    assert await store.job_watch(job.id, tenant_id=job.tenant_id) == job
 
 
 async def test_workflow_watch_reads_the_workflow_for_its_tenant_only(store: Store) -> None:

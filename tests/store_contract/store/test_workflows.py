@@ -205,7 +205,7 @@ async def test_advance_cancels_the_unfinished_jobs_of_steps_it_cancels(store: St
     )
     running_token = await claim_step(store, "qa")
     done_token = await claim_step(store, "qc")
-    await store.job_complete_many([Completion(named(row, "c").job_id or "", done_token, "ok")], START)
+    await store.job_complete_many([Completion(named(row, "c").job_id or "", done_token, "ok")], now=START)
     jobs_before = await store.job_get_many([s.job_id for s in row.steps if s.job_id])
     cancelled = await store.workflow_advance(row.id, lambda w: cancel_workflow(w.steps), step_job_maker(at(7)), at(7))
     assert cancelled is not None
@@ -219,7 +219,7 @@ async def test_advance_cancels_the_unfinished_jobs_of_steps_it_cancels(store: St
     c_job = named(row, "c").job_id or ""
     assert jobs[c_job] == jobs_before[c_job]  # finished before the cancel: left as it is
     a_job = named(row, "a").job_id or ""
-    assert await store.job_complete_many([Completion(a_job, running_token)], at(7)) == [None]
+    assert await store.job_complete_many([Completion(a_job, running_token)], now=at(7)) == [None]
 
 
 async def test_advance_writes_nothing_when_decide_raises(store: Store) -> None:
@@ -271,13 +271,13 @@ async def test_stalled_jobs_are_finished_jobs_of_enqueued_steps_of_running_workf
     queues = ["done", "dead", "gone", "running", "pending"]
     row = await stored_workflow(store, *(step(queue, queue_name=queue) for queue in queues))
     job_of = {s.name: s.job_id or "" for s in row.steps}
-    await store.job_complete_many([Completion(job_of["done"], await claim_step(store, "done"))], at(1))
-    await store.job_fail_many([Failure(job_of["dead"], await claim_step(store, "dead"), "x", None)], at(1))
-    await store.job_cancel(T, job_of["gone"], at(1))
+    await store.job_complete_many([Completion(job_of["done"], await claim_step(store, "done"))], now=at(1))
+    await store.job_fail_many([Failure(job_of["dead"], await claim_step(store, "dead"), "x", None)], now=at(1))
+    await store.job_cancel(job_of["gone"], tenant_id=T, now=at(1))
     await claim_step(store, "running")
     # A finished job of a workflow that is no longer running is not stalled.
     ended = await stored_workflow(store, step("x", queue_name="x"))
-    await store.job_cancel(T, named(ended, "x").job_id or "", at(1))
+    await store.job_cancel(named(ended, "x").job_id or "", tenant_id=T, now=at(1))
     await advance(store, ended.id, Transition(workflow_status=WorkflowStatus.FAILED))
 
     before = await everything(store)

@@ -27,15 +27,15 @@ from queueflow.core.types import (
     FINISHED,
     JSON,
     RETRIABLE,
-    UNCHANGED,
     ClaimRequest,
     Completion,
-    Cursor,
     Ended,
     Failure,
+    Heartbeat,
     HeldLease,
     Job,
     JobFilter,
+    JobQuery,
     JobStatus,
     Unchanged,
 )
@@ -50,25 +50,26 @@ class MemoryJobs(Tables):
         self._check_insert(jobs)
         return self._insert(jobs)
 
-    async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
+    async def job_get(self, job_id: str, *, tenant_id: str | None = None) -> Job | None:
         job = self._jobs.get(job_id)
         if job is None or (tenant_id is not None and job.tenant_id != tenant_id):
             return None
         return self._out(job)
 
-    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+    async def job_watch(self, job_id: str, *, tenant_id: str) -> Job | None:
         # Every finish is announced here (`_announce_finished`): nothing to record.
-        return await self.job_get(job_id, tenant_id)
+        return await self.job_get(job_id, tenant_id=tenant_id)
 
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         return {job_id: self._out(self._jobs[job_id]) for job_id in job_ids if job_id in self._jobs}
 
-    async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
+    async def job_list(self, query: JobQuery) -> list[Job]:
+        tenant_id, where, after = query.tenant_id, query.where, query.after
         rows = [job for job in self._jobs.values() if job.tenant_id == tenant_id and _matches(job, where)]
         if after is not None:
             rows = [job for job in rows if (job.created_at, job.id) < (after.created_at, after.id)]
         rows.sort(key=lambda job: (job.created_at, job.id), reverse=True)
-        return [self._out(job) for job in rows[:limit]]
+        return [self._out(job) for job in rows[: query.limit]]
 
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
         wanted, now, tenant_id = set(request.queues), request.now, request.tenant_id
@@ -147,7 +148,7 @@ class MemoryJobs(Tables):
                     by_key[job.tenant_id, job.queue_name, job.concurrency_key] += 1
         return running, by_key
 
-    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+    async def job_next_due(self, queues: Sequence[str], *, now: datetime) -> datetime | None:
         wanted = set(queues)
         due = [
             job.scheduled_at
@@ -162,13 +163,11 @@ class MemoryJobs(Tables):
                     due.append(token)
         return min(due, default=None)
 
-    async def job_heartbeat(
-        self,
-        job_id: str,
-        lease_token: str,
-        now: datetime,
-        lease_seconds: float,
-        progress: JSON | Unchanged = UNCHANGED,
+    async def job_heartbeat(self, beat: Heartbeat) -> Job | None:
+        return self._heartbeat(beat.job_id, beat.lease_token, beat.progress, beat.lease_seconds, beat.now)
+
+    def _heartbeat(
+        self, job_id: str, lease_token: str, progress: JSON | Unchanged, lease_seconds: float, now: datetime
     ) -> Job | None:
         if not isinstance(progress, Unchanged) and (errors := progress_errors(progress, ("progress",))):
             raise ValidationError.of(errors)
@@ -184,17 +183,14 @@ class MemoryJobs(Tables):
         return self._out(job)
 
     async def job_heartbeat_many(
-        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+        self, leases: Sequence[HeldLease], *, lease_seconds: float, now: datetime
     ) -> list[datetime | None]:
         if errors := held_progress_errors(leases):
             raise ValidationError.of(errors)  # before anything is written
-        beats = [
-            await self.job_heartbeat(item.job_id, item.lease_token, now, lease_seconds, item.progress)
-            for item in leases
-        ]
+        beats = [self._heartbeat(item.job_id, item.lease_token, item.progress, lease_seconds, now) for item in leases]
         return [job.locked_until if job is not None else None for job in beats]
 
-    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+    async def job_release_many(self, leases: Sequence[HeldLease], *, now: datetime) -> list[Job | None]:
         released: list[Job | None] = []
         for item in leases:
             job = self._jobs.get(item.job_id)
@@ -215,12 +211,12 @@ class MemoryJobs(Tables):
                 self._wakeups.notify(queue)
         return released
 
-    async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
+    async def job_complete(self, completion: Completion, *, now: datetime) -> Job | None:
         if errors := completion_storage_errors([completion]):
             raise ValidationError.of(errors)
         return self._complete(completion, now)
 
-    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+    async def job_complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[Ended | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
         done = [self._complete(item, now) for item in completions]
@@ -235,7 +231,7 @@ class MemoryJobs(Tables):
             item.job_id, item.lease_token, now, status=JobStatus.COMPLETED, result=result, completed_at=now
         )
 
-    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+    async def job_fail_many(self, failures: Sequence[Failure], *, now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):
             raise ValidationError.of(errors)
         results: list[Job | None] = []
@@ -272,7 +268,7 @@ class MemoryJobs(Tables):
         self._slot_freed(job)
         return self._out(job)
 
-    async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+    async def job_cancel(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
         job = self._jobs.get(job_id)
         if job is None or job.tenant_id != tenant_id or job.status not in CANCELLABLE:
             return None
@@ -283,7 +279,7 @@ class MemoryJobs(Tables):
         self._slot_freed(job)
         return self._out(job)
 
-    async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+    async def job_retry(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
         job = self._jobs.get(job_id)
         if job is None or job.tenant_id != tenant_id or job.status not in RETRIABLE:
             return None
@@ -297,7 +293,7 @@ class MemoryJobs(Tables):
         )
         return self._out(job)
 
-    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+    async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
         expired = [
             job
             for job in self._jobs.values()
@@ -312,7 +308,7 @@ class MemoryJobs(Tables):
             relocked.append(self._out(job))
         return relocked
 
-    async def job_delete_finished(self, before: datetime, limit: int) -> int:
+    async def job_delete_finished(self, *, before: datetime, limit: int) -> int:
         doomed = [
             job
             for job in self._jobs.values()

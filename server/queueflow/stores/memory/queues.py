@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.flow import KEEP, Backlog, QueueSettings, QueueSettingsPatch, tokens_at
+from queueflow.core.flow import KEEP, Backlog, ConfigureRequest, QueueSettings, tokens_at
 from queueflow.core.jsonvalue import storable_text
 from queueflow.core.types import CLAIMABLE, JobStatus, QueueCounts, QueueMinute
 from queueflow.stores.memory.state import Tables
@@ -18,7 +18,7 @@ _ENDED = {JobStatus.COMPLETED: "completed", JobStatus.DEAD_LETTER: "dead_lettere
 
 class MemoryQueues(Tables):
     async def queue_overview(
-        self, tenant_id: str, now: datetime, queue_name: str | None = None
+        self, *, tenant_id: str, queue_name: str | None = None, now: datetime
     ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
         counts = [queue for queue in self._queue_counts(tenant_id, now) if queue_name in (None, queue.name)]
         return self._configured_queues(tenant_id, queue_name), counts
@@ -49,7 +49,7 @@ class MemoryQueues(Tables):
             if tenant == tenant_id and (queue_name is None or queue == queue_name)
         }
 
-    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
+    async def queue_backlogs(self, *, now: datetime) -> list[Backlog]:
         backlogs = []
         for (tenant, queue), settings in sorted(self._queue_settings.items()):
             if not settings.restricts:
@@ -76,9 +76,8 @@ class MemoryQueues(Tables):
             )
         return backlogs
 
-    async def queue_configure(
-        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
-    ) -> QueueSettings:
+    async def queue_configure(self, request: ConfigureRequest) -> QueueSettings:
+        tenant_id, queue_name, patch, now = request.tenant_id, request.queue_name, request.patch, request.now
         if not (storable_text(tenant_id) and storable_text(queue_name)):
             raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
         key = (tenant_id, queue_name)
@@ -92,7 +91,7 @@ class MemoryQueues(Tables):
             self._wakeups.notify(queue_name)
         return settings
 
-    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+    async def queue_throughput(self, *, tenant_id: str, since: datetime) -> list[QueueMinute]:
         counts: dict[tuple[str, datetime], dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for job in self._tenant_jobs(tenant_id):
             if job.status in _ENDED and job.completed_at is not None and job.completed_at >= since:

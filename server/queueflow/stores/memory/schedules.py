@@ -12,7 +12,7 @@ from datetime import datetime
 
 from queueflow.core.errors import FieldError, InvalidState, ValidationError
 from queueflow.core.jsonvalue import storable_text
-from queueflow.core.schedule import Schedule, schedule_storage_errors
+from queueflow.core.schedule import Schedule, ScheduleFired, schedule_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
 from queueflow.stores.memory.state import Tables
@@ -28,11 +28,11 @@ class MemorySchedules(Tables):
         self._schedules[schedule.id] = _copy(schedule)
         return _copy(schedule)
 
-    async def schedule_get(self, tenant_id: str, name: str) -> Schedule | None:
+    async def schedule_get(self, name: str, *, tenant_id: str) -> Schedule | None:
         found = self._named(tenant_id, name)
         return _copy(found) if found is not None else None
 
-    async def schedule_list(self, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
+    async def schedule_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
         rows = [row for row in self._schedules.values() if row.tenant_id == tenant_id]
         if after is not None:
             rows = [row for row in rows if (row.created_at, row.id) < (after.created_at, after.id)]
@@ -56,14 +56,14 @@ class MemorySchedules(Tables):
         self._schedules[schedule.id] = _copy(stored)
         return _copy(stored)
 
-    async def schedule_delete(self, tenant_id: str, name: str) -> bool:
+    async def schedule_delete(self, name: str, *, tenant_id: str) -> bool:
         found = self._named(tenant_id, name)
         if found is None:
             return False
         del self._schedules[found.id]
         return True
 
-    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+    async def schedule_due(self, *, limit: int, now: datetime) -> list[Schedule]:
         due = [
             row
             for row in self._schedules.values()
@@ -72,23 +72,17 @@ class MemorySchedules(Tables):
         due.sort(key=lambda row: (row.next_run_at or now, row.id))
         return [_copy(row) for row in due[:limit]]
 
-    async def schedule_fired(
-        self,
-        schedule_id: str,
-        *,
-        expected_next_run_at: datetime,
-        expected_updated_at: datetime,
-        next_run_at: datetime,
-        last_run_at: datetime,
-    ) -> bool:
-        current = self._schedules.get(schedule_id)
+    async def schedule_fired(self, fired: ScheduleFired) -> bool:
+        current = self._schedules.get(fired.schedule_id)
         if (
             current is None
             or not current.enabled
-            or (current.next_run_at, current.updated_at) != (expected_next_run_at, expected_updated_at)
+            or (current.next_run_at, current.updated_at) != (fired.expected_next_run_at, fired.expected_updated_at)
         ):
             return False
-        self._schedules[schedule_id] = replace(current, next_run_at=next_run_at, last_run_at=last_run_at)
+        self._schedules[fired.schedule_id] = replace(
+            current, next_run_at=fired.next_run_at, last_run_at=fired.last_run_at
+        )
         return True
 
     def _named(self, tenant_id: str, name: str) -> Schedule | None:

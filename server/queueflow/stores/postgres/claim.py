@@ -253,7 +253,7 @@ class PostgresClaims(Pooled):
         # RETURNING comes in no particular order; a multi-job lease answers in the order it took the jobs.
         return in_turns(jobs, after, key_turns)
 
-    async def job_next_due(self, queues: Sequence[str], now: datetime) -> datetime | None:
+    async def job_next_due(self, queues: Sequence[str], *, now: datetime) -> datetime | None:
         wanted = queue_names(queues)
         if not wanted:
             return None

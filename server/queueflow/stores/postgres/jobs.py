@@ -19,15 +19,13 @@ from queueflow.core.jsonvalue import (
     storage_errors,
 )
 from queueflow.core.types import (
-    JSON,
-    UNCHANGED,
     Completion,
-    Cursor,
     Ended,
     Failure,
+    Heartbeat,
     HeldLease,
     Job,
-    JobFilter,
+    JobQuery,
     JobStatus,
     Unchanged,
 )
@@ -114,7 +112,7 @@ class PostgresJobs(Pooled):
                 results.append((existing[key], False))
         return results
 
-    async def job_get(self, job_id: str, tenant_id: str | None = None) -> Job | None:
+    async def job_get(self, job_id: str, *, tenant_id: str | None = None) -> Job | None:
         if not storable_text(job_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
         async with self._connection() as db:
@@ -125,14 +123,14 @@ class PostgresJobs(Pooled):
             )
         return job_from_row(row) if row is not None else None
 
-    async def job_watch(self, job_id: str, tenant_id: str) -> Job | None:
+    async def job_watch(self, job_id: str, *, tenant_id: str) -> Job | None:
         if not (storable_text(job_id) and storable_text(tenant_id)):
             return None
         async with self._connection() as db:
             # Two statements, not one: the read needs a snapshot taken after the mark (and after any finish the
             # mark waited for), which a statement's own CTE would not see.
             await db.execute(JOB_AWAIT, job_id, tenant_id)
-        return await self.job_get(job_id, tenant_id)
+        return await self.job_get(job_id, tenant_id=tenant_id)
 
     async def job_get_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
         wanted = [job_id for job_id in job_ids if storable_text(job_id)]
@@ -142,7 +140,8 @@ class PostgresJobs(Pooled):
             rows = await db.fetch(f"SELECT {COLUMNS} FROM queueflow.jobs WHERE id = ANY($1::text[])", wanted)
         return {row["id"]: job_from_row(row) for row in rows}
 
-    async def job_list(self, tenant_id: str, where: JobFilter, limit: int, after: Cursor | None) -> list[Job]:
+    async def job_list(self, query: JobQuery) -> list[Job]:
+        tenant_id, where, after = query.tenant_id, query.where, query.after
         texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, after.id if after else None]
         if not all(text is None or storable_text(text) for text in texts):
             return []
@@ -167,7 +166,7 @@ class PostgresJobs(Pooled):
         if after is not None:
             args += [after.created_at, after.id]
             conditions.append(f"(created_at, id) < (${len(args) - 1}, ${len(args)})")
-        args.append(limit)
+        args.append(query.limit)
         sql = (
             f"SELECT {COLUMNS} FROM queueflow.jobs WHERE {' AND '.join(conditions)}"
             f" ORDER BY created_at DESC, id DESC LIMIT ${len(args)}"
@@ -175,23 +174,17 @@ class PostgresJobs(Pooled):
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(sql, *args)]
 
-    async def job_heartbeat(
-        self,
-        job_id: str,
-        lease_token: str,
-        now: datetime,
-        lease_seconds: float,
-        progress: JSON | Unchanged = UNCHANGED,
-    ) -> Job | None:
+    async def job_heartbeat(self, beat: Heartbeat) -> Job | None:
+        job_id, progress, now = beat.job_id, beat.progress, beat.now
         reported = None
         if not isinstance(progress, Unchanged):
             if errors := progress_errors(progress, ("progress",)):
                 raise ValidationError.of(errors)
             reported = None if progress is None else json_text(progress, ("progress",))
-        token = _token(lease_token)
+        token = _token(beat.lease_token)
         if token is None or not storable_text(job_id):
             return None
-        lease = timedelta(seconds=lease_seconds)
+        lease = timedelta(seconds=beat.lease_seconds)
         async with self._connection() as db:
             if isinstance(progress, Unchanged):
                 row = await db.fetchrow(HEARTBEAT, job_id, token, now, lease)
@@ -200,7 +193,7 @@ class PostgresJobs(Pooled):
         return job_from_row(row) if row is not None else None
 
     async def job_heartbeat_many(
-        self, leases: Sequence[HeldLease], now: datetime, lease_seconds: float
+        self, leases: Sequence[HeldLease], *, lease_seconds: float, now: datetime
     ) -> list[datetime | None]:
         if errors := held_progress_errors(leases):
             raise ValidationError.of(errors)
@@ -232,7 +225,7 @@ class PostgresJobs(Pooled):
         # A repeated (id, token) item was sent once; it answers as its first occurrence did.
         return [until.get((item.job_id, _token(item.lease_token))) for item in leases]
 
-    async def job_release_many(self, leases: Sequence[HeldLease], now: datetime) -> list[Job | None]:
+    async def job_release_many(self, leases: Sequence[HeldLease], *, now: datetime) -> list[Job | None]:
         sent = _held_items(leases)
         if not sent:
             return [None] * len(leases)
@@ -246,7 +239,7 @@ class PostgresJobs(Pooled):
         done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
         return [done.get((leases[i].job_id, sent[i])) if i in sent else None for i in range(len(leases))]
 
-    async def job_complete(self, completion: Completion, now: datetime) -> Job | None:
+    async def job_complete(self, completion: Completion, *, now: datetime) -> Job | None:
         if errors := completion_storage_errors([completion]):
             raise ValidationError.of(errors)
         token = _token(completion.lease_token)
@@ -257,7 +250,7 @@ class PostgresJobs(Pooled):
             row = await db.fetchrow(COMPLETE_ONE, completion.job_id, token, result, now)
         return job_from_row(row) if row is not None else None
 
-    async def job_complete_many(self, completions: Sequence[Completion], now: datetime) -> list[Ended | None]:
+    async def job_complete_many(self, completions: Sequence[Completion], *, now: datetime) -> list[Ended | None]:
         if errors := completion_storage_errors(completions):
             raise ValidationError.of(errors)
         several = len(completions) > 1
@@ -280,7 +273,7 @@ class PostgresJobs(Pooled):
         }
         return [done.get((completions[i].job_id, sent[i])) if i in sent else None for i in range(len(completions))]
 
-    async def job_fail_many(self, failures: Sequence[Failure], now: datetime) -> list[Job | None]:
+    async def job_fail_many(self, failures: Sequence[Failure], *, now: datetime) -> list[Job | None]:
         if errors := failure_storage_errors(failures):
             raise ValidationError.of(errors)
         sent = _held_items(failures)
@@ -295,10 +288,10 @@ class PostgresJobs(Pooled):
         done = {(row["id"], row["held_token"]): job_from_row(row) for row in rows}
         return [done.get((failures[i].job_id, sent[i])) if i in sent else None for i in range(len(failures))]
 
-    async def job_cancel(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+    async def job_cancel(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
         return await self._tenant_job_update(CANCEL, tenant_id, job_id, now)
 
-    async def job_retry(self, tenant_id: str, job_id: str, now: datetime) -> Job | None:
+    async def job_retry(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
         return await self._tenant_job_update(RETRY, tenant_id, job_id, now)
 
     async def _tenant_job_update(self, sql: str, tenant_id: str, job_id: str, now: datetime) -> Job | None:
@@ -308,13 +301,13 @@ class PostgresJobs(Pooled):
             row = await db.fetchrow(sql, tenant_id, job_id, now)
         return job_from_row(row) if row is not None else None
 
-    async def job_lease_expired(self, now: datetime, limit: int, relock_seconds: float) -> list[Job]:
+    async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
         async with self._connection() as db:
             rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds))
         rows.sort(key=lambda row: (row["expired_at"], row["id"]))
         return [job_from_row(row) for row in rows]
 
-    async def job_delete_finished(self, before: datetime, limit: int) -> int:
+    async def job_delete_finished(self, *, before: datetime, limit: int) -> int:
         async with self._connection() as db:
             status = await db.execute(DELETE_FINISHED, before, limit)
         return int(status.split()[-1])  # "DELETE <n>"

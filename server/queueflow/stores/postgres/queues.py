@@ -10,7 +10,7 @@ from typing import Annotated, NamedTuple
 import asyncpg
 
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.flow import KEEP, Backlog, QueueSettings, QueueSettingsPatch, RateLimit, tokens_at
+from queueflow.core.flow import KEEP, Backlog, ConfigureRequest, QueueSettings, RateLimit, tokens_at
 from queueflow.core.jsonvalue import storable_text
 from queueflow.core.types import QueueCounts, QueueMinute
 from queueflow.stores.postgres.claim_sql import RESTRICTING
@@ -121,7 +121,7 @@ SELECT queue_name AS name,
 
 class PostgresQueues(Pooled):
     async def queue_overview(
-        self, tenant_id: str, now: datetime, queue_name: str | None = None
+        self, *, tenant_id: str, queue_name: str | None = None, now: datetime
     ) -> tuple[dict[str, QueueSettings], list[QueueCounts]]:
         if not storable_text(tenant_id) or (queue_name is not None and not storable_text(queue_name)):
             return {}, []
@@ -137,7 +137,7 @@ class PostgresQueues(Pooled):
             ),
         )
 
-    async def queue_backlogs(self, now: datetime) -> list[Backlog]:
+    async def queue_backlogs(self, *, now: datetime) -> list[Backlog]:
         async with self._connection() as db:
             settings = await db.fetch(RESTRICTIONS)
             counts = await db.fetch(RESTRICTED_BACKLOGS, now)
@@ -170,9 +170,8 @@ class PostgresQueues(Pooled):
             )
         return backlogs
 
-    async def queue_configure(
-        self, tenant_id: str, queue_name: str, patch: QueueSettingsPatch, now: datetime
-    ) -> QueueSettings:
+    async def queue_configure(self, request: ConfigureRequest) -> QueueSettings:
+        tenant_id, queue_name, patch, now = request.tenant_id, request.queue_name, request.patch, request.now
         if not (storable_text(tenant_id) and storable_text(queue_name)):
             raise ValidationError.of([FieldError(("name",), "holds text that cannot be stored")])
         rate = patch.rate_limit
@@ -198,7 +197,7 @@ class PostgresQueues(Pooled):
         assert row is not None  # an upsert always answers its row
         return _settings_from_row(row)
 
-    async def queue_throughput(self, tenant_id: str, since: datetime) -> list[QueueMinute]:
+    async def queue_throughput(self, *, tenant_id: str, since: datetime) -> list[QueueMinute]:
         if not storable_text(tenant_id):
             return []
         async with self._connection() as db:

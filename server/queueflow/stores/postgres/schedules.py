@@ -13,7 +13,7 @@ import asyncpg
 from queueflow.core.definitions import new_workflow_from_json, new_workflow_json
 from queueflow.core.errors import InvalidState
 from queueflow.core.jsonvalue import storable_text
-from queueflow.core.schedule import JOB_DEFAULTS, Schedule, schedule_storage_errors
+from queueflow.core.schedule import JOB_DEFAULTS, Schedule, ScheduleFired, schedule_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
 from queueflow.stores.postgres.connection import Pooled
@@ -88,14 +88,14 @@ class PostgresSchedules(Pooled):
             raise InvalidState(f"a schedule called {schedule.name!r} already exists")
         return _schedule(row)
 
-    async def schedule_get(self, tenant_id: str, name: str) -> Schedule | None:
+    async def schedule_get(self, name: str, *, tenant_id: str) -> Schedule | None:
         if not (storable_text(tenant_id) and storable_text(name)):
             return None
         async with self._connection() as db:
             row = await db.fetchrow(GET, tenant_id, name)
         return _schedule(row) if row is not None else None
 
-    async def schedule_list(self, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
+    async def schedule_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Schedule]:
         if not storable_text(tenant_id) or (after is not None and not storable_text(after.id)):
             return []
         async with self._connection() as db:
@@ -121,31 +121,28 @@ class PostgresSchedules(Pooled):
             )
         return _schedule(row) if row is not None else None
 
-    async def schedule_delete(self, tenant_id: str, name: str) -> bool:
+    async def schedule_delete(self, name: str, *, tenant_id: str) -> bool:
         if not (storable_text(tenant_id) and storable_text(name)):
             return False
         async with self._connection() as db:
             status = await db.execute(DELETE, tenant_id, name)
         return status == "DELETE 1"
 
-    async def schedule_due(self, now: datetime, limit: int) -> list[Schedule]:
+    async def schedule_due(self, *, limit: int, now: datetime) -> list[Schedule]:
         async with self._connection() as db:
             return [_schedule(row) for row in await db.fetch(DUE, now, limit)]
 
-    async def schedule_fired(
-        self,
-        schedule_id: str,
-        *,
-        expected_next_run_at: datetime,
-        expected_updated_at: datetime,
-        next_run_at: datetime,
-        last_run_at: datetime,
-    ) -> bool:
-        if not storable_text(schedule_id):
+    async def schedule_fired(self, fired: ScheduleFired) -> bool:
+        if not storable_text(fired.schedule_id):
             return False
         async with self._connection() as db:
             status = await db.execute(
-                FIRED, schedule_id, expected_next_run_at, expected_updated_at, next_run_at, last_run_at
+                FIRED,
+                fired.schedule_id,
+                fired.expected_next_run_at,
+                fired.expected_updated_at,
+                fired.next_run_at,
+                fired.last_run_at,
             )
         return status == "UPDATE 1"
 
