@@ -31,9 +31,8 @@ from typing import Any
 import msgspec
 
 from queueflow.api.body import decode_strict
-from queueflow.api.problems import PROBLEMS
 from queueflow.api.schemas.workflows import AddStepsRequest
-from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError, wire_status
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
 from queueflow.core.workflow import Step
 from queueflow.engine import Engine
@@ -218,9 +217,9 @@ class EngineSource:
             raise self._refusal(exc) from exc
 
     def _refusal(self, exc: QueueFlowError) -> Exception:
-        """`exc` as the HTTP route answers it (`api.problems`), turned into the runner's error."""
+        """`exc` as the HTTP route answers it (`core.errors.wire_status`), turned into the runner's error."""
         assert self.refused is not None
-        status, code = next(PROBLEMS[kind] for kind in type(exc).__mro__ if kind in PROBLEMS)
+        status, code = wire_status(exc)
         errors = [(error.field, error.message) for error in exc.errors] if isinstance(exc, ValidationError) else []
         return self.refused(status, code, exc.detail, errors)
 
