@@ -120,6 +120,19 @@ def test_each_layer_imports_only_what_it_may(layer: str) -> None:
     assert broken == []
 
 
+def test_only_the_engine_reaches_its_workflows() -> None:
+    # The Engine's methods are the one way into a workflow (`engine.workflow_facade`): its `Workflows` is its own.
+    # The stores hold a `_workflows` of their own (their rows), and never import the engine.
+    reached = sorted(
+        f"{name}:{node.lineno}"
+        for name, path in MODULES.items()
+        if not within(name, "queueflow.engine") and not within(name, "queueflow.stores")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and node.attr == "_workflows"
+    )
+    assert reached == []
+
+
 def test_the_worker_package_needs_nothing_but_the_standard_library() -> None:
     # Its distribution declares no dependency (sdks/worker/pyproject.toml): the server's tasks extra and the SDK
     # both install it, and neither should bring the other's dependencies (httpx, litestar) along with it.

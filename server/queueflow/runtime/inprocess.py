@@ -209,9 +209,7 @@ class EngineSource:
         the job's lease: the route's rules, each refusal a ValidationError at the field the route names (a type or
         a range that the route's schema refuses first is told in core's words)."""
         try:
-            return list(
-                await self.engine.workflows.add_steps(job_id, token, new_steps_from_json(_as_json(steps)), None)
-            )
+            return list(await self.engine.add_steps(job_id, token, new_steps_from_json(_as_json(steps))))
         except QueueFlowError as exc:
             if self.refused is None:
                 raise
