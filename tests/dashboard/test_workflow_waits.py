@@ -51,11 +51,8 @@ async def test_wait_steps_added_steps_and_the_signal_form(signed_in: Browser, en
     assert '<option value="approval">approval (step approval, pending)</option>' in page  # an early signal is kept
 
     (draft,) = await engine.lease(["default"])
-    await engine.workflows.add_steps(
-        draft.id,
-        draft.lease_token or "",
-        [NewStep(name="spell_check", task_name="spell", required_by=["approval"])],
-        None,
+    await engine.add_steps(
+        draft.id, draft.lease_token or "", [NewStep(name="spell_check", task_name="spell", required_by=["approval"])]
     )
     await engine.complete(draft.id, draft.lease_token or "", {"text": "hello"})
     page = (await signed_in.get(f"/ui/workflows/{workflow_id}")).text

@@ -58,7 +58,7 @@ async def test_two_finishers_adding_overlapping_steps_add_each_step_once(
         async def add(index: int, job: Job, adder: str, start_line: asyncio.Barrier) -> str:
             await start_line.wait()
             try:
-                await workers[index].workflows.add_steps(job.id, job.lease_token or "", adding(adder), None)
+                await workers[index].add_steps(job.id, job.lease_token or "", adding(adder))
             except InvalidState:
                 return "conflict"
             return adder
@@ -103,7 +103,7 @@ async def test_a_signal_racing_its_step_becoming_waiting_completes_it_once(
 
         async def signal(workflow_id: str, start_line: asyncio.Barrier) -> Any:
             await start_line.wait()
-            return await signaller.workflows.signal(T, workflow_id, "go", {"ok": True})
+            return await signaller.signal_workflow(T, workflow_id, "go", {"ok": True})
 
         for workflow_id in ids:
             start_line = asyncio.Barrier(2)
@@ -135,7 +135,7 @@ async def test_two_processes_racing_a_sleeps_due_time_end_it_once(
             await start_line.wait()
             ended = 0
             for _ in range(ROUNDS):  # small sweeps, so the two interleave over the same rows
-                ended += await timers[index].workflows.end_due_waits(2)
+                ended += await timers[index].end_due_waits(2)
             return ended
 
         start_line = asyncio.Barrier(2)

@@ -49,7 +49,7 @@ async def test_adding_steps_to_a_large_workflow_reads_only_the_steps_it_touches(
                 for i in range(10)
             ]
             before = await flushed()
-            added = await engine.workflows.add_steps(root.id, root.lease_token or "", new, None)
+            added = await engine.add_steps(root.id, root.lease_token or "", new)
             reads.append(await flushed() - before)
             assert [(step.name, step.status, step.remaining) for step in added] == [
                 (step.name, StepStatus.PENDING, 1) for step in new

@@ -7,6 +7,8 @@ queueflow         never imports queueflow_client: the server runs tasks through 
 queueflow_client  never imports queueflow: the SDK reaches the server only over HTTP
 core      imports nothing of QueueFlow outside core: the domain has no I/O and knows no adapter
 stores    never import runtime, api or engine: an adapter records, it does not decide or serve
+engine    never imports stores, runtime, api or dashboard: it reaches data through the ports, and serves no one
+runtime   never imports api or dashboard: the long-running loops sit below what serves HTTP, beside it in a process
 api       never imports stores: HTTP reaches data only through the Engine
 dashboard never imports stores or api: its pages, too, reach data only through the Engine
 and no module of any of them imports itself back, however far round.
@@ -35,6 +37,8 @@ FORBIDDEN = {
     "queueflow_client": ("queueflow.",),
     "queueflow.core": ("queueflow.",),  # everything but core itself, below
     "queueflow.stores": ("queueflow.runtime", "queueflow.api", "queueflow.engine"),
+    "queueflow.engine": ("queueflow.stores", "queueflow.runtime", "queueflow.api", "queueflow.dashboard"),
+    "queueflow.runtime": ("queueflow.api", "queueflow.dashboard"),
     "queueflow.api": ("queueflow.stores",),
     "queueflow.dashboard": ("queueflow.stores", "queueflow.api"),
 }
@@ -114,6 +118,19 @@ def test_each_layer_imports_only_what_it_may(layer: str) -> None:
     assert broken == []
 
 
+def test_only_the_engine_reaches_its_workflows() -> None:
+    # The Engine's methods are the one way into a workflow (`engine.workflow_facade`): its `Workflows` is its own.
+    # The stores hold a `_workflows` of their own (their rows), and never import the engine.
+    reached = sorted(
+        f"{name}:{node.lineno}"
+        for name, path in MODULES.items()
+        if not within(name, "queueflow.engine") and not within(name, "queueflow.stores")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and node.attr == "_workflows"
+    )
+    assert reached == []
+
+
 def test_the_worker_package_needs_nothing_but_the_standard_library() -> None:
     # Its distribution declares no dependency (sdks/worker/pyproject.toml): the server's tasks extra and the SDK
     # both install it, and neither should bring the other's dependencies (httpx, litestar) along with it.
@@ -144,6 +161,8 @@ def test_the_rules_catch_a_broken_import() -> None:
     assert forbidden("queueflow_client.loop", FORBIDDEN["queueflow"])
     assert forbidden("queueflow_client", FORBIDDEN["queueflow_worker"])
     assert forbidden("queueflow.engine", FORBIDDEN["queueflow_client"])
+    assert forbidden("queueflow.api.body", FORBIDDEN["queueflow.runtime"])
+    assert forbidden("queueflow.runtime.wakeups", FORBIDDEN["queueflow.engine"])
     assert not forbidden("queueflow_worker.loop", FORBIDDEN["queueflow"])
     assert not forbidden("queueflow_worker", FORBIDDEN["queueflow_client"])
 

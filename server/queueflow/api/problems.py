@@ -1,7 +1,7 @@
 """Errors on the wire: RFC 9457 problem details, from one table.
 
-Every error QueueFlow raises on purpose is a `QueueFlowError`; `PROBLEMS` says which status and `code` each
-becomes. Litestar's own HTTP errors (unknown route, wrong method, bad body, body too large) and anything
+Every error QueueFlow raises on purpose is a `QueueFlowError`; `core.errors.wire_status` says which status and
+`code` each becomes. Litestar's own HTTP errors (unknown route, wrong method, bad body, body too large) and anything
 unexpected are rendered in the same shape, so a client parses exactly one error format.
 """
 
@@ -17,15 +17,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
-from queueflow.core.errors import (
-    Conflict,
-    InvalidState,
-    LeaseLost,
-    NotFound,
-    QueueFlowError,
-    StoreUnavailable,
-    ValidationError,
-)
+from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError, wire_status
 
 log = logging.getLogger("queueflow.api")
 
@@ -62,16 +54,6 @@ class Problem(msgspec.Struct, omit_defaults=True):
     code: ProblemCode
     errors: list[FieldProblem] | None = None
 
-
-PROBLEMS: dict[type[QueueFlowError], tuple[int, ProblemCode]] = {
-    ValidationError: (400, "validation_error"),
-    NotFound: (404, "not_found"),
-    LeaseLost: (409, "lease_lost"),
-    InvalidState: (409, "invalid_state"),
-    Conflict: (409, "invalid_state"),
-    StoreUnavailable: (503, "unavailable"),
-}
-"""Domain error → (status, code). A subclass not listed takes its nearest listed ancestor's entry."""
 
 HTTP_CODES: dict[int, ProblemCode] = {
     400: "validation_error",
@@ -120,7 +102,7 @@ def problem(
 
 
 def domain_problem(_: Request[Any, Any, Any], exc: QueueFlowError) -> Response[bytes]:
-    status, code = next(PROBLEMS[kind] for kind in type(exc).__mro__ if kind in PROBLEMS)
+    status, code = wire_status(exc)
     errors = None
     headers = None
     if isinstance(exc, ValidationError):

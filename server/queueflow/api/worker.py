@@ -313,7 +313,5 @@ class WorkerController(Controller):
         """Add steps to the workflow of the running step whose job this is (the lease must be held): atomic, and
         safe to repeat (steps this step added before with the same definition are left as they are)."""
         services = services_of(request)
-        steps = await services.engine.workflows.add_steps(
-            job_id, data.lease_token, data.to_domain(), worker_scope(request)
-        )
+        steps = await services.engine.add_steps(job_id, data.lease_token, data.to_domain(), scope=worker_scope(request))
         return AddedSteps([WorkflowStep.from_domain(step) for step in steps])

@@ -120,7 +120,7 @@ class WorkflowsController(Controller):
         workflow advances), or, if it does not wait yet, keeps it for when it does."""
         services = services_of(request)
         payload = None if data is None else data.payload
-        signalled = await services.engine.workflows.signal(tenant_of(request), workflow_id, name, payload)
+        signalled = await services.engine.signal_workflow(tenant_of(request), workflow_id, name, payload)
         return Workflow.from_domain(signalled)
 
     @post(
@@ -133,4 +133,4 @@ class WorkflowsController(Controller):
         """Re-run a failed, partially failed or cancelled workflow: its failed, cancelled and skipped steps run
         again; completed steps keep their results."""
         services = services_of(request)
-        return Workflow.from_domain(await services.engine.workflows.retry(tenant_of(request), workflow_id))
+        return Workflow.from_domain(await services.engine.retry_workflow(tenant_of(request), workflow_id))

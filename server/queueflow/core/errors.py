@@ -8,12 +8,14 @@
      │    └── InvalidState    the object is not in a state that allows the operation
      └── StoreUnavailable     the store cannot be reached; the caller may retry
 
-Adapters translate their driver's errors into these; the HTTP layer maps each to one problem `code`.
+Adapters translate their driver's errors into these; `wire_status` says which status and problem `code` each is
+on the wire: the HTTP layer's problem (`api.problems`), and the SDK's error class a task sees in-process.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 class QueueFlowError(Exception):
@@ -65,3 +67,20 @@ class InvalidState(Conflict):
 
 class StoreUnavailable(QueueFlowError):
     pass
+
+
+ErrorCode = Literal["validation_error", "not_found", "lease_lost", "invalid_state", "unavailable"]
+
+WIRE_STATUS: dict[type[QueueFlowError], tuple[int, ErrorCode]] = {
+    ValidationError: (400, "validation_error"),
+    NotFound: (404, "not_found"),
+    LeaseLost: (409, "lease_lost"),
+    InvalidState: (409, "invalid_state"),
+    Conflict: (409, "invalid_state"),
+    StoreUnavailable: (503, "unavailable"),
+}
+"""Error → (status, code). A subclass not listed takes its nearest listed ancestor's entry."""
+
+
+def wire_status(error: QueueFlowError) -> tuple[int, ErrorCode]:
+    return next(WIRE_STATUS[kind] for kind in type(error).__mro__ if kind in WIRE_STATUS)

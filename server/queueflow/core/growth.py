@@ -156,7 +156,8 @@ def _reference_errors(existing: dict[str, Step], steps: Sequence[NewStep]) -> li
     for position, step in enumerate(steps):
         for field, names in (("depends_on", step.depends_on), ("required_by", step.required_by)):
             if not isinstance(names, list | tuple):
-                errors.append(FieldError(("steps", position, field), "must be a list of step names"))
+                if field == "required_by":  # a depends_on that is no list is the step's own error (step_errors)
+                    errors.append(FieldError(("steps", position, field), "must be a list of step names"))
                 continue
             seen: set[str] = set()
             for item, name in enumerate(names):

@@ -17,10 +17,11 @@ How a workflow advances from one of these states to the next is `core.advance`; 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from queueflow.core.dag import dependency_errors
 from queueflow.core.errors import FieldError
@@ -91,6 +92,15 @@ class NewStep:
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     timeout_seconds: float | None = None
     concurrency_key: str | None = None
+
+
+def given_step(name: str, given: Mapping[str, Any]) -> NewStep:
+    """The step `name` of the fields a caller gave, each by its field's name, the others at their default: the
+    job fields among them are its `job_fields`, so a wait step that names one is refused even at its default."""
+    return NewStep(name=name, job_fields=frozenset(given.keys() & _JOB_FIELDS), **given)
+
+
+_JOB_FIELDS = frozenset(JOB_FIELDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -56,7 +56,7 @@ async def signal_workflow(
     except ValueError as exc:
         return redirect(request, back, Flash("error", f"The payload is not JSON: {exc}."))
     try:
-        await engine.workflows.signal(tenant, workflow_id, name, payload)
+        await engine.signal_workflow(tenant, workflow_id, name, payload)
     except (InvalidState, NotFound, ValidationError) as exc:
         return redirect(request, back, Flash("error", exc.detail))
     return redirect(request, back, Flash("ok", f"Signal {name!r} sent."))
@@ -68,7 +68,7 @@ async def retry_workflow(
 ) -> Redirect:
     back = f"{UI}/workflows/{workflow_id}"
     try:
-        await engine.workflows.retry(tenant_of(request), workflow_id)
+        await engine.retry_workflow(tenant_of(request), workflow_id)
     except InvalidState as exc:
         return redirect(request, back, Flash("error", exc.detail))
     said = "its failed, cancelled and skipped steps run again; completed steps keep their results"

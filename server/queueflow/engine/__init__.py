@@ -5,8 +5,10 @@ the one object callers hold; it is composed of collaborators, each built from th
 holding a reference back to the engine:
 
     Engine ──▶ Queues      (engine.queues)      counts, flow-control settings, held-back jobs, throughput
-           ──▶ Workflows   (engine.workflows)   create, read, cancel; advance when a step's job finishes
+           ──▶ Workflows   (engine._workflows)  create, read, cancel, signal, grow; advance when a step's job finishes
            ──▶ Schedules   (engine.schedules)   cron schedules and the scheduler's tick
+
+`Workflows` is the engine's own: callers reach a workflow through the `Engine` methods (`WorkflowFacade`).
 
 Every job write that finishes a step's job hands the job to `Workflows.on_jobs_finished`.
 """

@@ -1,4 +1,5 @@
-"""Engine: the job use cases (tenant side, worker side, maintenance), composing `Workflows` and `Schedules`.
+"""Engine: the job use cases (tenant side, worker side, maintenance), composing `Workflows` and `Schedules`; the
+workflow use cases are mixed in from `WorkflowFacade`.
 
 See the package docstring for how the three fit together.
 """
@@ -43,15 +44,15 @@ from queueflow.core.types import (
     QueueStats,
     Unchanged,
 )
-from queueflow.core.workflow import NewWorkflow, Workflow, WorkflowStatus
 from queueflow.engine.queues import Queues
 from queueflow.engine.schedules import Schedules
 from queueflow.engine.settings import EngineSettings
+from queueflow.engine.workflow_facade import WorkflowFacade
 from queueflow.engine.workflows import Workflows, completed_step_report, step_report
 from queueflow.ports import Clock, Store
 
 
-class Engine:
+class Engine(WorkflowFacade):
     def __init__(
         self,
         store: Store,
@@ -68,8 +69,8 @@ class Engine:
         self.rng: RandomSource = rng or random.Random()
         self.settings = settings or EngineSettings()
         self.queues = Queues(store, clock)
-        self.workflows = Workflows(store, clock, self.rng, self.settings)
-        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self.workflows.create)
+        self._workflows = Workflows(store, clock, self.rng, self.settings)
+        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self._workflows.create)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class Engine:
         if job is None:
             current = await self.get_job(tenant_id, job_id)
             raise InvalidState(f"job {job_id} is {current.status}; only unfinished jobs can be cancelled")
-        await self.workflows.on_jobs_finished([job])
+        await self._workflows.on_jobs_finished([job])
         return job
 
     async def retry_job(self, tenant_id: str, job_id: str) -> Job:
@@ -274,7 +275,7 @@ class Engine:
         job = await self.store.job_complete(Completion(job_id, lease_token, result), now=self.clock.now())
         if job is None:
             raise await self._lease_lost(job_id)
-        await self.workflows.on_jobs_finished([job])
+        await self._workflows.on_jobs_finished([job])
         return job
 
     async def fail(
@@ -303,7 +304,7 @@ class Engine:
         (job,) = await self.store.job_fail_many([self._decide(current, request, now)], now=now)
         if job is None:
             raise await self._lease_lost(job_id)
-        await self.workflows.on_jobs_finished([job])
+        await self._workflows.on_jobs_finished([job])
         return job
 
     async def ack(
@@ -339,7 +340,7 @@ class Engine:
             if (report := completed_step_report(ended, item.result)) is not None
         ]
         reports += [report for _, job in outcomes if isinstance(job, Job) and (report := step_report(job))]
-        await self.workflows.on_steps_finished(reports)
+        await self._workflows.on_steps_finished(reports)
         missing = [job_id for job_id, job in outcomes if job is None]
         lost = await self.store.job_get_many(missing) if missing else {}
         return [
@@ -412,8 +413,8 @@ class Engine:
         reclaimed = (
             [job for job in await self.store.job_fail_many(failures, now=now) if job is not None] if failures else []
         )
-        await self.workflows.on_jobs_finished(reclaimed)
-        healed = await self.workflows.heal(self.settings.sweep_limit)
+        await self._workflows.on_jobs_finished(reclaimed)
+        healed = await self._workflows.heal(self.settings.sweep_limit)
         deleted = 0
         if self.settings.retention is not None:
             deleted = await self.store.job_delete_finished(
@@ -426,31 +427,6 @@ class Engine:
             deleted=deleted,
             healed=healed,
         )
-
-    # ---- workflows ----------------------------------------------------------------------------------
-
-    async def create_workflow(self, tenant_id: str, workflow: NewWorkflow) -> tuple[Workflow, bool]:
-        """Store a validated DAG and enqueue its root steps; a known idempotency key returns the original."""
-        return await self.workflows.create(tenant_id, workflow)
-
-    async def get_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
-        return await self.workflows.get(tenant_id, workflow_id)
-
-    async def watch_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
-        """The workflow, with its finish announced to every process from now on (`WorkflowStore.workflow_watch`)."""
-        workflow = await self.store.workflow_watch(workflow_id, tenant_id)
-        if workflow is None:
-            raise NotFound(f"no workflow {workflow_id}")
-        return workflow
-
-    async def list_workflows(
-        self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
-    ) -> Page[Workflow]:
-        return await self.workflows.list(tenant_id, status, limit=limit, cursor=cursor)
-
-    async def cancel_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
-        """Cancel a running workflow: every unfinished step and its job; InvalidState once it has finished."""
-        return await self.workflows.cancel(tenant_id, workflow_id)
 
     # ---- schedules ----------------------------------------------------------------------------------
 

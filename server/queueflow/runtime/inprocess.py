@@ -30,10 +30,8 @@ from typing import Any
 
 import msgspec
 
-from queueflow.api.body import decode_strict
-from queueflow.api.problems import PROBLEMS
-from queueflow.api.schemas.workflows import AddStepsRequest
-from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.definitions import new_steps_from_json
+from queueflow.core.errors import FieldError, QueueFlowError, StoreUnavailable, ValidationError, wire_status
 from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
 from queueflow.core.workflow import Step
 from queueflow.engine import Engine
@@ -206,23 +204,32 @@ class EngineSource:
         return result.locked_until is not None
 
     async def add_steps(self, job_id: str, token: str, steps: list[dict[str, Any]]) -> list[Step]:
-        """`ctx.add_steps` in-process: the steps read as `POST /v1/worker/jobs/{id}/steps` reads its body (the same
-        rules, the same ValidationError), then added through the engine under the job's lease."""
+        """`ctx.add_steps` in-process: the steps read as JSON, as the SDK would send them to `POST
+        /v1/worker/jobs/{id}/steps` (`core.definitions.new_steps_from_json`), then added through the engine under
+        the job's lease: the route's rules, each refusal a ValidationError at the field the route names (a type or
+        a range that the route's schema refuses first is told in core's words)."""
         try:
-            raw = msgspec.json.encode({"lease_token": token, "steps": steps})
-            request = decode_strict(raw, AddStepsRequest)
-            return list(await self.engine.workflows.add_steps(job_id, token, request.to_domain(), None))
+            return list(await self.engine.add_steps(job_id, token, new_steps_from_json(_as_json(steps))))
         except QueueFlowError as exc:
             if self.refused is None:
                 raise
             raise self._refusal(exc) from exc
 
     def _refusal(self, exc: QueueFlowError) -> Exception:
-        """`exc` as the HTTP route answers it (`api.problems`), turned into the runner's error."""
+        """`exc` as the HTTP route answers it (`core.errors.wire_status`), turned into the runner's error."""
         assert self.refused is not None
-        status, code = next(PROBLEMS[kind] for kind in type(exc).__mro__ if kind in PROBLEMS)
+        status, code = wire_status(exc)
         errors = [(error.field, error.message) for error in exc.errors] if isinstance(exc, ValidationError) else []
         return self.refused(status, code, exc.detail, errors)
+
+
+def _as_json(value: Any) -> Any:
+    """`value` as it comes back from JSON, as it would reach the route (a tuple a list, a date-time its text)."""
+    text = msgspec.json.encode(value)
+    try:
+        return msgspec.json.decode(text)
+    except RecursionError:
+        raise ValidationError.of([FieldError((), "the JSON is nested too deeply")]) from None
 
 
 def _unavailable(exc: Exception) -> bool:

@@ -2,7 +2,7 @@
 yet acted on (its request's process died before it ended the step) — within `interval` seconds of their time.
 
 Waits are rows with a due time (`workflow_steps.due_at`), like a delayed job's `scheduled_at`: nothing is held in
-memory, so a restart loses nothing. A pass reads the due rows (`Engine.workflows.end_due_waits`) and ends each by a
+memory, so a restart loses nothing. A pass reads the due rows (`Engine.end_due_waits`) and ends each by a
 guarded step finish; any number of processes may run a timer, and of two that reach one wait at once exactly one
 records its end (the other's finish matches no row: `core.advance.is_reported`). Between passes the loop sleeps
 until the next due time, or `interval` at most, so a wait made by another process is ended in time too.
@@ -39,7 +39,7 @@ class WaitTimer(PeriodicService[int]):
         self.engine = engine
 
     async def once(self) -> int:
-        ended = await self.engine.workflows.end_due_waits(self.engine.settings.sweep_limit)
+        ended = await self.engine.end_due_waits(self.engine.settings.sweep_limit)
         if ended:
             self.log.debug("wait timer: %d waits ended", ended)
         return ended
@@ -49,7 +49,7 @@ class WaitTimer(PeriodicService[int]):
 
     async def pause(self, result: int | None) -> float:
         try:
-            next_due = await self.engine.workflows.next_wait_due()
+            next_due = await self.engine.next_wait_due()
         except Exception:  # the pass logs the store's outage; the next one is only an interval away
             return self.interval
         return pause_until(next_due, self.engine.clock.now(), self.interval)

@@ -50,7 +50,7 @@ async def test_each_occurrence_starts_one_workflow_keyed_by_it_with_the_occurren
     # A scheduler that died after starting the occurrence's workflow, before advancing the schedule: the next
     # tick (another process's) starts nothing twice, and advances it.
     (due,) = await store.schedule_due(limit=10, now=clock.now())
-    await second.workflows.create(T, firing_workflow(due, NIGHTLY, clock.now()))
+    await second.create_workflow(T, firing_workflow(due, NIGHTLY, clock.now()))
     first_tick, second_tick = await engine.fire_due_schedules(), await second.schedules.fire_due()
     assert first_tick + second_tick == 1
     assert await run(engine, clock, START + timedelta(hours=40), timedelta(minutes=30)) == 1  # 03-03 03:00

@@ -28,7 +28,7 @@ async def split_running(engine: Engine) -> tuple[str, Worker, Job]:
 
 
 async def add(engine: Engine, job: Job, steps: list[NewStep]) -> list[str]:
-    added = await engine.workflows.add_steps(job.id, job.lease_token or "", steps, None)
+    added = await engine.add_steps(job.id, job.lease_token or "", steps)
     return [f"{s.name}:{s.status.value}" for s in added]
 
 
@@ -148,9 +148,9 @@ async def test_the_size_limit_counts_the_steps_already_there(engine: Engine) -> 
 async def test_the_lease_rules_apply(engine: Engine) -> None:
     workflow_id, _worker, split = await split_running(engine)
     with pytest.raises(NotFound):
-        await engine.workflows.add_steps("job_missing", "token", mapped(1), None)
+        await engine.add_steps("job_missing", "token", mapped(1))
     with pytest.raises(NotFound):  # a tenant-scoped worker key of another tenant
-        await engine.workflows.add_steps(split.id, split.lease_token or "", mapped(1), "tenant-b")
+        await engine.add_steps(split.id, split.lease_token or "", mapped(1), scope="tenant-b")
     with pytest.raises(LeaseLost):
         await add(engine, replace(split, lease_token="00000000-0000-0000-0000-000000000000"), mapped(1))
     plain = (await engine.enqueue(T, NewJob(task_name="plain", queue_name="other"))).job

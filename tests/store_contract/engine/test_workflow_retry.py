@@ -22,7 +22,7 @@ async def test_a_halted_workflow_runs_again_from_its_failure_keeping_what_comple
     failed = await worker.dead_letter(workflow.id, "b")
     assert failed.status is WorkflowStatus.FAILED
     assert statuses(failed) == {"a": "completed", "b": "failed", "c": "cancelled", "d": "cancelled"}
-    retried = await engine.workflows.retry(T, workflow.id)
+    retried = await engine.retry_workflow(T, workflow.id)
     assert (retried.status, retried.completed_at) == (WorkflowStatus.RUNNING, None)
     assert statuses(retried) == {"a": "completed", "b": "enqueued", "c": "pending", "d": "enqueued"}
     assert retried.context == {"a": "A"}
@@ -48,7 +48,7 @@ async def test_a_partially_failed_workflow_reopens_skipped_and_continued_steps(e
     ended = await worker.complete(workflow.id, "d")
     assert ended.status is WorkflowStatus.PARTIALLY_FAILED
     assert ended.context == {"c": None, "d": {"by": "d"}}
-    retried = await engine.workflows.retry(T, workflow.id)
+    retried = await engine.retry_workflow(T, workflow.id)
     assert statuses(retried) == {"a": "enqueued", "b": "pending", "c": "enqueued", "d": "completed"}
     assert retried.context == {"d": {"by": "d"}}
     await worker.complete(workflow.id, "a")
@@ -58,9 +58,9 @@ async def test_a_partially_failed_workflow_reopens_skipped_and_continued_steps(e
 
 async def test_a_retried_signal_step_waits_again_and_its_kept_signal_is_kept(engine: Engine) -> None:
     workflow, _ = await engine.create_workflow(T, dag(step("a"), signal("s", "go", "a"), signal("t", "other")))
-    await engine.workflows.signal(T, workflow.id, "go", "early")
+    await engine.signal_workflow(T, workflow.id, "go", "early")
     await engine.cancel_workflow(T, workflow.id)
-    retried = await engine.workflows.retry(T, workflow.id)
+    retried = await engine.retry_workflow(T, workflow.id)
     assert statuses(retried) == {"a": "enqueued", "s": "pending", "t": "waiting"}
     after = await Worker(engine, T).complete(workflow.id, "a")
     assert named(after, "s").status is StepStatus.COMPLETED
@@ -70,11 +70,11 @@ async def test_a_retried_signal_step_waits_again_and_its_kept_signal_is_kept(eng
 async def test_only_an_ended_workflow_can_be_retried(engine: Engine) -> None:
     workflow, _ = await engine.create_workflow(T, dag(step("a")))
     with pytest.raises(InvalidState):
-        await engine.workflows.retry(T, workflow.id)  # running
+        await engine.retry_workflow(T, workflow.id)  # running
     await Worker(engine, T).complete(workflow.id, "a")
     with pytest.raises(InvalidState):
-        await engine.workflows.retry(T, workflow.id)  # completed
+        await engine.retry_workflow(T, workflow.id)  # completed
     with pytest.raises(NotFound):
-        await engine.workflows.retry(T, "wf_missing")
+        await engine.retry_workflow(T, "wf_missing")
     with pytest.raises(NotFound):
-        await engine.workflows.retry("tenant-b", workflow.id)
+        await engine.retry_workflow("tenant-b", workflow.id)

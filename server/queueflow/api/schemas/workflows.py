@@ -73,15 +73,16 @@ class NewWorkflowStep(RequestBody, kw_only=True):
         given = {name: getattr(self, name) for name in workflow.JOB_FIELDS if getattr(self, name) is not UNSET}
         if isinstance(given.get("backoff"), Backoff):
             given["backoff"] = given["backoff"].to_domain()
-        return workflow.NewStep(
-            name=self.name,
-            task_name=self.task_name,
-            wait=None if self.wait is None else self.wait.to_domain(),
-            job_fields=frozenset(given),
-            required_by=list(required_by or []),
-            depends_on=self.depends_on,
-            on_failure=workflow.OnFailure(self.on_failure),
-            **given,
+        return workflow.given_step(
+            self.name,
+            given
+            | {
+                "task_name": self.task_name,
+                "wait": None if self.wait is None else self.wait.to_domain(),
+                "required_by": list(required_by or []),
+                "depends_on": self.depends_on,
+                "on_failure": workflow.OnFailure(self.on_failure),
+            },
         )
 
 
