@@ -1,0 +1,89 @@
+"""The other reads of the hot table under a held horizon: the idle lessee's DUE_ANY, the janitor's LEASE_EXPIRED
+sweep and the job list's first page, on today's layout (lab.py's push, design `today`).
+
+    .venv/bin/python bench/results/claimlab/paths.py --dsn postgresql://... --n 20000 100000 300000
+
+Each is measured as lab.py measures the claim: inside a transaction rolled back, buffers (hit + read) and index
+tuples read. LEASE_EXPIRED runs with `now` far ahead, as the janitor does once the held-over running versions'
+leases have passed (60 s after their claim): every dead running version in idx_jobs_lease_expiry is then before
+`now`, and the sweep has no live row to stop at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).parent))
+import lab  # noqa: E402
+
+from queueflow.stores.postgres.claim_sql import DUE_ANY  # noqa: E402
+from queueflow.stores.postgres.sql import COLUMNS, LEASE_EXPIRED  # noqa: E402
+
+LIST_FIRST_PAGE = f"SELECT {COLUMNS} FROM queueflow.jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 50"
+
+PATHS = {
+    "due_any": (DUE_ANY, ["ARRAY['q']::text[]", f"'{lab.FAR.isoformat()}'::timestamptz"]),
+    "lease_expired": (LEASE_EXPIRED, [f"'{lab.FAR.isoformat()}'::timestamptz", "100", "'60 seconds'::interval"]),
+    "list_first_page": (LIST_FIRST_PAGE, ["'t0'"]),
+}
+
+
+async def measure(db: asyncpg.Connection, sql: str, args: list[str]) -> dict[str, object]:
+    oids = [r["oid"] for r in await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n
+                                                  ON n.oid = c.relnamespace
+                                               WHERE c.relkind = 'i' AND n.nspname IN ('queueflow', 'lab')""")]
+    tr = db.transaction()
+    await tr.start()
+    try:
+        count = "SELECT sum(pg_stat_get_xact_tuples_returned(o)) FROM unnest($1::oid[]) o"
+        before = await db.fetchval(count, oids)
+        text = sql
+        for n, arg in reversed(list(enumerate(args, 1))):
+            text = text.replace(f"${n}", arg)
+        plan = json.loads(await db.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {text}"))
+        after = await db.fetchval(count, oids)
+    finally:
+        await tr.rollback()
+    top = plan[0]["Plan"]
+    return {"buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
+            "index_tuples": int((after or 0) - (before or 0)), "rows": top["Actual Rows"],
+            "ms": round(plan[0]["Execution Time"], 2)}
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--dsn", required=True)
+    p.add_argument("--n", type=int, nargs="+", default=[20_000, 100_000, 300_000])
+    args = p.parse_args()
+    for n in args.n:
+        db = await asyncpg.connect(args.dsn, statement_cache_size=0)
+        holder = await asyncpg.connect(args.dsn)
+        await lab.reset(db)
+        await holder.execute("BEGIN")
+        await holder.fetchval("SELECT txid_current()")
+        await lab.push_jobs_table(db, n, 1, 10**9)
+        await lab.add_live(db, n, 1, "today")
+        # A few running jobs, as a live system has: the sweep's first live entry is one of theirs.
+        await db.execute(lab.RUN.replace("interval '60 s'", "interval '1 hour'"),
+                         [f"live_{i:09d}" for i in range(n + 1_000_000, n + 1_000_010)])
+        await db.execute("ANALYZE queueflow.jobs")
+        for phase in ("hold", "released", "released-again", "vacuumed"):
+            if phase == "released":
+                await holder.execute("COMMIT")
+            if phase == "vacuumed":
+                await db.execute("VACUUM queueflow.jobs")
+            for name, (sql, sql_args) in PATHS.items():
+                row = {"path": name, "n": n, "phase": phase, **await measure(db, sql, sql_args)}
+                print(json.dumps(row), flush=True)
+        await holder.close()
+        await db.close()
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
