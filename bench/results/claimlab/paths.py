@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import lab  # noqa: E402
 
 from queueflow.stores.postgres.claim_sql import DUE_ANY  # noqa: E402
+from queueflow.stores.postgres.restricted_sql import RUNNING_COUNTS  # noqa: E402
 from queueflow.stores.postgres.sql import COLUMNS, LEASE_EXPIRED  # noqa: E402
 
 LIST_FIRST_PAGE = f"SELECT {COLUMNS} FROM queueflow.jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 50"
@@ -31,6 +32,7 @@ PATHS = {
     "due_any": (DUE_ANY, ["ARRAY['q']::text[]", f"'{lab.FAR.isoformat()}'::timestamptz"]),
     "lease_expired": (LEASE_EXPIRED, [f"'{lab.FAR.isoformat()}'::timestamptz", "100", "'60 seconds'::interval"]),
     "list_first_page": (LIST_FIRST_PAGE, ["'t0'"]),
+    "running_counts": (RUNNING_COUNTS, ["ARRAY['t0']::text[]", "ARRAY['q']::text[]"]),
 }
 
 
@@ -60,6 +62,7 @@ async def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--dsn", required=True)
     p.add_argument("--n", type=int, nargs="+", default=[20_000, 100_000, 300_000])
+    p.add_argument("--paths", nargs="+", default=list(PATHS))
     args = p.parse_args()
     for n in args.n:
         db = await asyncpg.connect(args.dsn, statement_cache_size=0)
@@ -78,7 +81,8 @@ async def main() -> None:
                 await holder.execute("COMMIT")
             if phase == "vacuumed":
                 await db.execute("VACUUM queueflow.jobs")
-            for name, (sql, sql_args) in PATHS.items():
+            for name in args.paths:
+                sql, sql_args = PATHS[name]
                 row = {"path": name, "n": n, "phase": phase, **await measure(db, sql, sql_args)}
                 print(json.dumps(row), flush=True)
         await holder.close()
