@@ -30,7 +30,6 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
-
 from queueflow.stores.postgres.claim_sql import CLAIM, ClaimArgs, TurnOf
 from queueflow.stores.postgres.params import sql_types
 
@@ -152,9 +151,11 @@ async def push_jobs_table(db: asyncpg.Connection, n: int, tenants: int, mark_eve
 async def set_marks(db: asyncpg.Connection, position: int, tenants: int) -> None:
     """Every tenant's mark at job number `position` (the janitor's advance: the first live key it found)."""
     await db.execute(f"""
-        INSERT INTO lab.marks SELECT 'q', 't' || t, 0, timestamptz '{BASE.isoformat()}' + p * interval '1 ms',
-                                     timestamptz '{BASE.isoformat()}' + p * interval '1 ms', 'job_' || lpad(p::text, 9, '0')
-          FROM generate_series(0, {tenants - 1}) AS t, LATERAL (SELECT {position} - ({position} % {tenants}) + t) AS x(p)
+        INSERT INTO lab.marks
+        SELECT 'q', 't' || t, 0, timestamptz '{BASE.isoformat()}' + p * interval '1 ms',
+               timestamptz '{BASE.isoformat()}' + p * interval '1 ms', 'job_' || lpad(p::text, 9, '0')
+          FROM generate_series(0, {tenants - 1}) AS t,
+               LATERAL (SELECT {position} - ({position} % {tenants}) + t) AS x(p)
         ON CONFLICT (queue_name, tenant_id, priority) DO UPDATE
            SET scheduled_at = excluded.scheduled_at, created_at = excluded.created_at, id = excluded.id""")
 
@@ -170,9 +171,11 @@ async def push_ready(db: asyncpg.Connection, n: int, tenants: int, rotate: int |
         count = min(step, n - first)
         await db.execute(INSERT_JOBS + job_rows(first, count, tenants))
         gen = "(SELECT current FROM lab.rready_gen), " if rotate else ""
-        await db.execute(f"""INSERT INTO {table} SELECT {gen}id, queue_name, tenant_id, task_name, priority,
+        await db.execute(
+            f"""INSERT INTO {table} SELECT {gen}id, queue_name, tenant_id, task_name, priority,
                                     scheduled_at, created_at FROM queueflow.jobs WHERE id = ANY($1::text[])""",
-                         ids(first, count))
+            ids(first, count),
+        )
         await db.execute(f"DELETE FROM {table} WHERE id = ANY($1::text[])", ids(first, count))
         await db.execute(RUN, ids(first, count))
         await db.execute(DONE, ids(first, count))
@@ -307,9 +310,16 @@ async def run_design(dsn: str, design: str, n: int, tenants: int, args: argparse
                     await db.execute(f"VACUUM {table}")
             for max_jobs in (1, 100):
                 m = await measure(db, design, max_jobs)
-                row = {"design": design, "n": n, "tenants": tenants, "phase": phase, "max_jobs": max_jobs, **m,
-                       "push_s": round(push_s, 1),
-                       "jobs_mb": round(stats["size"] / 2**20, 1)}
+                row = {
+                    "design": design,
+                    "n": n,
+                    "tenants": tenants,
+                    "phase": phase,
+                    "max_jobs": max_jobs,
+                    **m,
+                    "push_s": round(push_s, 1),
+                    "jobs_mb": round(stats["size"] / 2**20, 1),
+                }
                 out.append(row)
                 print(json.dumps(row), flush=True)
     finally:

@@ -20,13 +20,14 @@ from pathlib import Path
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
-import lab  # noqa: E402
+import lab
+from queueflow.stores.postgres.claim_sql import DUE_ANY
+from queueflow.stores.postgres.restricted_sql import RUNNING_COUNTS
+from queueflow.stores.postgres.sql import COLUMNS, LEASE_EXPIRED
 
-from queueflow.stores.postgres.claim_sql import DUE_ANY  # noqa: E402
-from queueflow.stores.postgres.restricted_sql import RUNNING_COUNTS  # noqa: E402
-from queueflow.stores.postgres.sql import COLUMNS, LEASE_EXPIRED  # noqa: E402
-
-LIST_FIRST_PAGE = f"SELECT {COLUMNS} FROM queueflow.jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 50"
+LIST_FIRST_PAGE = (
+    f"SELECT {COLUMNS} FROM queueflow.jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 50"
+)
 
 PATHS = {
     "due_any": (DUE_ANY, ["ARRAY['q']::text[]", f"'{lab.FAR.isoformat()}'::timestamptz"]),
@@ -37,9 +38,12 @@ PATHS = {
 
 
 async def measure(db: asyncpg.Connection, sql: str, args: list[str]) -> dict[str, object]:
-    oids = [r["oid"] for r in await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n
+    oids = [
+        r["oid"]
+        for r in await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n
                                                   ON n.oid = c.relnamespace
-                                               WHERE c.relkind = 'i' AND n.nspname IN ('queueflow', 'lab')""")]
+                                               WHERE c.relkind = 'i' AND n.nspname IN ('queueflow', 'lab')""")
+    ]
     tr = db.transaction()
     await tr.start()
     try:
@@ -53,9 +57,12 @@ async def measure(db: asyncpg.Connection, sql: str, args: list[str]) -> dict[str
     finally:
         await tr.rollback()
     top = plan[0]["Plan"]
-    return {"buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
-            "index_tuples": int((after or 0) - (before or 0)), "rows": top["Actual Rows"],
-            "ms": round(plan[0]["Execution Time"], 2)}
+    return {
+        "buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
+        "index_tuples": int((after or 0) - (before or 0)),
+        "rows": top["Actual Rows"],
+        "ms": round(plan[0]["Execution Time"], 2),
+    }
 
 
 async def main() -> None:
@@ -73,8 +80,10 @@ async def main() -> None:
         await lab.push_jobs_table(db, n, 1, 10**9)
         await lab.add_live(db, n, 1, "today")
         # A few running jobs, as a live system has: the sweep's first live entry is one of theirs.
-        await db.execute(lab.RUN.replace("interval '60 s'", "interval '1 hour'"),
-                         [f"live_{i:09d}" for i in range(n + 1_000_000, n + 1_000_010)])
+        await db.execute(
+            lab.RUN.replace("interval '60 s'", "interval '1 hour'"),
+            [f"live_{i:09d}" for i in range(n + 1_000_000, n + 1_000_010)],
+        )
         await db.execute("ANALYZE queueflow.jobs")
         for phase in ("hold", "released", "released-again", "vacuumed"):
             if phase == "released":

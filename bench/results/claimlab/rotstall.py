@@ -24,47 +24,63 @@ from pathlib import Path
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
-import lab  # noqa: E402
-
-from queueflow.stores.postgres.claim_sql import ClaimArgs, TurnOf  # noqa: E402
-from queueflow.stores.postgres.params import sql_types  # noqa: E402
+import gens
+import lab
 
 
-async def enqueuer(dsn: str, stop: asyncio.Event, rate: int) -> int:
+async def enqueuer(dsn: str, stop: asyncio.Event, rate: int, layout: str) -> int:
     db = await asyncpg.connect(dsn)
     n, tick = 0, 0.05
     while not stop.is_set():
         count = int(rate * tick)
         await db.execute(lab.INSERT_JOBS + lab.job_rows(10_000_000 + n, count, 4).replace("'job_'", "'rot_'"))
-        await db.execute("""INSERT INTO lab.rready SELECT (SELECT current FROM lab.rready_gen), id, queue_name,
-                                   tenant_id, task_name, priority, scheduled_at, created_at
-                              FROM queueflow.jobs WHERE id = ANY($1::text[])""",
-                         [f"rot_{i:09d}" for i in range(10_000_000 + n, 10_000_000 + n + count)])
+        ids = [f"rot_{i:09d}" for i in range(10_000_000 + n, 10_000_000 + n + count)]
+        if layout == "gens":
+            current = await db.fetchval("SELECT current FROM lab.rready_gen")
+            await db.execute(
+                f"""INSERT INTO lab.g{current} SELECT id, queue_name, tenant_id, task_name, priority,
+                                        scheduled_at, created_at FROM queueflow.jobs WHERE id = ANY($1::text[])""",
+                ids,
+            )
+        else:
+            await db.execute(
+                """INSERT INTO lab.rready SELECT (SELECT current FROM lab.rready_gen), id, queue_name,
+                                       tenant_id, task_name, priority, scheduled_at, created_at
+                                  FROM queueflow.jobs WHERE id = ANY($1::text[])""",
+                ids,
+            )
         n += count
         await asyncio.sleep(tick)
     await db.close()
     return n
 
 
-async def claimer(dsn: str, stop: asyncio.Event, latencies: list[float]) -> None:
+async def claimer(dsn: str, stop: asyncio.Event, latencies: list[float], layout: str) -> None:
+    """Claims of 10 jobs, each completed in the claim's transaction. With `gens`, each claim reads the current
+    generation first and runs the statement that names only the live ones (the previous and the current)."""
     db = await asyncpg.connect(dsn)
-    sql = lab.ready_claim("lab.rready")
-
     await db.execute("SET plan_cache_mode = force_generic_plan")
-    stmt = await db.prepare(sql)
+    statements = {}
+    if layout == "gens":
+        for current in range(3):
+            statements[current] = await db.prepare(gens.gens_claim([(current - 1) % 3, current]))
+    else:
+        statements[None] = await db.prepare(lab.ready_claim("lab.rready"))
     while not stop.is_set():
         started = time.perf_counter()
         async with db.transaction():
-            rows = await stmt.fetch(["q"], 10, lab.FAR, timedelta(seconds=60), None, ["q"])
-            ids = [r["id"] for r in rows]
-            await db.execute(lab.DONE, ids)
+            key = await db.fetchval("SELECT current FROM lab.rready_gen") if layout == "gens" else None
+            rows = await statements[key].fetch(["q"], 10, lab.FAR, timedelta(seconds=60), None, ["q"])
+            await db.execute(lab.DONE, [r["id"] for r in rows])
         latencies.append((time.perf_counter() - started) * 1000)
         if not rows:
             await asyncio.sleep(0.01)
     await db.close()
 
 
-async def rotator(dsn: str, stop: asyncio.Event, every: float, lock_timeout: int, log: dict[str, int]) -> None:
+async def rotator(
+    dsn: str, stop: asyncio.Event, every: float, lock_timeout: int, log: dict[str, int], layout: str
+) -> None:
     db = await asyncpg.connect(dsn)
     pending_truncate: int | None = None
     while not stop.is_set():
@@ -76,18 +92,27 @@ async def rotator(dsn: str, stop: asyncio.Event, every: float, lock_timeout: int
         if pending_truncate is None:
             old = await db.fetchval("SELECT current FROM lab.rready_gen")
             await db.execute("UPDATE lab.rready_gen SET current = $1", (old + 1) % 3)
-            pending_truncate = old
+            # gens: claims now read (old, new); the one before old is read by no new claim.
+            pending_truncate = (old - 1) % 3 if layout == "gens" else old
             log["switches"] += 1
+        table = f"lab.g{pending_truncate}" if layout == "gens" else f"lab.rready_{pending_truncate}"
+        into = "lab.g" + str((pending_truncate + 2) % 3) if layout == "gens" else None
         try:
             async with db.transaction():
                 await db.execute(f"SET LOCAL lock_timeout = '{lock_timeout}ms'")
                 started = time.perf_counter()
-                await db.execute(f"LOCK TABLE lab.rready_{pending_truncate} IN ACCESS EXCLUSIVE MODE")
-                moved = await db.execute(
-                    f"""WITH gone AS (DELETE FROM lab.rready_{pending_truncate} RETURNING *)
-                        INSERT INTO lab.rready SELECT (SELECT current FROM lab.rready_gen), id, queue_name,
-                               tenant_id, task_name, priority, scheduled_at, created_at FROM gone""")
-                await db.execute(f"TRUNCATE lab.rready_{pending_truncate}")
+                await db.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+                if into:
+                    moved = await db.execute(
+                        f"WITH gone AS (DELETE FROM {table} RETURNING *) INSERT INTO {into} SELECT * FROM gone"
+                    )
+                else:
+                    moved = await db.execute(
+                        f"""WITH gone AS (DELETE FROM {table} RETURNING *)
+                            INSERT INTO lab.rready SELECT (SELECT current FROM lab.rready_gen), id, queue_name,
+                                   tenant_id, task_name, priority, scheduled_at, created_at FROM gone"""
+                    )
+                await db.execute(f"TRUNCATE {table}")
                 log["held_ms_max"] = max(log["held_ms_max"], int((time.perf_counter() - started) * 1000))
                 log["moved"] += int(moved.split()[-1])
             log["truncates"] += 1
@@ -106,9 +131,11 @@ async def main() -> None:
     p.add_argument("--lock-timeout", type=int, default=20)
     p.add_argument("--claimers", type=int, default=3)
     p.add_argument("--reader", action="store_true")
+    p.add_argument("--layout", choices=["partitioned", "gens"], default="partitioned")
     args = p.parse_args()
     db = await asyncpg.connect(args.dsn)
     await lab.reset(db)
+    await db.execute("TRUNCATE lab.g0, lab.g1, lab.g2")
     holder = await asyncpg.connect(args.dsn)
     await holder.execute("BEGIN")
     await holder.fetchval("SELECT txid_current()")
@@ -117,27 +144,39 @@ async def main() -> None:
         reader = await asyncpg.connect(args.dsn)
         await reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         await reader.fetchval("SELECT count(*) FROM lab.rready")
+        await reader.fetchval("SELECT count(*) FROM lab.g0") + await reader.fetchval("SELECT count(*) FROM lab.g1")
     stop = asyncio.Event()
     latencies: list[float] = []
     log = {"switches": 0, "truncates": 0, "timeouts": 0, "moved": 0, "held_ms_max": 0}
-    tasks = [asyncio.create_task(claimer(args.dsn, stop, latencies)) for _ in range(args.claimers)]
-    tasks.append(asyncio.create_task(rotator(args.dsn, stop, args.every, args.lock_timeout, log)))
-    producing = asyncio.create_task(enqueuer(args.dsn, stop, args.rate))
+    tasks = [asyncio.create_task(claimer(args.dsn, stop, latencies, args.layout)) for _ in range(args.claimers)]
+    tasks.append(asyncio.create_task(rotator(args.dsn, stop, args.every, args.lock_timeout, log, args.layout)))
+    producing = asyncio.create_task(enqueuer(args.dsn, stop, args.rate, args.layout))
     await asyncio.sleep(args.seconds)
     stop.set()
     enqueued = await producing
     await asyncio.gather(*tasks)
-    dead = await db.fetchval("""SELECT sum(n_tup_del) FROM pg_stat_user_tables
-                                 WHERE relname LIKE 'rready_%' AND relname <> 'rready_gen'""")
     if reader:
         await reader.close()
     await holder.close()
     await db.close()
     latencies.sort()
     q = statistics.quantiles(latencies, n=100)
-    print(json.dumps({"reader": args.reader, "every_s": args.every, "lock_timeout_ms": args.lock_timeout,
-                      "enqueued": enqueued, "claims": len(latencies), "p50_ms": round(q[49], 2),
-                      "p99_ms": round(q[98], 2), "max_ms": round(latencies[-1], 2), "deleted_rows": int(dead or 0), **log}))
+    print(
+        json.dumps(
+            {
+                "layout": args.layout,
+                "reader": args.reader,
+                "every_s": args.every,
+                "lock_timeout_ms": args.lock_timeout,
+                "enqueued": enqueued,
+                "claims": len(latencies),
+                "p50_ms": round(q[49], 2),
+                "p99_ms": round(q[98], 2),
+                "max_ms": round(latencies[-1], 2),
+                **log,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
