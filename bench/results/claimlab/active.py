@@ -109,12 +109,8 @@ async def main() -> None:
     args = p.parse_args()
     for n in args.n:
         db = await asyncpg.connect(args.dsn, statement_cache_size=0)
-        await db.execute(ACTIVE_DDL)
-        await lab.reset(db)
-        await db.execute("TRUNCATE lab.a0, lab.a1, lab.a2")
-        holder = await asyncpg.connect(args.dsn)
-        await holder.execute("BEGIN")
-        await holder.fetchval("SELECT txid_current()")
+        await lab.fresh(db, ACTIVE_DDL, ["lab.a0", "lab.a1", "lab.a2"])
+        holder = await lab.holding(args.dsn)
         current = await push(db, n, args.rotate)
         await db.execute(lab.INSERT_JOBS + lab.job_rows(n + 1_000_000, 110, 1, live=True))
         await db.execute(f"""INSERT INTO lab.a{current} (id, queue_name, tenant_id, task_name, priority, scheduled_at,

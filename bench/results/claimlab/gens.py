@@ -100,40 +100,10 @@ async def push(db: asyncpg.Connection, n: int, tenants: int, rotate: int) -> int
 
 
 async def measure(db: asyncpg.Connection, live: list[int], max_jobs: int, seqscan: bool) -> dict[str, object]:
-    sql = gens_claim(live)
-    if await db.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE name = 'gens_claim'"):
-        await db.execute("DEALLOCATE gens_claim")
-    types = lab.claim_statement("today")[1]
-    await db.execute(f"PREPARE gens_claim({', '.join(types)}) AS {sql}")
+    await lab.prepared(db, "gens_claim", gens_claim(live), lab.claim_statement("today")[1])
     args = ", ".join(lab.literal(v) for v in lab.claim_values("today", max_jobs))
-    oids = [
-        r["oid"]
-        for r in await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n
-                                                  ON n.oid = c.relnamespace
-                                               WHERE c.relkind = 'i' AND n.nspname IN ('queueflow', 'lab')""")
-    ]
-    count = "SELECT sum(pg_stat_get_xact_tuples_returned(o)) FROM unnest($1::oid[]) o"
-    tr = db.transaction()
-    await tr.start()
-    try:
-        await db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        if not seqscan:
-            await db.execute("SET LOCAL enable_seqscan = off")
-        before = await db.fetchval(count, oids)
-        plan = json.loads(await db.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE gens_claim({args})"))
-        after = await db.fetchval(count, oids)
-    finally:
-        await tr.rollback()
-    text = json.dumps(plan)
-    top = plan[0]["Plan"]
-    return {
-        "buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
-        "index_tuples": int((after or 0) - (before or 0)),
-        "rows": top["Actual Rows"],
-        "ms": round(plan[0]["Execution Time"], 2),
-        "seq_scans": text.count('"Seq Scan"'),
-        "sorts": text.count('"Node Type": "Sort"'),
-    }
+    settings = lab.GENERIC + (() if seqscan else ("SET LOCAL enable_seqscan = off",))
+    return await lab.explain_counts(db, f"EXECUTE gens_claim({args})", settings)
 
 
 async def main() -> None:
@@ -146,13 +116,9 @@ async def main() -> None:
     args = p.parse_args()
     for n in args.n:
         db = await asyncpg.connect(args.dsn, statement_cache_size=0)
-        await db.execute(GENS_DDL)
-        await lab.reset(db)
-        await db.execute("TRUNCATE lab.g0, lab.g1, lab.g2")
+        await lab.fresh(db, GENS_DDL, ["lab.g0", "lab.g1", "lab.g2"])
         await db.execute("ANALYZE lab.g0, lab.g1, lab.g2")  # the statistics right after a rotation: empty
-        holder = await asyncpg.connect(args.dsn)
-        await holder.execute("BEGIN")
-        await holder.fetchval("SELECT txid_current()")
+        holder = await lab.holding(args.dsn)
         current = await push(db, n, args.tenants, args.rotate)
         await db.execute(lab.INSERT_JOBS + lab.job_rows(n + 1_000_000, args.backlog, args.tenants, live=True))
         await db.execute(f"""INSERT INTO lab.g{current} SELECT id, queue_name, tenant_id, task_name, priority,

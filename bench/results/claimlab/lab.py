@@ -52,28 +52,24 @@ def ready_claim(table: str) -> str:
     return sql.replace("free AS (", gone + "free AS (", 1)
 
 
-READY_DDL = """
-CREATE SCHEMA IF NOT EXISTS lab;
-CREATE TABLE lab.ready (
+# The columns of a ready row: what the claim reads (its order, the task filter) and the job's id.
+READY_COLUMNS = """
     id           text COLLATE "C" NOT NULL,
     queue_name   text NOT NULL,
     tenant_id    text NOT NULL,
     task_name    text NOT NULL,
     priority     int NOT NULL,
     scheduled_at timestamptz NOT NULL,
-    created_at   timestamptz NOT NULL
+    created_at   timestamptz NOT NULL"""
+
+READY_DDL = f"""
+CREATE SCHEMA IF NOT EXISTS lab;
+CREATE TABLE lab.ready ({READY_COLUMNS}
 ) WITH (autovacuum_enabled = false);
 CREATE INDEX ready_claim ON lab.ready (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id);
 CREATE INDEX ready_id ON lab.ready (id);
 CREATE TABLE lab.rready (
-    gen          smallint NOT NULL,
-    id           text COLLATE "C" NOT NULL,
-    queue_name   text NOT NULL,
-    tenant_id    text NOT NULL,
-    task_name    text NOT NULL,
-    priority     int NOT NULL,
-    scheduled_at timestamptz NOT NULL,
-    created_at   timestamptz NOT NULL
+    gen          smallint NOT NULL,{READY_COLUMNS}
 ) PARTITION BY LIST (gen);
 CREATE TABLE lab.rready_0 PARTITION OF lab.rready FOR VALUES IN (0) WITH (autovacuum_enabled = false);
 CREATE TABLE lab.rready_1 PARTITION OF lab.rready FOR VALUES IN (1) WITH (autovacuum_enabled = false);
@@ -242,36 +238,62 @@ def literal(value: object) -> str:
     return str(value)
 
 
-async def measure(db: asyncpg.Connection, design: str, max_jobs: int) -> dict[str, object]:
-    """One claim, inside a transaction rolled back: buffers, index tuples read, rows claimed, ms."""
-    sql, types = claim_statement(design)
-    if await db.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE name = 'lab_claim'"):
-        await db.execute("DEALLOCATE lab_claim")
-    await db.execute(f"PREPARE lab_claim({', '.join(types)}) AS {sql}")
-    args = ", ".join(literal(v) for v in claim_values(design, max_jobs))
-    index_oids = await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+async def explain_counts(db: asyncpg.Connection, statement: str, settings: tuple[str, ...] = ()) -> dict[str, object]:
+    """`statement` run once under EXPLAIN ANALYZE inside a transaction rolled back, after `settings` (SET LOCAL …):
+    shared buffers hit + read at the plan's root, index tuples read (over every index of both schemas), rows, ms,
+    and how many sequential scans and sorts the plan holds."""
+    oids = [
+        r["oid"]
+        for r in await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                                     WHERE c.relkind = 'i' AND n.nspname IN ('queueflow', 'lab')""")
-    oids = [r["oid"] for r in index_oids]
+    ]
+    count = "SELECT sum(pg_stat_get_xact_tuples_returned(o)) FROM unnest($1::oid[]) o"
     tr = db.transaction()
     await tr.start()
     try:
-        await db.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        await db.execute("SET LOCAL jit = off")
-        before = await db.fetchval("SELECT sum(pg_stat_get_xact_tuples_returned(o)) FROM unnest($1::oid[]) o", oids)
-        started = time.perf_counter()
-        plan = json.loads(await db.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE lab_claim({args})"))
-        ms = (time.perf_counter() - started) * 1000
-        after = await db.fetchval("SELECT sum(pg_stat_get_xact_tuples_returned(o)) FROM unnest($1::oid[]) o", oids)
+        for setting in ("SET LOCAL jit = off", *settings):
+            await db.execute(setting)
+        before = await db.fetchval(count, oids)
+        plan = json.loads(await db.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}"))
+        after = await db.fetchval(count, oids)
     finally:
         await tr.rollback()
     top = plan[0]["Plan"]
+    text = json.dumps(plan)
     return {
         "buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
         "index_tuples": int((after or 0) - (before or 0)),
         "rows": top["Actual Rows"],
         "ms": round(plan[0]["Execution Time"], 2),
-        "wall_ms": round(ms, 2),
+        "seq_scans": text.count('"Seq Scan"'),
+        "sorts": text.count('"Node Type": "Sort"'),
     }
+
+
+async def prepared(db: asyncpg.Connection, name: str, sql: str, types: list[str]) -> None:
+    """`sql` PREPAREd as `name` on `db`, replacing an earlier one."""
+    if await db.fetchval("SELECT count(*) FROM pg_prepared_statements WHERE name = $1", name):
+        await db.execute(f"DEALLOCATE {name}")
+    await db.execute(f"PREPARE {name}({', '.join(types)}) AS {sql}")
+
+
+GENERIC = ("SET LOCAL plan_cache_mode = force_generic_plan",)
+
+
+async def measure(db: asyncpg.Connection, design: str, max_jobs: int) -> dict[str, object]:
+    """One claim of `design`, inside a transaction rolled back, under a generic plan as production runs it."""
+    sql, types = claim_statement(design)
+    await prepared(db, "lab_claim", sql, types)
+    args = ", ".join(literal(v) for v in claim_values(design, max_jobs))
+    return await explain_counts(db, f"EXECUTE lab_claim({args})", GENERIC)
+
+
+async def holding(dsn: str) -> asyncpg.Connection:
+    """A connection holding the xmin horizon: a transaction with an xid, left open."""
+    holder = await asyncpg.connect(dsn)
+    await holder.execute("BEGIN")
+    await holder.fetchval("SELECT txid_current()")
+    return holder
 
 
 async def reset(db: asyncpg.Connection) -> None:
@@ -280,14 +302,19 @@ async def reset(db: asyncpg.Connection) -> None:
     await db.execute("VACUUM ANALYZE queueflow.jobs")
 
 
+async def fresh(db: asyncpg.Connection, ddl: str, tables: list[str]) -> None:
+    """A run's start on a layout of its own: its tables made if missing (`ddl`), everything emptied."""
+    await db.execute(ddl)
+    await reset(db)
+    await db.execute(f"TRUNCATE {', '.join(tables)}")
+
+
 async def run_design(dsn: str, design: str, n: int, tenants: int, args: argparse.Namespace) -> list[dict[str, object]]:
     db = await asyncpg.connect(dsn)
-    holder = await asyncpg.connect(dsn)
+    await reset(db)
+    holder = await holding(dsn)
     out: list[dict[str, object]] = []
     try:
-        await reset(db)
-        await holder.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-        await holder.fetchval("SELECT txid_current()")
         started = time.perf_counter()
         if design in ("today", "mark"):
             await push_jobs_table(db, n, tenants, args.mark_lag)

@@ -38,31 +38,10 @@ PATHS = {
 
 
 async def measure(db: asyncpg.Connection, sql: str, args: list[str]) -> dict[str, object]:
-    oids = [
-        r["oid"]
-        for r in await db.fetch("""SELECT c.oid FROM pg_class c JOIN pg_namespace n
-                                                  ON n.oid = c.relnamespace
-                                               WHERE c.relkind = 'i' AND n.nspname IN ('queueflow', 'lab')""")
-    ]
-    tr = db.transaction()
-    await tr.start()
-    try:
-        count = "SELECT sum(pg_stat_get_xact_tuples_returned(o)) FROM unnest($1::oid[]) o"
-        before = await db.fetchval(count, oids)
-        text = sql
-        for n, arg in reversed(list(enumerate(args, 1))):
-            text = text.replace(f"${n}", arg)
-        plan = json.loads(await db.fetchval(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {text}"))
-        after = await db.fetchval(count, oids)
-    finally:
-        await tr.rollback()
-    top = plan[0]["Plan"]
-    return {
-        "buffers": top["Shared Hit Blocks"] + top["Shared Read Blocks"],
-        "index_tuples": int((after or 0) - (before or 0)),
-        "rows": top["Actual Rows"],
-        "ms": round(plan[0]["Execution Time"], 2),
-    }
+    """`sql` with its `$n` replaced by the literals `args`, measured as lab.py measures a claim."""
+    for n, arg in reversed(list(enumerate(args, 1))):
+        sql = sql.replace(f"${n}", arg)
+    return await lab.explain_counts(db, sql)
 
 
 async def main() -> None:
@@ -73,10 +52,8 @@ async def main() -> None:
     args = p.parse_args()
     for n in args.n:
         db = await asyncpg.connect(args.dsn, statement_cache_size=0)
-        holder = await asyncpg.connect(args.dsn)
         await lab.reset(db)
-        await holder.execute("BEGIN")
-        await holder.fetchval("SELECT txid_current()")
+        holder = await lab.holding(args.dsn)
         await lab.push_jobs_table(db, n, 1, 10**9)
         await lab.add_live(db, n, 1, "today")
         # A few running jobs, as a live system has: the sweep's first live entry is one of theirs.

@@ -136,9 +136,7 @@ async def main() -> None:
     db = await asyncpg.connect(args.dsn)
     await lab.reset(db)
     await db.execute("TRUNCATE lab.g0, lab.g1, lab.g2")
-    holder = await asyncpg.connect(args.dsn)
-    await holder.execute("BEGIN")
-    await holder.fetchval("SELECT txid_current()")
+    holder = await lab.holding(args.dsn)
     reader = None
     if args.reader:
         reader = await asyncpg.connect(args.dsn)
