@@ -1,0 +1,133 @@
+"""The phases of one run (a system at an offered rate) and how one is measured.
+
+Each sustained fault lasts a phase and is followed by a recovery at the offered rate; the instant ones (every
+connection cut at once, the worker killed) start their phase, which is as long as a recovery. The overload offers
+1.5× the highest rate the system sustained in its ramp, whatever the run's rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+
+from bench.endurance import faults, wire
+from bench.endurance.probe import Probe
+from bench.endurance.processes import Driver
+from bench.endurance.profiles import Profile
+from bench.endurance.recorder import Recorder
+from bench.endurance.results import PhaseResult, Sample
+
+OVERLOAD = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    name: str
+    title: str
+    fault: str | None
+    recovery: bool = False
+    """As long as a recovery (else as long as a phase)."""
+    overload: bool = False
+
+
+PLAN = (
+    Plan("clean", "clean", None),
+    Plan("hold", "an idle-in-transaction connection holding the xmin horizon", "hold"),
+    Plan("after-hold", "recovery after the hold", None, recovery=True),
+    Plan("readers", "four REPEATABLE READ connections scanning the hot tables", "readers"),
+    Plan("after-readers", "recovery after the readers", None, recovery=True),
+    Plan("overload", f"overload: {OVERLOAD}× the highest rate sustained in the ramp", None, overload=True),
+    Plan("after-overload", "recovery after the overload", None, recovery=True),
+    Plan("cut-all", "every connection cut at once (a PostgreSQL restart's effect), then recovery", "cut-all", True),
+    Plan("kill-worker", "worker SIGKILL (started again at once), then recovery", "kill-worker", recovery=True),
+    Plan("churn", "the system's connections cut every second", "churn"),
+    Plan("after-churn", "recovery after the cuts", None, recovery=True),
+)
+
+
+class Session:
+    """A run's live parts: its producer and worker, what they report, the probe, the clock."""
+
+    def __init__(
+        self, recorder: Recorder, producer: Driver, worker: Driver, probe: Probe, target: faults.Target
+    ) -> None:
+        self.recorder, self.producer, self.worker, self.probe, self.target = recorder, producer, worker, probe, target
+        self.began = time.monotonic()
+
+    def check(self) -> None:
+        if self.producer.failure:
+            raise RuntimeError(self.producer.failure)
+
+    async def offer(self, rate: float) -> None:
+        await self.producer.send({"rate": rate})
+
+    async def measure(
+        self, plan: Plan, seconds: float, rate: float, every: float, *, exact: bool = True, give_up: int | None = None
+    ) -> PhaseResult:
+        """Offer `rate` for `seconds` under the plan's fault, a sample every `every` seconds; at the end, with
+        `exact`, pgstattuple of every relation. It ends early once more than `give_up` jobs wait."""
+        recorder = self.recorder
+        await self.offer(rate)
+        recorder.take_phase()
+        before, crashes = recorder.counts(), self.worker.crashes
+        start = time.monotonic()
+        stop = await faults.FAULT[plan.fault](self.target)
+        samples: list[Sample] = []
+        last_counts, last_at = before, start
+        try:
+            while (left := start + seconds - time.monotonic()) > 0:
+                await asyncio.sleep(min(every, left))
+                self.check()
+                now, counts = time.monotonic(), recorder.counts()
+                span = counts.minus(last_counts)
+                samples.append(
+                    Sample(
+                        t=now - self.began,
+                        phase=plan.name,
+                        latency=recorder.take_window(),
+                        finished_per_s=span.finished / (now - last_at),
+                        sent_per_s=span.sent / (now - last_at),
+                        depth=recorder.depth,
+                        lag=recorder.lag,
+                        pressure=await self.probe.pressure(),
+                    )
+                )
+                last_counts, last_at = counts, now
+                if give_up is not None and recorder.depth > give_up:
+                    break
+        finally:
+            await stop()
+        elapsed = time.monotonic() - start
+        span = recorder.counts().minus(before)
+        return PhaseResult(
+            name=plan.name,
+            title=plan.title,
+            start=start - self.began,
+            seconds=elapsed,
+            offered=rate,
+            sent_per_s=span.sent / elapsed,
+            finished_per_s=span.finished / elapsed,
+            latency=recorder.take_phase(),
+            depth_end=recorder.depth,
+            depth_max=max([recorder.depth, *(sample.depth for sample in samples)]),
+            redeliveries=span.redeliveries,
+            enqueue_errors=span.errors,
+            worker_crashes=self.worker.crashes - crashes,
+            xid_age_max=max((sample.pressure.xid_age for sample in samples), default=0),
+            xact_seconds_max=max((sample.pressure.xact_seconds for sample in samples), default=0.0),
+            storage=await self.probe.storage() if exact else [],
+            samples=samples,
+        )
+
+    async def drain(self, within: float) -> None:
+        """Nothing offered until every job sent has finished, or `within` seconds."""
+        await self.offer(0)
+        await asyncio.sleep(2 * wire.PRODUCER_REPORT_EVERY)  # the producer's last enqueues reported
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.recorder.idle.wait(), within)
+
+
+def seconds_of(plan: Plan, profile: Profile) -> float:
+    return profile.recovery_seconds if plan.recovery else profile.phase_seconds

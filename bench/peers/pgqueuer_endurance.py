@@ -1,0 +1,89 @@
+"""PgQueuer's side of the endurance run (`make endurance`), on its own database. Run by bench/.peers-venv's Python
+from the repository's root, as a module (it shares `bench.endurance.wire`, standard library only, with QueueFlow's
+drivers; that module says what each role prints):
+
+    python -m bench.peers.pgqueuer_endurance install URL
+    python -m bench.peers.pgqueuer_endurance produce URL
+    python -m bench.peers.pgqueuer_endurance work URL --concurrency 32
+
+PgQueuer's documented shape: one connection per process, `Queries.enqueue` of a batch, an entrypoint run by
+`PgQueuer.run` with `max_concurrent_tasks` as the worker's slots (batch_size left at its default). It has no
+reconnect of its own: a worker whose connection is cut exits, and the harness starts it again as a process manager
+would; the producer opens a new connection and sends the batch again (PgQueuer has no idempotent enqueue, so a batch
+whose commit landed before the cut is enqueued twice: the harness counts those as second deliveries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+import asyncpg
+from pgqueuer import PgQueuer
+from pgqueuer.models import Job
+from pgqueuer.queries import Queries
+
+from bench.endurance import wire
+
+ENTRYPOINT = "endurance"
+
+
+async def install(url: str) -> None:
+    connection = await asyncpg.connect(url)
+    try:
+        queries = Queries.from_asyncpg_connection(connection)
+        if not await queries.has_table("pgqueuer"):
+            await queries.install()
+    finally:
+        await connection.close()
+
+
+async def produce(url: str) -> None:
+    held: list[asyncpg.Connection] = []
+
+    async def send(batch: list[dict[str, Any]]) -> None:
+        if not held or held[0].is_closed():
+            held[:] = [await asyncpg.connect(url)]
+        try:
+            await Queries.from_asyncpg_connection(held[0]).enqueue(
+                [ENTRYPOINT] * len(batch), [json.dumps(job).encode() for job in batch], [0] * len(batch)
+            )
+        except BaseException:
+            await held.pop().close(timeout=1)
+            raise
+
+    await wire.produce(send)
+
+
+async def work(url: str, concurrency: int) -> None:
+    connection = await asyncpg.connect(url)
+    pgq = PgQueuer.from_asyncpg_connection(connection)
+    reporter = wire.Reporter()
+
+    @pgq.entrypoint(ENTRYPOINT)
+    async def endurance(job: Job) -> None:
+        assert job.payload is not None
+        await wire.run_job(reporter, json.loads(job.payload))
+
+    wire.emit(wire.READY)
+    await pgq.run(max_concurrent_tasks=concurrency)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.peers.pgqueuer_endurance")
+    parser.add_argument("role", choices=("install", "produce", "work"))
+    parser.add_argument("url")
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    if args.role == "install":
+        asyncio.run(install(args.url))
+    elif args.role == "produce":
+        asyncio.run(produce(args.url))
+    else:
+        asyncio.run(work(args.url, args.concurrency))
+
+
+if __name__ == "__main__":
+    main()
