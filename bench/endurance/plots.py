@@ -74,7 +74,7 @@ def draw(results: Results, folder: Path) -> list[Path]:
             axes.set_xlabel("minutes since the run's start")
             axes.set_ylabel(label, fontsize=8)
             axes.set_title(f"{label} at {rate:g} jobs/s offered", fontsize=9)
-            axes.legend(fontsize=7, loc="upper left")
+            axes.legend(fontsize=7, loc="best")
             figure.tight_layout()
             path = folder / f"{rate:g}-{quantity}.png"
             figure.savefig(path, dpi=110)

@@ -19,7 +19,7 @@ APPLICATION = "endurance-probe"
 FAULTS = "endurance-fault"
 
 _RELATIONS = """
-SELECT c.oid::regclass::text AS name, c.relkind, am.amname, coalesce(s.n_dead_tup, 0) AS n_dead_tup,
+SELECT c.oid::regclass::text AS name, c.relkind::text AS relkind, am.amname, coalesce(s.n_dead_tup, 0) AS n_dead_tup,
        coalesce(i.indrelid, c.oid)::regclass::text AS of_table,
        CASE c.relkind WHEN 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END AS bytes
   FROM pg_class AS c
@@ -37,7 +37,7 @@ _OLDEST = """
 SELECT coalesce(max(greatest(age(backend_xid), age(backend_xmin))), 0) AS xid_age,
        coalesce(extract(epoch FROM max(now() - xact_start)), 0)::float8 AS seconds
   FROM pg_stat_activity
- WHERE datname = current_database() AND pid <> pg_backend_pid()
+ WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
    AND (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL)
 """
 _HOT = """
