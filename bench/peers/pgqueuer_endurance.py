@@ -41,18 +41,24 @@ async def install(url: str) -> None:
 
 
 async def produce(url: str) -> None:
-    held: list[asyncpg.Connection] = []
+    """An asyncpg connection per enqueue in flight (a connection runs one statement at a time)."""
+    idle: list[asyncpg.Connection | None] = [None] * wire.SENDERS
 
     async def send(batch: list[dict[str, Any]]) -> None:
-        if not held or held[0].is_closed():
-            held[:] = [await asyncpg.connect(url)]
+        connection = idle.pop()
         try:
-            await Queries.from_asyncpg_connection(held[0]).enqueue(
+            if connection is None or connection.is_closed():
+                connection = await asyncpg.connect(url)
+            await Queries.from_asyncpg_connection(connection).enqueue(
                 [ENTRYPOINT] * len(batch), [json.dumps(job).encode() for job in batch], [0] * len(batch)
             )
         except BaseException:
-            await held.pop().close(timeout=1)
+            if connection is not None:
+                connection.terminate()  # cut or in an unknown state: the next enqueue opens a new one
+                connection = None
             raise
+        finally:
+            idle.append(connection)
 
     await wire.produce(send)
 
