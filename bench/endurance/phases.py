@@ -57,8 +57,9 @@ class Session:
         self.began = time.monotonic()
 
     def check(self) -> None:
-        if self.producer.failure:
-            raise RuntimeError(self.producer.failure)
+        for driver in (self.producer, self.worker):
+            if driver.failure:
+                raise RuntimeError(driver.failure)
 
     async def offer(self, rate: float) -> None:
         await self.producer.send({"rate": rate})

@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 
 from bench.endurance.results import Results, RunResult, Sample
 
@@ -36,7 +37,7 @@ def _points(run: RunResult, value: Callable[[Sample], float | None]) -> tuple[li
     return xs, ys
 
 
-def _shade(axes: plt.Axes, run: RunResult) -> None:
+def _shade(axes: Axes, run: RunResult) -> None:
     origin = run.phases[0].start
     for index, phase in enumerate(run.phases):
         left, right = (phase.start - origin) / 60, (phase.start - origin + phase.seconds) / 60

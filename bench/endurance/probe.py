@@ -79,6 +79,13 @@ class Relation:
     n_dead_tup: int
 
 
+async def _row(db: asyncpg.Connection, sql: str, *args: object) -> asyncpg.Record:
+    """The one row of an aggregate."""
+    row = await db.fetchrow(sql, *args)
+    assert row is not None
+    return row
+
+
 class Probe:
     def __init__(self, url: str, system: System) -> None:
         self._url, self._system = url, system
@@ -100,8 +107,8 @@ class Probe:
 
     async def pressure(self) -> Pressure:
         db = await self._connection()
-        hot = await db.fetchrow(_HOT, list(self._system.hot))
-        oldest = await db.fetchrow(_OLDEST)
+        hot = await _row(db, _HOT, list(self._system.hot))
+        oldest = await _row(db, _OLDEST)
         total = await db.fetchval(f"SELECT coalesce(sum(bytes), 0)::bigint FROM ({self._relations()}) AS r")
         return Pressure(hot["dead"], hot["bytes"], total, oldest["xid_age"], oldest["seconds"])
 
@@ -116,8 +123,8 @@ class Probe:
         for row in await db.fetch(self._relations()):
             dead = live = None
             if row["relkind"] == "r" or row["amname"] in _PGSTATTUPLE_AMS:
-                exact = await db.fetchrow(
-                    "SELECT dead_tuple_count, tuple_count FROM pgstattuple($1::regclass)", row["name"]
+                exact = await _row(
+                    db, "SELECT dead_tuple_count, tuple_count FROM pgstattuple($1::regclass)", row["name"]
                 )
                 dead, live = exact["dead_tuple_count"], exact["tuple_count"]
             kind = "table" if row["relkind"] == "r" else "index"

@@ -38,6 +38,7 @@ class Driver:
         self.crashes = 0
         """Exits nobody asked for (kills by the harness not counted)."""
         self.failure: str | None = None
+        """Why the run cannot go on with this driver (a producer that exited, reports that could not be read)."""
         self._process: asyncio.subprocess.Process | None = None
         self._watching: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -66,8 +67,17 @@ class Driver:
         self._watching = asyncio.create_task(self._watch(self._process))
 
     async def _watch(self, process: asyncio.subprocess.Process) -> None:
+        try:
+            await self._read(process)
+        except Exception as exc:  # a bad line or a failing callback: the run must hear of it, not lose it
+            self.failure = f"{self.name}: reading its reports failed: {exc!r}"
+            raise
+
+    async def _read(self, process: asyncio.subprocess.Process) -> None:
         assert process.stdout is not None
         while line := await process.stdout.readline():
+            if not line.startswith(b"{"):
+                continue  # a library's print, not a report
             message = json.loads(line)
             if message.get("ready"):
                 self._ready.set()

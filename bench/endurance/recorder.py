@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
+from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
 
 STARTED, FINISHED = 1, 2
 LOWEST_US, HIGHEST_US = 1, 3_600_000_000
