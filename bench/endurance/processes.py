@@ -68,12 +68,13 @@ class Driver:
 
     async def _watch(self, process: asyncio.subprocess.Process) -> None:
         try:
-            await self._read(process)
+            await self._follow(process)
         except Exception as exc:  # a bad line or a failing callback: the run must hear of it, not lose it
             self.failure = f"{self.name}: reading its reports failed: {exc!r}"
             raise
 
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
+    async def _follow(self, process: asyncio.subprocess.Process) -> None:
+        """Hand its reports on until it exits; then start it again (a worker) or record why the run cannot go on."""
         assert process.stdout is not None
         while line := await process.stdout.readline():
             if not line.startswith(b"{"):
