@@ -13,7 +13,7 @@ from bench.endurance.phases import OVERLOAD
 from bench.endurance.profiles import Profile
 from bench.endurance.results import BACK_FACTOR, KEPT_UP_DEPTH_SECONDS, PhaseResult, Results, RunResult, SystemResult
 from bench.endurance.systems import CONCURRENCY
-from bench.endurance.wire import JOB_SECONDS, PAYLOAD_BYTES
+from bench.endurance.wire import JOB_SECONDS, PAYLOAD_BYTES, SENDERS, TICK
 
 MB = 2**20
 
@@ -40,7 +40,8 @@ def _header(results: Results, profile: Profile) -> list[str]:
         f"{machine['load_average']} at the start, {machine['postgres_version']}, commit {machine['commit']}.",
         "",
         f"Each system runs on a database of its own: a producer offers jobs at a fixed rate paced on wall-clock time "
-        f"(batches of what is due, up to 4 enqueues in flight; {PAYLOAD_BYTES}-byte payloads; QueueFlow's through "
+        f"(every {TICK * 1000:g} ms at most, all that is due in one enqueue, up to {SENDERS} in flight; "
+        f"{PAYLOAD_BYTES}-byte payloads; QueueFlow's through "
         f"`POST /v1/jobs/batch` with an idempotency key per job, as the SDK sends them), one worker with {CONCURRENCY} "
         f"slots runs {JOB_SECONDS * 1000:g} ms jobs (QueueFlow: the Python SDK's `Worker`). **Pickup latency** is "
         "from the producer's clock just before the enqueue is sent to the worker's task starting (a job's first "

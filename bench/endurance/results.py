@@ -135,4 +135,4 @@ class Results:
     errors: list[str] = field(default_factory=list)
 
     def write_json(self, path: Path) -> None:
-        path.write_text(json.dumps(dataclasses.asdict(self), indent=1), encoding="utf-8")
+        path.write_text(json.dumps(dataclasses.asdict(self), separators=(",", ":")), encoding="utf-8")
