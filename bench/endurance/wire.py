@@ -12,12 +12,13 @@ enqueue was sent — the same machine's clock) and finished.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import math
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 PAYLOAD_BYTES = 256
@@ -181,3 +182,19 @@ async def run_job(reporter: Reporter, body: dict[str, Any]) -> None:
     n = reporter.started(body)
     await asyncio.sleep(JOB_SECONDS)
     reporter.done(n)
+
+
+def peer_main(
+    prog: str,
+    install: Callable[[str], Coroutine[Any, Any, None]],
+    produce: Callable[[str], Coroutine[Any, Any, None]],
+    work: Callable[[str, int], Coroutine[Any, Any, None]],
+) -> None:
+    """A peer driver's command line: `install|produce|work URL [--concurrency N]`."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("role", choices=("install", "produce", "work"))
+    parser.add_argument("url")
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    roles = {"install": install, "produce": produce}
+    asyncio.run(roles[args.role](args.url) if args.role in roles else work(args.url, args.concurrency))

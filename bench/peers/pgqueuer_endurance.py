@@ -15,8 +15,6 @@ whose commit landed before the cut is enqueued twice: the harness counts those a
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 from typing import Any
 
@@ -77,19 +75,5 @@ async def work(url: str, concurrency: int) -> None:
     await pgq.run(max_concurrent_tasks=concurrency)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.pgqueuer_endurance")
-    parser.add_argument("role", choices=("install", "produce", "work"))
-    parser.add_argument("url")
-    parser.add_argument("--concurrency", type=int, default=32)
-    args = parser.parse_args()
-    if args.role == "install":
-        asyncio.run(install(args.url))
-    elif args.role == "produce":
-        asyncio.run(produce(args.url))
-    else:
-        asyncio.run(work(args.url, args.concurrency))
-
-
 if __name__ == "__main__":
-    main()
+    wire.peer_main("python -m bench.peers.pgqueuer_endurance", install, produce, work)

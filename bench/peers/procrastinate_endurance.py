@@ -14,8 +14,6 @@ commit landed before a cut connection is then enqueued twice (the harness counts
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import logging
 from typing import Any
 
@@ -64,18 +62,8 @@ async def work(url: str, concurrency: int) -> None:
         await app.run_worker_async(concurrency=concurrency)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.procrastinate_endurance")
-    parser.add_argument("role", choices=("install", "produce", "work"))
-    parser.add_argument("url")
-    parser.add_argument("--concurrency", type=int, default=32)
-    args = parser.parse_args()
+if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
     # It warns that the app lives in __main__ (task names would differ when imported elsewhere): not the case here.
     logging.getLogger("procrastinate.blueprints").setLevel(logging.ERROR)
-    role = {"install": install, "produce": produce}.get(args.role)
-    asyncio.run(role(args.url) if role else work(args.url, args.concurrency))
-
-
-if __name__ == "__main__":
-    main()
+    wire.peer_main("python -m bench.peers.procrastinate_endurance", install, produce, work)
