@@ -103,6 +103,17 @@ class Recorder:
                 self._finished += 1
         self._update_idle()
 
+    def write_off(self) -> int:
+        """Count every job enqueued so far as settled (how many were not): their tables are about to be emptied for
+        the next run, which must neither wait for them nor count them. Nothing may be offered or in flight (jobs are
+        numbered in the order they are sent, so those sent so far are the first `sent`)."""
+        unsettled = self.outstanding
+        self._grow(self._sent)
+        self._jobs[: self._sent] = bytes([STARTED | FINISHED]) * self._sent
+        self._first = self._finished = self._sent
+        self._update_idle()
+        return unsettled
+
     def counts(self) -> Counts:
         return Counts(self._sent, self._first, self._again, self._finished, self._errors)
 

@@ -159,7 +159,7 @@ def _phase_row(phase: PhaseResult, clean_p99: float | None, hot: tuple[str, ...]
     return "| " + " | ".join(cells) + " |"
 
 
-def _run(run: RunResult, hot: tuple[str, ...], images: list[Path], base: Path) -> list[str]:
+def _run(run: RunResult, hot: tuple[str, ...], drain: float) -> list[str]:
     lines = [f"### {run.system} at {run.rate:g} jobs/s", ""]
     if run.fell_behind:
         lines += [f"**{run.system} {run.fell_behind}**: not put under the faults at this rate.", ""]
@@ -173,8 +173,10 @@ def _run(run: RunResult, hot: tuple[str, ...], images: list[Path], base: Path) -
     lines += [_phase_row(phase, clean.latency.p99 if clean else None, hot) for phase in run.phases]
     lines += [
         "",
-        f"After the drain: {run.finished:,} jobs finished in this run, {_fmt(run.lost, ',')} enqueued and never "
-        f"finished by a worker, {_fmt(run.unfinished, ',')} left unfinished in the system's tables; every relation "
+        f"Nothing offered after the last phase, for up to {drain:g} s (the drain): {run.finished:,} jobs finished "
+        f"in this run; **{_fmt(run.unfinished, ',')} left unfinished in the system's tables** (stuck, lost to a "
+        f"fault, or a backlog not yet worked off); {_fmt(run.unseen, ',')} whose finish no worker reported (those, "
+        "and a few whose report died with the killed worker); every relation "
         f"of the system: {run.total_bytes / MB:,.1f} MB ({_fmt(run.bytes_per_job, ',.0f')} bytes per finished job).",
         "",
     ]
@@ -216,7 +218,7 @@ def markdown(results: Results, profile: Profile, images: list[Path], base: Path)
         for system in results.systems:
             for run in system.runs:
                 if run.rate == rate:
-                    lines += _run(run, system.hot, images, base)
+                    lines += _run(run, system.hot, profile.drain_seconds)
     if results.errors:
         lines += ["## Errors", "", *(f"- {error}" for error in results.errors), ""]
     return "\n".join(lines)

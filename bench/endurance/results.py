@@ -94,10 +94,11 @@ class RunResult:
     phases: list[PhaseResult] = field(default_factory=list)
     fell_behind: str | None = None
     finished: int = 0
-    lost: int | None = None
-    """Jobs enqueued that no worker finished by the end of the drain."""
+    unseen: int | None = None
+    """Jobs enqueued whose finish no worker reported by the drain's end: a backlog not yet worked off, or jobs the
+    system lost, or a few whose reports died with the killed worker (it prints them every 0.1 s)."""
     unfinished: int | None = None
-    """Jobs the system itself still holds unfinished after the drain."""
+    """Jobs the system itself still holds unfinished after the drain (stuck, or not yet run): what it lost."""
     total_bytes: int = 0
     errors: list[str] = field(default_factory=list)
 

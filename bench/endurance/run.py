@@ -94,7 +94,7 @@ async def _ramp(session: Session, system: System, profile: Profile) -> tuple[flo
 async def _run_rate(session: Session, system: System, profile: Profile, rate: float, overload: float) -> RunResult:
     """Every phase at `rate` (the overload's at `overload`), then the drain and what never finished."""
     result = RunResult(system.name, rate, overload)
-    before, outstanding = session.recorder.counts(), session.recorder.outstanding
+    before = session.recorder.counts()
     for plan in PLAN:
         offered = overload if plan.overload else rate
         give_up = int(rate * GIVE_UP_SECONDS) if plan.name == "clean" and profile.judge else None
@@ -110,7 +110,7 @@ async def _run_rate(session: Session, system: System, profile: Profile, rate: fl
             break
     await session.drain(profile.drain_seconds)
     result.finished = session.recorder.counts().minus(before).finished
-    result.lost = session.recorder.outstanding - outstanding
+    result.unseen = session.recorder.outstanding
     result.unfinished = await session.probe.unfinished()
     result.total_bytes = (await session.probe.pressure()).total_bytes
     return result
@@ -129,6 +129,7 @@ async def _system(system: System, found: SystemResult, profile: Profile, logs: P
                     flush=True,
                 )
                 for rate in profile.rates:
+                    session.recorder.write_off()  # whatever the drain left, the reset deletes
                     await probe.reset()
                     found.runs.append(await _run_rate(session, system, profile, rate, overload))
         finally:
