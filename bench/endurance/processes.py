@@ -49,8 +49,16 @@ class Driver:
         return self._process.pid if self._process is not None else None
 
     async def start(self) -> Driver:
+        """Started and READY (its imports done); RuntimeError, with its log's path, if it exits first."""
         await self._spawn()
-        await asyncio.wait_for(self._ready.wait(), READY_WITHIN)
+        deadline = asyncio.get_running_loop().time() + READY_WITHIN
+        while not self._ready.is_set():
+            if self.failure or self.crashes:
+                raise RuntimeError(f"{self.name} exited at start; its log: {self._log_path}")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"{self.name} was not ready in {READY_WITHIN:g} s; its log: {self._log_path}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), 0.2)
         return self
 
     async def _spawn(self) -> None:
