@@ -16,7 +16,7 @@ from bench.endurance import faults, wire
 from bench.endurance.probe import Probe
 from bench.endurance.processes import Driver
 from bench.endurance.profiles import Profile
-from bench.endurance.recorder import Recorder
+from bench.endurance.recorder import Counts, Recorder
 from bench.endurance.results import PhaseResult, Sample
 
 OVERLOAD = 1.5
@@ -76,26 +76,13 @@ class Session:
         start = time.monotonic()
         stop = await faults.FAULT[plan.fault](self.target)
         samples: list[Sample] = []
-        last_counts, last_at = before, start
+        mark = (start, before)
         try:
             while (left := start + seconds - time.monotonic()) > 0:
                 await asyncio.sleep(min(every, left))
                 self.check()
-                now, counts = time.monotonic(), recorder.counts()
-                span = counts.minus(last_counts)
-                samples.append(
-                    Sample(
-                        t=now - self.began,
-                        phase=plan.name,
-                        latency=recorder.take_window(),
-                        finished_per_s=span.finished / (now - last_at),
-                        sent_per_s=span.sent / (now - last_at),
-                        depth=recorder.depth,
-                        lag=recorder.lag,
-                        pressure=await self.probe.pressure(),
-                    )
-                )
-                last_counts, last_at = counts, now
+                sample, mark = await self._sample(plan.name, mark)
+                samples.append(sample)
                 if give_up is not None and recorder.depth > give_up:
                     break
         finally:
@@ -121,6 +108,23 @@ class Session:
             storage=await self.probe.storage() if exact else [],
             samples=samples,
         )
+
+    async def _sample(self, phase: str, mark: tuple[float, Counts]) -> tuple[Sample, tuple[float, Counts]]:
+        """The window since `mark` (when it began, the recorder's counts then), and the mark of the next one."""
+        now, counts = time.monotonic(), self.recorder.counts()
+        since, last = mark
+        span = counts.minus(last)
+        sample = Sample(
+            t=now - self.began,
+            phase=phase,
+            latency=self.recorder.take_window(),
+            finished_per_s=span.finished / (now - since),
+            sent_per_s=span.sent / (now - since),
+            depth=self.recorder.depth,
+            lag=self.recorder.lag,
+            pressure=await self.probe.pressure(),
+        )
+        return sample, (now, counts)
 
     async def drain(self, within: float) -> None:
         """Nothing offered until every job sent has finished, or `within` seconds."""
