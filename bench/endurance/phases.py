@@ -17,9 +17,11 @@ from bench.endurance.probe import Probe
 from bench.endurance.processes import Driver
 from bench.endurance.profiles import Profile
 from bench.endurance.recorder import Counts, Recorder
-from bench.endurance.results import PhaseResult, Sample
+from bench.endurance.results import PhaseResult, Sample, usual_depth
 
 OVERLOAD = 1.5
+DRAIN_LIMIT = 2
+"""A draining recovery lasts at most this many (full) phases."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,9 @@ class Plan:
     recovery: bool = False
     """As long as a recovery (else as long as a phase)."""
     overload: bool = False
+    drains: bool = False
+    """Goes on past its length while the backlog of the phase before is still there (up to DRAIN_LIMIT phases):
+    the phases after it would otherwise measure that backlog rather than their fault."""
 
 
 PLAN = (
@@ -39,7 +44,7 @@ PLAN = (
     Plan("readers", "four REPEATABLE READ connections scanning the hot tables", "readers"),
     Plan("after-readers", "recovery after the readers", None, recovery=True),
     Plan("overload", f"overload: {OVERLOAD}× the highest rate sustained in the ramp", None, overload=True),
-    Plan("after-overload", "recovery after the overload", None, recovery=True),
+    Plan("after-overload", "recovery after the overload, until its backlog is worked off", None, True, drains=True),
     Plan("cut-all", "every connection cut at once (a PostgreSQL restart's effect), then recovery", "cut-all", True),
     Plan("kill-worker", "worker SIGKILL (started again at once), then recovery", "kill-worker", recovery=True),
     Plan("churn", "the system's connections cut every second", "churn"),
@@ -65,10 +70,19 @@ class Session:
         await self.producer.send({"rate": rate})
 
     async def measure(
-        self, plan: Plan, seconds: float, rate: float, every: float, *, exact: bool = True, give_up: int | None = None
+        self,
+        plan: Plan,
+        seconds: float,
+        rate: float,
+        every: float,
+        *,
+        exact: bool = True,
+        give_up: int | None = None,
+        drain_until: float | None = None,
     ) -> PhaseResult:
         """Offer `rate` for `seconds` under the plan's fault, a sample every `every` seconds; at the end, with
-        `exact`, pgstattuple of every relation. It ends early once more than `give_up` jobs wait."""
+        `exact`, pgstattuple of every relation. It ends early once more than `give_up` jobs wait, and goes on
+        while more than a kept-up phase leaves wait, up to `drain_until` seconds."""
         recorder = self.recorder
         await self.offer(rate)
         recorder.take_phase()
@@ -78,7 +92,7 @@ class Session:
         samples: list[Sample] = []
         mark = (start, before)
         try:
-            while (left := start + seconds - time.monotonic()) > 0:
+            while (left := self._left(start, seconds, drain_until, rate, every)) > 0:
                 await asyncio.sleep(min(every, left))
                 self.check()
                 sample, mark = await self._sample(plan.name, mark)
@@ -108,6 +122,14 @@ class Session:
             storage=await self.probe.storage() if exact else [],
             samples=samples,
         )
+
+    def _left(self, start: float, seconds: float, drain_until: float | None, rate: float, every: float) -> float:
+        """Seconds the phase has left (one more window while it drains a backlog)."""
+        elapsed = time.monotonic() - start
+        if elapsed < seconds:
+            return seconds - elapsed
+        draining = drain_until is not None and elapsed < drain_until and self.recorder.depth > usual_depth(rate)
+        return every if draining else 0.0
 
     async def _sample(self, phase: str, mark: tuple[float, Counts]) -> tuple[Sample, tuple[float, Counts]]:
         """The window since `mark` (when it began, the recorder's counts then), and the mark of the next one."""

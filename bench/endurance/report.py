@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.endurance.faults import READERS
-from bench.endurance.phases import OVERLOAD
+from bench.endurance.phases import DRAIN_LIMIT, OVERLOAD
 from bench.endurance.profiles import Profile
 from bench.endurance.results import BACK_FACTOR, KEPT_UP_DEPTH_SECONDS, PhaseResult, Results, RunResult, SystemResult
 from bench.endurance.systems import CONCURRENCY
@@ -48,7 +48,9 @@ def _header(results: Results, profile: Profile) -> list[str]:
         "delivery; HDR histogram). Depth: jobs enqueued and not yet started. Phases: "
         f"{profile.phase_seconds:g} s for the clean phase and each sustained fault, {profile.recovery_seconds:g} s "
         f"for each recovery and each instant fault; figures over time in {profile.sample_seconds:g} s windows. "
-        f"The overload offers {OVERLOAD}× the highest rate the system kept up with in its ramp. A PostgreSQL restart "
+        f"The overload offers {OVERLOAD}× the highest rate the system kept up with in its ramp; the recovery after it "
+        f"goes on until its backlog is worked off (at most {DRAIN_LIMIT} phases), so that the faults after it are "
+        "measured without it. A PostgreSQL restart "
         "cannot be made here (the server is shared): its effect, every connection of the database cut at once "
         "(`pg_terminate_backend`), stands in for it. The harness's own statistics connection is never cut.",
         "",

@@ -14,6 +14,13 @@ from bench.endurance.recorder import Latency
 
 KEPT_UP_DEPTH_SECONDS = 2.0
 """A phase kept up when, at its end, fewer jobs wait than the offered rate brings in this many seconds."""
+
+
+def usual_depth(offered: float) -> float:
+    """The most jobs waiting that a phase keeping up with `offered` jobs/s may end with."""
+    return max(offered * KEPT_UP_DEPTH_SECONDS, 10)
+
+
 BACK_FACTOR = 1.5
 """Back to baseline: every later window's pickup p99 within this factor of the clean phase's (the issue's target
 ratios are 1.5)."""
@@ -56,7 +63,7 @@ class PhaseResult:
 
     @property
     def kept_up(self) -> bool:
-        return self.depth_end <= max(self.offered * KEPT_UP_DEPTH_SECONDS, 10)
+        return self.depth_end <= usual_depth(self.offered)
 
     def back_after(self, clean_p99: float | None) -> float | None:
         """Seconds from the phase's start to the end of the first window from which every window's p99 stays within

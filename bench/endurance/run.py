@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench.database import ADMIN_URL
 from bench.endurance import faults
-from bench.endurance.phases import OVERLOAD, PLAN, Plan, Session, seconds_of
+from bench.endurance.phases import DRAIN_LIMIT, OVERLOAD, PLAN, Plan, Session, seconds_of
 from bench.endurance.probe import Probe
 from bench.endurance.processes import Driver
 from bench.endurance.profiles import Profile
@@ -98,7 +98,10 @@ async def _run_rate(session: Session, system: System, profile: Profile, rate: fl
     for plan in PLAN:
         offered = overload if plan.overload else rate
         give_up = int(rate * GIVE_UP_SECONDS) if plan.name == "clean" and profile.judge else None
-        phase = await session.measure(plan, seconds_of(plan, profile), offered, profile.sample_seconds, give_up=give_up)
+        drain_until = DRAIN_LIMIT * profile.phase_seconds if plan.drains else None
+        phase = await session.measure(
+            plan, seconds_of(plan, profile), offered, profile.sample_seconds, give_up=give_up, drain_until=drain_until
+        )
         result.phases.append(phase)
         print(_line(system, phase), flush=True)
         if plan.name == "clean" and profile.judge and not _kept_up(phase):
