@@ -186,14 +186,14 @@ def _run(run: RunResult, hot: tuple[str, ...], drain: float) -> list[str]:
 
 
 def _storage(run: RunResult) -> list[str]:
-    """Every table and index at each phase's end: size, and pgstattuple's dead tuples (for an index: entries
-    marked dead; a GIN index: size only)."""
+    """Every table and index at each phase's end: size and dead tuples (a GIN index: size only)."""
     phases = [phase for phase in run.phases if phase.storage]
     if not phases:
         return []
     names = [relation.name for relation in phases[0].storage]
     lines = [
-        "<details><summary>every table and index at each phase's end: MB / dead tuples (pgstattuple)</summary>",
+        "<details><summary>every table and index at each phase's end: MB / dead tuples (tables: "
+        "pgstattuple_approx; indexes: pgstattuple, entries marked dead)</summary>",
         "",
         f"| relation | {' | '.join(phase.name for phase in phases)} |",
         "|---" * (len(phases) + 1) + "|",
