@@ -3,8 +3,11 @@ cheap figures every window (`pg_stat_user_tables`' dead-tuple estimate, relation
 at each phase's end, exact dead tuples of every table and index of the system (`pgstattuple_approx` of each table,
 `pgstattuple` of each index, which it reads whole: so only then).
 
-The oldest transaction is looked for in the run's database only: for a table of that database, PostgreSQL's horizon
-counts only its backends (and replication slots), so other databases on the shared server do not move it.
+The oldest transaction is looked for among the run's database's client backends (the horizon of its tables counts
+only those, and replication slots), as seconds open and as the age of its XID or snapshot. A snapshot's xmin is the
+oldest XID running anywhere on the server, though, so a long writing transaction in another database of a shared
+server holds the horizon back too, and shows here as an age in XIDs with no long transaction of our own: the full
+profile wants a quiet server as well as a quiet machine.
 """
 
 from __future__ import annotations

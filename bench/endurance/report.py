@@ -52,7 +52,9 @@ def _header(results: Results, profile: Profile) -> list[str]:
         f"goes on until its backlog is worked off (at most {DRAIN_LIMIT} phases), so that the faults after it are "
         "measured without it. A PostgreSQL restart "
         "cannot be made here (the server is shared): its effect, every connection of the database cut at once "
-        "(`pg_terminate_backend`), stands in for it. The harness's own statistics connection is never cut.",
+        "(`pg_terminate_backend`), stands in for it. The harness's own statistics connection is never cut. "
+        "*Oldest transaction*: the longest open among the database's client backends, and in brackets the oldest "
+        "XID or snapshot's age, which a writing transaction in another database of the server also holds back.",
         "",
         f"A phase *kept up* when fewer jobs waited at its end than {KEPT_UP_DEPTH_SECONDS:g} s of the offered rate. "
         f"*Back*: seconds from a phase's start to the window from which every window's pickup p99 stayed within "
