@@ -26,6 +26,8 @@ class Profile:
     """at most this many steps,"""
     ramp_step_seconds: float
     """each this long; it stops at the first step the system does not keep up with."""
+    warm_up_seconds: float
+    """Before the ramp, the ramp's first rate offered unmeasured: a worker's first lease, connections, caches."""
     peers: bool
     """PgQueuer and Procrastinate beside QueueFlow."""
     lease_seconds: float
@@ -49,6 +51,7 @@ FULL = Profile(
     ramp_factor=1.25,
     ramp_steps=20,
     ramp_step_seconds=30,
+    warm_up_seconds=10,
     peers=True,
     lease_seconds=30,
     drain_seconds=90,
@@ -64,6 +67,7 @@ SHORT = Profile(
     ramp_factor=1.25,
     ramp_steps=20,
     ramp_step_seconds=15,
+    warm_up_seconds=10,
     peers=True,
     lease_seconds=30,
     drain_seconds=60,
@@ -79,6 +83,7 @@ SMOKE = Profile(
     ramp_factor=2,
     ramp_steps=1,
     ramp_step_seconds=1,
+    warm_up_seconds=1,
     peers=False,
     lease_seconds=3,
     drain_seconds=10,

@@ -78,6 +78,8 @@ async def _ramp(session: Session, system: System, profile: Profile) -> tuple[flo
     """Offered rates rising by `ramp_factor` a step until one is not kept up with; the last kept up with."""
     steps: list[RampStep] = []
     sustained, rate = None, profile.ramp_start
+    await session.offer(rate)
+    await asyncio.sleep(profile.warm_up_seconds)
     for _ in range(profile.ramp_steps):
         seconds = profile.ramp_step_seconds
         phase = await session.measure(Plan("ramp", f"ramp {rate:.0f}/s", None), seconds, rate, seconds, exact=False)
