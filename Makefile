@@ -12,7 +12,7 @@ PY_SDKS := sdks/worker sdks/python
 # More workers than cores: most of the slow tests wait on servers and PostgreSQL rather than compute.
 PYTEST_WORKERS ?= 3
 
-.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke debs pgbench chromium pgbouncer chaos vendor release
+.PHONY: run test lint ci clean spec sdks sdk-python sdk-typescript bench bench-smoke endurance debs pgbench chromium pgbouncer chaos vendor release
 
 # uv installs what pip would, from PyPI, in seconds rather than a minute and a half (CI builds .venv every run).
 $(INSTALLED): pyproject.toml $(PY_SDKS:%=%/pyproject.toml)
@@ -82,6 +82,14 @@ bench: $(INSTALLED) pgbench $(TS_MODULES)
 # The same harness at tiny sizes, once: proves every scenario runs (the test suite runs it too).
 bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile smoke
+
+# Issue 42's endurance run (bench/endurance): QueueFlow, PgQueuer and Procrastinate at 150 and 1,000 jobs/s offered
+# under a held xmin horizon, REPEATABLE READ readers, overload, cut connections and a killed worker, 10 minutes a
+# phase: hours, on a quiet machine. Writes docs/endurance.md and its plots in docs/endurance/. Not part of `make test`,
+# which runs its smoke profile (tests/bench/test_endurance_smoke.py); `ENDURANCE_PROFILE=short` holds 2 minutes.
+ENDURANCE_PROFILE ?= full
+endurance: $(INSTALLED) debs
+	$(BIN)/python -m bench.endurance --profile $(ENDURANCE_PROFILE)
 
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec

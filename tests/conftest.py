@@ -34,6 +34,7 @@ SLOW_FIRST = {
     "test_a_thousand_step_random_dag_runs_each_step_once_in_dependency_order",
     "test_typescript_sdk",
     "test_every_scenario_runs_in_the_smoke_profile",
+    "test_the_endurance_harness_runs_every_phase_and_writes_its_report",
     "test_nothing_is_lost_finished_twice_or_stuck_under_mixed_faults",
     "test_the_previous_python_sdk_suite_passes_against_todays_server",
     "test_the_previous_typescript_suite_passes_against_todays_server",
