@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.advance import Transition
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, QueueSettings, QueueSettingsPatch
 from queueflow.core.growth import Growth, GrowthView, Needs
@@ -108,7 +108,6 @@ class WorkflowStore(Protocol):
         self,
         workflow_id: str,
         decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
         now: datetime,
         tenant_id: str | None = None,
     ) -> Workflow | None:
@@ -117,14 +116,13 @@ class WorkflowStore(Protocol):
         changed step rows written guarded by their previous status, the jobs of steps moved enqueued → cancelled
         cancelled (pending | retrying | running → cancelled, lease voided), a new pending job per step moved to
         enqueued, the counters recomputed, the terminal status and completed_at = now only while the workflow is
-        running. An error raised by `decide` (or `new_job`) propagates as it was raised, and a result or new job
-        it cannot store is a `ValidationError`; either way nothing is written. Returns the workflow as recorded;
+        running; each new job (`advance.new_step_job`) gets an id from the store's own `rng`. An error raised by
+        `decide` propagates as it was raised, and a result or new job it cannot store is a `ValidationError`;
+        either way nothing is written. Returns the workflow as recorded;
         None if it does not exist (for `tenant_id`), without calling `decide`."""
         ...
 
-    async def workflow_step_finish(
-        self, report: StepReport, new_job: NewStepJob, now: datetime
-    ) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, now: datetime) -> tuple[DueWait, ...] | None:
         """The step's job ended, or (no `job_id`) its wait: record it, if the workflow is running and the step is
         as reported (`core.advance.is_reported`: `enqueued` with `report.job_id` as its job, or `waiting` as
         `report.wait_end` read it; otherwise — a repeat, a late report, a step a halt or cancel got to first, a
@@ -134,8 +132,8 @@ class WorkflowStore(Protocol):
         dependents counted down, those at 0 pending → enqueued with a new job each (a wait step: → waiting with
         its due time), the workflow's unfinished count decremented, and the terminal status (`counted_status`) with
         completed_at = now when it reaches 0. Returns the waits it made that are due at once (a signal kept):
-        the caller ends them. A new job is `new_job(workflow, step)` with the workflow without
-        its steps; the store sets its payload's `_context` to the context as it is when the job is inserted (every
+        the caller ends them. A new job is `advance.new_step_job`, with an id from the store's
+        own `rng`; the store sets its payload's `_context` to the context as it is when the job is inserted (every
         result written before, this step's included). A `halt` or `skip` failure is recorded as
         `workflow_advance` records `core.advance.on_job_finished`. A result or job it cannot store is a
         `ValidationError`, and nothing is written."""
@@ -147,7 +145,6 @@ class WorkflowStore(Protocol):
         scope: str | None,
         needs: Needs,
         decide: Callable[[Job | None, GrowthView | None], Growth],
-        new_job: NewStepJob,
         now: datetime,
     ) -> Workflow:
         """A running step's job adds steps to its workflow, in one transaction: the job read (of tenant `scope`,

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-
-from msgspec.structs import replace
 
 from queueflow.core.advance import (
     StepOutcome,
@@ -38,9 +36,9 @@ from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, wait_report
 from queueflow.core.growth import Growth, GrowthView, grow, needs
-from queueflow.core.ids import new_id
+from queueflow.core.ids import id_stream, new_id
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
-from queueflow.core.lifecycle import holds_lease, pending_job
+from queueflow.core.lifecycle import holds_lease
 from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
 from queueflow.core.waits import DueWait, SignalAction, on_signal
 from queueflow.core.workflow import (
@@ -51,7 +49,6 @@ from queueflow.core.workflow import (
     WorkflowStatus,
     new_steps,
     new_workflow_errors,
-    step_job,
 )
 from queueflow.engine.settings import EngineSettings
 from queueflow.ports import Clock, Store
@@ -122,7 +119,7 @@ class Workflows:
             trace_context=new.trace_context,
         )
         # A new workflow is a snapshot like any other: settling it enqueues the roots.
-        recording = record(pending, settle(pending.steps), now, self._step_job_maker(now))
+        recording = record(pending, settle(pending.steps), now, id_stream("job", now, self.rng))
         return await self.store.workflow_insert(recording.workflow, recording.jobs)
 
     async def get(self, tenant_id: str, workflow_id: str) -> Workflow:
@@ -148,9 +145,7 @@ class Workflows:
             return cancel_workflow(workflow.steps)
 
         now = self.clock.now()
-        cancelled = await self.store.workflow_advance(
-            workflow_id, decide, self._step_job_maker(now), now, tenant_id=tenant_id
-        )
+        cancelled = await self.store.workflow_advance(workflow_id, decide, now, tenant_id=tenant_id)
         if cancelled is None:
             raise NotFound(f"no workflow {workflow_id}")
         return cancelled
@@ -174,7 +169,7 @@ class Workflows:
             async with gate:
                 now = self.clock.now()
                 try:
-                    due = await self.store.workflow_step_finish(report, self._step_job_maker(now), now)
+                    due = await self.store.workflow_step_finish(report, now)
                 except StoreUnavailable as exc:
                     log.warning(
                         "workflow %s not advanced after step %s (the janitor will): %s",
@@ -209,9 +204,7 @@ class Workflows:
                 raise InvalidState(f"workflow {view.workflow.id} is {view.workflow.status}")
             return grow(view, job.workflow_step_id, steps)
 
-        recorded: Workflow | None = await self.store.workflow_add_steps(
-            job_id, scope, needs(steps), decide, self._step_job_maker(now), now
-        )
+        recorded: Workflow | None = await self.store.workflow_add_steps(job_id, scope, needs(steps), decide, now)
         if recorded is not None and (due := due_waits(recorded, now)):
             await self._end_due(due)
             recorded = await self.store.workflow_get(recorded.id)
@@ -253,9 +246,7 @@ class Workflows:
             return retry_workflow(workflow.steps)
 
         now = self.clock.now()
-        retried = await self.store.workflow_advance(
-            workflow_id, decide, self._step_job_maker(now), now, tenant_id=tenant_id
-        )
+        retried = await self.store.workflow_advance(workflow_id, decide, now, tenant_id=tenant_id)
         if retried is None:
             raise NotFound(f"no workflow {workflow_id}")
         if due := due_waits(retried, now):
@@ -288,12 +279,3 @@ class Workflows:
             log.warning("healed workflow %s: advanced after its steps %s (their advance was missed)",
                         workflow_id, ", ".join(steps))  # fmt: skip
         return len(healed)
-
-    def _step_job_maker(self, now: datetime) -> Callable[[Workflow, Step], Job]:
-        def new_job(workflow: Workflow, step: Step) -> Job:
-            row = pending_job(workflow.tenant_id, step_job(step, workflow.context), now, self.rng)
-            return replace(
-                row, workflow_id=workflow.id, workflow_step_id=step.name, trace_context=workflow.trace_context
-            )
-
-        return new_job

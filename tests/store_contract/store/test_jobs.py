@@ -43,7 +43,6 @@ from tests.store_contract.store_rows import (
     nested,
     newest_first,
     pages,
-    step_job_maker,
     stored_workflow,
 )
 from tests.store_contract.workflow_helpers import step
@@ -274,6 +273,6 @@ async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(sto
     assert await store.job_delete_finished(at(100), 10) == 0
     assert await store.job_get(held.id) is not None
     finish = Transition(workflow_status=WorkflowStatus.COMPLETED)
-    await store.workflow_advance(workflow.id, lambda _: finish, step_job_maker(at(2)), at(2))
+    await store.workflow_advance(workflow.id, lambda _: finish, at(2))
     assert await store.job_delete_finished(at(100), 10) == 1
     assert await store.job_get(held.id) is None

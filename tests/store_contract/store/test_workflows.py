@@ -36,7 +36,6 @@ from tests.store_contract.store_rows import (
     nested,
     newest_first,
     pages,
-    step_job_maker,
     stored_workflow,
     workflow,
 )
@@ -55,7 +54,7 @@ def recording(decide: Callable[[Workflow], Transition]) -> tuple[list[Workflow],
 
 
 async def advance(store: Store, workflow_id: str, transition: Transition, now: float = 5) -> Workflow | None:
-    return await store.workflow_advance(workflow_id, lambda _: transition, step_job_maker(at(now)), at(now))
+    return await store.workflow_advance(workflow_id, lambda _: transition, at(now))
 
 
 async def claim_step(store: Store, queue: str) -> str:
@@ -85,7 +84,7 @@ async def test_insert_stores_the_workflow_its_steps_in_order_and_its_root_jobs(s
 
 async def test_insert_with_a_known_key_returns_the_stored_workflow_and_writes_nothing(store: Store) -> None:
     first = await stored_workflow(store, step("a"), key="k")
-    cancelled = await store.workflow_advance(first.id, lambda w: cancel_workflow(w.steps), step_job_maker(START), START)
+    cancelled = await store.workflow_advance(first.id, lambda w: cancel_workflow(w.steps), START)
     before = await everything(store)
     repeat, repeat_jobs = workflow(step("x"), step("y"), key="k")
     assert await store.workflow_insert(repeat, repeat_jobs) == (cancelled, False)
@@ -148,7 +147,7 @@ async def test_advance_hands_decide_the_stored_workflow_and_records_its_transiti
         store, step("a"), step("b", "a", queue_name="qb"), step("c", "a"), step("d", "b", "c"), context={"run": 1}
     )
     seen, decide = recording(lambda w: on_step_finished(w.steps, "a", StepOutcome.COMPLETED, {"rows": 3}))
-    after = await store.workflow_advance(row.id, decide, step_job_maker(at(5)), at(5))
+    after = await store.workflow_advance(row.id, decide, at(5))
     assert seen == [row]
     assert after is not None
     assert after == await store.workflow_get(row.id)
@@ -207,7 +206,7 @@ async def test_advance_cancels_the_unfinished_jobs_of_steps_it_cancels(store: St
     done_token = await claim_step(store, "qc")
     await store.job_complete_many([Completion(named(row, "c").job_id or "", done_token, "ok")], START)
     jobs_before = await store.job_get_many([s.job_id for s in row.steps if s.job_id])
-    cancelled = await store.workflow_advance(row.id, lambda w: cancel_workflow(w.steps), step_job_maker(at(7)), at(7))
+    cancelled = await store.workflow_advance(row.id, lambda w: cancel_workflow(w.steps), at(7))
     assert cancelled is not None
     assert (cancelled.status, cancelled.completed_at) == (WorkflowStatus.CANCELLED, at(7))
     assert statuses(cancelled) == {"a": "cancelled", "b": "cancelled", "c": "cancelled", "d": "cancelled"}
@@ -230,13 +229,13 @@ async def test_advance_writes_nothing_when_decide_raises(store: Store) -> None:
         raise InvalidState(f"workflow {workflow.id} will not move")
 
     with pytest.raises(InvalidState):
-        await store.workflow_advance(row.id, refuse, step_job_maker(at(5)), at(5))
+        await store.workflow_advance(row.id, refuse, at(5))
 
     def broken(workflow: Workflow) -> Transition:
         raise KeyError("no such step")
 
     with pytest.raises(KeyError):
-        await store.workflow_advance(row.id, broken, step_job_maker(at(5)), at(5))
+        await store.workflow_advance(row.id, broken, at(5))
     assert await everything(store) == before
 
 
@@ -258,9 +257,9 @@ async def test_advance_of_a_missing_or_foreign_workflow_is_none_and_decides_noth
     row = await stored_workflow(store, step("a"))
     seen, decide = recording(lambda w: cancel_workflow(w.steps))
     for workflow_id, tenant in [(row.id, OTHER), ("wf_missing", None), ("wf\x00", None), (row.id, "nul\x00")]:
-        assert await store.workflow_advance(workflow_id, decide, step_job_maker(at(5)), at(5), tenant) is None
+        assert await store.workflow_advance(workflow_id, decide, at(5), tenant) is None
     assert seen == []
-    assert await store.workflow_advance(row.id, decide, step_job_maker(at(5)), at(5), T) is not None
+    assert await store.workflow_advance(row.id, decide, at(5), T) is not None
     assert seen == [row]
 
 

@@ -16,17 +16,18 @@ from datetime import datetime
 from msgspec.structs import replace
 
 from queueflow.core.advance import (
-    NewStepJob,
     Transition,
     counters,
     due_waits,
     is_reported,
+    new_step_job,
     on_job_finished,
     record,
 )
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
 from queueflow.core.growth import Growth, GrowthView, Needs
+from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import CANCELLABLE, FINISHED, JSON, Cursor, Job, JobStatus
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction
@@ -79,7 +80,6 @@ class MemoryWorkflows(Tables):
         self,
         workflow_id: str,
         decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
         now: datetime,
         tenant_id: str | None = None,
     ) -> Workflow | None:
@@ -87,11 +87,9 @@ class MemoryWorkflows(Tables):
         if workflow is None or (tenant_id is not None and workflow.tenant_id != tenant_id):
             return None
         snapshot = self._workflow_out(workflow)
-        return self._record(workflow, snapshot, decide(snapshot), new_job, now)
+        return self._record(workflow, snapshot, decide(snapshot), now)
 
-    async def workflow_step_finish(
-        self, report: StepReport, new_job: NewStepJob, now: datetime
-    ) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, now: datetime) -> tuple[DueWait, ...] | None:
         workflow = self._workflows.get(report.workflow_id)
         positions = self._step_positions.get(report.workflow_id, {})
         if workflow is None or workflow.status is not WorkflowStatus.RUNNING or report.step not in positions:
@@ -105,7 +103,7 @@ class MemoryWorkflows(Tables):
             transition = on_job_finished(
                 snapshot, report.step, report.job_id, report.outcome, report.result, report.wait_end
             )
-            return tuple(due_waits(self._record(workflow, snapshot, transition, new_job, now), now))
+            return tuple(due_waits(self._record(workflow, snapshot, transition, now), now))
         finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents], now)
         if errors := result_errors(finish.result):
             raise ValidationError.of(errors)
@@ -113,7 +111,8 @@ class MemoryWorkflows(Tables):
         if finish.enqueue:
             # Their `_context`: the context as it is once this step's result is in.
             view = replace_dataclass(workflow, context={**workflow.context, step.name: finish.result}, steps=[])
-            jobs = [new_job(view, steps[positions[name]]) for name in finish.enqueue]
+            ids = id_stream("job", now, self._rng)
+            jobs = [new_step_job(view, steps[positions[name]], now, next(ids)) for name in finish.enqueue]
             self._check_insert(jobs)
         # Validated: from here on nothing raises.
         steps[positions[step.name]] = replace_dataclass(step, status=finish.status, due_at=None)
@@ -144,7 +143,6 @@ class MemoryWorkflows(Tables):
         scope: str | None,
         needs: Needs,
         decide: Callable[[Job | None, GrowthView | None], Growth],
-        new_job: NewStepJob,
         now: datetime,
     ) -> Workflow:
         job = self._jobs.get(job_id)
@@ -161,7 +159,7 @@ class MemoryWorkflows(Tables):
         if errors := workflow_storage_errors(grown):
             raise ValidationError.of(errors)
         # Recorded on the grown snapshot (validated before it is kept): the new steps that are ready.
-        return self._record(workflow, grown, growth.transition, new_job, now)
+        return self._record(workflow, grown, growth.transition, now)
 
     async def workflow_signal(
         self,
@@ -243,12 +241,10 @@ class MemoryWorkflows(Tables):
         self._step_positions[workflow.id] = {step.name: index for index, step in enumerate(workflow.steps)}
         self._workflow_counters[workflow.id] = counters(workflow.steps)
 
-    def _record(
-        self, workflow: Workflow, snapshot: Workflow, transition: Transition, new_job: NewStepJob, now: datetime
-    ) -> Workflow:
+    def _record(self, workflow: Workflow, snapshot: Workflow, transition: Transition, now: datetime) -> Workflow:
         """Record `transition` on the stored `workflow` (`advance.record` on `snapshot`, the store's own copy of
         it), validated before anything is written."""
-        recording = record(snapshot, transition, now, new_job)
+        recording = record(snapshot, transition, now, id_stream("job", now, self._rng))
         # The finished step's result, and the new jobs, are all it writes that nobody checked.
         if errors := result_errors(transition.result):
             raise ValidationError.of(errors)

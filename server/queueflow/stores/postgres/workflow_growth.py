@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from queueflow.core.advance import NewStepJob, Recording, record
+from queueflow.core.advance import Recording, record
 from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.growth import Growth, GrowthView, Needs
+from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
 from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction, Wait
@@ -60,7 +61,6 @@ class PostgresWorkflowGrowth(Pooled):
         scope: str | None,
         needs: Needs,
         decide: Callable[[Job | None, GrowthView | None], Growth],
-        new_job: NewStepJob,
         now: datetime,
     ) -> Workflow:
         if not storable_text(job_id) or (scope is not None and not storable_text(scope)):
@@ -90,10 +90,7 @@ class PostgresWorkflowGrowth(Pooled):
                     if growth.transition.enqueue:
                         context = await db.fetchval(GROWTH_CONTEXT, grown.id)
                         grown = replace(grown, context=context)
-                    try:
-                        recording = record(grown, growth.transition, now, new_job)
-                    except Exception as exc:
-                        raise _Raised(exc) from exc
+                    recording = record(grown, growth.transition, now, id_stream("job", now, self._rng))
                     await _write(db, growth, recording, now)
                     announce(new.queue_name for new in recording.jobs)
         except _Raised as raised:

@@ -18,15 +18,16 @@ from typing import Any
 import asyncpg
 
 from queueflow.core.advance import (
-    NewStepJob,
     Recording,
     Transition,
     counters,
     due_waits,
     finished_status,
+    new_step_job,
     on_job_finished,
     record,
 )
+from queueflow.core.backoff import RandomSource
 from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.finish import (
     StepReport,
@@ -35,6 +36,7 @@ from queueflow.core.finish import (
     on_finish,
     result_errors,
 )
+from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import BackoffPolicy, Cursor, Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
@@ -138,7 +140,6 @@ class PostgresWorkflows(Pooled):
         self,
         workflow_id: str,
         decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
         now: datetime,
         tenant_id: str | None = None,
     ) -> Workflow | None:
@@ -147,15 +148,13 @@ class PostgresWorkflows(Pooled):
         try:
             with self._announcing() as announce:
                 async with self._connection() as db, db.transaction():
-                    workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, new_job, now)
+                    workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, now, self._rng)
                     announce(job.queue_name for job in jobs)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
         return workflow
 
-    async def workflow_step_finish(
-        self, report: StepReport, new_job: NewStepJob, now: datetime
-    ) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, now: datetime) -> tuple[DueWait, ...] | None:
         texts = (report.workflow_id, report.step, report.job_id or "")
         if not all(storable_text(text) for text in texts):
             return None
@@ -173,7 +172,7 @@ class PostgresWorkflows(Pooled):
                         alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                     async with begun(db, BEGIN_FINISH):
                         if alone:
-                            finished = await _finish(db, report, result, new_job, now)
+                            finished = await _finish(db, report, result, now, self._rng)
                             jobs, due = finished if finished is not None else (None, ())
                         else:
 
@@ -182,7 +181,9 @@ class PostgresWorkflows(Pooled):
                                     workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end
                                 )
 
-                            after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
+                            after, enqueued = await _advance(
+                                db, report.workflow_id, None, decide, now, self._rng, report
+                            )
                             jobs = enqueued if after is not None else None
                             due = () if after is None else tuple(due_waits(after, now))
                         announce(job.queue_name for job in jobs or ())
@@ -202,8 +203,8 @@ async def _advance(
     workflow_id: str,
     tenant_id: str | None,
     decide: Callable[[Workflow], Transition],
-    new_job: NewStepJob,
     now: datetime,
+    rng: RandomSource,
     report: StepReport | None = None,
 ) -> tuple[Workflow | None, Sequence[Job]]:
     """`workflow_advance` in the caller's transaction, and the jobs it enqueued: no workflow if it does not exist
@@ -216,7 +217,7 @@ async def _advance(
     (snapshot,) = await _with_steps(db, [row])
     try:
         transition = decide(snapshot)
-        recording = record(snapshot, transition, now, new_job)
+        recording = record(snapshot, transition, now, id_stream("job", now, rng))
     except Exception as exc:
         raise _Raised(exc) from exc
     await _write(db, snapshot, transition, recording, now)
@@ -226,7 +227,7 @@ async def _advance(
 
 
 async def _finish(
-    db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime
+    db: Db, report: StepReport, result: str, now: datetime, rng: RandomSource
 ) -> tuple[list[Job], tuple[DueWait, ...]] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
     transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once,
@@ -251,7 +252,8 @@ async def _finish(
     ctid = {row["d_name"]: row["dependent_ctid"] for row in dependents}
     finish = on_finish(report.outcome, report.result, locked, now)
     by_name = {step.name: step for step in locked}
-    jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
+    ids = id_stream("job", now, rng)
+    jobs = [new_step_job(_head(head), by_name[name], now, next(ids)) for name in finish.enqueue]
     if errors := job_storage_errors(jobs):
         raise ValidationError.of(errors)
     if len(finish.remaining) + len(jobs) + len(finish.wait) > WIDE_FINISH:
@@ -299,7 +301,7 @@ def _head(row: asyncpg.Record) -> Workflow:
 
 
 class _Raised(QueueFlowError):
-    """An error of the caller's `decide` or `new_job`, carried through `_connection` (which would translate it
+    """An error of the caller's `decide`, carried through `_connection` (which would translate it
     into StoreUnavailable, as every error it does not know) so that it reaches the caller as it was raised."""
 
     def __init__(self, error: Exception) -> None:
