@@ -20,12 +20,10 @@ from queueflow.core.advance import (
     counters,
     due_waits,
     is_reported,
-    new_step_job,
-    on_job_finished,
     record,
 )
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
+from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, on_report, result_errors
 from queueflow.core.growth import Growth, GrowthView, Needs
 from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import storage_errors
@@ -100,33 +98,21 @@ class MemoryWorkflows(Tables):
             return None  # a repeat, a late report of a job that is not (or no longer) the step's, a stale wait end
         if not finishes_alone(report.outcome, step.on_failure):
             snapshot = self._workflow_out(workflow)
-            transition = on_job_finished(
-                snapshot, report.step, report.job_id, report.outcome, report.result, report.wait_end
-            )
-            return tuple(due_waits(self._record(workflow, snapshot, transition, now), now))
-        finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents], now)
+            return tuple(due_waits(self._record(workflow, snapshot, on_report(snapshot, report), now), now))
+        dependents = [steps[positions[name]] for name in step.dependents]
+        finish = on_finish(report, workflow, dependents, now, id_stream("job", now, self._rng))
         if errors := result_errors(finish.result):
             raise ValidationError.of(errors)
-        jobs: list[Job] = []
-        if finish.enqueue:
-            # Their `_context`: the context as it is once this step's result is in.
-            view = replace_dataclass(workflow, context={**workflow.context, step.name: finish.result}, steps=[])
-            ids = id_stream("job", now, self._rng)
-            jobs = [new_step_job(view, steps[positions[name]], now, next(ids)) for name in finish.enqueue]
-            self._check_insert(jobs)
+        self._check_insert(finish.jobs)
         # Validated: from here on nothing raises.
         steps[positions[step.name]] = replace_dataclass(step, status=finish.status, due_at=None)
         workflow.context[step.name] = copy.deepcopy(finish.result)
-        for name, left in finish.remaining.items():
-            steps[positions[name]] = replace_dataclass(steps[positions[name]], remaining=left)
-        for job in jobs:
-            position = positions[job.workflow_step_id or ""]
-            steps[position] = replace_dataclass(steps[position], status=StepStatus.ENQUEUED, remaining=0, job_id=job.id)
-        for name, due_at in finish.wait.items():
-            steps[positions[name]] = replace_dataclass(
-                steps[positions[name]], status=StepStatus.WAITING, remaining=0, due_at=due_at
+        for row in finish.dependents:
+            position = positions[row.name]
+            steps[position] = replace_dataclass(
+                steps[position], status=row.status, remaining=row.remaining, job_id=row.job_id, due_at=row.due_at
             )
-        self._insert(jobs)
+        self._insert(finish.jobs)
         before = self._workflow_counters[workflow.id]
         after = replace_dataclass(
             before, unfinished=before.unfinished - finish.unfinished, partial=before.partial or finish.partial

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import asyncpg
@@ -23,8 +24,6 @@ from queueflow.core.advance import (
     counters,
     due_waits,
     finished_status,
-    new_step_job,
-    on_job_finished,
     record,
 )
 from queueflow.core.backoff import RandomSource
@@ -34,6 +33,7 @@ from queueflow.core.finish import (
     counted_status,
     finishes_alone,
     on_finish,
+    on_report,
     result_errors,
 )
 from queueflow.core.ids import id_stream
@@ -175,14 +175,8 @@ class PostgresWorkflows(Pooled):
                             finished = await _finish(db, report, result, now, self._rng)
                             jobs, due = finished if finished is not None else (None, ())
                         else:
-
-                            def decide(workflow: Workflow) -> Transition:
-                                return on_job_finished(
-                                    workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end
-                                )
-
                             after, enqueued = await _advance(
-                                db, report.workflow_id, None, decide, now, self._rng, report
+                                db, report.workflow_id, None, partial(on_report, report=report), now, self._rng, report
                             )
                             jobs = enqueued if after is not None else None
                             due = () if after is None else tuple(due_waits(after, now))
@@ -217,9 +211,9 @@ async def _advance(
     (snapshot,) = await _with_steps(db, [row])
     try:
         transition = decide(snapshot)
-        recording = record(snapshot, transition, now, id_stream("job", now, rng))
     except Exception as exc:
         raise _Raised(exc) from exc
+    recording = record(snapshot, transition, now, id_stream("job", now, rng))
     await _write(db, snapshot, transition, recording, now)
     if report is not None and transition.finished is None:
         return None, recording.jobs
@@ -228,7 +222,7 @@ async def _advance(
 
 async def _finish(
     db: Db, report: StepReport, result: str, now: datetime, rng: RandomSource
-) -> tuple[list[Job], tuple[DueWait, ...]] | None:
+) -> tuple[Sequence[Job], tuple[DueWait, ...]] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
     transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once,
     or None if it recorded nothing (a repeat, a late report, a stale wait end, a workflow no longer running)."""
@@ -250,33 +244,27 @@ async def _finish(
     dependents = [row for row in rows if row["d_name"] is not None]
     locked = [_step(_dependent_columns(row), edges=False) for row in dependents]
     ctid = {row["d_name"]: row["dependent_ctid"] for row in dependents}
-    finish = on_finish(report.outcome, report.result, locked, now)
-    by_name = {step.name: step for step in locked}
-    ids = id_stream("job", now, rng)
-    jobs = [new_step_job(_head(head), by_name[name], now, next(ids)) for name in finish.enqueue]
-    if errors := job_storage_errors(jobs):
+    # COUNT assembles the new jobs' `_context` as it inserts them.
+    finish = on_finish(report, _head(head), locked, now, id_stream("job", now, rng), with_context=False)
+    if errors := job_storage_errors(finish.jobs):
         raise ValidationError.of(errors)
-    if len(finish.remaining) + len(jobs) + len(finish.wait) > WIDE_FINISH:
+    if len(finish.dependents) > WIDE_FINISH:
         await db.execute(CUSTOM_PLAN)
     counted = await db.fetchrow(
         COUNT,
-        *insert_columns(jobs),
+        *insert_columns(finish.jobs),
         report.workflow_id,
-        [ctid[name] for name in (*finish.remaining, *finish.enqueue, *finish.wait)],
-        [*finish.remaining.values(), *(0 for _ in jobs), *(0 for _ in finish.wait)],
-        [
-            *(StepStatus.PENDING.value for _ in finish.remaining),
-            *(StepStatus.ENQUEUED.value for _ in jobs),
-            *(StepStatus.WAITING.value for _ in finish.wait),
-        ],
-        [*(None for _ in finish.remaining), *(job.id for job in jobs), *(None for _ in finish.wait)],
+        [ctid[row.name] for row in finish.dependents],
+        [row.remaining for row in finish.dependents],
+        [row.status.value for row in finish.dependents],
+        [row.job_id for row in finish.dependents],
         finish.unfinished,
         finish.partial,
-        [*(None for _ in finish.remaining), *(None for _ in jobs), *finish.wait.values()],
+        [row.due_at for row in finish.dependents],
     )
     if counted is not None and (ended := counted_status(counted["unfinished"], counted["partial"])) is not None:
         await db.execute(WORKFLOW_END, report.workflow_id, ended.value, now)
-    return jobs, finish.due
+    return finish.jobs, finish.due
 
 
 def _dependent_columns(row: asyncpg.Record) -> dict[str, Any]:
