@@ -18,7 +18,7 @@ from queueflow.core.ids import id_stream, new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import JSON, ClaimRequest, Completion, Cursor, Failure, Job, JobFilter, JobStatus, NewJob
-from queueflow.core.workflow import NewStep, Workflow, WorkflowStatus, new_steps
+from queueflow.core.workflow import NewStep, Workflow, WorkflowQuery, WorkflowStatus, new_steps
 from queueflow.ports import Store
 
 from tests.moments import START, T
@@ -174,7 +174,7 @@ async def stored_workflow(store: Store, *steps: NewStep, **options: JSON) -> Wor
 
 
 async def workflows_of(store: Store, tenant: str = T) -> list[Workflow]:
-    return await store.workflow_list(tenant, None, 1000, None)
+    return await store.workflow_list(WorkflowQuery(tenant_id=tenant, limit=1000))
 
 
 # --- schedules ---------------------------------------------------------------------------------------------

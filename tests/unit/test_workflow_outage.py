@@ -18,10 +18,10 @@ class FlakyStore(InMemoryJobStore):
 
     down = False
 
-    async def workflow_step_finish(self, report: StepReport, now: datetime) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, *, now: datetime) -> tuple[DueWait, ...] | None:
         if self.down:
             raise StoreUnavailable("the database went away")
-        return await super().workflow_step_finish(report, now)
+        return await super().workflow_step_finish(report, now=now)
 
 
 async def test_a_lost_advancement_does_not_fail_the_complete_and_the_janitor_heals_it() -> None:

@@ -33,7 +33,7 @@ Recording a Transition
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -138,6 +138,18 @@ class Transition:
         changes += [StepChange(name, StepStatus.ENQUEUED, ENQUEUE_FROM) for name in self.enqueue]
         changes += [StepChange(name, StepStatus.WAITING, ENQUEUE_FROM) for name in self.wait]
         return changes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdvanceRequest:
+    """A change of the whole workflow (`WorkflowStore.workflow_advance`: a cancel, a retry): `decide`, a pure
+    function of the snapshot the store read under the workflow's exclusive lock, picks the transition the store
+    records at `now`. Of `tenant_id`'s workflow only, if given."""
+
+    workflow_id: str
+    decide: Callable[[Workflow], Transition]
+    tenant_id: str | None = None
+    now: datetime
 
 
 @dataclass(frozen=True, slots=True)

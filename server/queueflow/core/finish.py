@@ -70,7 +70,8 @@ class Finish:
     result: JSON
     """Kept on its row: its `_context` entry (null for a `continue` failure)."""
     dependents: tuple[DependentRow, ...]
-    """Its pending dependents' rows as they are after it, in the order they were given (locked)."""
+    """Its pending dependents' rows as they are after it: those counted down or made to wait in the order they were
+    given (locked), then those enqueued."""
     jobs: tuple[Job, ...] = ()
     """The new jobs of the dependents it enqueued, in that order."""
     due: tuple[DueWait, ...] = ()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from msgspec.structs import replace
-from queueflow.core.advance import Transition
+from queueflow.core.advance import AdvanceRequest, Transition
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.types import (
@@ -273,6 +273,6 @@ async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(sto
     assert await store.job_delete_finished(at(100), 10) == 0
     assert await store.job_get(held.id) is not None
     finish = Transition(workflow_status=WorkflowStatus.COMPLETED)
-    await store.workflow_advance(workflow.id, lambda _: finish, at(2))
+    await store.workflow_advance(AdvanceRequest(workflow_id=workflow.id, decide=lambda _: finish, now=at(2)))
     assert await store.job_delete_finished(at(100), 10) == 1
     assert await store.job_get(held.id) is None

@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 
 from queueflow.core.advance import (
+    AdvanceRequest,
     Recording,
     Transition,
     counters,
@@ -38,9 +39,17 @@ from queueflow.core.finish import (
 )
 from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
-from queueflow.core.types import BackoffPolicy, Cursor, Job
+from queueflow.core.types import BackoffPolicy, Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
-from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
+from queueflow.core.workflow import (
+    OnFailure,
+    Step,
+    StepStatus,
+    Workflow,
+    WorkflowQuery,
+    WorkflowStatus,
+    workflow_storage_errors,
+)
 from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row, job_insert
@@ -102,24 +111,23 @@ class PostgresWorkflows(Pooled):
                     announce(job.queue_name for job in jobs)
         return workflow, True
 
-    async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
+    async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
         async with self._connection() as db:
             row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
             return (await _with_steps(db, [row]))[0] if row is not None else None
 
-    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+    async def workflow_watch(self, workflow_id: str, *, tenant_id: str) -> Workflow | None:
         if not (storable_text(workflow_id) and storable_text(tenant_id)):
             return None
         async with self._connection() as db:
             # As `job_watch`: the read is a statement of its own, with a snapshot taken after the mark.
             await db.execute(WORKFLOW_AWAIT, workflow_id, tenant_id)
-        return await self.workflow_get(workflow_id, tenant_id)
+        return await self.workflow_get(workflow_id, tenant_id=tenant_id)
 
-    async def workflow_list(
-        self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
-    ) -> list[Workflow]:
+    async def workflow_list(self, query: WorkflowQuery) -> list[Workflow]:
+        tenant_id, status, limit, after = query.tenant_id, query.status, query.limit, query.after
         if not storable_text(tenant_id) or (after is not None and not storable_text(after.id)):
             return []
         conditions, args = ["w.tenant_id = $1"], [tenant_id, limit]
@@ -136,25 +144,20 @@ class PostgresWorkflows(Pooled):
         async with self._connection() as db:
             return await _with_steps(db, await db.fetch(sql, *args))
 
-    async def workflow_advance(
-        self,
-        workflow_id: str,
-        decide: Callable[[Workflow], Transition],
-        now: datetime,
-        tenant_id: str | None = None,
-    ) -> Workflow | None:
+    async def workflow_advance(self, request: AdvanceRequest) -> Workflow | None:
+        workflow_id, tenant_id = request.workflow_id, request.tenant_id
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
         try:
             with self._announcing() as announce:
                 async with self._connection() as db, db.transaction():
-                    workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, now, self._rng)
+                    workflow, jobs = await _advance(db, workflow_id, tenant_id, request.decide, request.now, self._rng)
                     announce(job.queue_name for job in jobs)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
         return workflow
 
-    async def workflow_step_finish(self, report: StepReport, now: datetime) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, *, now: datetime) -> tuple[DueWait, ...] | None:
         texts = (report.workflow_id, report.step, report.job_id or "")
         if not all(storable_text(text) for text in texts):
             return None
@@ -187,7 +190,7 @@ class PostgresWorkflows(Pooled):
             return None
         return due
 
-    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
+    async def workflow_stalled_jobs(self, *, limit: int, finished_before: datetime) -> list[Job]:
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(STALLED_JOBS, limit, finished_before)]
 
