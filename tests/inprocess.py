@@ -21,6 +21,7 @@ from queueflow.runtime.wakeups import Wakeups, Watch
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.moments import START
+from tests.pg import STORE_SEED
 
 
 class WatchedWakeups(Wakeups):
@@ -119,7 +120,7 @@ def wakeups() -> WatchedWakeups:
 
 @pytest.fixture
 def store(wakeups: Wakeups) -> InMemoryJobStore:
-    return InMemoryJobStore(wakeups=wakeups)
+    return InMemoryJobStore(wakeups=wakeups, rng=random.Random(STORE_SEED))
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import secrets
 from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,10 @@ import asyncpg
 from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres.url import asyncpg_dsn
 from sqlalchemy.engine import make_url
+
+STORE_SEED = 41
+"""The seed of a test store's ids (its steps' jobs): one no test's engine uses, which would repeat the engine's ids
+(a duplicate job id) when both make ids at one TestClock millisecond."""
 
 T = TypeVar("T")
 
@@ -119,8 +124,8 @@ async def restore(url: str) -> None:
 
 
 @asynccontextmanager
-async def emptied_store(url: str) -> AsyncIterator[PostgresJobStore]:
-    """A store on `url`'s database, emptied first."""
+async def emptied_store(url: str, *, rng: random.Random | None = None) -> AsyncIterator[PostgresJobStore]:
+    """A store on `url`'s database, emptied first, its steps' job ids from `rng` (seeded, by default)."""
     await empty(url)
-    async with PostgresJobStore.from_url(url, pool_size=2) as store:
+    async with PostgresJobStore.from_url(url, pool_size=2, rng=rng or random.Random(STORE_SEED)) as store:
         yield store

@@ -4,17 +4,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from queueflow.core.advance import NewStepJob, Transition
+from queueflow.core.advance import AdvanceRequest
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
-from queueflow.core.growth import Growth, GrowthView, Needs
+from queueflow.core.growth import GrowthRequest
 from queueflow.core.schedule import Schedule, ScheduleFired
 from queueflow.core.types import (
-    JSON,
     ClaimRequest,
     Completion,
     Cursor,
@@ -27,8 +26,8 @@ from queueflow.core.types import (
     QueueCounts,
     QueueMinute,
 )
-from queueflow.core.waits import DueWait, SignalAction
-from queueflow.core.workflow import Step, Workflow, WorkflowStatus
+from queueflow.core.waits import DueWait
+from queueflow.core.workflow import SignalDelivery, Workflow, WorkflowQuery
 
 
 class Clock(Protocol):
@@ -74,11 +73,32 @@ class WorkflowStore(Protocol):
     per step (keyed on (workflow_id, name), with its result, `remaining` and `dependents`), and the jobs that run
     the steps (`workflow_id`, and the step's name as `workflow_step_id`).
 
-    The engine and `core` decide, the store records. A step's finish (`workflow_step_finish`) touches only its
-    own row, its dependents and the workflow's counters (`core.finish`); a change of the whole workflow
-    (`workflow_advance`) holds its exclusive row lock and records `core.advance.record` on a snapshot read under
-    it. A workflow's `context`, as read, is its initial context plus every satisfied step's result.
+    `core` decides, the store records. A step's finish (`workflow_step_finish`) touches only its own row, its
+    dependents and the workflow's counters, and records what `core.finish.on_finish` decides on them; a change of
+    the whole workflow (`workflow_advance`, `workflow_add_steps`) holds its exclusive row lock and records
+    `core.advance.record` of what the caller's `decide` (a pure `core` function) picks on what it read under it.
+    The jobs a store makes for steps are `core.advance.new_step_job`s, their ids from the store's own `rng`. A
+    workflow's `context`, as read, is its initial context plus every satisfied step's result.
     """
+
+    # ---- reads: a tenant's workflows (and the dashboard's) --------------------------------------------------
+
+    async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
+        """The workflow with its steps in submitted order, if it exists (and belongs to `tenant_id`, if given)."""
+        ...
+
+    async def workflow_list(self, query: WorkflowQuery) -> list[Workflow]:
+        """Up to `query.limit` of the tenant's workflows (with `query.status`, if given), newest first (created_at,
+        id descending), strictly after `query.after`."""
+        ...
+
+    async def workflow_watch(self, workflow_id: str, *, tenant_id: str) -> Workflow | None:
+        """Ask that the workflow's finish (running → any other status) be announced to every process's
+        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
+        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
+        ...
+
+    # ---- a tenant's writes: a new workflow, and changes of the whole of one --------------------------------
 
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
         """∅ → the workflow, its steps as given and `jobs` (its root steps' jobs, pending), all or nothing.
@@ -86,111 +106,73 @@ class WorkflowStore(Protocol):
         job it cannot store is a `ValidationError` all the same)."""
         ...
 
-    async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
-        """The workflow with its steps in submitted order, if it exists (and belongs to `tenant_id`, if given)."""
-        ...
-
-    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
-        """Ask that the workflow's finish (running → any other status) be announced to every process's
-        `WorkSignal.finished`, then read it: as it is once the request is recorded, so a finish recorded before
-        the request is seen here, and one after it is announced. None if it does not exist for `tenant_id`."""
-        ...
-
-    async def workflow_list(
-        self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
-    ) -> list[Workflow]:
-        """Up to `limit` of the tenant's workflows (with `status`, if given), newest first (created_at, id
-        descending), strictly after `after`."""
-        ...
-
-    async def workflow_advance(
-        self,
-        workflow_id: str,
-        decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
-        now: datetime,
-        tenant_id: str | None = None,
-    ) -> Workflow | None:
-        """Lock the workflow exclusively (waiting out the finishes in flight), call `decide` on it as it is now,
-        and record the transition (`advance.record`), in one transaction: the finished step's result kept,
+    async def workflow_advance(self, request: AdvanceRequest) -> Workflow | None:
+        """Lock the workflow exclusively (waiting out the finishes in flight), call `request.decide` on it as it is
+        now, and record the transition (`advance.record`), in one transaction: the finished step's result kept,
         changed step rows written guarded by their previous status, the jobs of steps moved enqueued → cancelled
         cancelled (pending | retrying | running → cancelled, lease voided), a new pending job per step moved to
         enqueued, the counters recomputed, the terminal status and completed_at = now only while the workflow is
-        running. An error raised by `decide` (or `new_job`) propagates as it was raised, and a result or new job
-        it cannot store is a `ValidationError`; either way nothing is written. Returns the workflow as recorded;
-        None if it does not exist (for `tenant_id`), without calling `decide`."""
+        running. An error raised by `decide` propagates as it was raised, and a result or new job it cannot store
+        is a `ValidationError`; either way nothing is written. Returns the workflow as recorded; None if it does
+        not exist (for `request.tenant_id`), without calling `decide`."""
         ...
 
-    async def workflow_step_finish(
-        self, report: StepReport, new_job: NewStepJob, now: datetime
-    ) -> tuple[DueWait, ...] | None:
+    async def workflow_signal(self, signal: SignalDelivery) -> DueWait | None:
+        """A signal `signal.name` for the tenant's workflow, in one transaction: the workflow row held FOR KEY
+        SHARE (a change of the whole workflow waits), the step whose wait names the signal locked FOR UPDATE (so a
+        finish that makes it wait waits for this, or this for it), and `signal.decide` called on them as they are
+        (the workflow without its steps, or None; the step, or None). KEEP: the step keeps the signal (payload,
+        received_at = now), and a `waiting` step is due now (due_at = now), returned for the caller to end;
+        REPEAT: nothing. An error raised by `decide` propagates, nothing written. A payload it cannot store is a
+        `ValidationError`."""
+        ...
+
+    # ---- the worker side: a step's end, and the steps a running step adds ----------------------------------
+
+    async def workflow_step_finish(self, report: StepReport, *, now: datetime) -> tuple[DueWait, ...] | None:
         """The step's job ended, or (no `job_id`) its wait: record it, if the workflow is running and the step is
         as reported (`core.advance.is_reported`: `enqueued` with `report.job_id` as its job, or `waiting` as
         `report.wait_end` read it; otherwise — a repeat, a late report, a step a halt or cancel got to first, a
         timeout a signal got to first — nothing is written: None). A completion or a `continue` failure
-        (`core.finish.finishes_alone`) is recorded on the touched rows alone (`core.finish.on_finish`):
-        enqueued | waiting → completed | failed | cancelled with its result (due_at cleared), its pending
-        dependents counted down, those at 0 pending → enqueued with a new job each (a wait step: → waiting with
-        its due time), the workflow's unfinished count decremented, and the terminal status (`counted_status`) with
-        completed_at = now when it reaches 0. Returns the waits it made that are due at once (a signal kept):
-        the caller ends them. A new job is `new_job(workflow, step)` with the workflow without
-        its steps; the store sets its payload's `_context` to the context as it is when the job is inserted (every
-        result written before, this step's included). A `halt` or `skip` failure is recorded as
-        `workflow_advance` records `core.advance.on_job_finished`. A result or job it cannot store is a
-        `ValidationError`, and nothing is written."""
+        (`core.finish.finishes_alone`) is recorded on the touched rows alone: the store locks the step's pending
+        dependents and records what `core.finish.on_finish` decides on them — enqueued | waiting → completed |
+        failed | cancelled with its result (due_at cleared), each `Finish.dependents` row written (counted down,
+        or at 0 pending → enqueued with its new job, or → waiting with its due time), the workflow's unfinished
+        count decremented, and the terminal status (`counted_status`) with completed_at = now when it reaches 0;
+        a new job's payload gets its `_context` as the context is when the job is inserted (every result written
+        before, this step's included). Returns the waits it made that are due at once (a signal kept): the caller
+        ends them. A `halt` or `skip` failure is recorded as `workflow_advance` records what
+        `core.finish.on_report` decides on the snapshot. A result or job it cannot store is a `ValidationError`,
+        and nothing is written."""
         ...
 
-    async def workflow_add_steps(
-        self,
-        job_id: str,
-        scope: str | None,
-        needs: Needs,
-        decide: Callable[[Job | None, GrowthView | None], Growth],
-        new_job: NewStepJob,
-        now: datetime,
-    ) -> Workflow:
-        """A running step's job adds steps to its workflow, in one transaction: the job read (of tenant `scope`,
-        if given) and held FOR SHARE (its completion waits for this to commit), its workflow locked exclusively,
-        the `GrowthView` of it that `needs` names read (what the addition touches, not every step: its cost is
-        what it adds), `decide` called on them (None where missing), then `growth.added` inserted,
-        `growth.rewired` rows' depends_on, dependents and remaining written, `growth.transition` recorded on them
-        as `advance.record` records it (ready new steps enqueued with a job, waiting, or skipped), and the new
-        steps counted in the workflow's counters. An error raised by `decide` propagates as raised, and nothing
-        is written. Returns the workflow as recorded, with the steps of its view (all of them, for a store that
-        holds them anyway)."""
+    async def workflow_add_steps(self, request: GrowthRequest) -> Workflow:
+        """A running step's job adds steps to its workflow, in one transaction: the job read (of
+        `request.tenant_id`, if given) and held FOR SHARE (its completion waits for this to commit), its workflow
+        locked exclusively, the `GrowthView` of it that `request.needs` names read (what the addition touches, not
+        every step: its cost is what it adds), `request.decide` called on them (None where missing), then
+        `growth.added` inserted, `growth.rewired` rows' depends_on, dependents and remaining written,
+        `growth.transition` recorded on them as `advance.record` records it (ready new steps enqueued with a job,
+        waiting, or skipped), and the new steps counted in the workflow's counters. An error raised by `decide`
+        propagates as raised, and nothing is written. Returns the workflow as recorded, with the steps of its view
+        (all of them, for a store that holds them anyway)."""
         ...
 
-    async def workflow_signal(
-        self,
-        workflow_id: str,
-        tenant_id: str,
-        name: str,
-        payload: JSON,
-        now: datetime,
-        decide: Callable[[Workflow | None, Step | None], SignalAction],
-    ) -> DueWait | None:
-        """A signal `name` for the tenant's workflow, in one transaction: the workflow row held FOR KEY SHARE (a
-        change of the whole workflow waits), the step whose wait names the signal locked FOR UPDATE (so a finish
-        that makes it wait waits for this, or this for it), and `decide` called on them as they are (the workflow
-        without its steps, or None; the step, or None). KEEP: the step keeps the signal (payload, received_at =
-        now), and a `waiting` step is due now (due_at = now), returned for the caller to end; REPEAT: nothing.
-        An error raised by `decide` propagates, nothing written. A payload it cannot store is a
-        `ValidationError`."""
-        ...
+    # ---- the janitor's sweeps: reads only ----------------------------------------------------------------
 
-    async def workflow_waits_due(self, now: datetime, limit: int) -> list[DueWait]:
+    async def workflow_waits_due(self, *, limit: int, now: datetime) -> list[DueWait]:
         """Up to `limit` `waiting` steps of running workflows whose due_at ≤ now, earliest first, as they are:
-        for the caller to end, each by a guarded `workflow_step_finish`. Reads only."""
+        for the caller to end, each by a guarded `workflow_step_finish`."""
         ...
 
     async def workflow_next_wait_due(self) -> datetime | None:
-        """The earliest due_at of a `waiting` step, or None. Reads only."""
+        """The earliest due_at of a `waiting` step, or None."""
         ...
 
-    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
+    async def workflow_stalled_jobs(self, *, limit: int, finished_before: datetime) -> list[Job]:
         """Up to `limit` jobs that finished (completed | dead_letter | cancelled) before `finished_before` and
         whose step is still `enqueued` in a running workflow: advances lost to a crash between a job's write and
-        its workflow's. Reads only."""
+        its workflow's."""
         ...
 
 

@@ -29,9 +29,11 @@ def make_engine(
     settings: EngineSettings | None = None,
 ) -> Engine:
     """An Engine on an in-memory store and a TestClock (at 2026-01-01 UTC), with seeded jitter and ids."""
+    rng = random.Random(seed)
     return Engine(
-        store if store is not None else InMemoryJobStore(),
+        # One seeded source for the engine's ids and the store's (steps' jobs): ids repeat from run to run.
+        store if store is not None else InMemoryJobStore(rng=rng),
         clock if clock is not None else TestClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        rng=random.Random(seed),
+        rng=rng,
         settings=settings,
     )

@@ -20,19 +20,25 @@ from tests.pg import emptied_store
 STORES = ["memory", "postgres"]
 
 
+@pytest.fixture
+def rng() -> random.Random:
+    """The `engine`'s randomness, and its `store`'s (the ids of steps' jobs): one seeded source, as one engine's was."""
+    return random.Random(7)
+
+
 @pytest.fixture(params=STORES)
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+async def store(request: pytest.FixtureRequest, rng: random.Random) -> AsyncIterator[Store]:
     if request.param == "memory":
-        yield InMemoryJobStore()
+        yield InMemoryJobStore(rng=rng)
     elif request.param == "postgres":
         # The database fixture is synchronous, so it can be asked for from here, and only when needed.
-        async with emptied_store(request.getfixturevalue("postgres_url")) as postgres:
+        async with emptied_store(request.getfixturevalue("postgres_url"), rng=rng) as postgres:
             yield postgres
     else:  # pragma: no cover - every name in STORES has a branch
         raise AssertionError(request.param)
 
 
 @pytest.fixture
-def engine(store: Store, clock: TestClock) -> Engine:
+def engine(store: Store, clock: TestClock, rng: random.Random) -> Engine:
     """tests/inprocess.py's `engine`, over the store under test (`clock` is tests/inprocess.py's)."""
-    return Engine(store, clock, rng=random.Random(7))
+    return Engine(store, clock, rng=rng)

@@ -12,10 +12,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from msgspec.structs import replace
-from queueflow.core.advance import NewStepJob, record, settle
+from queueflow.core.advance import record, settle
 from queueflow.core.cursor import Listed
-from queueflow.core.ids import new_id
+from queueflow.core.ids import id_stream, new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
@@ -30,7 +29,7 @@ from queueflow.core.types import (
     JobStatus,
     NewJob,
 )
-from queueflow.core.workflow import NewStep, Step, Workflow, WorkflowStatus, new_steps, step_job
+from queueflow.core.workflow import NewStep, Workflow, WorkflowQuery, WorkflowStatus, new_steps
 from queueflow.ports import Store
 
 from tests.moments import START, T
@@ -154,16 +153,6 @@ async def jobs_of(store: Store, tenant: str = T) -> list[Job]:
 # --- workflows ---------------------------------------------------------------------------------------------
 
 
-def step_job_maker(now: datetime) -> NewStepJob:
-    """The engine's step job builder: a pending job linked to its step, with the context as it is now."""
-
-    def new_job(workflow: Workflow, step: Step) -> Job:
-        row = pending_job(workflow.tenant_id, step_job(step, workflow.context), now, RNG)
-        return replace(row, workflow_id=workflow.id, workflow_step_id=step.name)
-
-    return new_job
-
-
 def workflow(
     *steps: NewStep,
     now: datetime = START,
@@ -184,7 +173,7 @@ def workflow(
         created_at=now,
         idempotency_key=key,
     )
-    recording = record(pending, settle(pending.steps), now, step_job_maker(now))
+    recording = record(pending, settle(pending.steps), now, id_stream("job", now, RNG))
     return recording.workflow, recording.jobs
 
 
@@ -196,7 +185,7 @@ async def stored_workflow(store: Store, *steps: NewStep, **options: JSON) -> Wor
 
 
 async def workflows_of(store: Store, tenant: str = T) -> list[Workflow]:
-    return await store.workflow_list(tenant, None, 1000, None)
+    return await store.workflow_list(WorkflowQuery(tenant_id=tenant, limit=1000))
 
 
 # --- schedules ---------------------------------------------------------------------------------------------

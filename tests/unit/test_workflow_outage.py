@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from queueflow.clocks import TestClock
-from queueflow.core.advance import NewStepJob
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.finish import StepReport
+from queueflow.core.waits import DueWait
 from queueflow.core.workflow import NewStep, NewWorkflow, StepStatus
 from queueflow.stores.memory import InMemoryJobStore
 from queueflow.testing import make_engine
@@ -18,10 +18,10 @@ class FlakyStore(InMemoryJobStore):
 
     down = False
 
-    async def workflow_step_finish(self, report: StepReport, new_job: NewStepJob, now: datetime) -> bool:
+    async def workflow_step_finish(self, report: StepReport, *, now: datetime) -> tuple[DueWait, ...] | None:
         if self.down:
             raise StoreUnavailable("the database went away")
-        return await super().workflow_step_finish(report, new_job, now)
+        return await super().workflow_step_finish(report, now=now)
 
 
 async def test_a_lost_advancement_does_not_fail_the_complete_and_the_janitor_heals_it() -> None:

@@ -33,12 +33,15 @@ Recording a Transition
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
+from msgspec.structs import replace as replace_struct
+
+from queueflow.core.lifecycle import pending_row
 from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, Wait, WaitEnd, is_due
 from queueflow.core.workflow import (
@@ -50,6 +53,7 @@ from queueflow.core.workflow import (
     StepStatus,
     Workflow,
     WorkflowStatus,
+    step_job,
 )
 
 
@@ -134,6 +138,18 @@ class Transition:
         changes += [StepChange(name, StepStatus.ENQUEUED, ENQUEUE_FROM) for name in self.enqueue]
         changes += [StepChange(name, StepStatus.WAITING, ENQUEUE_FROM) for name in self.wait]
         return changes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdvanceRequest:
+    """A change of the whole workflow (`WorkflowStore.workflow_advance`: a cancel, a retry): `decide`, a pure
+    function of the snapshot the store read under the workflow's exclusive lock, picks the transition the store
+    records at `now`. Of `tenant_id`'s workflow only, if given."""
+
+    workflow_id: str
+    decide: Callable[[Workflow], Transition]
+    tenant_id: str | None = None
+    now: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,12 +361,18 @@ class Recording:
     """The workflow's counters, recomputed from its recorded steps."""
 
 
-NewStepJob = Callable[[Workflow, Step], Job]
-"""Builds the job that runs a step, from the workflow as it is once the transition's context is merged."""
+def new_step_job(workflow: Workflow, step: Step, now: datetime, job_id: str) -> Job:
+    """∅ → pending: the job `job_id` that runs `step` of `workflow`, linked to it, its payload's `_context` the
+    workflow's context as given (once the transition's results are merged)."""
+    row = pending_row(workflow.tenant_id, step_job(step, workflow.context), now, job_id)
+    return replace_struct(
+        row, workflow_id=workflow.id, workflow_step_id=step.name, trace_context=workflow.trace_context
+    )
 
 
-def record(workflow: Workflow, transition: Transition, now: datetime, new_job: NewStepJob) -> Recording:
-    """What recording `transition` on the locked snapshot `workflow` writes: `apply_transition` plus the jobs.
+def record(workflow: Workflow, transition: Transition, now: datetime, job_ids: Iterator[str]) -> Recording:
+    """What recording `transition` on the locked snapshot `workflow` writes: `apply_transition` plus the jobs, each
+    with the next of `job_ids` (the store's: `ids.id_stream`).
 
     Both stores record through this, so they differ only in how they write it: a snapshot read under the
     workflow's lock is the row's real state, and each changed row is written guarded by its status `before`.
@@ -362,7 +384,7 @@ def record(workflow: Workflow, transition: Transition, now: datetime, new_job: N
     steps: list[Step] = []
     for step in updated.steps:
         if step.name in enqueued:
-            job = new_job(updated, step)
+            job = new_step_job(updated, step, now, next(job_ids))
             jobs.append(job)
             step = replace(step, job_id=job.id)
         steps.append(step)

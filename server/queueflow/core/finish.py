@@ -31,22 +31,34 @@ first, which waits out the finishes in flight and holds off new ones, and decide
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from queueflow.core.advance import StepOutcome, finished_status
+from queueflow.core.advance import StepOutcome, Transition, finished_status, new_step_job, on_job_finished
 from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
-from queueflow.core.types import JSON
+from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, WaitEnd
-from queueflow.core.workflow import OnFailure, Step, StepStatus, WorkflowStatus
+from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus
 
 
 def finishes_alone(outcome: StepOutcome, on_failure: OnFailure) -> bool:
     """Whether a step's job ending with `outcome` is decided on the touched rows (`on_finish`): a completion, or
     a `continue` failure. A `halt` or `skip` failure restructures the workflow and needs its snapshot."""
     return outcome is StepOutcome.COMPLETED or on_failure is OnFailure.CONTINUE
+
+
+@dataclass(frozen=True, slots=True)
+class DependentRow:
+    """A pending dependent's row as a finish leaves it: still `pending` with its count of unsatisfied dependencies
+    down by one, or, at 0, `enqueued` with its new job or `waiting` with its due time."""
+
+    name: str
+    status: StepStatus
+    remaining: int
+    job_id: str | None = None
+    due_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,38 +69,51 @@ class Finish:
     """The finished step's new status (from `enqueued`)."""
     result: JSON
     """Kept on its row: its `_context` entry (null for a `continue` failure)."""
-    remaining: dict[str, int]
-    """Pending dependents that stay pending, with their new count of unsatisfied dependencies."""
-    enqueue: tuple[str, ...]
-    """Pending dependents whose count reached 0: enqueued now, each with a new job (remaining 0)."""
-    wait: dict[str, datetime | None] = field(default_factory=dict)
-    """Pending wait steps among them whose count reached 0: waiting now, with their due time (remaining 0)."""
+    dependents: tuple[DependentRow, ...]
+    """Its pending dependents' rows as they are after it: those counted down or made to wait in the order they were
+    given (locked), then those enqueued."""
+    jobs: tuple[Job, ...] = ()
+    """The new jobs of the dependents it enqueued, in that order."""
     due: tuple[DueWait, ...] = ()
-    """Those of `wait` with a signal kept: due at once, for the caller to end (a finish of their own)."""
+    """The dependents it made wait that have a signal kept: due at once, for the caller to end (a finish each)."""
     partial: bool
     """The finish was a failure: the workflow can end `partially_failed` at best."""
     unfinished: int = 1
     """By how much the workflow's count of unfinished steps goes down."""
 
 
-def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step], now: datetime) -> Finish:
-    """The finish of a step whose job ended with `outcome` (`finishes_alone`), given its dependents that are still
-    pending as the store locked them (any other dependent was skipped or cancelled and is left alone). A ready
-    wait step waits from `now`; one whose signal was kept is due at once (`Finish.due`)."""
-    remaining: dict[str, int] = {}
-    enqueue: list[str] = []
-    wait: dict[str, datetime | None] = {}
+def on_finish(
+    report: StepReport,
+    workflow: Workflow,
+    dependents: Sequence[Step],
+    now: datetime,
+    job_ids: Iterator[str],
+    *,
+    with_context: bool = True,
+) -> Finish:
+    """The finish `report` of a step whose job ended alone (`finishes_alone`), given its workflow as the store read
+    it and its dependents that are still pending, as the store locked them (any other dependent was skipped or
+    cancelled and is left alone). A ready step is enqueued with a new job (`advance.new_step_job`), its id the
+    next of `job_ids` (the store's), its `_context` the workflow's context with this step's result — or, without
+    `with_context`, none: for a store that assembles it as it inserts the job (PostgreSQL's COUNT), and would
+    otherwise have a fan-out's every job carry a copy of the result to no use. A ready wait step waits from `now`;
+    one whose signal was kept is due at once."""
+    completed = report.outcome is StepOutcome.COMPLETED
+    result = report.result if completed else None
+    rows: list[DependentRow] = []
+    ready: list[Step] = []
     due: list[DueWait] = []
     for dependent in dependents:
         if dependent.status is not StepStatus.PENDING:
             continue
         left = dependent.remaining - 1
         if left > 0:
-            remaining[dependent.name] = left
+            rows.append(DependentRow(dependent.name, StepStatus.PENDING, left))
         elif dependent.wait is None:
-            enqueue.append(dependent.name)
+            ready.append(dependent)
         else:
-            due_at = wait[dependent.name] = dependent.wait.due(now, dependent.signal is not None)
+            due_at = dependent.wait.due(now, dependent.signal is not None)
+            rows.append(DependentRow(dependent.name, StepStatus.WAITING, 0, due_at=due_at))
             if dependent.signal is not None:
                 due.append(
                     DueWait(
@@ -99,16 +124,25 @@ def on_finish(outcome: StepOutcome, result: JSON, dependents: Sequence[Step], no
                         signal=dependent.signal,
                     )
                 )
-    completed = outcome is StepOutcome.COMPLETED
+    jobs: list[Job] = []
+    if ready:
+        view = replace(workflow, context={**workflow.context, report.step: result}) if with_context else workflow
+        jobs = [new_step_job(view, step, now, next(job_ids)) for step in ready]
+        rows += [DependentRow(job.workflow_step_id or "", StepStatus.ENQUEUED, 0, job_id=job.id) for job in jobs]
     return Finish(
-        status=finished_status(outcome),
-        result=result if completed else None,
-        remaining=remaining,
-        enqueue=tuple(enqueue),
-        wait=wait,
+        status=finished_status(report.outcome),
+        result=result,
+        dependents=tuple(rows),
+        jobs=tuple(jobs),
         due=tuple(due),
         partial=not completed,
     )
+
+
+def on_report(workflow: Workflow, report: StepReport) -> Transition:
+    """The finish `report` of a step whose job did not end alone (a `halt` or `skip` failure), decided on the
+    workflow's snapshot as a change of the whole workflow (`advance.on_job_finished`)."""
+    return on_job_finished(workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end)
 
 
 def counted_status(unfinished: int, partial: bool) -> WorkflowStatus | None:

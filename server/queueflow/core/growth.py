@@ -27,14 +27,16 @@ step counts it down (`core.finish`). A new step counts the dependencies not yet 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from queueflow.core.advance import Transition, satisfied
 from queueflow.core.dag import find_cycles
 from queueflow.core.definitions import step_definition
 from queueflow.core.errors import FieldError, InvalidState, ValidationError
 from queueflow.core.jsonvalue import same_json
+from queueflow.core.types import Job
 from queueflow.core.workflow import (
     FAILED_STEPS,
     MAX_STEPS,
@@ -95,6 +97,20 @@ class GrowthView:
         """The view of a whole snapshot (a store that holds it anyway)."""
         taken = {step.wait.signal for step in workflow.steps if step.wait is not None and step.wait.signal is not None}
         return cls(workflow=workflow, step_count=len(workflow.steps), signals_taken=frozenset(taken))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrowthRequest:
+    """An addition of steps (`WorkflowStore.workflow_add_steps`): the running job `job_id` (of `tenant_id` only, if
+    given) adds steps to its workflow. The store reads the `GrowthView` that `needs` names under the workflow's
+    lock, and records at `now` what `decide` (a pure function of the job and the view: the lease check, then
+    `grow`) makes of them."""
+
+    job_id: str
+    tenant_id: str | None = None
+    needs: Needs
+    decide: Callable[[Job | None, GrowthView | None], Growth]
+    now: datetime
 
 
 def needs(steps: Sequence[NewStep]) -> Needs:

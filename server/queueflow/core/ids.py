@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
 from queueflow.core.backoff import RandomSource
@@ -15,6 +16,13 @@ _PAIR_SHIFTS = range(115, 4, -10)  # the 24 digits between the first and the las
 def new_id(prefix: str, now: datetime, rng: RandomSource) -> str:
     """48 bits of milliseconds since the epoch, then 80 random bits, as 26 base32 characters."""
     return _encode(prefix, (int(now.timestamp() * 1000) << 80) | rng.getrandbits(80))
+
+
+def id_stream(prefix: str, now: datetime, rng: RandomSource) -> Iterator[str]:
+    """`new_id`s made at `now`, as many as are taken: for a store that mints a step's job ids while it records a
+    transition, before which it cannot know how many steps become ready."""
+    while True:
+        yield new_id(prefix, now, rng)
 
 
 def new_ids(prefix: str, now: datetime, rng: RandomSource, count: int) -> list[str]:

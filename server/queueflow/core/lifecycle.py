@@ -25,6 +25,11 @@ from queueflow.core.types import Job, JobStatus, NewJob
 def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *, job_id: str | None = None) -> Job:
     """∅ → pending: the row a validated `job` is inserted as, due at its `run_at` or after its delay, with the id
     `job_id` (one of a batch's `new_ids`), or a new one."""
+    return pending_row(tenant_id, job, now, job_id if job_id is not None else new_id("job", now, rng))
+
+
+def pending_row(tenant_id: str, job: NewJob, now: datetime, job_id: str) -> Job:
+    """`pending_job` with the id `job_id` the caller minted (a store, for a step's job)."""
     if job.run_at is not None:
         scheduled_at = job.run_at.astimezone(now.tzinfo)
     elif job.delay_seconds:
@@ -32,7 +37,7 @@ def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *
     else:
         scheduled_at = now  # no arithmetic per row of a batch; and one shared value, which the store sends once
     return Job(
-        id=job_id if job_id is not None else new_id("job", now, rng),
+        id=job_id,
         tenant_id=tenant_id,
         queue_name=job.queue_name,
         task_name=job.task_name,

@@ -17,7 +17,7 @@ How a workflow advances from one of these states to the next is `core.advance`; 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -26,9 +26,9 @@ from typing import Any
 from queueflow.core.dag import dependency_errors
 from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import storage_errors
-from queueflow.core.types import JSON, BackoffPolicy, NewJob
+from queueflow.core.types import JSON, BackoffPolicy, Cursor, NewJob
 from queueflow.core.validation import Loc, name_errors, new_job_errors, object_errors, text_errors
-from queueflow.core.waits import KeptSignal, Wait, wait_errors
+from queueflow.core.waits import KeptSignal, SignalAction, Wait, wait_errors
 
 MAX_STEPS = 10_000
 CONTEXT_KEY = "_context"
@@ -165,6 +165,31 @@ class Workflow:
     completed_at: datetime | None = None
     idempotency_key: str | None = None
     trace_context: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowQuery:
+    """What a listing asks of the store (`WorkflowStore.workflow_list`): up to `limit` of the tenant's workflows,
+    with `status` (any, if None), newest first, strictly after `after`."""
+
+    tenant_id: str
+    status: WorkflowStatus | None = None
+    limit: int
+    after: Cursor | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalDelivery:
+    """A signal for a workflow (`WorkflowStore.workflow_signal`): `name` with `payload`, for `tenant_id`'s workflow
+    `workflow_id`, which `decide` (a pure function of the workflow and the step the store locked: `waits.on_signal`)
+    has kept or not, at `now`."""
+
+    workflow_id: str
+    tenant_id: str
+    name: str
+    payload: JSON
+    decide: Callable[[Workflow | None, Step | None], SignalAction]
+    now: datetime
 
 
 def new_workflow_errors(workflow: NewWorkflow) -> list[FieldError]:

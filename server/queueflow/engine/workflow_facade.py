@@ -31,7 +31,7 @@ class WorkflowFacade:
 
     async def watch_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
         """The workflow, with its finish announced to every process from now on (`WorkflowStore.workflow_watch`)."""
-        workflow = await self.store.workflow_watch(workflow_id, tenant_id)
+        workflow = await self.store.workflow_watch(workflow_id, tenant_id=tenant_id)
         if workflow is None:
             raise NotFound(f"no workflow {workflow_id}")
         return workflow

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
-from msgspec.structs import replace
-
 from queueflow.core.advance import (
+    AdvanceRequest,
     StepOutcome,
     Transition,
     cancel_workflow,
@@ -37,21 +36,22 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, wait_report
-from queueflow.core.growth import Growth, GrowthView, grow, needs
-from queueflow.core.ids import new_id
+from queueflow.core.growth import Growth, GrowthRequest, GrowthView, grow, needs
+from queueflow.core.ids import id_stream, new_id
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
-from queueflow.core.lifecycle import holds_lease, pending_job
+from queueflow.core.lifecycle import holds_lease
 from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
 from queueflow.core.waits import DueWait, SignalAction, on_signal
 from queueflow.core.workflow import (
     NewStep,
     NewWorkflow,
+    SignalDelivery,
     Step,
     Workflow,
+    WorkflowQuery,
     WorkflowStatus,
     new_steps,
     new_workflow_errors,
-    step_job,
 )
 from queueflow.engine.settings import EngineSettings
 from queueflow.ports import Clock, Store
@@ -122,11 +122,11 @@ class Workflows:
             trace_context=new.trace_context,
         )
         # A new workflow is a snapshot like any other: settling it enqueues the roots.
-        recording = record(pending, settle(pending.steps), now, self._step_job_maker(now))
+        recording = record(pending, settle(pending.steps), now, id_stream("job", now, self.rng))
         return await self.store.workflow_insert(recording.workflow, recording.jobs)
 
     async def get(self, tenant_id: str, workflow_id: str) -> Workflow:
-        workflow = await self.store.workflow_get(workflow_id, tenant_id)
+        workflow = await self.store.workflow_get(workflow_id, tenant_id=tenant_id)
         if workflow is None:
             raise NotFound(f"no workflow {workflow_id}")
         return workflow
@@ -135,7 +135,8 @@ class Workflows:
         self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
     ) -> Page[Workflow]:
         after = page_after(limit, cursor)
-        return page(await self.store.workflow_list(tenant_id, status, limit + 1, after), limit)
+        query = WorkflowQuery(tenant_id=tenant_id, status=status, limit=limit + 1, after=after)
+        return page(await self.store.workflow_list(query), limit)
 
     async def cancel(self, tenant_id: str, workflow_id: str) -> Workflow:
         """Cancel every unfinished step (and its job; a running one's worker gets lease_lost) and the workflow."""
@@ -147,10 +148,8 @@ class Workflows:
                 )
             return cancel_workflow(workflow.steps)
 
-        now = self.clock.now()
-        cancelled = await self.store.workflow_advance(
-            workflow_id, decide, self._step_job_maker(now), now, tenant_id=tenant_id
-        )
+        request = AdvanceRequest(workflow_id=workflow_id, decide=decide, tenant_id=tenant_id, now=self.clock.now())
+        cancelled = await self.store.workflow_advance(request)
         if cancelled is None:
             raise NotFound(f"no workflow {workflow_id}")
         return cancelled
@@ -174,7 +173,7 @@ class Workflows:
             async with gate:
                 now = self.clock.now()
                 try:
-                    due = await self.store.workflow_step_finish(report, self._step_job_maker(now), now)
+                    due = await self.store.workflow_step_finish(report, now=now)
                 except StoreUnavailable as exc:
                     log.warning(
                         "workflow %s not advanced after step %s (the janitor will): %s",
@@ -209,9 +208,8 @@ class Workflows:
                 raise InvalidState(f"workflow {view.workflow.id} is {view.workflow.status}")
             return grow(view, job.workflow_step_id, steps)
 
-        recorded: Workflow | None = await self.store.workflow_add_steps(
-            job_id, scope, needs(steps), decide, self._step_job_maker(now), now
-        )
+        request = GrowthRequest(job_id=job_id, tenant_id=scope, needs=needs(steps), decide=decide, now=now)
+        recorded: Workflow | None = await self.store.workflow_add_steps(request)
         if recorded is not None and (due := due_waits(recorded, now)):
             await self._end_due(due)
             recorded = await self.store.workflow_get(recorded.id)
@@ -235,8 +233,15 @@ class Workflows:
                 workflow.status is WorkflowStatus.RUNNING, name, status, None if step is None else step.signal, payload
             )
 
-        now = self.clock.now()
-        due = await self.store.workflow_signal(workflow_id, tenant_id, name, payload, now, decide)
+        request = SignalDelivery(
+            workflow_id=workflow_id,
+            tenant_id=tenant_id,
+            name=name,
+            payload=payload,
+            decide=decide,
+            now=self.clock.now(),
+        )
+        due = await self.store.workflow_signal(request)
         if due is not None:
             await self._end_due([due])
         return await self.get(tenant_id, workflow_id)
@@ -253,9 +258,8 @@ class Workflows:
             return retry_workflow(workflow.steps)
 
         now = self.clock.now()
-        retried = await self.store.workflow_advance(
-            workflow_id, decide, self._step_job_maker(now), now, tenant_id=tenant_id
-        )
+        request = AdvanceRequest(workflow_id=workflow_id, decide=decide, tenant_id=tenant_id, now=now)
+        retried = await self.store.workflow_advance(request)
         if retried is None:
             raise NotFound(f"no workflow {workflow_id}")
         if due := due_waits(retried, now):
@@ -266,7 +270,7 @@ class Workflows:
     async def end_due_waits(self, limit: int) -> int:
         """End up to `limit` waits that are due (a sleep over, a signal's timeout passed, a kept signal not yet
         acted on); how many ended here (another process may end some first: each ends once)."""
-        due = await self.store.workflow_waits_due(self.clock.now(), limit)
+        due = await self.store.workflow_waits_due(limit=limit, now=self.clock.now())
         return len(await self._end_due(due))
 
     async def next_wait_due(self) -> datetime | None:
@@ -280,7 +284,9 @@ class Workflows:
         `settings.heal_after` ago while their step is still `enqueued` (see the module docstring). Returns how
         many steps it recorded, and logs each workflow's healed steps."""
         finished_before = self.clock.now() - self.settings.heal_after
-        healed = await self.on_jobs_finished(await self.store.workflow_stalled_jobs(limit, finished_before))
+        healed = await self.on_jobs_finished(
+            await self.store.workflow_stalled_jobs(limit=limit, finished_before=finished_before)
+        )
         by_workflow: dict[str, list[str]] = {}
         for report in healed:
             by_workflow.setdefault(report.workflow_id, []).append(report.step)
@@ -288,12 +294,3 @@ class Workflows:
             log.warning("healed workflow %s: advanced after its steps %s (their advance was missed)",
                         workflow_id, ", ".join(steps))  # fmt: skip
         return len(healed)
-
-    def _step_job_maker(self, now: datetime) -> Callable[[Workflow, Step], Job]:
-        def new_job(workflow: Workflow, step: Step) -> Job:
-            row = pending_job(workflow.tenant_id, step_job(step, workflow.context), now, self.rng)
-            return replace(
-                row, workflow_id=workflow.id, workflow_step_id=step.name, trace_context=workflow.trace_context
-            )
-
-        return new_job

@@ -167,7 +167,8 @@ async def test_a_signal_that_beat_its_timeout_to_the_row_wins_and_the_stale_time
 ) -> None:
     workflow, _ = await engine.create_workflow(T, dag(signal("s", "go", timeout=5, on_failure=CONTINUE)))
     clock.advance(5)
-    (stale,) = await engine.store.workflow_waits_due(clock.now(), 10)  # read by a sweep before the signal came
+    # Read by a sweep before the signal came.
+    (stale,) = await engine.store.workflow_waits_due(limit=10, now=clock.now())
     answered = await engine.signal_workflow(T, workflow.id, "go", "yes")
     assert answered.status is WorkflowStatus.COMPLETED
     assert answered.context == {"s": "yes"}
@@ -178,7 +179,7 @@ async def test_a_signal_that_beat_its_timeout_to_the_row_wins_and_the_stale_time
 async def test_a_due_wait_ends_exactly_once_however_often_it_is_reported(engine: Engine, clock: TestClock) -> None:
     await engine.create_workflow(T, dag(sleep("nap", 1), step("b", "nap")))
     clock.advance(1)
-    due = await engine.store.workflow_waits_due(clock.now(), 10)
+    due = await engine.store.workflow_waits_due(limit=10, now=clock.now())
     first = await reporter(engine).on_steps_finished([wait_report(wait) for wait in due])
     again = await reporter(engine).on_steps_finished([wait_report(wait) for wait in due])
     assert (len(first), again) == (1, ())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from msgspec.structs import replace
-from queueflow.core.advance import Transition
+from queueflow.core.advance import AdvanceRequest, Transition
 from queueflow.core.errors import ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.types import (
@@ -44,7 +44,6 @@ from tests.store_contract.store_rows import (
     nested,
     newest_first,
     pages,
-    step_job_maker,
     stored_workflow,
 )
 from tests.store_contract.workflow_helpers import step
@@ -280,6 +279,6 @@ async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(sto
     assert await store.job_delete_finished(before=at(100), limit=10) == 0
     assert await store.job_get(held.id) is not None
     finish = Transition(workflow_status=WorkflowStatus.COMPLETED)
-    await store.workflow_advance(workflow.id, lambda _: finish, step_job_maker(at(2)), at(2))
+    await store.workflow_advance(AdvanceRequest(workflow_id=workflow.id, decide=lambda _: finish, now=at(2)))
     assert await store.job_delete_finished(before=at(100), limit=10) == 1
     assert await store.job_get(held.id) is None

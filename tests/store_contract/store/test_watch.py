@@ -27,7 +27,7 @@ async def test_job_watch_reads_the_job_for_its_tenant_only(store: Store, status:
 
 async def test_workflow_watch_reads_the_workflow_for_its_tenant_only(store: Store) -> None:
     workflow = await stored_workflow(store, NewStep(name="a", task_name="a"))
-    assert await store.workflow_watch(workflow.id, workflow.tenant_id) == workflow
-    assert await store.workflow_watch(workflow.id, OTHER) is None
-    assert await store.workflow_watch(f"{workflow.id}_missing", workflow.tenant_id) is None
-    assert await store.workflow_watch(workflow.id, workflow.tenant_id) == workflow
+    assert await store.workflow_watch(workflow.id, tenant_id=workflow.tenant_id) == workflow
+    assert await store.workflow_watch(workflow.id, tenant_id=OTHER) is None
+    assert await store.workflow_watch(f"{workflow.id}_missing", tenant_id=workflow.tenant_id) is None
+    assert await store.workflow_watch(workflow.id, tenant_id=workflow.tenant_id) == workflow

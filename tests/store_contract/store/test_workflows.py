@@ -13,6 +13,7 @@ import pytest
 from queueflow.core.advance import (
     ENQUEUE_FROM,
     FINISH_FROM,
+    AdvanceRequest,
     StepChange,
     StepOutcome,
     Transition,
@@ -22,7 +23,7 @@ from queueflow.core.advance import (
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.types import ClaimRequest, Completion, Failure, JobStatus
-from queueflow.core.workflow import CONTEXT_KEY, StepStatus, Workflow, WorkflowStatus
+from queueflow.core.workflow import CONTEXT_KEY, StepStatus, Workflow, WorkflowQuery, WorkflowStatus
 from queueflow.ports import Store
 
 from tests.moments import START, T
@@ -36,7 +37,6 @@ from tests.store_contract.store_rows import (
     nested,
     newest_first,
     pages,
-    step_job_maker,
     stored_workflow,
     workflow,
 )
@@ -55,7 +55,9 @@ def recording(decide: Callable[[Workflow], Transition]) -> tuple[list[Workflow],
 
 
 async def advance(store: Store, workflow_id: str, transition: Transition, now: float = 5) -> Workflow | None:
-    return await store.workflow_advance(workflow_id, lambda _: transition, step_job_maker(at(now)), at(now))
+    return await store.workflow_advance(
+        AdvanceRequest(workflow_id=workflow_id, decide=lambda _: transition, now=at(now))
+    )
 
 
 async def claim_step(store: Store, queue: str) -> str:
@@ -85,7 +87,9 @@ async def test_insert_stores_the_workflow_its_steps_in_order_and_its_root_jobs(s
 
 async def test_insert_with_a_known_key_returns_the_stored_workflow_and_writes_nothing(store: Store) -> None:
     first = await stored_workflow(store, step("a"), key="k")
-    cancelled = await store.workflow_advance(first.id, lambda w: cancel_workflow(w.steps), step_job_maker(START), START)
+    cancelled = await store.workflow_advance(
+        AdvanceRequest(workflow_id=first.id, decide=lambda w: cancel_workflow(w.steps), now=START)
+    )
     before = await everything(store)
     repeat, repeat_jobs = workflow(step("x"), step("y"), key="k")
     assert await store.workflow_insert(repeat, repeat_jobs) == (cancelled, False)
@@ -118,7 +122,10 @@ async def test_insert_of_a_value_postgresql_cannot_store_writes_nothing(store: S
 
 
 async def test_get_answers_only_for_an_existing_workflow_of_the_tenant(store: Store) -> None:
-    await found_only_by_its_tenant(store.workflow_get, await stored_workflow(store, step("a")))
+    await found_only_by_its_tenant(
+        lambda workflow_id, tenant_id: store.workflow_get(workflow_id, tenant_id=tenant_id),
+        await stored_workflow(store, step("a")),
+    )
 
 
 async def test_list_is_newest_first_filters_by_status_and_resumes_after_the_cursor(store: Store) -> None:
@@ -133,11 +140,15 @@ async def test_list_is_newest_first_filters_by_status_and_resumes_after_the_curs
         (WorkflowStatus.CANCELLED, [id_ for id_ in order if id_ in cancelled]),
         (WorkflowStatus.RUNNING, [id_ for id_ in order if id_ not in cancelled]),
     ]:
-        listed = await pages(lambda after, status=status: store.workflow_list(T, status, 2, after))
+        listed = await pages(
+            lambda after, status=status: store.workflow_list(
+                WorkflowQuery(tenant_id=T, status=status, limit=2, after=after)
+            )
+        )
         assert [id_ for page in listed for id_ in page] == expected
         assert all(len(page) <= 2 for page in listed)
-    assert (await store.workflow_list(T, None, 1, None))[0] == await store.workflow_get(order[0])
-    assert await store.workflow_list("nul\x00", None, 10, None) == []
+    assert (await store.workflow_list(WorkflowQuery(tenant_id=T, limit=1)))[0] == await store.workflow_get(order[0])
+    assert await store.workflow_list(WorkflowQuery(tenant_id="nul\x00", limit=10)) == []
 
 
 # --- workflow_advance --------------------------------------------------------------------------------------
@@ -148,7 +159,7 @@ async def test_advance_hands_decide_the_stored_workflow_and_records_its_transiti
         store, step("a"), step("b", "a", queue_name="qb"), step("c", "a"), step("d", "b", "c"), context={"run": 1}
     )
     seen, decide = recording(lambda w: on_step_finished(w.steps, "a", StepOutcome.COMPLETED, {"rows": 3}))
-    after = await store.workflow_advance(row.id, decide, step_job_maker(at(5)), at(5))
+    after = await store.workflow_advance(AdvanceRequest(workflow_id=row.id, decide=decide, now=at(5)))
     assert seen == [row]
     assert after is not None
     assert after == await store.workflow_get(row.id)
@@ -207,7 +218,9 @@ async def test_advance_cancels_the_unfinished_jobs_of_steps_it_cancels(store: St
     done_token = await claim_step(store, "qc")
     await store.job_complete_many([Completion(named(row, "c").job_id or "", done_token, "ok")], now=START)
     jobs_before = await store.job_get_many([s.job_id for s in row.steps if s.job_id])
-    cancelled = await store.workflow_advance(row.id, lambda w: cancel_workflow(w.steps), step_job_maker(at(7)), at(7))
+    cancelled = await store.workflow_advance(
+        AdvanceRequest(workflow_id=row.id, decide=lambda w: cancel_workflow(w.steps), now=at(7))
+    )
     assert cancelled is not None
     assert (cancelled.status, cancelled.completed_at) == (WorkflowStatus.CANCELLED, at(7))
     assert statuses(cancelled) == {"a": "cancelled", "b": "cancelled", "c": "cancelled", "d": "cancelled"}
@@ -230,13 +243,13 @@ async def test_advance_writes_nothing_when_decide_raises(store: Store) -> None:
         raise InvalidState(f"workflow {workflow.id} will not move")
 
     with pytest.raises(InvalidState):
-        await store.workflow_advance(row.id, refuse, step_job_maker(at(5)), at(5))
+        await store.workflow_advance(AdvanceRequest(workflow_id=row.id, decide=refuse, now=at(5)))
 
     def broken(workflow: Workflow) -> Transition:
         raise KeyError("no such step")
 
     with pytest.raises(KeyError):
-        await store.workflow_advance(row.id, broken, step_job_maker(at(5)), at(5))
+        await store.workflow_advance(AdvanceRequest(workflow_id=row.id, decide=broken, now=at(5)))
     assert await everything(store) == before
 
 
@@ -258,9 +271,17 @@ async def test_advance_of_a_missing_or_foreign_workflow_is_none_and_decides_noth
     row = await stored_workflow(store, step("a"))
     seen, decide = recording(lambda w: cancel_workflow(w.steps))
     for workflow_id, tenant in [(row.id, OTHER), ("wf_missing", None), ("wf\x00", None), (row.id, "nul\x00")]:
-        assert await store.workflow_advance(workflow_id, decide, step_job_maker(at(5)), at(5), tenant) is None
+        assert (
+            await store.workflow_advance(
+                AdvanceRequest(workflow_id=workflow_id, decide=decide, tenant_id=tenant, now=at(5))
+            )
+            is None
+        )
     assert seen == []
-    assert await store.workflow_advance(row.id, decide, step_job_maker(at(5)), at(5), T) is not None
+    assert (
+        await store.workflow_advance(AdvanceRequest(workflow_id=row.id, decide=decide, tenant_id=T, now=at(5)))
+        is not None
+    )
     assert seen == [row]
 
 
@@ -281,13 +302,16 @@ async def test_stalled_jobs_are_finished_jobs_of_enqueued_steps_of_running_workf
     await advance(store, ended.id, Transition(workflow_status=WorkflowStatus.FAILED))
 
     before = await everything(store)
-    assert await store.workflow_stalled_jobs(10, at(1)) == []  # finished at 1, not before it
-    stalled = await store.workflow_stalled_jobs(10, at(2))
+    assert await store.workflow_stalled_jobs(limit=10, finished_before=at(1)) == []  # finished at 1, not before it
+    stalled = await store.workflow_stalled_jobs(limit=10, finished_before=at(2))
     assert {job.id for job in stalled} == {job_of["done"], job_of["dead"], job_of["gone"]}
     assert {job.status for job in stalled} == {JobStatus.COMPLETED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED}
     assert stalled == [await store.job_get(job.id) for job in stalled]
-    assert len(await store.workflow_stalled_jobs(2, at(2))) == 2
+    assert len(await store.workflow_stalled_jobs(limit=2, finished_before=at(2))) == 2
     assert await everything(store) == before
     # Once the step records its job's outcome, the job is no longer stalled.
     await advance(store, row.id, Transition(finished=StepChange("done", StepStatus.COMPLETED, FINISH_FROM)))
-    assert {job.id for job in await store.workflow_stalled_jobs(10, at(2))} == {job_of["dead"], job_of["gone"]}
+    assert {job.id for job in await store.workflow_stalled_jobs(limit=10, finished_before=at(2))} == {
+        job_of["dead"],
+        job_of["gone"],
+    }

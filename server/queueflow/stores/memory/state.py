@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import random
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from msgspec.structs import replace
 
 from queueflow.core.advance import Counters
+from queueflow.core.backoff import RandomSource
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
@@ -25,7 +27,7 @@ from queueflow.ports import WorkSignal
 
 
 class Tables:
-    def __init__(self, wakeups: WorkSignal | None = None) -> None:
+    def __init__(self, wakeups: WorkSignal | None = None, *, rng: RandomSource | None = None) -> None:
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._workflows: dict[str, Workflow] = {}
@@ -47,6 +49,8 @@ class Tables:
         # puts back; PostgreSQL keeps it in the job's config (`postgres.sql.STARTED_BEFORE`).
         self._started_before: dict[str, datetime] = {}
         self._wakeups = wakeups
+        # The ids of the jobs that run steps, which the store makes as it records a workflow's advance.
+        self._rng: RandomSource = rng or random.Random()
 
     def reset(self) -> None:
         """Forget every job, workflow, schedule and queue setting."""

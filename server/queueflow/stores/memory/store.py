@@ -15,4 +15,4 @@ from queueflow.stores.memory.workflows import MemoryWorkflows
 
 class InMemoryJobStore(MemoryJobs, MemoryQueues, MemoryWorkflows, MemorySchedules):
     """The `Store` in memory. Given `wakeups` (a `WorkSignal`: the server's wake-up hub), it announces inserted work
-    as PostgreSQL's NOTIFY trigger does."""
+    as PostgreSQL's NOTIFY trigger does. `rng` (seed it for repeatable ids) makes the ids of steps' jobs."""

@@ -9,28 +9,35 @@ method awaits between its checks and its writes: on one event loop that is as go
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace as replace_dataclass
 from datetime import datetime
 
 from msgspec.structs import replace
 
 from queueflow.core.advance import (
-    NewStepJob,
+    AdvanceRequest,
     Transition,
     counters,
     due_waits,
     is_reported,
-    on_job_finished,
     record,
 )
 from queueflow.core.errors import FieldError, ValidationError
-from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, result_errors
-from queueflow.core.growth import Growth, GrowthView, Needs
+from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, on_report, result_errors
+from queueflow.core.growth import GrowthRequest, GrowthView
+from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import storage_errors
-from queueflow.core.types import CANCELLABLE, FINISHED, JSON, Cursor, Job, JobStatus
+from queueflow.core.types import CANCELLABLE, FINISHED, Job, JobStatus
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction
-from queueflow.core.workflow import Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
+from queueflow.core.workflow import (
+    SignalDelivery,
+    StepStatus,
+    Workflow,
+    WorkflowQuery,
+    WorkflowStatus,
+    workflow_storage_errors,
+)
 from queueflow.stores.memory.state import Tables
 
 
@@ -52,19 +59,18 @@ class MemoryWorkflows(Tables):
         self._insert(jobs)
         return self._workflow_out(workflow), True
 
-    async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
+    async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
         workflow = self._workflows.get(workflow_id)
         if workflow is None or (tenant_id is not None and workflow.tenant_id != tenant_id):
             return None
         return self._workflow_out(workflow)
 
-    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+    async def workflow_watch(self, workflow_id: str, *, tenant_id: str) -> Workflow | None:
         # Every finish is announced (`workflow_advance`): nothing to record.
-        return await self.workflow_get(workflow_id, tenant_id)
+        return await self.workflow_get(workflow_id, tenant_id=tenant_id)
 
-    async def workflow_list(
-        self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
-    ) -> list[Workflow]:
+    async def workflow_list(self, query: WorkflowQuery) -> list[Workflow]:
+        tenant_id, status, after = query.tenant_id, query.status, query.after
         rows = [
             workflow
             for workflow in self._workflows.values()
@@ -73,25 +79,16 @@ class MemoryWorkflows(Tables):
         if after is not None:
             rows = [row for row in rows if (row.created_at, row.id) < (after.created_at, after.id)]
         rows.sort(key=lambda row: (row.created_at, row.id), reverse=True)
-        return [self._workflow_out(row) for row in rows[:limit]]
+        return [self._workflow_out(row) for row in rows[: query.limit]]
 
-    async def workflow_advance(
-        self,
-        workflow_id: str,
-        decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
-        now: datetime,
-        tenant_id: str | None = None,
-    ) -> Workflow | None:
-        workflow = self._workflows.get(workflow_id)
-        if workflow is None or (tenant_id is not None and workflow.tenant_id != tenant_id):
+    async def workflow_advance(self, request: AdvanceRequest) -> Workflow | None:
+        workflow = self._workflows.get(request.workflow_id)
+        if workflow is None or (request.tenant_id is not None and workflow.tenant_id != request.tenant_id):
             return None
         snapshot = self._workflow_out(workflow)
-        return self._record(workflow, snapshot, decide(snapshot), new_job, now)
+        return self._record(workflow, snapshot, request.decide(snapshot), request.now)
 
-    async def workflow_step_finish(
-        self, report: StepReport, new_job: NewStepJob, now: datetime
-    ) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, *, now: datetime) -> tuple[DueWait, ...] | None:
         workflow = self._workflows.get(report.workflow_id)
         positions = self._step_positions.get(report.workflow_id, {})
         if workflow is None or workflow.status is not WorkflowStatus.RUNNING or report.step not in positions:
@@ -102,32 +99,21 @@ class MemoryWorkflows(Tables):
             return None  # a repeat, a late report of a job that is not (or no longer) the step's, a stale wait end
         if not finishes_alone(report.outcome, step.on_failure):
             snapshot = self._workflow_out(workflow)
-            transition = on_job_finished(
-                snapshot, report.step, report.job_id, report.outcome, report.result, report.wait_end
-            )
-            return tuple(due_waits(self._record(workflow, snapshot, transition, new_job, now), now))
-        finish = on_finish(report.outcome, report.result, [steps[positions[name]] for name in step.dependents], now)
+            return tuple(due_waits(self._record(workflow, snapshot, on_report(snapshot, report), now), now))
+        dependents = [steps[positions[name]] for name in step.dependents]
+        finish = on_finish(report, workflow, dependents, now, id_stream("job", now, self._rng))
         if errors := result_errors(finish.result):
             raise ValidationError.of(errors)
-        jobs: list[Job] = []
-        if finish.enqueue:
-            # Their `_context`: the context as it is once this step's result is in.
-            view = replace_dataclass(workflow, context={**workflow.context, step.name: finish.result}, steps=[])
-            jobs = [new_job(view, steps[positions[name]]) for name in finish.enqueue]
-            self._check_insert(jobs)
+        self._check_insert(finish.jobs)
         # Validated: from here on nothing raises.
         steps[positions[step.name]] = replace_dataclass(step, status=finish.status, due_at=None)
         workflow.context[step.name] = copy.deepcopy(finish.result)
-        for name, left in finish.remaining.items():
-            steps[positions[name]] = replace_dataclass(steps[positions[name]], remaining=left)
-        for job in jobs:
-            position = positions[job.workflow_step_id or ""]
-            steps[position] = replace_dataclass(steps[position], status=StepStatus.ENQUEUED, remaining=0, job_id=job.id)
-        for name, due_at in finish.wait.items():
-            steps[positions[name]] = replace_dataclass(
-                steps[positions[name]], status=StepStatus.WAITING, remaining=0, due_at=due_at
+        for row in finish.dependents:
+            position = positions[row.name]
+            steps[position] = replace_dataclass(
+                steps[position], status=row.status, remaining=row.remaining, job_id=row.job_id, due_at=row.due_at
             )
-        self._insert(jobs)
+        self._insert(finish.jobs)
         before = self._workflow_counters[workflow.id]
         after = replace_dataclass(
             before, unfinished=before.unfinished - finish.unfinished, partial=before.partial or finish.partial
@@ -138,21 +124,13 @@ class MemoryWorkflows(Tables):
             self._announce_finished([workflow.id])
         return finish.due
 
-    async def workflow_add_steps(
-        self,
-        job_id: str,
-        scope: str | None,
-        needs: Needs,
-        decide: Callable[[Job | None, GrowthView | None], Growth],
-        new_job: NewStepJob,
-        now: datetime,
-    ) -> Workflow:
-        job = self._jobs.get(job_id)
-        if job is not None and scope is not None and job.tenant_id != scope:
+    async def workflow_add_steps(self, request: GrowthRequest) -> Workflow:
+        job = self._jobs.get(request.job_id)
+        if job is not None and request.tenant_id is not None and job.tenant_id != request.tenant_id:
             job = None
         workflow = self._workflows.get(job.workflow_id) if job is not None and job.workflow_id is not None else None
         # This store holds every step anyway: its view is the whole workflow (`needs` narrows a database's reads).
-        growth = decide(
+        growth = request.decide(
             None if job is None else self._out(job),
             None if workflow is None else GrowthView.whole(self._workflow_out(workflow)),
         )
@@ -161,26 +139,20 @@ class MemoryWorkflows(Tables):
         if errors := workflow_storage_errors(grown):
             raise ValidationError.of(errors)
         # Recorded on the grown snapshot (validated before it is kept): the new steps that are ready.
-        return self._record(workflow, grown, growth.transition, new_job, now)
+        return self._record(workflow, grown, growth.transition, request.now)
 
-    async def workflow_signal(
-        self,
-        workflow_id: str,
-        tenant_id: str,
-        name: str,
-        payload: JSON,
-        now: datetime,
-        decide: Callable[[Workflow | None, Step | None], SignalAction],
-    ) -> DueWait | None:
+    async def workflow_signal(self, signal: SignalDelivery) -> DueWait | None:
+        workflow_id, payload, now = signal.workflow_id, signal.payload, signal.now
         workflow = self._workflows.get(workflow_id)
-        if workflow is None or workflow.tenant_id != tenant_id:
-            decide(None, None)
+        if workflow is None or workflow.tenant_id != signal.tenant_id:
+            signal.decide(None, None)
             return None
         position = next(
-            (i for i, step in enumerate(workflow.steps) if step.wait is not None and step.wait.signal == name), None
+            (i for i, step in enumerate(workflow.steps) if step.wait is not None and step.wait.signal == signal.name),
+            None,
         )
         step = None if position is None else workflow.steps[position]
-        action = decide(replace_dataclass(workflow, steps=[], context={}), step)
+        action = signal.decide(replace_dataclass(workflow, steps=[], context={}), step)
         if action is not SignalAction.KEEP or step is None or position is None:
             return None
         if errors := storage_errors(payload, ("payload",)):
@@ -196,7 +168,7 @@ class MemoryWorkflows(Tables):
             return None
         return DueWait(workflow_id=workflow_id, name=kept.name, wait=kept.wait, due_at=now, signal=kept.signal)
 
-    async def workflow_waits_due(self, now: datetime, limit: int) -> list[DueWait]:
+    async def workflow_waits_due(self, *, limit: int, now: datetime) -> list[DueWait]:
         due = [
             DueWait(workflow_id=workflow.id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)
             for workflow in self._workflows.values()
@@ -222,7 +194,7 @@ class MemoryWorkflows(Tables):
             default=None,
         )
 
-    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
+    async def workflow_stalled_jobs(self, *, limit: int, finished_before: datetime) -> list[Job]:
         stalled = [
             self._out(job)
             for workflow in self._workflows.values()
@@ -243,12 +215,10 @@ class MemoryWorkflows(Tables):
         self._step_positions[workflow.id] = {step.name: index for index, step in enumerate(workflow.steps)}
         self._workflow_counters[workflow.id] = counters(workflow.steps)
 
-    def _record(
-        self, workflow: Workflow, snapshot: Workflow, transition: Transition, new_job: NewStepJob, now: datetime
-    ) -> Workflow:
+    def _record(self, workflow: Workflow, snapshot: Workflow, transition: Transition, now: datetime) -> Workflow:
         """Record `transition` on the stored `workflow` (`advance.record` on `snapshot`, the store's own copy of
         it), validated before anything is written."""
-        recording = record(snapshot, transition, now, new_job)
+        recording = record(snapshot, transition, now, id_stream("job", now, self._rng))
         # The finished step's result, and the new jobs, are all it writes that nobody checked.
         if errors := result_errors(transition.result):
             raise ValidationError.of(errors)

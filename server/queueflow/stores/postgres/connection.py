@@ -11,6 +11,7 @@ first statement: more concurrent operations than connections wait their turn.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING, TypeAlias
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import asyncpg
 import msgspec
 
+from queueflow.core.backoff import RandomSource
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
 from queueflow.ports import EchoSignal, WorkSignal
 from queueflow.stores.postgres.errors import is_disconnect, translate
@@ -98,6 +100,7 @@ class Pooled:
         statement_cache_size: int = 100,
         statement_timeout: float | None = None,
         wakeups: WorkSignal | None = None,
+        rng: RandomSource | None = None,
     ) -> None:
         self._dsn = dsn
         self._pool_size = pool_size
@@ -107,6 +110,8 @@ class Pooled:
         self._wakeups = wakeups
         self._echoes = wakeups if isinstance(wakeups, EchoSignal) else None
         self._opened: asyncio.Future[ConnectionPool] | None = None
+        # The ids of the jobs that run steps, which the store makes as it records a workflow's advance.
+        self._rng: RandomSource = rng or random.Random()
 
     @contextmanager
     def _announcing(self) -> Iterator[Callable[[Iterable[str]], None]]:

@@ -12,6 +12,7 @@ store's field locations; whatever still goes wrong is translated by `errors`.
 
 from __future__ import annotations
 
+from queueflow.core.backoff import RandomSource
 from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.claim import PostgresClaims
 from queueflow.stores.postgres.jobs import PostgresJobs
@@ -37,6 +38,7 @@ class PostgresJobStore(
         statement_cache_size: int = 100,
         statement_timeout: float | None = None,
         wakeups: WorkSignal | None = None,
+        rng: RandomSource | None = None,
     ) -> PostgresJobStore:
         """A store on its own pool of at most `pool_size` connections; none is opened until the first call.
 
@@ -45,7 +47,8 @@ class PostgresJobStore(
         notification's trip through PostgreSQL: the common case of one `serve --mode all`.
 
         `statement_cache_size=0` lets the store run through a transaction-mode pooler (PgBouncer before 1.21).
-        A statement still running after `statement_timeout` seconds is cancelled: `StoreUnavailable`."""
+        A statement still running after `statement_timeout` seconds is cancelled: `StoreUnavailable`. `rng` (seed
+        it for repeatable ids) makes the ids of steps' jobs."""
         return cls(
             asyncpg_dsn(database_url),
             pool_size=pool_size,
@@ -53,6 +56,7 @@ class PostgresJobStore(
             statement_cache_size=statement_cache_size,
             statement_timeout=statement_timeout,
             wakeups=wakeups,
+            rng=rng,
         )
 
     async def aclose(self) -> None:

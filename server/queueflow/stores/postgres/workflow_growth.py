@@ -12,19 +12,18 @@ finish does, and then the signal's step row FOR UPDATE, which a finish that make
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from queueflow.core.advance import NewStepJob, Recording, record
+from queueflow.core.advance import Recording, record
 from queueflow.core.errors import StoreUnavailable, ValidationError
-from queueflow.core.growth import Growth, GrowthView, Needs
+from queueflow.core.growth import Growth, GrowthRequest, GrowthView, Needs
+from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
-from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction, Wait
 from queueflow.core.workflow import (
     UNFINISHED_STEPS,
-    Step,
+    SignalDelivery,
     StepStatus,
     Workflow,
     WorkflowStatus,
@@ -54,16 +53,9 @@ from queueflow.stores.postgres.workflows import _Raised, _step, _step_columns
 
 
 class PostgresWorkflowGrowth(Pooled):
-    async def workflow_add_steps(
-        self,
-        job_id: str,
-        scope: str | None,
-        needs: Needs,
-        decide: Callable[[Job | None, GrowthView | None], Growth],
-        new_job: NewStepJob,
-        now: datetime,
-    ) -> Workflow:
-        if not storable_text(job_id) or (scope is not None and not storable_text(scope)):
+    async def workflow_add_steps(self, request: GrowthRequest) -> Workflow:
+        job_id, tenant_id, needs, decide = request.job_id, request.tenant_id, request.needs, request.decide
+        if not storable_text(job_id) or (tenant_id is not None and not storable_text(tenant_id)):
             decide(None, None)
         # A name the database cannot hold names no step: left out of the reads, `decide` refuses it (unknown).
         needs = Needs(
@@ -74,7 +66,7 @@ class PostgresWorkflowGrowth(Pooled):
         try:
             with self._announcing() as announce:
                 async with self._connection() as db, db.transaction():
-                    row = await db.fetchrow(JOB_FOR_SHARE, job_id, scope)
+                    row = await db.fetchrow(JOB_FOR_SHARE, job_id, tenant_id)
                     job = None if row is None else job_from_row(row)
                     view = None
                     if job is not None and job.workflow_id is not None:
@@ -90,25 +82,17 @@ class PostgresWorkflowGrowth(Pooled):
                     if growth.transition.enqueue:
                         context = await db.fetchval(GROWTH_CONTEXT, grown.id)
                         grown = replace(grown, context=context)
-                    try:
-                        recording = record(grown, growth.transition, now, new_job)
-                    except Exception as exc:
-                        raise _Raised(exc) from exc
+                    now = request.now
+                    recording = record(grown, growth.transition, now, id_stream("job", now, self._rng))
                     await _write(db, growth, recording, now)
                     announce(new.queue_name for new in recording.jobs)
         except _Raised as raised:
             raise raised.error from None
         return recording.workflow
 
-    async def workflow_signal(
-        self,
-        workflow_id: str,
-        tenant_id: str,
-        name: str,
-        payload: JSON,
-        now: datetime,
-        decide: Callable[[Workflow | None, Step | None], SignalAction],
-    ) -> DueWait | None:
+    async def workflow_signal(self, signal: SignalDelivery) -> DueWait | None:
+        workflow_id, tenant_id, name, payload = signal.workflow_id, signal.tenant_id, signal.name, signal.payload
+        decide, now = signal.decide, signal.now
         if not (storable_text(workflow_id) and storable_text(tenant_id) and storable_text(name)):
             decide(None, None)
             return None
@@ -134,10 +118,12 @@ class PostgresWorkflowGrowth(Pooled):
             raise StoreUnavailable(f"workflow {workflow_id}: the step of signal {name!r} vanished under its lock")
         if kept["status"] != "waiting" or step.wait is None:
             return None
-        signal = KeptSignal(payload=payload, received_at=now)
-        return DueWait(workflow_id=workflow_id, name=step.name, wait=step.wait, due_at=kept["due_at"], signal=signal)
+        kept_signal = KeptSignal(payload=payload, received_at=now)
+        return DueWait(
+            workflow_id=workflow_id, name=step.name, wait=step.wait, due_at=kept["due_at"], signal=kept_signal
+        )
 
-    async def workflow_waits_due(self, now: datetime, limit: int) -> list[DueWait]:
+    async def workflow_waits_due(self, *, limit: int, now: datetime) -> list[DueWait]:
         async with self._connection() as db:
             rows = await db.fetch(WAITS_DUE, now, limit)
         return [

@@ -13,32 +13,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import asyncpg
 
 from queueflow.core.advance import (
-    NewStepJob,
+    AdvanceRequest,
     Recording,
     Transition,
     counters,
     due_waits,
     finished_status,
-    on_job_finished,
     record,
 )
+from queueflow.core.backoff import RandomSource
 from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.finish import (
     StepReport,
     counted_status,
     finishes_alone,
     on_finish,
+    on_report,
     result_errors,
 )
+from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
-from queueflow.core.types import BackoffPolicy, Cursor, Job
+from queueflow.core.types import BackoffPolicy, Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
-from queueflow.core.workflow import OnFailure, Step, StepStatus, Workflow, WorkflowStatus, workflow_storage_errors
+from queueflow.core.workflow import (
+    OnFailure,
+    Step,
+    StepStatus,
+    Workflow,
+    WorkflowQuery,
+    WorkflowStatus,
+    workflow_storage_errors,
+)
 from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row, job_insert
@@ -100,24 +111,23 @@ class PostgresWorkflows(Pooled):
                     announce(job.queue_name for job in jobs)
         return workflow, True
 
-    async def workflow_get(self, workflow_id: str, tenant_id: str | None = None) -> Workflow | None:
+    async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
         async with self._connection() as db:
             row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
             return (await _with_steps(db, [row]))[0] if row is not None else None
 
-    async def workflow_watch(self, workflow_id: str, tenant_id: str) -> Workflow | None:
+    async def workflow_watch(self, workflow_id: str, *, tenant_id: str) -> Workflow | None:
         if not (storable_text(workflow_id) and storable_text(tenant_id)):
             return None
         async with self._connection() as db:
             # As `job_watch`: the read is a statement of its own, with a snapshot taken after the mark.
             await db.execute(WORKFLOW_AWAIT, workflow_id, tenant_id)
-        return await self.workflow_get(workflow_id, tenant_id)
+        return await self.workflow_get(workflow_id, tenant_id=tenant_id)
 
-    async def workflow_list(
-        self, tenant_id: str, status: WorkflowStatus | None, limit: int, after: Cursor | None
-    ) -> list[Workflow]:
+    async def workflow_list(self, query: WorkflowQuery) -> list[Workflow]:
+        tenant_id, status, limit, after = query.tenant_id, query.status, query.limit, query.after
         if not storable_text(tenant_id) or (after is not None and not storable_text(after.id)):
             return []
         conditions, args = ["w.tenant_id = $1"], [tenant_id, limit]
@@ -134,28 +144,20 @@ class PostgresWorkflows(Pooled):
         async with self._connection() as db:
             return await _with_steps(db, await db.fetch(sql, *args))
 
-    async def workflow_advance(
-        self,
-        workflow_id: str,
-        decide: Callable[[Workflow], Transition],
-        new_job: NewStepJob,
-        now: datetime,
-        tenant_id: str | None = None,
-    ) -> Workflow | None:
+    async def workflow_advance(self, request: AdvanceRequest) -> Workflow | None:
+        workflow_id, tenant_id = request.workflow_id, request.tenant_id
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
             return None
         try:
             with self._announcing() as announce:
                 async with self._connection() as db, db.transaction():
-                    workflow, jobs = await _advance(db, workflow_id, tenant_id, decide, new_job, now)
+                    workflow, jobs = await _advance(db, workflow_id, tenant_id, request.decide, request.now, self._rng)
                     announce(job.queue_name for job in jobs)
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
         return workflow
 
-    async def workflow_step_finish(
-        self, report: StepReport, new_job: NewStepJob, now: datetime
-    ) -> tuple[DueWait, ...] | None:
+    async def workflow_step_finish(self, report: StepReport, *, now: datetime) -> tuple[DueWait, ...] | None:
         texts = (report.workflow_id, report.step, report.job_id or "")
         if not all(storable_text(text) for text in texts):
             return None
@@ -173,16 +175,12 @@ class PostgresWorkflows(Pooled):
                         alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                     async with begun(db, BEGIN_FINISH):
                         if alone:
-                            finished = await _finish(db, report, result, new_job, now)
+                            finished = await _finish(db, report, result, now, self._rng)
                             jobs, due = finished if finished is not None else (None, ())
                         else:
-
-                            def decide(workflow: Workflow) -> Transition:
-                                return on_job_finished(
-                                    workflow, report.step, report.job_id, report.outcome, report.result, report.wait_end
-                                )
-
-                            after, enqueued = await _advance(db, report.workflow_id, None, decide, new_job, now, report)
+                            after, enqueued = await _advance(
+                                db, report.workflow_id, None, partial(on_report, report=report), now, self._rng, report
+                            )
                             jobs = enqueued if after is not None else None
                             due = () if after is None else tuple(due_waits(after, now))
                         announce(job.queue_name for job in jobs or ())
@@ -192,7 +190,7 @@ class PostgresWorkflows(Pooled):
             return None
         return due
 
-    async def workflow_stalled_jobs(self, limit: int, finished_before: datetime) -> list[Job]:
+    async def workflow_stalled_jobs(self, *, limit: int, finished_before: datetime) -> list[Job]:
         async with self._connection() as db:
             return [job_from_row(row) for row in await db.fetch(STALLED_JOBS, limit, finished_before)]
 
@@ -202,8 +200,8 @@ async def _advance(
     workflow_id: str,
     tenant_id: str | None,
     decide: Callable[[Workflow], Transition],
-    new_job: NewStepJob,
     now: datetime,
+    rng: RandomSource,
     report: StepReport | None = None,
 ) -> tuple[Workflow | None, Sequence[Job]]:
     """`workflow_advance` in the caller's transaction, and the jobs it enqueued: no workflow if it does not exist
@@ -216,9 +214,9 @@ async def _advance(
     (snapshot,) = await _with_steps(db, [row])
     try:
         transition = decide(snapshot)
-        recording = record(snapshot, transition, now, new_job)
     except Exception as exc:
         raise _Raised(exc) from exc
+    recording = record(snapshot, transition, now, id_stream("job", now, rng))
     await _write(db, snapshot, transition, recording, now)
     if report is not None and transition.finished is None:
         return None, recording.jobs
@@ -226,8 +224,8 @@ async def _advance(
 
 
 async def _finish(
-    db: Db, report: StepReport, result: str, new_job: NewStepJob, now: datetime
-) -> tuple[list[Job], tuple[DueWait, ...]] | None:
+    db: Db, report: StepReport, result: str, now: datetime, rng: RandomSource
+) -> tuple[Sequence[Job], tuple[DueWait, ...]] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
     transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once,
     or None if it recorded nothing (a repeat, a late report, a stale wait end, a workflow no longer running)."""
@@ -249,32 +247,27 @@ async def _finish(
     dependents = [row for row in rows if row["d_name"] is not None]
     locked = [_step(_dependent_columns(row), edges=False) for row in dependents]
     ctid = {row["d_name"]: row["dependent_ctid"] for row in dependents}
-    finish = on_finish(report.outcome, report.result, locked, now)
-    by_name = {step.name: step for step in locked}
-    jobs = [new_job(_head(head), by_name[name]) for name in finish.enqueue]
-    if errors := job_storage_errors(jobs):
+    # COUNT assembles the new jobs' `_context` as it inserts them.
+    finish = on_finish(report, _head(head), locked, now, id_stream("job", now, rng), with_context=False)
+    if errors := job_storage_errors(finish.jobs):
         raise ValidationError.of(errors)
-    if len(finish.remaining) + len(jobs) + len(finish.wait) > WIDE_FINISH:
+    if len(finish.dependents) > WIDE_FINISH:
         await db.execute(CUSTOM_PLAN)
     counted = await db.fetchrow(
         COUNT,
-        *insert_columns(jobs),
+        *insert_columns(finish.jobs),
         report.workflow_id,
-        [ctid[name] for name in (*finish.remaining, *finish.enqueue, *finish.wait)],
-        [*finish.remaining.values(), *(0 for _ in jobs), *(0 for _ in finish.wait)],
-        [
-            *(StepStatus.PENDING.value for _ in finish.remaining),
-            *(StepStatus.ENQUEUED.value for _ in jobs),
-            *(StepStatus.WAITING.value for _ in finish.wait),
-        ],
-        [*(None for _ in finish.remaining), *(job.id for job in jobs), *(None for _ in finish.wait)],
+        [ctid[row.name] for row in finish.dependents],
+        [row.remaining for row in finish.dependents],
+        [row.status.value for row in finish.dependents],
+        [row.job_id for row in finish.dependents],
         finish.unfinished,
         finish.partial,
-        [*(None for _ in finish.remaining), *(None for _ in jobs), *finish.wait.values()],
+        [row.due_at for row in finish.dependents],
     )
     if counted is not None and (ended := counted_status(counted["unfinished"], counted["partial"])) is not None:
         await db.execute(WORKFLOW_END, report.workflow_id, ended.value, now)
-    return jobs, finish.due
+    return finish.jobs, finish.due
 
 
 def _dependent_columns(row: asyncpg.Record) -> dict[str, Any]:
@@ -299,7 +292,7 @@ def _head(row: asyncpg.Record) -> Workflow:
 
 
 class _Raised(QueueFlowError):
-    """An error of the caller's `decide` or `new_job`, carried through `_connection` (which would translate it
+    """An error of the caller's `decide`, carried through `_connection` (which would translate it
     into StoreUnavailable, as every error it does not know) so that it reaches the caller as it was raised."""
 
     def __init__(self, error: Exception) -> None:
