@@ -2,10 +2,11 @@
 queue list (the lease's queues, in order), bounded (`Remembered`), and changes no answer: with or without it, a
 claim takes the same jobs (the tests in tests/postgres/test_idle_claim.py and test_one_statement_claim.py say so).
 
-Their freshness is the process's own business, not the domain's: a claim's `now` is the engine's clock (a
-TestClock in tests, advanced at will, or the time a job is due), while how long this process trusts what it read
-of other processes' writes is a bound on its own elapsed time, as `Wakeups.ECHO_WINDOW` is. So
-`UnrestrictedQueues` reads a monotonic clock of its own, injectable for tests, never the Clock port.
+Their freshness is the process's own business, not the domain's: a claim's `now` is the engine's clock (the time
+jobs are due by; a TestClock in tests, moved at will), while how long this process trusts what it read of other
+processes' writes is a bound on its own elapsed time, as `Wakeups.ECHO_WINDOW` is: a test that moves its clock an
+hour on must not make the store forget, nor one that stands still make it trust for ever. So `UnrestrictedQueues`
+reads a monotonic clock of its own, injectable (tests/postgres/test_claim_caches.py), never the Clock port.
 
 What each saves is measured by bench/claim_caches.py: a claim's wall time through the store, one connection, with
 the cache and without it in alternating blocks of 150 claims, the median of the block-by-block ratios; once on a
