@@ -16,7 +16,8 @@ A third cache, of the queue lists found restricted (a single-job claim of them w
 trying the one statement first), was removed: the statement it spared took 1.5 ms of a restricted single-job
 claim's 25 ms of statements (asyncpg's per-statement timings, loaded machine), and whole claims in paired blocks
 with and without it could not be told apart (ratio 0.83 and 0.89, blocks 0.43–1.55), while it was trusted until
-a short claim of the same queues found none restricted, however long that took.
+a short claim of the same queues found none restricted (or this process changed some settings), however long
+that took.
 """
 
 from __future__ import annotations
