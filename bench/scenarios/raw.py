@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from queueflow.stores.postgres.claim_sql import CLAIM
+from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
 from queueflow.stores.postgres.sql import COMPLETE
 
 from bench.database import BenchDatabase
@@ -105,7 +105,7 @@ def claim_complete_script() -> str:
             ("$4", "now()"),
         ],
     )
-    # The store plans its claim once (claim_sql.BEGIN_CLAIM: a generic plan, in the claim's transaction only).
+    # The store plans its claim once (unrestricted_sql.BEGIN_CLAIM: a generic plan, in the claim's transaction only).
     return _script(f"{GENERIC_PLAN};\n{claim}", f"RESET plan_cache_mode;\n{complete}")
 
 

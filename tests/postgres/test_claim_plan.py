@@ -12,9 +12,12 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.claim_sql import CLAIM, CLAIM_FUNCTION, ClaimArgs, Turn, TurnOf
+from queueflow.stores.postgres import schema as pgschema
+from queueflow.stores.postgres.claim.args import ClaimArgs, Turn, TurnOf
+from queueflow.stores.postgres.claim.function import CLAIM_FUNCTION
+from queueflow.stores.postgres.claim.restricted_sql import CLAIM_RESTRICTED, Restrictions
+from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
 from queueflow.stores.postgres.params import sql_types
-from queueflow.stores.postgres.restricted_sql import CLAIM_RESTRICTED, Restrictions
 from queueflow.stores.postgres.sql import (
     COMPLETE,
     FAIL,
@@ -242,13 +245,18 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
     assert "Index Scan using jobs_pkey on jobs" in explained, explained
 
 
-async def test_the_claim_is_planned_once_not_on_every_lease(postgres_url: str) -> None:
+async def test_the_claim_is_planned_once_not_on_every_lease() -> None:
     """A single-job lease once spent more time planning the claim than running it: PostgreSQL judged the claim's
     generic plan too costly to keep, and planned it anew for every execution. Both ways a claim runs keep the
     generic plan: the one-statement claim's function, whose own setting forces it, and the claim's transaction
-    (here on a connection without the function, where every claim takes it)."""
-    await pg.empty(postgres_url)
-    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:  # one connection: its statements
+    (here once the function is gone, where every claim takes it: a database of its own)."""
+    async with pg.fresh_database() as url:
+        await pgschema.upgrade_async(url)
+        await _planned_once(url)
+
+
+async def _planned_once(url: str) -> None:
+    async with PostgresJobStore.from_url(url, pool_size=1) as store:  # one connection: its statements
         engine = engine_on(store, TestClock(START))
         await engine.enqueue_many(T, [NewJob(task_name="t")] * 36)
         for _ in range(6):

@@ -10,7 +10,7 @@ from queueflow.core.types import NewJob
 from queueflow.runtime.notifier import Notifier
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.postgres import PostgresJobStore
-from queueflow.stores.postgres.claim_sql import DUE_ANY, RESTRICTED_QUEUES
+from queueflow.stores.postgres.claim.unrestricted_sql import DUE_ANY, RESTRICTED_QUEUES
 
 from tests import pg
 from tests.postgres.helpers import engine_on

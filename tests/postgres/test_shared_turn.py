@@ -76,7 +76,7 @@ async def test_a_claim_never_waits_for_one_that_holds_the_turn(
 
 async def test_concurrent_leasers_on_four_processes_serve_the_tenants_in_turn(postgres_url: str) -> None:
     """Claims that overlap read the same turn and may serve the same tenant (as concurrent leases always could in one
-    process), but the turn still goes round (`claim_sql.turn_moved`): with 4 claims in flight no tenant is passed
+    process), but the turn still goes round (`claim.fair_sql.turn_moved`): with 4 claims in flight no tenant is passed
     over for long — here within 2 x 4 x 3 leases, listed in the order they return (not quite the order they
     committed, on a busy machine)."""
     clock = TestClock(START)

@@ -270,7 +270,7 @@ async def test_a_lease_throttled_by_the_rate_learns_when_the_next_token_comes(en
     assert await engine.next_due(["other"]) is None  # only the queues asked about
 
 
-# A restricted queue is claimed by a path of its own (`claim.claim_restricted`): a third tenant keeps the
+# A restricted queue is claimed by a path of its own (`claim.restricted.claim_restricted`): a third tenant keeps the
 # queue paused so that it is restricted whatever the setting under test does to the tenants leasing from it.
 RESTRICTIONS = {
     "limited": [QueueSettingsPatch(concurrency_limit=10)],

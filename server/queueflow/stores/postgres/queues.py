@@ -1,5 +1,5 @@
 """The PostgreSQL store's queues: the `QueueStore` part of `PostgresJobStore` — flow-control settings (which the
-claim obeys: `claim.py`), and what is known of each queue's jobs (counts, backlogs, throughput)."""
+claim obeys: `claim`), and what is known of each queue's jobs (counts, backlogs, throughput)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.flow import KEEP, Backlog, ConfigureRequest, QueueSettings, RateLimit, tokens_at
 from queueflow.core.jsonvalue import storable_text
 from queueflow.core.types import QueueCounts, QueueMinute
-from queueflow.stores.postgres.claim_sql import RESTRICTING
+from queueflow.stores.postgres.claim.fair_sql import RESTRICTING
+from queueflow.stores.postgres.claim.restricted_sql import RESTRICTION_ROWS
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.params import Placeholders, values
-from queueflow.stores.postgres.restricted_sql import RESTRICTION_ROWS
 
 # Every restricting settings row, with its bucket (`flow.held_back`, for /metrics).
 RESTRICTIONS = f"""

@@ -1,4 +1,4 @@
-"""The PostgresJobStore's SQL for jobs (the claim's is in `claim_sql` and `restricted_sql`, the queues' in
+"""The PostgresJobStore's SQL for jobs (the claim's is in the `claim` package, the queues' in
 `queues`): one statement per store operation, each with the state change it makes.
 
 `$n` parameters, for asyncpg, which prepares each statement once per connection and reuses it.
@@ -13,7 +13,7 @@ COLUMNS = (
     " progress, trace_context"
 )
 # The key of a job's `config` where a claim keeps the started_at it overwrites, an earlier delivery's, for a release
-# to put back (`claim_sql.lease`).
+# to put back (`fair_sql.lease`).
 STARTED_BEFORE = "started_before"
 
 J_COLUMNS = ", ".join(f"j.{name.strip()}" for name in COLUMNS.split(","))
@@ -114,7 +114,7 @@ UPDATE queueflow.jobs AS j
 RETURNING {J_COLUMNS}
 """
 
-# A claim handed back: the row as the claim found it (`claim_sql.lease`). A claimable job is `retrying` exactly when
+# A claim handed back: the row as the claim found it (`fair_sql.lease`). A claimable job is `retrying` exactly when
 # a retry was counted (retry_count > 0; a DLQ replay resets both), the claim left scheduled_at alone, and the
 # started_at it overwrote is in config (STARTED_BEFORE; a claim made by an older server did not keep it, and then
 # the released claim's stays). A first delivery had none. An UPDATE does not fire the insert trigger, so the queue

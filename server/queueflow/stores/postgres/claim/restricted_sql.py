@@ -1,4 +1,4 @@
-"""The claim's SQL on queues some tenant restricts (pause, concurrency limits, rate limits; `claim.py` runs it):
+"""The claim's SQL on queues some tenant restricts (pause, concurrency limits, rate limits; `restricted` runs it):
 the settings rows locked, what runs counted, and then one statement that claims within what is left
 (`Restrictions`), fair across tenants as CLAIM and across concurrency keys too.
 """
@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, NamedTuple
 
-from queueflow.stores.postgres.claim_sql import (
+from queueflow.stores.postgres.claim.args import ClaimArgs, TenantScope, Turn
+from queueflow.stores.postgres.claim.fair_sql import (
     CLAIM_ORDER,
     J_CLAIM_ORDER,
     RESTRICTING,
-    ClaimArgs,
-    TenantScope,
-    Turn,
     claimable,
     lease,
     shares,
@@ -30,7 +28,7 @@ RESTRICTION_ROWS = """SELECT tenant_id, queue_name, paused, concurrency_limit, k
 # Of the queues $1 some tenant restricts, every restricting row, locked in one global order (tenant,
 # queue) so that two claims never wait on each other's locks in a cycle. A claim of a restricted queue holds
 # these locks until it commits: claims of one restricted queue run one at a time, and each one sees every job
-# the claims before it leased (see `claim.claim_restricted`).
+# the claims before it leased (see `restricted.claim_restricted`).
 RESTRICTIONS_LOCK = f"""
 {RESTRICTION_ROWS}
  WHERE queue_name = ANY($1::text[]) AND {RESTRICTING}
@@ -61,7 +59,7 @@ SELECT j.tenant_id, j.queue_name, j.config->>'concurrency_key' AS key, count(*) 
 
 class Restrictions(NamedTuple):
     """What flow control lets a claim of the restricted queues take now, counted under RESTRICTIONS_LOCK
-    (`claim.restrictions` builds it). Each group of arrays is one relation, row by row (PostgreSQL's unnest)."""
+    (`restricted.restrictions` builds it). Each group of arrays is one relation, row by row (PostgreSQL's unnest)."""
 
     blocked_tenants: Annotated[list[str], "text[]"]
     blocked_queues: Annotated[list[str], "text[]"]
@@ -204,7 +202,7 @@ def _restricted_claim_sql(p: Placeholders, claimable: str) -> str:
     the keyed jobs of a key-limited one keep their places in claim order (`place`: the nth such job has the place
     of the nth in claim order) and fill them in key turns (`kpos`); every other job keeps its own. A tenant's
     `turn` follows the places, and at most `cap_slots` of a limited (tenant, queue) are taken, the first by place.
-    A key with fewer jobs than its part leaves the claim short; the store claims again (`claim.claim_restricted`),
+    A key with fewer jobs than its part leaves the claim short; the store claims again (`restricted.claim_restricted`),
     and the next rounds of the turn come from the keys that have more.
     """
     keyed_part = f"""SELECT due.* FROM part,
