@@ -105,6 +105,18 @@ async def test_metrics_count_requests_job_outcomes_depth_and_lease_wait(client: 
     assert 'route="/v1/worker/jobs/{job_id}/complete"' in text  # the route template, not the job id
 
 
+async def test_metrics_on_the_in_memory_store_show_no_tables_and_no_held_horizon(client: AsyncClient) -> None:
+    await enqueue(client)
+
+    text = (await client.get("/metrics")).text
+
+    assert "queueflow_table_size_bytes{" not in text
+    assert "queueflow_table_dead_tuples{" not in text
+    assert "queueflow_oldest_transaction_age_seconds 0.0" in text
+    assert "queueflow_oldest_xmin_age_seconds 0.0" in text
+    assert "queueflow_oldest_xmin_age_transactions 0.0" in text
+
+
 async def test_every_app_has_its_own_metrics(clock: TestClock) -> None:
     apps = [create_app(Settings(), store=InMemoryJobStore(), clock=clock) for _ in range(2)]
     async with client_for(apps[0]) as first, client_for(apps[1]) as second:

@@ -20,9 +20,9 @@ log = logging.getLogger("queueflow.api")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4"
 
 DEPTH_REFRESH_SECONDS = 0.5
-"""The longest a scrape waits to refresh the queue depths. With every pooled connection busy (or the database
-slow) the scrape still answers within a second, with the values it has: a scrape that times out is how an
-operator loses the metrics that would show why."""
+"""The longest a scrape waits to refresh the queue depths and the database's pressure (`core.pressure`). With every
+pooled connection busy (or the database slow) the scrape still answers within a second, with the values it has: a
+scrape that times out is how an operator loses the metrics that would show why."""
 
 
 @get("/healthz", operation_id="health", tags=["operations"], security=[])
@@ -60,12 +60,16 @@ async def prometheus_metrics(request: Request[Any, Any, Any]) -> Response[bytes]
         async with asyncio.timeout(DEPTH_REFRESH_SECONDS):
             stats = [queue for tenant in services.settings.tenants for queue in await engine.queue_stats(tenant)]
             held = await engine.held_back()
+            pressure = await engine.pressure()
     except QueueFlowError as exc:
         # The process's own counters are still worth scraping while the database is away.
-        log.warning("queue depth not refreshed: %s", exc.detail)
+        log.warning("queue depth and pressure not refreshed: %s", exc.detail)
     except TimeoutError:
-        log.warning("queue depth not refreshed: no answer from the database within %s s", DEPTH_REFRESH_SECONDS)
+        log.warning(
+            "queue depth and pressure not refreshed: no answer from the database within %s s", DEPTH_REFRESH_SECONDS
+        )
     else:
         metrics.set_depth(stats)
         metrics.set_held_back(held)
+        metrics.set_pressure(pressure, engine.clock.now())
     return Response(metrics.render(), media_type=PROMETHEUS_TEXT)
