@@ -19,14 +19,16 @@ SELECT relname, n_live_tup, n_dead_tup, pg_total_relation_size(relid) AS size_by
 
 # A backend holds the horizon at its snapshot's xmin, or at its own transaction id when that is older (one that
 # wrote and sits idle in its transaction). Autovacuum workers are left out: their xmin holds back no vacuum (their
-# PROC_IN_VACUUM flag), and a long one is no transaction anyone should end. The activity view is read once (a CTE
-# named twice is materialised), so both answers come from one look at the backends.
+# PROC_IN_VACUUM flag), and a long one is no transaction anyone should end. So are parallel workers: their leader,
+# with the same xmin and the application's name, is the one to name. The activity view is read once (a CTE named
+# twice is materialised), so both answers come from one look at the backends.
 HORIZON = """
 WITH others AS (
     SELECT pid, application_name, state, xact_start, query_start,
            greatest(age(backend_xid), age(backend_xmin)) AS xmin_age
       FROM pg_stat_activity
      WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type <> 'autovacuum worker'
+       AND (leader_pid IS NULL OR leader_pid = pid)
 )
 SELECT (SELECT min(xact_start) FROM others) AS oldest_xact_start, h.*
   FROM (VALUES (1)) AS one
