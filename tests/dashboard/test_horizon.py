@@ -7,26 +7,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import timedelta
 
 import pytest
 from queueflow.clocks import TestClock
-from queueflow.core.pressure import HorizonHolder, Pressure
+from queueflow.core.pressure import Pressure
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory import InMemoryJobStore
 
 from tests.api.conftest import SETTINGS
 from tests.dashboard.conftest import Browser
-from tests.moments import START
-
-HOLDER = HorizonHolder(
-    pid=4242,
-    application_name="nightly-report",
-    state="idle in transaction",
-    xact_start=START,
-    query_start=START + timedelta(seconds=2),
-    age_transactions=31_000,
-)
+from tests.moments import HOLDER, START
 
 
 class HeldHorizon(InMemoryJobStore):

@@ -8,19 +8,9 @@ from typing import Any
 
 from queueflow.core.pressure import HorizonHolder, Pressure, held_too_long
 
-from tests.moments import START
+from tests.moments import HOLDER, START
 
 THRESHOLD = timedelta(seconds=300)
-
-
-HOLDER = HorizonHolder(
-    pid=4242,
-    application_name="report",
-    state="idle in transaction",
-    xact_start=START,
-    query_start=START + timedelta(seconds=1),
-    age_transactions=1200,
-)
 
 
 def holder(**changes: Any) -> HorizonHolder:
