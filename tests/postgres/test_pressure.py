@@ -82,7 +82,7 @@ async def test_metrics_show_the_held_horizon_and_the_tables(
     app = create_app(Settings(), store=postgres_store, clock=clock)
     async with (
         holding_the_horizon(postgres_url),
-        AsyncClient(transport=ASGITransport(app=app), base_url="http://testserver") as client,
+        AsyncClient(transport=ASGITransport(app=app), base_url="http://testserver") as client,  # type: ignore[arg-type]
     ):
         await dead_jobs(postgres_url, 5)
         # The holder began at the database's time (this machine's); ages are the server clock's, ten minutes on.
