@@ -425,8 +425,8 @@ class ScheduleStore(Protocol):
 
 class PressureStore(Protocol):
     """What the store's database is under, for operators. Tenant-less, as the worker side is: the tables and the
-    horizon are every tenant's at once, so no tenant's request reads them, only `/metrics` and the dashboard's
-    warning, for whoever runs the server."""
+    horizon are every tenant's at once, so nothing here takes a `tenant_id`; `/metrics` reads it, and the
+    dashboard's Queues page, whose warning every signed-in tenant sees (all their queues suffer it alike)."""
 
     async def store_pressure(self) -> Pressure:
         """Per table of the store its live and dead tuples and its size with indexes and TOAST, the start of the
