@@ -59,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument(
         "--access-log", choices=ACCESS_LOGS, help="log every request, only 4xx/5xx ones, or none (default errors)"
     )
+    serving.add_argument(
+        "--horizon-warning-seconds",
+        help="the dashboard warns when a backend has held the xmin horizon this long (default 300)",
+    )
 
     migrating = commands.add_parser("migrate", help="upgrade the PostgreSQL schema to the latest version")
     migrating.add_argument(

@@ -12,6 +12,7 @@ from queueflow.core.advance import AdvanceRequest
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import GrowthRequest
+from queueflow.core.pressure import Pressure
 from queueflow.core.schedule import Schedule, ScheduleFired
 from queueflow.core.types import (
     ClaimRequest,
@@ -410,5 +411,22 @@ class ScheduleStore(Protocol):
         ...
 
 
-class Store(JobStore, QueueStore, WorkflowStore, ScheduleStore, Protocol):
+# ---- what the database is under (operators: /metrics, the dashboard's warning) ------------------------------
+
+
+class PressureStore(Protocol):
+    """What the store's database is under, for operators. Tenant-less, as the worker side is: the tables and the
+    horizon are every tenant's at once, so nothing here takes a `tenant_id`; `/metrics` reads it, and the
+    dashboard's Queues page, whose warning every signed-in tenant sees (all their queues suffer it alike)."""
+
+    async def store_pressure(self) -> Pressure:
+        """Per table of the store its live and dead tuples and its size with indexes and TOAST, the start of the
+        oldest open transaction in the database and the backend with the oldest xmin (this read's own session
+        excluded), from the statistics and activity views only: it scans no table, so a scrape every 15 s costs
+        nothing a claim would notice. The database's own timestamps, no `now`: ages are `core.pressure`'s, at the
+        caller's. A store without a database answers `Pressure()`. Reads only."""
+        ...
+
+
+class Store(JobStore, QueueStore, WorkflowStore, ScheduleStore, PressureStore, Protocol):
     """Everything the engine keeps."""

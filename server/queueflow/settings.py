@@ -67,6 +67,9 @@ class Settings:
     access_log: AccessLog = "errors"
     """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
     request) or `off`."""
+    horizon_warning_seconds: float = 300.0
+    """The dashboard warns when one backend has held the database's xmin horizon this long (`core.pressure`): every
+    claim steps over the dead rows it pins."""
 
     def __post_init__(self) -> None:
         # A sequence of bare keys (what worker_keys was before keys could be scoped) still means what it meant.
@@ -126,6 +129,8 @@ class Settings:
             raise SettingsError("statement_timeout must not be negative (0 means no limit)")
         if self.statement_cache_size < 0:
             raise SettingsError("statement_cache_size must not be negative (0 turns the cache off)")
+        if self.horizon_warning_seconds <= 0:
+            raise SettingsError("horizon_warning_seconds must be positive")
         if self.access_log not in ACCESS_LOGS:
             raise SettingsError(f"access_log must be one of {', '.join(ACCESS_LOGS)}, not {self.access_log!r}")
         if self.workers < 1:
@@ -227,6 +232,7 @@ _PARSERS: dict[str, Any] = {
     "workers": _number(int),
     "statement_cache_size": _number(int),
     "statement_timeout": _number(float),
+    "horizon_warning_seconds": _number(float),
     "task_queues": parse_names,
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from httpx import ASGITransport, AsyncClient
@@ -12,6 +14,7 @@ from queueflow import __version__
 from queueflow.api import create_app
 from queueflow.clocks import TestClock
 from queueflow.core.errors import StoreUnavailable
+from queueflow.core.pressure import HorizonHolder, Pressure
 from queueflow.settings import Settings, SettingsError
 from queueflow.stores.memory import InMemoryJobStore
 
@@ -103,6 +106,50 @@ async def test_metrics_count_requests_job_outcomes_depth_and_lease_wait(client: 
         'queueflow_http_request_duration_seconds_count{method="POST",route="/v1/worker/lease",status="200"} 1.0' in text
     )
     assert 'route="/v1/worker/jobs/{job_id}/complete"' in text  # the route template, not the job id
+
+
+async def test_metrics_on_the_in_memory_store_show_no_tables_and_no_held_horizon(client: AsyncClient) -> None:
+    await enqueue(client)
+
+    text = (await client.get("/metrics")).text
+
+    assert "queueflow_table_size_bytes{" not in text
+    assert "queueflow_table_dead_tuples{" not in text
+    assert "queueflow_oldest_transaction_age_seconds 0.0" in text
+    assert "queueflow_oldest_xmin_age_seconds 0.0" in text
+    assert "queueflow_oldest_xmin_age_transactions 0.0" in text
+
+
+class SlowCounts(InMemoryJobStore):
+    """A store whose queue counts fail (as a jobs table too large to count in time would) while its pressure
+    answers: someone has held the horizon for a minute."""
+
+    def __init__(self, clock: TestClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    async def queue_overview(self, *args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("statement timeout")
+
+    async def store_pressure(self) -> Pressure:
+        holder = HorizonHolder(
+            pid=7,
+            application_name="psql",
+            state="idle in transaction",
+            xact_start=self.clock.now() - timedelta(minutes=1),
+            query_start=None,
+            age_transactions=500,
+        )
+        return Pressure(oldest_xact_start=holder.xact_start, horizon=holder)
+
+
+async def test_pressure_is_refreshed_even_when_the_depths_are_not(clock: TestClock) -> None:
+    async with client_for(create_app(SETTINGS, store=SlowCounts(clock), clock=clock)) as client:
+        text = (await client.get("/metrics")).text
+
+    assert "queueflow_oldest_xmin_age_seconds 60.0" in text
+    assert "queueflow_oldest_xmin_age_transactions 500.0" in text
+    assert "queueflow_queue_depth{" not in text
 
 
 async def test_every_app_has_its_own_metrics(clock: TestClock) -> None:

@@ -47,6 +47,13 @@ def test_the_statement_timeout_defaults_to_ten_seconds_and_zero_turns_it_off() -
     assert Settings.load({"QUEUEFLOW_STATEMENT_TIMEOUT": "0"}, statement_timeout="2.5").statement_timeout == 2.5
 
 
+def test_the_horizon_warning_defaults_to_five_minutes() -> None:
+    assert Settings.load({}).horizon_warning_seconds == 300.0
+    assert Settings.load({"QUEUEFLOW_HORIZON_WARNING_SECONDS": "60"}).horizon_warning_seconds == 60.0
+    env = {"QUEUEFLOW_HORIZON_WARNING_SECONDS": "60"}
+    assert Settings.load(env, horizon_warning_seconds="0.5").horizon_warning_seconds == 0.5
+
+
 def test_defaults_are_development_mode_on_loopback() -> None:
     settings = Settings.load({})
     assert settings.development_mode
@@ -68,6 +75,8 @@ def test_defaults_are_development_mode_on_loopback() -> None:
         {"QUEUEFLOW_STATEMENT_CACHE_SIZE": "-1"},
         {"QUEUEFLOW_STATEMENT_CACHE_SIZE": "off"},
         {"QUEUEFLOW_STATEMENT_TIMEOUT": "-1"},
+        {"QUEUEFLOW_HORIZON_WARNING_SECONDS": "0"},
+        {"QUEUEFLOW_HORIZON_WARNING_SECONDS": "soon"},
     ],
 )
 def test_bad_configuration_is_refused(env: dict[str, str]) -> None:

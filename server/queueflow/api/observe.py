@@ -7,6 +7,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from litestar.enums import ScopeType
@@ -16,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from queueflow import __version__
 from queueflow.api.auth import header
 from queueflow.core.flow import HELD_BACK_REASONS
+from queueflow.core.pressure import Pressure
 from queueflow.core.types import Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
 
@@ -83,6 +85,39 @@ class Metrics:
             ["queue", "reason"],
             registry=self.registry,
         )
+        self.table_live = Gauge(
+            "queueflow_table_live_tuples",
+            "Live rows per QueueFlow table (statistics' estimate)",
+            ["table"],
+            registry=self.registry,
+        )
+        self.table_dead = Gauge(
+            "queueflow_table_dead_tuples",
+            "Dead rows per QueueFlow table, not yet vacuumed",
+            ["table"],
+            registry=self.registry,
+        )
+        self.table_size = Gauge(
+            "queueflow_table_size_bytes",
+            "Bytes on disk per QueueFlow table, with its indexes and TOAST",
+            ["table"],
+            registry=self.registry,
+        )
+        self.oldest_transaction = Gauge(
+            "queueflow_oldest_transaction_age_seconds",
+            "Age of the oldest open transaction in the database (0: none)",
+            registry=self.registry,
+        )
+        self.oldest_xmin = Gauge(
+            "queueflow_oldest_xmin_age_seconds",
+            "How long the backend with the oldest xmin has held the vacuum horizon, since its transaction began",
+            registry=self.registry,
+        )
+        self.oldest_xmin_transactions = Gauge(
+            "queueflow_oldest_xmin_age_transactions",
+            "Transaction ids assigned since the oldest xmin: whose dead rows vacuum may not remove",
+            registry=self.registry,
+        )
         self.lease_waiters = Gauge(
             "queueflow_lease_waiters", "Long-polling lease requests parked in this process", registry=self.registry
         )
@@ -143,6 +178,18 @@ class Metrics:
         for queue_name in {queue for queue, _ in held}:
             for reason in HELD_BACK_REASONS:
                 self.held_back.labels(queue_name, reason).set(held.get((queue_name, reason), 0))
+
+    def set_pressure(self, pressure: Pressure, now: datetime) -> None:
+        """Replace the table gauges with `pressure`'s tables, and the horizon's with its ages at `now`."""
+        for gauge in (self.table_live, self.table_dead, self.table_size):
+            gauge.clear()
+        for table in pressure.tables:
+            self.table_live.labels(table.table).set(table.live_tuples)
+            self.table_dead.labels(table.table).set(table.dead_tuples)
+            self.table_size.labels(table.table).set(table.size_bytes)
+        self.oldest_transaction.set(pressure.oldest_transaction_age(now))
+        self.oldest_xmin.set(pressure.horizon_age(now))
+        self.oldest_xmin_transactions.set(pressure.horizon.age_transactions if pressure.horizon else 0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

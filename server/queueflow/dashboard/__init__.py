@@ -10,6 +10,8 @@ their `services`.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from litestar import Router, get
 from litestar.config.app import AppConfig
 from litestar.di import Provide
@@ -69,7 +71,9 @@ class DashboardPlugin(InitPluginProtocol):
 
     def __init__(self, engine: Engine, settings: Settings, clock: Clock, keys: Keys, *, default_tenant: str) -> None:
         self.engine = engine
-        self.dashboard = Dashboard(Signer(settings), keys, clock, default_tenant)
+        self.dashboard = Dashboard(
+            Signer(settings), keys, clock, default_tenant, timedelta(seconds=settings.horizon_warning_seconds)
+        )
 
     def on_app_init(self, app_config: AppConfig) -> AppConfig:
         pages = Router(

@@ -18,6 +18,7 @@ from litestar.response import Redirect, Template
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.types import CANCELLABLE, RETRIABLE, JobFilter, JobStatus, QueueMinute
 from queueflow.dashboard.charts import throughput_chart
+from queueflow.dashboard.horizon import horizon_warning
 from queueflow.dashboard.session import Flash
 from queueflow.dashboard.web import UI, redirect, render, safe_next, tenant_of
 from queueflow.engine import Engine
@@ -29,7 +30,8 @@ REFRESH_SECONDS = 5
 
 @get(["/", "/queues"], name="dashboard-queues")
 async def queues_page(request: HTMXRequest, engine: NamedDependency[Engine]) -> Template:
-    """Every queue's counts and last hour; an HTMX request (the page's own refresh) gets only the table."""
+    """Every queue's counts and last hour, and a warning while the xmin horizon is held too long; an HTMX request
+    (the page's own refresh) gets only the table and the warning."""
     tenant = tenant_of(request)
     stats = await engine.queue_stats(tenant)
     by_queue: dict[str, list[QueueMinute]] = defaultdict(list)
@@ -45,7 +47,7 @@ async def queues_page(request: HTMXRequest, engine: NamedDependency[Engine]) -> 
         }
         for queue in stats
     ]
-    context = {"queues": queues, "refresh_seconds": REFRESH_SECONDS}
+    context = {"queues": queues, "refresh_seconds": REFRESH_SECONDS, **await horizon_warning(request, engine)}
     return render(request, "_queues.html" if request.htmx else "queues.html", context)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
@@ -55,6 +56,8 @@ class Dashboard:
     clock: Clock
     default_tenant: str
     """Who every request is in development mode."""
+    horizon_warning: timedelta = timedelta(seconds=300)
+    """How long one backend may hold the xmin horizon before the Queues page warns (`--horizon-warning-seconds`)."""
 
     @property
     def development_mode(self) -> bool:

@@ -18,6 +18,7 @@ from queueflow.core.flow import QueueSettingsPatch
 from queueflow.core.ids import new_ids
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
+from queueflow.core.pressure import Pressure
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
 from queueflow.core.types import (
     JSON,
@@ -389,6 +390,11 @@ class Engine(WorkflowFacade):
     async def ping(self) -> None:
         """Return when the store answers (readiness); raises `StoreUnavailable` when it does not."""
         await self.store.ping()
+
+    async def pressure(self) -> Pressure:
+        """What the database is under, every tenant's at once (for /metrics and the dashboard's warning): its
+        tables' tuples and sizes, its oldest transaction, and who holds the xmin horizon (`core.pressure`)."""
+        return await self.store.store_pressure()
 
     # ---- maintenance --------------------------------------------------------------------------------
 
