@@ -43,6 +43,11 @@ from queueflow.stores.memory.state import Tables
 
 class MemoryWorkflows(Tables):
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
+        return self._insert_workflow(workflow, jobs)
+
+    def _insert_workflow(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
+        """`workflow_insert` as one step of a larger change (a parent's step, an event's triggers): it validates
+        before it writes, so a caller that checks everything first changes nothing when it fails."""
         # Checked before the key is looked up, as PostgreSQL's store does: a known key does not make an
         # unstorable workflow acceptable.
         if errors := workflow_storage_errors(workflow):

@@ -11,7 +11,7 @@ of it. Results stay on the step rows; a workflow's context, and a new step job's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -78,38 +78,9 @@ from queueflow.stores.postgres.workflow_sql import (
 
 class PostgresWorkflows(Pooled):
     async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
-        if errors := workflow_storage_errors(workflow) + job_storage_errors(jobs):
-            raise ValidationError.of(errors)
-        start = counters(workflow.steps)
         with self._announcing() as announce:
             async with self._connection() as db, db.transaction():
-                inserted = await db.fetchval(
-                    WORKFLOW_INSERT,
-                    workflow.id,
-                    workflow.tenant_id,
-                    workflow.name,
-                    workflow.status.value,
-                    json_text(workflow.context, ("context",)),
-                    workflow.idempotency_key,
-                    workflow.created_at,
-                    None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
-                    start.unfinished,
-                    start.partial,
-                    len(workflow.steps),
-                )
-                if inserted is None:
-                    # The key's first create won (a concurrent one's insert waited for it to commit): return that.
-                    row = await db.fetchrow(WORKFLOW_BY_KEY, workflow.tenant_id, workflow.idempotency_key)
-                    if row is None:
-                        raise StoreUnavailable("a workflow with a repeated idempotency key vanished during the insert")
-                    (existing,) = await _with_steps(db, [row])
-                    return existing, False
-                await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
-                if jobs:
-                    statement, values = job_insert(jobs)
-                    await db.execute(statement, *values)
-                    announce(job.queue_name for job in jobs)
-        return workflow, True
+                return await insert_workflow(db, workflow, jobs, announce)
 
     async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
@@ -422,3 +393,41 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.added_by for step in steps],
         [None if step.added_as is None else json_text(step.added_as, ("steps", step.idx)) for step in steps],
     ]
+
+
+async def insert_workflow(
+    db: Db, workflow: Workflow, jobs: Sequence[Job], announce: Callable[[Iterable[str]], None]
+) -> tuple[Workflow, bool]:
+    """`WorkflowStore.workflow_insert` inside the caller's transaction `db`, so that whatever creates workflows as
+    part of something larger (a parent's step, an event's triggers) creates them atomically with it; `announce`
+    takes the queues of the jobs it inserts."""
+    if errors := workflow_storage_errors(workflow) + job_storage_errors(jobs):
+        raise ValidationError.of(errors)
+    start = counters(workflow.steps)
+    inserted = await db.fetchval(
+        WORKFLOW_INSERT,
+        workflow.id,
+        workflow.tenant_id,
+        workflow.name,
+        workflow.status.value,
+        json_text(workflow.context, ("context",)),
+        workflow.idempotency_key,
+        workflow.created_at,
+        None if workflow.trace_context is None else json_text(workflow.trace_context, ("trace_context",)),
+        start.unfinished,
+        start.partial,
+        len(workflow.steps),
+    )
+    if inserted is None:
+        # The key's first create won (a concurrent one's insert waited for it to commit): return that.
+        row = await db.fetchrow(WORKFLOW_BY_KEY, workflow.tenant_id, workflow.idempotency_key)
+        if row is None:
+            raise StoreUnavailable("a workflow with a repeated idempotency key vanished during the insert")
+        (existing,) = await _with_steps(db, [row])
+        return existing, False
+    await db.execute(STEPS_INSERT, workflow.id, *_step_columns(workflow.steps))
+    if jobs:
+        statement, values = job_insert(jobs)
+        await db.execute(statement, *values)
+        announce(job.queue_name for job in jobs)
+    return workflow, True
