@@ -117,7 +117,8 @@ def server_venv() -> Path:
 
 def sdk_venv() -> Path:
     """A virtualenv holding today's server (this checkout, editable, with its test dependencies) and the previous
-    release's Python SDKs: its `bin/`."""
+    release's Python SDKs, with the test tools its own suite asked for (its `dev` extra: a tool today's tree has
+    dropped, as openapi-python-client and the pydantic it brought, is still there for that suite): its `bin/`."""
     source = tree()
     target = previous().home / "sdk-venv"
     with _building("sdk-venv") as building:
@@ -128,5 +129,12 @@ def sdk_venv() -> Path:
                 f"{ROOT}[dev]",
                 str(source / "sdks" / "worker"),
                 str(source / "sdks" / "python"),
+                *_dev_extra(source),
             )
     return target / "bin"
+
+
+def _dev_extra(source: Path) -> list[str]:
+    """The requirements of the `dev` extra of the tree at `source` (its server's pyproject.toml)."""
+    project = tomllib.loads((source / "pyproject.toml").read_text())["project"]
+    return list(project.get("optional-dependencies", {}).get("dev", []))
