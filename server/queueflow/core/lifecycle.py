@@ -25,7 +25,9 @@ from queueflow.core.types import Job, JobStatus, NewJob
 def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *, job_id: str | None = None) -> Job:
     """∅ → pending: the row a validated `job` is inserted as, due at its `run_at` or after its delay, with the id
     `job_id` (one of a batch's `new_ids`), or a new one."""
-    if job.run_at is not None:
+    if job.unique is not None and job.unique.debounce_seconds is not None:
+        scheduled_at = now + timedelta(seconds=job.unique.debounce_seconds)  # run_at and a delay are not allowed
+    elif job.run_at is not None:
         scheduled_at = job.run_at.astimezone(now.tzinfo)
     elif job.delay_seconds:
         scheduled_at = now + timedelta(seconds=job.delay_seconds)
@@ -46,6 +48,7 @@ def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *
         metadata=job.metadata,
         idempotency_key=job.idempotency_key,
         concurrency_key=job.concurrency_key,
+        unique_key=job.unique.key if job.unique is not None else None,
         created_at=now,
         trace_context=job.trace_context,
     )

@@ -99,7 +99,15 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
         errors += text_errors(job.idempotency_key, (*loc, "idempotency_key"), max_len=255)
     if job.concurrency_key is not None:
         errors += text_errors(job.concurrency_key, (*loc, "concurrency_key"), max_len=200)
+    if job.unique is not None:
+        errors += _unique_errors(job, loc)
     return errors
+
+
+def _unique_errors(job: NewJob, loc: Loc) -> list[FieldError]:
+    from queueflow.core.unique import unique_errors  # core.unique builds on this module's checks
+
+    return unique_errors(job, loc)
 
 
 def _in_utc_range(moment: datetime) -> bool:
@@ -148,6 +156,7 @@ def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
         or object_errors(job.metadata, ())
         or (job.idempotency_key is not None and text_errors(job.idempotency_key, (), max_len=255))
         or (job.concurrency_key is not None and text_errors(job.concurrency_key, (), max_len=200))
+        or (job.unique is not None and _unique_errors(job, ()))
         for job in jobs
     )
 

@@ -1,0 +1,186 @@
+"""Unique jobs and debounce (API.md, "Unique jobs"): the rule's checks and what an enqueue that meets its key's job
+does. Pure: a store locks the keys, reads each item's existing job under the lock and records what `resolve`
+decided.
+
+A rule is a check at enqueue time, not a constraint on the rows: "the existing job" is the newest job of the tenant
+with the key that is in one of the rule's `states` now, or, with `period_seconds`, whose `created_at` falls in the
+window `now` falls in. So `states: ["completed"]` means "not if this key's job has completed", and nothing stops two
+jobs that were each enqueued alone from both completing later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from msgspec.structs import replace
+
+from queueflow.core.errors import Conflict, FieldError
+from queueflow.core.types import CLAIMABLE, Job, JobStatus, NewJob, OnConflict, UniqueRule
+from queueflow.core.types import UniqueOutcome as Outcome
+from queueflow.core.validation import int_errors, number_errors, text_errors
+
+DEFAULT_STATES = (JobStatus.PENDING, JobStatus.RETRYING, JobStatus.RUNNING)
+MAX_PERIOD_SECONDS = 31_536_000
+MAX_DEBOUNCE_SECONDS = 86_400.0
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    job: Job
+    """The new row to insert (CREATED), the existing job as it is (SKIPPED) or as it is to be written (REPLACED)."""
+    outcome: Outcome
+
+
+class Duplicate(Conflict):
+    """An item whose `on_conflict` is `error` met its key's job (409 `duplicate`)."""
+
+    def __init__(self, existing_job_id: str, index: int | None = None) -> None:
+        where = "" if index is None else f"jobs.{index}: "
+        super().__init__(f"{where}a job with this unique key exists: {existing_job_id}")
+        self.existing_job_id = existing_job_id
+        self.index = index
+
+
+def states_of(rule: UniqueRule) -> frozenset[JobStatus] | None:
+    """The statuses an existing job is looked for in; None for a period rule (any status)."""
+    if rule.period_seconds is not None:
+        return None
+    return frozenset(DEFAULT_STATES if rule.states is None else rule.states)
+
+
+def window(rule: UniqueRule, now: datetime) -> tuple[datetime, datetime] | None:
+    """The period window `now` falls in, [start, end) (`floor(epoch seconds / period_seconds)`); None without one."""
+    if rule.period_seconds is None:
+        return None
+    period = rule.period_seconds
+    number = math.floor((now - _EPOCH).total_seconds() / period)
+    start = _EPOCH + timedelta(seconds=number * period)
+    return start.astimezone(now.tzinfo), (start + timedelta(seconds=period)).astimezone(now.tzinfo)
+
+
+def matches(rule: UniqueRule, job: Job, now: datetime) -> bool:
+    """Whether `job` is one the rule counts: its tenant's job with the key, in the states or in `now`'s window."""
+    if job.unique_key != rule.key:
+        return False
+    bounds = window(rule, now)
+    if bounds is not None:
+        return bounds[0] <= job.created_at < bounds[1]
+    return job.status in states_of(rule)  # type: ignore[operator]  # not None without a period
+
+
+def debounce_cap(rule: UniqueRule) -> float:
+    """How long after its `created_at` a debounced job may be put off at most."""
+    if rule.debounce_max_seconds is not None:
+        return rule.debounce_max_seconds
+    return min(10 * (rule.debounce_seconds or 0.0), MAX_DEBOUNCE_SECONDS)
+
+
+def decide(rule: UniqueRule, row: Job, existing: Job | None, *, index: int | None = None) -> Decision:
+    """What an enqueue of `row` under `rule` does, given the key's existing job (read under the key's lock)."""
+    if existing is None:
+        return Decision(row, Outcome.CREATED)
+    if rule.on_conflict is OnConflict.ERROR:
+        raise Duplicate(existing.id, index)
+    if rule.on_conflict is OnConflict.SKIP or existing.status not in CLAIMABLE:
+        return Decision(existing, Outcome.SKIPPED)
+    scheduled_at = row.scheduled_at  # its run_at / delay, else now; with debounce now + debounce_seconds
+    if rule.debounce_seconds is not None:
+        scheduled_at = min(scheduled_at, existing.created_at + timedelta(seconds=debounce_cap(rule)))
+    replaced = replace(
+        existing, payload=row.payload, priority=row.priority, metadata=row.metadata, scheduled_at=scheduled_at
+    )
+    return Decision(replaced, Outcome.REPLACED)
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One item of a batch that carries a rule: its row, its position, and the key's existing job as the store read
+    it under the lock (the newest job of the tenant and key the rule counts), before any of the batch was written."""
+
+    row: Job
+    rule: UniqueRule
+    found: Job | None
+    index: int | None = None
+    """Its position in the batch (for the 409's `index`); None for a single enqueue."""
+
+
+def resolve(asks: Sequence[Ask]) -> list[Decision]:
+    """Each item's decision, in the batch's order: a later item of a key meets what an earlier one made of it (the
+    job it created or replaced), as it would had it come in its own request just after. Raises `Duplicate` for the
+    first item whose `on_conflict` is `error` and that meets a job: the whole batch fails. An item's now is its
+    row's `created_at` (the enqueue's)."""
+    written: dict[tuple[str, str], dict[str, Job]] = {}  # per (tenant, key): the batch's new and replaced jobs by id
+    decisions: list[Decision] = []
+    for ask in asks:
+        mine = written.setdefault((ask.row.tenant_id, ask.rule.key), {})
+        candidates = [job for job in mine.values() if matches(ask.rule, job, ask.row.created_at)]
+        if ask.found is not None and ask.found.id not in mine:
+            candidates.append(ask.found)
+        existing = max(candidates, key=lambda job: (job.created_at, job.id), default=None)
+        decision = decide(ask.rule, ask.row, existing, index=ask.index)
+        if decision.outcome is not Outcome.SKIPPED:
+            mine[decision.job.id] = decision.job
+        decisions.append(decision)
+    return decisions
+
+
+def rule_mismatch_errors(jobs: Sequence[Job], rules: Sequence[UniqueRule | None] | None) -> list[FieldError]:
+    """What a store refuses of the rules it is given with a batch: one per row, each with its row's `unique_key`."""
+    if rules is None:
+        return []
+    if len(rules) != len(jobs):
+        return [FieldError(("jobs",), "must have one unique rule (or None) per job")]
+    return [
+        FieldError(("jobs", index, "unique_key"), "must be its rule's key")
+        for index, (job, rule) in enumerate(zip(jobs, rules, strict=True))
+        if rule is not None and job.unique_key != rule.key
+    ]
+
+
+def unique_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
+    """Every 400 of the section for `job.unique` (and what debounce forbids beside it)."""
+    rule = job.unique
+    if rule is None:
+        return []
+    at: Loc = (*loc, "unique")
+    errors = text_errors(rule.key, (*at, "key"), max_len=255)
+    if rule.states is not None:
+        if rule.period_seconds is not None:
+            errors.append(FieldError((*at, "states"), "cannot be combined with period_seconds"))
+        elif not rule.states:
+            errors.append(FieldError((*at, "states"), "must name at least one status"))
+        for i, state in enumerate(rule.states):
+            if not isinstance(state, JobStatus):
+                errors.append(FieldError((*at, "states", i), "must be a job status"))
+    if rule.period_seconds is not None:
+        errors += int_errors(rule.period_seconds, (*at, "period_seconds"), 1, MAX_PERIOD_SECONDS)
+    if not isinstance(rule.on_conflict, OnConflict):
+        errors.append(FieldError((*at, "on_conflict"), "must be one of skip, replace, error"))
+    if rule.debounce_seconds is not None:
+        errors += _debounce_errors(job, rule, rule.debounce_seconds, at, loc)
+    elif rule.debounce_max_seconds is not None:
+        errors.append(FieldError((*at, "debounce_max_seconds"), "requires debounce_seconds"))
+    return errors
+
+
+def _debounce_errors(job: NewJob, rule: UniqueRule, seconds: float, at: Loc, loc: Loc) -> list[FieldError]:
+    errors = number_errors(seconds, (*at, "debounce_seconds"), 0.001, MAX_DEBOUNCE_SECONDS)
+    if rule.on_conflict is not OnConflict.REPLACE:
+        errors.append(FieldError((*at, "debounce_seconds"), 'requires on_conflict "replace"'))
+    if rule.period_seconds is not None or (rule.states is not None and set(rule.states) != set(DEFAULT_STATES)):
+        errors.append(FieldError((*at, "debounce_seconds"), "requires the default states"))
+    if job.run_at is not None:
+        errors.append(FieldError((*loc, "run_at"), "cannot be combined with unique.debounce_seconds"))
+    if job.delay_seconds is not None:
+        errors.append(FieldError((*loc, "delay_seconds"), "cannot be combined with unique.debounce_seconds"))
+    if rule.debounce_max_seconds is not None:
+        # At least debounce_seconds when that is a number in range (its own error says so otherwise).
+        low = seconds if not number_errors(seconds, (), 0.001, MAX_DEBOUNCE_SECONDS) else 0.001
+        errors += number_errors(rule.debounce_max_seconds, (*at, "debounce_max_seconds"), low, MAX_DEBOUNCE_SECONDS)
+    return errors
