@@ -1,4 +1,4 @@
-"""`unique` on POST /v1/jobs and per batch item (API.md, "Unique jobs"): 201 for a new job, 200 with
+"""`unique` on POST /v1/jobs and per batch item (README.md, "Unique jobs and debounce"): 201 for a new job, 200 with
 `QueueFlow-Unique: skipped | replaced`, 409 `duplicate` with `existing_job_id` (and `index`), the 400s, Job's
 `unique_key`, `GET /v1/jobs?unique_key=` and the metrics."""
 

@@ -1,6 +1,6 @@
-"""Unique jobs on PostgreSQL (API.md, "Unique jobs"): `queueflow.enqueue(... unique_rule => ...)` as the HTTP route
-decides, and exactness under concurrency — 50 enqueues of one key at once, over HTTP (single and batch) and SQL
-together, from 20 database sessions, leave exactly the jobs the rule allows.
+"""Unique jobs on PostgreSQL (README.md, "Unique jobs and debounce"): `queueflow.enqueue(... unique_rule => ...)`
+as the HTTP route decides, and exactness under concurrency — 50 enqueues of one key at once, over HTTP (single and
+batch) and SQL together, from 20 database sessions, leave exactly the jobs the rule allows.
 
 How this was checked to fail without the mechanism: with the key lock taken out (stores/postgres/unique.py's
 LOCK_KEYS made a no-op, and the function's `INSERT INTO queueflow.unique_keys` removed), the concurrency tests

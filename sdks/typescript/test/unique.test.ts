@@ -1,5 +1,5 @@
 /**
- * `unique` on an enqueue (API.md, "Unique jobs"): sent as given, one item's rule of a batch too; a 409 `duplicate`
+ * `unique` on an enqueue (README.md, "Unique jobs and debounce"): sent as given, one item's rule of a batch too; a 409 `duplicate`
  * is a `DuplicateError` with the existing job's id (and, in a batch, the item's index); the list filters by key.
  * No server needed: a fake `fetch` records what would have been sent and answers as the server would.
  */

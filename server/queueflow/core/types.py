@@ -77,7 +77,7 @@ def backoff_policy(strategy: str, base_seconds: float, max_seconds: float, jitte
 
 
 class OnConflict(StrEnum):
-    """What an enqueue with `unique` does when its key already has a job (API.md, "Unique jobs")."""
+    """What an enqueue with `unique` does when its key already has a job (README.md, "Unique jobs and debounce")."""
 
     SKIP = "skip"
     REPLACE = "replace"

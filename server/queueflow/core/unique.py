@@ -1,6 +1,6 @@
-"""Unique jobs and debounce (API.md, "Unique jobs"): the rule's checks and what an enqueue that meets its key's job
-does. Pure: a store locks the keys, reads each item's existing job under the lock and records what `resolve`
-decided.
+"""Unique jobs and debounce (README.md, "Unique jobs and debounce"): the rule's checks and what an enqueue that
+meets its key's job does. Pure: a store locks the keys, reads each item's existing job under the lock and records
+what `resolve` decided.
 
 A rule is a check at enqueue time, not a constraint on the rows: "the existing job" is the newest job of the tenant
 with the key that is in one of the rule's `states` now, or, with `period_seconds`, whose `created_at` falls in the

@@ -1,5 +1,6 @@
-"""Unique jobs and debounce (API.md, "Unique jobs") through the Engine, on every store: each rule, each kind of
-`states` subset, period windows and debounce on the test clock, a batch's order, and the idempotency key first."""
+"""Unique jobs and debounce (README.md, "Unique jobs and debounce") through the Engine, on every store: each rule,
+each kind of `states` subset, period windows and debounce on the test clock, a batch's order, and the idempotency
+key first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unique jobs and debounce (API.md, "Unique jobs"; issue 43).
+"""Unique jobs and debounce (README.md, "Unique jobs and debounce"; issue 43).
 
 `jobs.unique_key`: the key of the `unique` rule a job was enqueued with (NULL for the others), read by a later
 enqueue's rule and by `GET /v1/jobs?unique_key=` through `idx_jobs_unique_key` (tenant, key, newest first).
