@@ -57,7 +57,7 @@ BUILT = {
     "0008": "d193ca9a8554891fc22c9af9ea9f4bbf859e2edc8346e725e8dedfea2480e3d2",
     "0009": "2d71a27a85b4d22e04b7548e9bc6d50f57f43eef10c0a2a18535816b71ef240b",
     "0010": "0b574b3ff3fc52a6d95ea14e2469fb1745441debf3f562d48a7b12fab0bb3ee7",
-    "0011": "559c7e2cf99c6254b0a87e9393624324c14cecc704abb1eeccb7f3293494bb31",
+    "0011": "4e086093b11b272b023efdc7ee4c2191ba283698e89feed95a897c80a453e684",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.

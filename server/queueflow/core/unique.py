@@ -118,11 +118,16 @@ def resolve(asks: Sequence[Ask]) -> list[Decision]:
     written: dict[tuple[str, str], dict[str, Job]] = {}  # per (tenant, key): the batch's new and replaced jobs by id
     decisions: list[Decision] = []
     for ask in asks:
-        mine = written.setdefault((ask.row.tenant_id, ask.rule.key), {})
-        candidates = [job for job in mine.values() if matches(ask.rule, job, ask.row.created_at)]
-        if ask.found is not None and ask.found.id not in mine:
-            candidates.append(ask.found)
-        existing = max(candidates, key=lambda job: (job.created_at, job.id), default=None)
+        key = (ask.row.tenant_id, ask.rule.key)
+        mine = written.get(key)
+        if mine is None:  # the key's first item: what the store read is all there is
+            mine = written[key] = {}
+            existing = ask.found
+        else:
+            candidates = [job for job in mine.values() if matches(ask.rule, job, ask.row.created_at)]
+            if ask.found is not None and ask.found.id not in mine:
+                candidates.append(ask.found)
+            existing = max(candidates, key=lambda job: (job.created_at, job.id), default=None)
         decision = decide(ask.rule, ask.row, existing, index=ask.index)
         if decision.outcome is not Outcome.SKIPPED:
             mine[decision.job.id] = decision.job

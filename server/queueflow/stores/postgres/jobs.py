@@ -164,7 +164,7 @@ class PostgresJobs(Pooled):
             ("status", where.status.value if where.status is not None else None),
             ("task_name", where.task_name),
             ("workflow_id", where.workflow_id),
-            ("unique_key", where.unique_key),  # idx_jobs_unique_key, newest first
+            ("unique_key", where.unique_key),  # idx_jobs_unique_key
         ):
             if value is not None:
                 args.append(value)

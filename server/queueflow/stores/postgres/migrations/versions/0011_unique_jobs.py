@@ -1,7 +1,9 @@
 """Unique jobs and debounce (README.md, "Unique jobs and debounce"; issue 43).
 
 `jobs.unique_key`: the key of the `unique` rule a job was enqueued with (NULL for the others), read by a later
-enqueue's rule and by `GET /v1/jobs?unique_key=` through `idx_jobs_unique_key` (tenant, key, newest first).
+enqueue's rule and by `GET /v1/jobs?unique_key=` through `idx_jobs_unique_key` (tenant, key: a key holds few jobs,
+sorted newest first after the probe; with created_at and id in it too, the index cost a 1,000-job insert a third
+more).
 
 `unique_keys`: one row per (tenant, key) ever enqueued with a rule. The row is the lock: an enqueue with `unique`
 upserts its keys' rows (in key order, so two batches never deadlock), then reads each key's existing job in a
@@ -304,23 +306,24 @@ BEGIN
         -- so they run one at a time. The lookup is a statement of its own, so its snapshot is taken after the lock.
         INSERT INTO queueflow.unique_keys AS k (tenant_id, key) VALUES (enqueue.tenant_id, rule_key)
             ON CONFLICT (tenant_id, key) DO UPDATE SET key = excluded.key;
+        -- EXECUTE: planned for the table as it is at each call (as the HTTP route's lookup, CUSTOM_PLANS): a cached
+        -- generic plan made while the table was nearly empty scanned it whole once it had grown.
         IF period IS NOT NULL THEN
             since := to_timestamp(floor(extract(epoch FROM created) / period) * period);
-            SELECT j.id, j.status, j.created_at INTO existing FROM queueflow.jobs AS j
-             WHERE j.tenant_id = enqueue.tenant_id AND j.unique_key = rule_key AND j.unique_key IS NOT NULL
-               AND j.created_at >= since AND j.created_at < since + make_interval(secs => period)
-             ORDER BY j.created_at DESC, j.id DESC LIMIT 1;
-        ELSIF on_conflict = 'replace' THEN
-            -- Locked, so no claim takes it while it is rewritten (claims skip locked rows).
-            SELECT j.id, j.status, j.created_at INTO existing FROM queueflow.jobs AS j
-             WHERE j.tenant_id = enqueue.tenant_id AND j.unique_key = rule_key AND j.unique_key IS NOT NULL
-               AND j.status = ANY (coalesce(states, live))
-             ORDER BY j.created_at DESC, j.id DESC LIMIT 1 FOR UPDATE;
+            EXECUTE 'SELECT j.id, j.status, j.created_at FROM queueflow.jobs AS j
+                      WHERE j.tenant_id = $1 AND j.unique_key = $2 AND j.unique_key IS NOT NULL
+                        AND j.created_at >= $3 AND j.created_at < $3 + make_interval(secs => $4)
+                      ORDER BY j.created_at DESC, j.id DESC LIMIT 1'
+               INTO existing USING enqueue.tenant_id, rule_key, since, period::double precision;
         ELSE
-            SELECT j.id, j.status, j.created_at INTO existing FROM queueflow.jobs AS j
-             WHERE j.tenant_id = enqueue.tenant_id AND j.unique_key = rule_key AND j.unique_key IS NOT NULL
-               AND j.status = ANY (coalesce(states, live))
-             ORDER BY j.created_at DESC, j.id DESC LIMIT 1;
+            -- A job `replace` may rewrite is locked as it is read, so no claim takes it meanwhile (claims skip
+            -- locked rows).
+            EXECUTE 'SELECT j.id, j.status, j.created_at FROM queueflow.jobs AS j
+                      WHERE j.tenant_id = $1 AND j.unique_key = $2 AND j.unique_key IS NOT NULL
+                        AND j.status = ANY ($3)
+                      ORDER BY j.created_at DESC, j.id DESC LIMIT 1'
+                    || CASE WHEN on_conflict = 'replace' THEN ' FOR UPDATE' ELSE '' END
+               INTO existing USING enqueue.tenant_id, rule_key, coalesce(states, live);
         END IF;
         IF existing.id IS NOT NULL THEN
             IF on_conflict = 'error' THEN
@@ -550,8 +553,7 @@ $fn$
 UPGRADE = [
     "ALTER TABLE queueflow.jobs ADD COLUMN unique_key text",
     """
-    CREATE INDEX idx_jobs_unique_key ON queueflow.jobs (tenant_id, unique_key, created_at DESC, id DESC)
-        WHERE unique_key IS NOT NULL
+    CREATE INDEX idx_jobs_unique_key ON queueflow.jobs (tenant_id, unique_key) WHERE unique_key IS NOT NULL
     """,
     """
     CREATE TABLE queueflow.unique_keys (
