@@ -86,11 +86,11 @@ class OnConflict(StrEnum):
 
 class UniqueRule(msgspec.Struct, frozen=True, kw_only=True):
     """At most one job per tenant and `key` in `states`, or per `period_seconds` window of `created_at`.
-    Validated by `core.unique.unique_errors`; decided by `core.unique.resolve`."""
+    Validated by `core.validation.unique_errors`; decided by `core.unique.resolve`."""
 
     key: str
     states: tuple[JobStatus, ...] | None = None
-    """None: the default (`core.unique.DEFAULT_STATES`), unless `period_seconds` is set."""
+    """None: the default (`core.validation.DEFAULT_UNIQUE_STATES`), unless `period_seconds` is set."""
     period_seconds: int | None = None
     on_conflict: OnConflict = OnConflict.SKIP
     debounce_seconds: float | None = None

@@ -1,6 +1,6 @@
-"""Unique jobs and debounce (README.md, "Unique jobs and debounce"): the rule's checks and what an enqueue that
-meets its key's job does. Pure: a store locks the keys, reads each item's existing job under the lock and records
-what `resolve` decided.
+"""Unique jobs and debounce (README.md, "Unique jobs and debounce"): what an enqueue that meets its key's job does
+(the rule's input checks are `core.validation.unique_errors`, with the API's other rules). Pure: a store locks the
+keys, reads each item's existing job under the lock and records what `resolve` decided.
 
 A rule is a check at enqueue time, not a constraint on the rows: "the existing job" is the newest job of the tenant
 with the key that is in one of the rule's `states` now, or, with `period_seconds`, whose `created_at` falls in the
@@ -18,13 +18,11 @@ from datetime import UTC, datetime, timedelta
 from msgspec.structs import replace
 
 from queueflow.core.errors import Conflict, FieldError
-from queueflow.core.types import CLAIMABLE, Job, JobStatus, NewJob, OnConflict, UniqueRule
+from queueflow.core.types import CLAIMABLE, Job, JobStatus, OnConflict, UniqueRule
 from queueflow.core.types import UniqueOutcome as Outcome
-from queueflow.core.validation import int_errors, number_errors, text_errors
+from queueflow.core.validation import DEFAULT_UNIQUE_STATES as DEFAULT_STATES
+from queueflow.core.validation import MAX_DEBOUNCE_SECONDS
 
-DEFAULT_STATES = (JobStatus.PENDING, JobStatus.RETRYING, JobStatus.RUNNING)
-MAX_PERIOD_SECONDS = 31_536_000
-MAX_DEBOUNCE_SECONDS = 86_400.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Loc = tuple[str | int, ...]
@@ -146,46 +144,3 @@ def rule_mismatch_errors(jobs: Sequence[Job], rules: Sequence[UniqueRule | None]
         for index, (job, rule) in enumerate(zip(jobs, rules, strict=True))
         if rule is not None and job.unique_key != rule.key
     ]
-
-
-def unique_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
-    """Every 400 of the section for `job.unique` (and what debounce forbids beside it)."""
-    rule = job.unique
-    if rule is None:
-        return []
-    at: Loc = (*loc, "unique")
-    errors = text_errors(rule.key, (*at, "key"), max_len=255)
-    if rule.states is not None:
-        if rule.period_seconds is not None:
-            errors.append(FieldError((*at, "states"), "cannot be combined with period_seconds"))
-        elif not rule.states:
-            errors.append(FieldError((*at, "states"), "must name at least one status"))
-        for i, state in enumerate(rule.states):
-            if not isinstance(state, JobStatus):
-                errors.append(FieldError((*at, "states", i), "must be a job status"))
-    if rule.period_seconds is not None:
-        errors += int_errors(rule.period_seconds, (*at, "period_seconds"), 1, MAX_PERIOD_SECONDS)
-    if not isinstance(rule.on_conflict, OnConflict):
-        errors.append(FieldError((*at, "on_conflict"), "must be one of skip, replace, error"))
-    if rule.debounce_seconds is not None:
-        errors += _debounce_errors(job, rule, rule.debounce_seconds, at, loc)
-    elif rule.debounce_max_seconds is not None:
-        errors.append(FieldError((*at, "debounce_max_seconds"), "requires debounce_seconds"))
-    return errors
-
-
-def _debounce_errors(job: NewJob, rule: UniqueRule, seconds: float, at: Loc, loc: Loc) -> list[FieldError]:
-    errors = number_errors(seconds, (*at, "debounce_seconds"), 0.001, MAX_DEBOUNCE_SECONDS)
-    if rule.on_conflict is not OnConflict.REPLACE:
-        errors.append(FieldError((*at, "debounce_seconds"), 'requires on_conflict "replace"'))
-    if rule.period_seconds is not None or (rule.states is not None and set(rule.states) != set(DEFAULT_STATES)):
-        errors.append(FieldError((*at, "debounce_seconds"), "requires the default states"))
-    if job.run_at is not None:
-        errors.append(FieldError((*loc, "run_at"), "cannot be combined with unique.debounce_seconds"))
-    if job.delay_seconds is not None:
-        errors.append(FieldError((*loc, "delay_seconds"), "cannot be combined with unique.debounce_seconds"))
-    if rule.debounce_max_seconds is not None:
-        # At least debounce_seconds when that is a number in range (its own error says so otherwise).
-        low = seconds if not number_errors(seconds, (), 0.001, MAX_DEBOUNCE_SECONDS) else 0.001
-        errors += number_errors(rule.debounce_max_seconds, (*at, "debounce_max_seconds"), low, MAX_DEBOUNCE_SECONDS)
-    return errors

@@ -24,7 +24,7 @@ from queueflow.api.schemas.common import (
     TimeoutSeconds,
 )
 from queueflow.core import types as domain
-from queueflow.core import unique, validation
+from queueflow.core import validation
 
 
 class Backoff(RequestBody):
@@ -87,11 +87,11 @@ class Unique(RequestBody):
     key: Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
     states: Annotated[list[JobStatusName], Meta(min_length=1, max_length=6)] | None = None
     """Default ["pending", "retrying", "running"]; not with `period_seconds`."""
-    period_seconds: Annotated[int, Meta(ge=1, le=unique.MAX_PERIOD_SECONDS)] | None = None
+    period_seconds: Annotated[int, Meta(ge=1, le=validation.MAX_PERIOD_SECONDS)] | None = None
     on_conflict: Literal["skip", "replace", "error"] = "skip"
-    debounce_seconds: Annotated[float, Meta(ge=0.001, le=unique.MAX_DEBOUNCE_SECONDS)] | None = None
+    debounce_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DEBOUNCE_SECONDS)] | None = None
     """Only with on_conflict "replace" and the default states; not with run_at or delay_seconds."""
-    debounce_max_seconds: Annotated[float, Meta(ge=0.001, le=unique.MAX_DEBOUNCE_SECONDS)] | None = None
+    debounce_max_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DEBOUNCE_SECONDS)] | None = None
     """At least debounce_seconds; default the smaller of 10 × debounce_seconds and 86,400."""
 
     def to_domain(self) -> domain.UniqueRule:
