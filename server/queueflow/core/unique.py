@@ -11,7 +11,7 @@ jobs that were each enqueued alone from both completing later.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -106,6 +106,37 @@ class Ask:
     found: Job | None
     index: int | None = None
     """Its position in the batch (for the 409's `index`); None for a single enqueue."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sorted:
+    """A batch's items sorted for `resolve`, the idempotency key first (`sort_items`)."""
+
+    settled: dict[int, Job]
+    """An item whose idempotency key names a stored job → that job (no rule is asked)."""
+    repeats: dict[int, int]
+    """An item repeating an earlier item's idempotency key → that item (it answers as that one does)."""
+    asking: list[tuple[int, Job, UniqueRule]]
+    """The others with a rule, in the batch's order: their position, row and rule."""
+
+
+def sort_items(jobs: Sequence[Job], rules: Sequence[UniqueRule | None], known: Mapping[tuple[str, str], Job]) -> Sorted:
+    """Which items the idempotency key settles and which ask their rule; `known` is the stored job of each
+    (tenant_id, idempotency_key) of the batch that has one, as the store read it."""
+    sorted_ = Sorted({}, {}, [])
+    first: dict[tuple[str, str], int] = {}
+    for index, (job, rule) in enumerate(zip(jobs, rules, strict=True)):
+        key = (job.tenant_id, job.idempotency_key) if job.idempotency_key is not None else None
+        if key is not None and key in known:
+            sorted_.settled[index] = known[key]
+        elif key is not None and key in first:
+            sorted_.repeats[index] = first[key]
+        else:
+            if key is not None:
+                first[key] = index
+            if rule is not None:
+                sorted_.asking.append((index, job, rule))
+    return sorted_
 
 
 def resolve(asks: Sequence[Ask]) -> list[Decision]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from msgspec.structs import replace
 
 from queueflow.core.types import Job, UniqueOutcome, UniqueRule
-from queueflow.core.unique import Ask, matches, resolve
+from queueflow.core.unique import Ask, matches, resolve, sort_items
 from queueflow.stores.memory.state import Tables
 
 
@@ -18,30 +18,28 @@ class MemoryUnique(Tables):
         self, jobs: Sequence[Job], rules: Sequence[UniqueRule | None]
     ) -> list[tuple[Job, bool | UniqueOutcome]]:
         """Insert checked `jobs` (`_check_insert`) under their rules: the idempotency key first, then the rule."""
-        settled: dict[int, tuple[Job, bool | UniqueOutcome]] = {}
-        repeats: dict[int, int] = {}  # an item repeating an earlier item's idempotency key → that item
-        first: dict[tuple[str, str], int] = {}
-        asks: list[Ask] = []
-        for index, (job, rule) in enumerate(zip(jobs, rules, strict=True)):
-            key = (job.tenant_id, job.idempotency_key) if job.idempotency_key is not None else None
-            if key is not None and key in self._idempotency:
-                settled[index] = (self._out(self._jobs[self._idempotency[key]]), False)
-            elif key is not None and key in first:
-                repeats[index] = first[key]
-            else:
-                if key is not None:
-                    first[key] = index
-                if rule is not None:
-                    asks.append(Ask(job, rule, self._unique_found(job, rule), index if len(jobs) > 1 else None))
-        decisions = {ask.index or 0: decision for ask, decision in zip(asks, resolve(asks), strict=True)}
+        known = {
+            (job.tenant_id, job.idempotency_key): self._out(
+                self._jobs[self._idempotency[job.tenant_id, job.idempotency_key]]
+            )
+            for job in jobs
+            if job.idempotency_key is not None and (job.tenant_id, job.idempotency_key) in self._idempotency
+        }
+        items = sort_items(jobs, rules, known)
+        several = len(jobs) > 1
+        asks = [
+            Ask(job, rule, self._unique_found(job, rule), index if several else None)
+            for index, job, rule in items.asking
+        ]
+        decisions = {index: decision for (index, _, _), decision in zip(items.asking, resolve(asks), strict=True)}
         # Decided (a Duplicate raised nothing written): now the writes, in the batch's order.
         woken: set[str] = set()
         results: list[tuple[Job, bool | UniqueOutcome]] = []
         for index, job in enumerate(jobs):
-            if index in settled:
-                results.append(settled[index])
-            elif index in repeats:
-                results.append((results[repeats[index]][0], False))
+            if index in items.settled:
+                results.append((items.settled[index], False))
+            elif index in items.repeats:
+                results.append((results[items.repeats[index]][0], False))
             elif index in decisions and decisions[index].outcome is UniqueOutcome.SKIPPED:
                 results.append((self._out(decisions[index].job), UniqueOutcome.SKIPPED))
             elif index in decisions and decisions[index].outcome is UniqueOutcome.REPLACED:

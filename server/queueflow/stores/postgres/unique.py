@@ -11,7 +11,7 @@ import asyncpg
 
 from queueflow.core.errors import StoreUnavailable
 from queueflow.core.types import Job, OnConflict, UniqueOutcome, UniqueRule
-from queueflow.core.unique import Ask, Decision, resolve, states_of, window
+from queueflow.core.unique import Ask, Decision, Sorted, resolve, sort_items, states_of, window
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import job_from_row, job_insert
 from queueflow.stores.postgres.sql import COLUMNS, SELECT_BY_KEYS
@@ -75,27 +75,12 @@ async def insert_unique(
     keys = sorted({(job.tenant_id, rule.key) for job, rule in zip(jobs, rules, strict=True) if rule is not None})
     locked = await db.fetch(LOCK_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
     fresh = {(row["tenant_id"], row["key"]) for row in locked if row["fresh"]}
-    known = await _idempotent(db, jobs)
-    settled: dict[int, Result] = {}
-    repeats: dict[int, int] = {}
-    first: dict[tuple[str, str], int] = {}
-    asking: list[tuple[int, Job, UniqueRule]] = []
-    for index, (job, rule) in enumerate(zip(jobs, rules, strict=True)):
-        key = (job.tenant_id, job.idempotency_key) if job.idempotency_key is not None else None
-        if key is not None and key in known:
-            settled[index] = (known[key], False)
-        elif key is not None and key in first:
-            repeats[index] = first[key]
-        else:
-            if key is not None:
-                first[key] = index
-            if rule is not None:
-                asking.append((index, job, rule))
-    found = await _found(db, [ask for ask in asking if (ask[1].tenant_id, ask[2].key) not in fresh])
+    items = sort_items(jobs, rules, await _idempotent(db, jobs))
+    found = await _found(db, [ask for ask in items.asking if (ask[1].tenant_id, ask[2].key) not in fresh])
     several = len(jobs) > 1
-    asks = [Ask(job, rule, found.get(index), index if several else None) for index, job, rule in asking]
-    decisions = {index: decision for (index, _, _), decision in zip(asking, resolve(asks), strict=True)}
-    return await _write(db, jobs, settled, repeats, decisions, announce)
+    asks = [Ask(job, rule, found.get(index), index if several else None) for index, job, rule in items.asking]
+    decisions = {index: decision for (index, _, _), decision in zip(items.asking, resolve(asks), strict=True)}
+    return await _write(db, jobs, items, decisions, announce)
 
 
 async def _idempotent(db: asyncpg.Connection, jobs: Sequence[Job]) -> dict[tuple[str, str], Job]:
@@ -131,15 +116,14 @@ async def _found(db: asyncpg.Connection, asking: Sequence[tuple[int, Job, Unique
 async def _write(
     db: asyncpg.Connection,
     jobs: Sequence[Job],
-    settled: dict[int, Result],
-    repeats: dict[int, int],
+    items: Sorted,
     decisions: dict[int, Decision],
     announce: Callable[[Iterable[str]], None],
 ) -> list[Result]:
     new = [
         job
         for index, job in enumerate(jobs)
-        if index not in settled and index not in repeats and (
+        if index not in items.settled and index not in items.repeats and (
             index not in decisions or decisions[index].outcome is UniqueOutcome.CREATED
         )
     ]  # fmt: skip
@@ -165,10 +149,10 @@ async def _write(
     late = await _idempotent(db, lost) if lost else {}
     results: list[Result] = []
     for index, job in enumerate(jobs):
-        if index in settled:
-            results.append(settled[index])
-        elif index in repeats:
-            results.append((results[repeats[index]][0], False))
+        if index in items.settled:
+            results.append((items.settled[index], False))
+        elif index in items.repeats:
+            results.append((results[items.repeats[index]][0], False))
         elif index in decisions and decisions[index].outcome is not UniqueOutcome.CREATED:
             decision = decisions[index]
             results.append((replaced.get(decision.job.id, decision.job), decision.outcome))
