@@ -10,6 +10,7 @@ from bench.report import Figure, Results, Target
 from bench.scenarios import per_request, prefork, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
+from bench.scenarios.unique import Burst
 from bench.scenarios.worker_drains import KINDS, DrainRun, WorkerDrain
 from bench.server import MANY_TENANTS
 
@@ -37,7 +38,21 @@ THROUGHPUT = {
         0.25,
     ),
     "enqueue": ("HTTP batch enqueue, 1,000 per request, 4 clients", "rows/s", "raw 100-row INSERT, 4 clients", 0.4),
+    "unique": (
+        "HTTP unique batch enqueue (skip) over 1000 distinct keys: 1,000 per request, 4 clients",
+        "rows/s",
+        "HTTP batch enqueue",
+        0.8,
+    ),
+    "unique fresh": (
+        "HTTP unique batch enqueue (skip) with a new key per row: 1,000 per request, 4 clients",
+        "rows/s",
+        "HTTP batch enqueue",
+        0.8,
+    ),
 }
+ROWS = {"enqueue", "unique", "unique fresh"}
+"""The THROUGHPUT keys that count rows enqueued, not jobs drained."""
 
 
 def throughput(
@@ -53,7 +68,7 @@ def throughput(
     baseline = stats.median(baseline_rates) if baseline_rates else None
     results.add(Figure(label, stats.median(rates), unit, baseline, base, Target("ratio", ">=", target), rates))
     results.details.append(spread(label, rates, unit))
-    what = "rows" if key == "enqueue" else "jobs"
+    what = "rows" if key in ROWS else "jobs"
     results.details.append(
         f"{label}: load generator CPU {stats.median([r.client_cpu / r.items * 1000 for r in http_runs]):.3f} s"
         f" per 1,000 {what} (server: see the table)"
@@ -119,7 +134,7 @@ def _against_plain(
 
 def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
     if http_runs:
-        what = "rows" if key == "enqueue" else "jobs"
+        what = "rows" if key in ROWS else "jobs"
         cpu = stats.median([run.server_cpu_per_1000 for run in http_runs])
         results.add(
             Figure(f"server CPU per 1,000 {what}, {THROUGHPUT[key][0].split(':')[0].split(',')[0]}", cpu * 1000, "ms")
@@ -181,6 +196,20 @@ def prefork_enqueue(results: Results, rounds: list[dict[int, prefork.EnqueueRun]
         results.details.append(
             "single enqueue: " + "; ".join(r[processes].describe() for r in rounds) + " (each repetition)"
         )
+
+
+def debounce(results: Results, burst: Burst) -> None:
+    """Issue 43: a burst of debounced enqueues runs exactly one job per key, with the key's last payload."""
+    label = (
+        f"debounce burst: {burst.enqueues:,} enqueues on {burst.keys} keys, jobs not run exactly once with the last"
+        " payload"
+    )
+    misses = abs(burst.ran - burst.keys) + (burst.ran - burst.last_payloads) + abs(burst.stored - burst.ran)
+    results.add(Figure(label, misses, "jobs", target=Target("value", "<=", 0)))
+    results.details.append(
+        f"debounce burst: {burst.ran} jobs ran for {burst.keys} keys ({burst.last_payloads} with their key's last"
+        f" payload, {burst.stored} in the table); the {burst.enqueues:,} enqueues took {burst.seconds:.1f} s"
+    )
 
 
 def peak_rss(results: Results, peaks: list[int]) -> None:

@@ -46,6 +46,10 @@ class Profile:
     nine pairs has a standard error of about 4%; of five, 5%."""
     worker_long_jobs: int = 0
     """A longer drain per SDK worker, whose peak RSS shows whether memory stays flat (0: none)."""
+    debounce_rounds: int = 100
+    """Enqueues per key in the debounce burst (on `DEBOUNCE_KEYS` keys: 100 × 100 = 10,000)."""
+    debounce_seconds: float = 3.0
+    """The burst's `debounce_seconds`: longer than any key's gap between two of its enqueues."""
     session_settle: float = 1.2
     """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
@@ -144,6 +148,8 @@ SMOKE = Profile(
     worker_jobs=200,
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
     session_settle=0.2,
+    debounce_rounds=3,
+    debounce_seconds=0.5,
     server_args=("--safety-poll", "1"),
     small_workflows=5,
     fanout_widths=(5, 10),

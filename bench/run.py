@@ -25,9 +25,10 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, per_request, prefork, raw, wakeup, worker_drains
+from bench.scenarios import history, per_request, prefork, raw, unique, wakeup, worker_drains
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
+from bench.scenarios.unique import DEBOUNCE_KEYS
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
 from bench.scenarios.workflow_growth import GrowthBench
 from bench.scenarios.workflows import (
@@ -144,18 +145,33 @@ async def _queueflow(
             peaks.append(peak)
         raw_runs["enqueue"].append(await raw.insert(raw_db, profile.raw_insert_tx))
         http_runs["enqueue"].append(await throughput.enqueue(profile.enqueue_rows))
+        http_runs["unique"].append(await unique.enqueue_unique(throughput, profile.enqueue_rows))
+        http_runs["unique fresh"].append(await unique.enqueue_unique(throughput, profile.enqueue_rows, fresh=True))
+
+    async def debounce() -> None:
+        burst = await unique.debounce_burst(
+            throughput, keys=DEBOUNCE_KEYS, rounds=profile.debounce_rounds, debounce_seconds=profile.debounce_seconds
+        )
+        figures.debounce(results, burst)
 
     try:
         if await step("warm-up", warm_up):
             for number in range(1, profile.repetitions + 1):
                 await step(
-                    f"throughput, repetition {number}: raw and HTTP, single, batched (one tenant, many), enqueue",
+                    f"throughput, repetition {number}: raw and HTTP, single, batched (one tenant, many), enqueue"
+                    " (plain, unique)",
                     repetition,
                 )
+            await step("debounce burst: one job per key, with its last payload", debounce)
     finally:
         await throughput.close()
     # The drain across many tenants is measured against the one-tenant drain; every other one against pgbench.
-    baselines: dict[str, list[RawRun] | list[HttpRun]] = {**raw_runs, "tenants": http_runs["batched"]}
+    baselines: dict[str, list[RawRun] | list[HttpRun]] = {
+        **raw_runs,
+        "tenants": http_runs["batched"],
+        "unique": http_runs["enqueue"],
+        "unique fresh": http_runs["enqueue"],
+    }
     for key in figures.THROUGHPUT:
         figures.throughput(results, key, baselines[key], http_runs[key])
         if http_runs[key]:

@@ -43,6 +43,7 @@ TABLES = [
     "queueflow.schedules",
     "queueflow.queue_settings",
     "queueflow.claim_turns",
+    "queueflow.unique_keys",
 ]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 

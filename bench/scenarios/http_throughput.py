@@ -178,6 +178,23 @@ class Throughput:
     async def close(self) -> None:
         await close_all(self._tenants + self._workers + self._many)
 
+    def phase(self) -> Phase:
+        """A timed phase on this server and database (for the scenarios built on these connections)."""
+        return Phase(self._server, self._database, self._settle)
+
+    @property
+    def database(self) -> BenchDatabase:
+        return self._database
+
+    @property
+    def tenants(self) -> list[Connection]:
+        """The 4 tenant connections (one tenant's key)."""
+        return self._tenants
+
+    @property
+    def workers(self) -> list[Connection]:
+        return self._workers
+
     async def warm_up(self, jobs: int) -> None:
         """The server's pool fills, its statements are prepared, Python's caches are warm."""
         await enqueue_all(self._tenants, jobs // 10)

@@ -26,6 +26,8 @@ from queueflow.core.types import (
     JobQuery,
     QueueCounts,
     QueueMinute,
+    UniqueOutcome,
+    UniqueRule,
 )
 from queueflow.core.waits import DueWait
 from queueflow.core.workflow import SignalDelivery, Workflow, WorkflowQuery
@@ -219,9 +221,18 @@ class JobStore(Protocol):
 
     # --- writes by the tenant -------------------------------------------------------------------------------------
 
-    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
+    async def job_insert_many(
+        self, jobs: Sequence[Job], *, rules: Sequence[UniqueRule | None] | None = None
+    ) -> list[tuple[Job, bool | UniqueOutcome]]:
         """∅ → pending, for every row or none. A row whose (tenant_id, idempotency_key) already exists is
-        not inserted and resolves to the existing job: `(existing, False)`; otherwise `(row, True)`."""
+        not inserted and resolves to the existing job: `(existing, False)`; otherwise `(row, True)`.
+
+        `rules[i]`, if given, is row i's `unique` rule (its key is the row's `unique_key`), checked after the
+        idempotency key: the store locks the batch's keys (every enqueue of a key, from any process or the SQL
+        function, waits for the one before it), reads each item's existing job under the lock and records what
+        `core.unique.resolve` decided, in the batch's order — `(row, True)` for a new job, `(existing, SKIPPED)`,
+        `(replaced, REPLACED)` (pending | retrying: payload, priority, metadata and scheduled_at rewritten), or
+        `core.unique.Duplicate` raised and nothing written."""
         ...
 
     async def job_cancel(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:

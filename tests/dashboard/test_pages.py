@@ -142,6 +142,17 @@ async def test_jobs_filters(signed_in: Browser) -> None:
     assert "No job matches" in (await signed_in.get("/ui/jobs?queue=nothing-here")).text
 
 
+async def test_a_jobs_unique_key_is_shown_and_lists_the_keys_jobs(signed_in: Browser) -> None:
+    keyed = await api(signed_in, "POST", "/v1/jobs", task_name="sync", unique={"key": "customer <42>"})
+    await api(signed_in, "POST", "/v1/jobs", task_name="sync")
+    page = (await signed_in.get(f"/ui/jobs/{keyed['id']}")).text
+    assert "<dt>Unique key</dt>" in page
+    assert 'href="/ui/jobs?unique_key=customer+%3C42%3E"' in page
+    assert "customer &lt;42&gt;" in page
+    listing = (await signed_in.get("/ui/jobs?unique_key=customer+%3C42%3E")).text
+    assert set(re.findall(r'<tr data-job="(job_\w+)">', listing)) == {keyed["id"]}
+
+
 async def test_bad_filters_are_messages_not_errors(signed_in: Browser) -> None:
     for query, message in [
         ("metadata=not-json", "The metadata filter must be a JSON object"),

@@ -83,9 +83,12 @@ async def test_a_single_job_lease_is_one_statement_once_its_queues_are_known_unr
 
 
 async def test_a_claim_without_the_function_takes_its_transaction() -> None:
-    """A database not migrated to the function's revision yet (0011): the claim runs as a transaction."""
+    """A database without the function its server calls (CLAIM_FUNCTION: gone, as it would be on a database whose
+    migration to the function's revision has not run): the claim runs as a transaction."""
     async with pg.fresh_database() as url:
-        await pgschema.upgrade_async(url, "0010")
+        await pgschema.upgrade_async(url)
+        async with pg.connect(url) as db:
+            await db.execute(f"DROP FUNCTION {CLAIM_FUNCTION}")
         async with PostgresJobStore.from_url(url, pool_size=1, wakeups=Wakeups()) as store:
             engine = engine_on(store, TestClock(), seed=42)
             jobs = [(await engine.enqueue("t", NewJob(task_name="x", queue_name="q"))).job for _ in range(3)]

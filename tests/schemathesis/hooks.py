@@ -8,11 +8,14 @@ never filtered. Loaded by tests/api/test_schemathesis.py, and by the CLI through
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import schemathesis
 from queueflow.core.dag import dependency_errors
 from queueflow.core.schedule import cron_errors, timezone_errors
+from queueflow.core.types import JobStatus, NewJob, OnConflict, UniqueRule
+from queueflow.core.validation import unique_errors
 from queueflow.core.workflow import CONTEXT_KEY, JOB_FIELDS
 from schemathesis import Case
 from schemathesis.hooks import HookContext
@@ -104,8 +107,34 @@ def _job_ok(job: Any) -> bool:
         return True
     if job.get("run_at") is not None and job.get("delay_seconds") is not None:
         return False
+    if not _unique_ok(job):
+        return False
     backoff = {**DEFAULT_BACKOFF, **(job.get("backoff") or {})}
     return bool(backoff["max_seconds"] >= backoff["base_seconds"])
+
+
+def _unique_ok(job: dict[str, Any]) -> bool:
+    """A `unique` rule's rules across its fields (states or a period; debounce only with replace, the default
+    states, no run_at or delay; its cap at least debounce_seconds): the domain's own check decides."""
+    rule = job.get("unique")
+    if not isinstance(rule, dict):
+        return True
+    try:
+        states = rule.get("states")
+        unique = UniqueRule(
+            key=rule.get("key", ""),
+            states=None if states is None else tuple(JobStatus(state) for state in states),
+            period_seconds=rule.get("period_seconds"),
+            on_conflict=OnConflict(rule.get("on_conflict") or "skip"),
+            debounce_seconds=rule.get("debounce_seconds"),
+            debounce_max_seconds=rule.get("debounce_max_seconds"),
+        )
+    except (TypeError, ValueError):
+        return True  # not schema-valid: not this hook's to judge
+    run_at = datetime.now(UTC) if job.get("run_at") is not None else None
+    return not unique_errors(
+        NewJob(task_name="t", run_at=run_at, delay_seconds=job.get("delay_seconds"), unique=unique)
+    )
 
 
 def _workflow_ok(steps: list[Any]) -> bool:

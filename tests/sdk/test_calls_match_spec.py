@@ -22,7 +22,7 @@ import pytest
 from queueflow_client import _calls, steps
 from queueflow_client._calls import routes
 from queueflow_client._transport import Call
-from queueflow_client.types import Backoff, RateLimit, Wait
+from queueflow_client.types import Backoff, RateLimit, Unique, Wait
 from queueflow_worker import Outcome
 
 SPEC = json.loads((Path(__file__).resolve().parents[2] / "spec" / "openapi.json").read_text())
@@ -48,8 +48,12 @@ JOB_OPTIONS: dict[str, Any] = {
     "timeout_seconds": 30.0,
     "metadata": {"tenant": "acme"},
     "concurrency_key": "user-1",
+    "unique": Unique(key="customer-1", states=["pending"], period_seconds=None, on_conflict="replace"),
     "payload": {"to": "ada@example.com"},
 }
+DEBOUNCED = {"unique": {"key": "hook", "on_conflict": "replace", "debounce_seconds": 5, "debounce_max_seconds": 60},
+             "queue_name": "hooks"}  # fmt: skip
+WINDOWED = {"unique": Unique(key="report", period_seconds=3600, on_conflict="error")}
 WORKFLOW = steps.workflow(
     "etl",
     [
@@ -67,9 +71,12 @@ SCHEDULE = {"timezone": "Europe/Berlin", "queue_name": "etl", "payload": {"a": 1
 CALLS: list[tuple[str, Call[Any]]] = [
     ("enqueueJob", _calls.enqueue({"task_name": "send_email", "idempotency_key": "key-1", **JOB_OPTIONS})),
     ("enqueueJobs", _calls.enqueue_many([{"task_name": "send_email", "idempotency_key": "key-2", **JOB_OPTIONS}])),
+    ("enqueueJob", _calls.enqueue({"task_name": "hook", **DEBOUNCED})),
+    ("enqueueJobs", _calls.enqueue_many([{"task_name": "report", **WINDOWED}])),
     ("getJob", _calls.get("job_1", 5.0)),
     ("listJobs", _calls.list_page(queue_name="emails", status="dead_letter", task_name="send_email",
-                                 workflow_id="wf_1", metadata={"tenant": "acme"}, limit=10, cursor="c")),
+                                 workflow_id="wf_1", metadata={"tenant": "acme"}, limit=10, cursor="c",
+                                 unique_key="customer-1")),
     ("cancelJob", _calls.cancel("job_1")),
     ("retryJob", _calls.retry("job_1")),
     ("listQueues", _calls.queues()),

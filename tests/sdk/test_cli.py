@@ -158,3 +158,16 @@ def test_workflows_signal_and_retry(cli: Cli, http: TestClient[Litestar]) -> Non
     cli("workflows", "signal", workflow_id, "nope", code=1)
     cli("workflows", "retry", workflow_id, code=1)  # running: only a failed one is retried
     assert cli.json("workflows", "get", workflow_id)["status"] == "running"
+
+
+def test_enqueue_with_a_unique_key_skips_a_repeat_and_lists_by_key(cli: Cli) -> None:
+    first = cli.json("jobs", "enqueue", "sync", "--unique-key", "customer-1", "--payload", '{"n": 1}')
+    assert first["unique_key"] == "customer-1"
+    again = cli.json("jobs", "enqueue", "sync", "--unique-key", "customer-1", "--payload", '{"n": 2}')
+    assert (again["id"], again["payload"]) == (first["id"], {"n": 1})
+    debounced = cli.json("jobs", "enqueue", "hook", "--unique-key", "h", "--debounce", "5")
+    replaced = cli.json("jobs", "enqueue", "hook", "--unique-key", "h", "--debounce", "5", "--payload", '{"n": 2}')
+    assert (replaced["id"], replaced["payload"]) == (debounced["id"], {"n": 2})
+    cli("jobs", "enqueue", "sync", "--unique-key", "customer-1", "--on-conflict", "error", code=1)  # 409 duplicate
+    assert [job["id"] for job in cli.json("jobs", "list", "--unique-key", "customer-1")] == [first["id"]]
+    cli("jobs", "enqueue", "sync", "--on-conflict", "error", code=2)  # a rule flag without its key

@@ -29,7 +29,7 @@ import httpx
 
 from queueflow_client.client import QueueFlow
 from queueflow_client.errors import ArgumentError, QueueFlowError
-from queueflow_client.types import Job, JobStatus, Queue, Schedule, Workflow
+from queueflow_client.types import Job, JobStatus, Queue, Schedule, Unique, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 STATUSES = list(get_args(JobStatus))
@@ -55,6 +55,14 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--max-retries", type=int)
     enqueue.add_argument("--metadata", type=json_object, help="a JSON object")
     enqueue.add_argument("--idempotency-key")
+    enqueue.add_argument("--unique-key", help="at most one job of this key that has not finished (see --on-conflict)")
+    enqueue.add_argument(
+        "--unique-states", type=lambda text: text.split(","), help="comma-separated statuses the key counts"
+    )
+    enqueue.add_argument("--unique-period", type=int, help="one job of the key per window of this many seconds")
+    enqueue.add_argument("--on-conflict", choices=("skip", "replace", "error"), help="default skip")
+    enqueue.add_argument("--debounce", type=float, help="run this long after the last enqueue of the key")
+    enqueue.add_argument("--debounce-max", type=float, help="never later than this after the first")
     for action in ("get", "cancel", "retry"):
         jobs.add_parser(action, help=f"{action} one job").add_argument("job_id")
     listing = jobs.add_parser("list", help="the newest jobs, filtered")
@@ -91,6 +99,7 @@ def add_filters(command: argparse.ArgumentParser, limit: int | None = 20) -> Non
     command.add_argument("--queue", dest="queue_name")
     command.add_argument("--task", dest="task_name")
     command.add_argument("--metadata", type=json_object, help="jobs whose metadata contains this JSON object")
+    command.add_argument("--unique-key", help="jobs enqueued with this unique key")
     if limit is not None:
         command.add_argument("--limit", type=int, default=limit, help=f"at most this many (default {limit})")
 
@@ -135,7 +144,9 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
     command = f"{args.command} {getattr(args, 'action', '')}".strip()
     if command == "jobs enqueue":
         options = ("payload", "queue_name", "priority", "delay_seconds", "max_retries", "metadata", "idempotency_key")
-        return client.jobs.enqueue(args.task_name, **{name: getattr(args, name) for name in options})
+        return client.jobs.enqueue(
+            args.task_name, unique=unique_of(args), **{name: getattr(args, name) for name in options}
+        )
     if command in ("jobs get", "jobs cancel", "jobs retry"):
         action: Callable[[str], Job] = getattr(client.jobs, args.action)
         return action(args.job_id)
@@ -160,8 +171,28 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
     return list(client.schedules.list())
 
 
+def unique_of(args: argparse.Namespace) -> Unique | None:
+    """The `unique` rule the enqueue's flags give; None without --unique-key (a rule flag without it: an error)."""
+    rule = {
+        "states": args.unique_states,
+        "period_seconds": args.unique_period,
+        "on_conflict": args.on_conflict,
+        "debounce_seconds": args.debounce,
+        "debounce_max_seconds": args.debounce_max,
+    }
+    if args.unique_key is None:
+        if any(value is not None for value in rule.values()):
+            raise ArgumentError("--unique-states, --unique-period, --on-conflict and --debounce need --unique-key")
+        return None
+    if args.on_conflict is None and args.debounce is not None:
+        rule["on_conflict"] = "replace"  # debounce replaces, always
+    return Unique(key=args.unique_key, **{name: value for name, value in rule.items() if value is not None})
+
+
 def matching(client: QueueFlow, args: argparse.Namespace, status: Any, *, page_size: int) -> Iterable[Job]:
     filters = {"queue_name": args.queue_name, "task_name": args.task_name, "metadata": args.metadata}
+    if getattr(args, "unique_key", None) is not None:
+        filters["unique_key"] = args.unique_key
     return client.jobs.list(status=status, page_size=page_size, **filters)
 
 

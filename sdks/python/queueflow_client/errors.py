@@ -11,7 +11,8 @@
         ├── NotFoundError           404 not_found
         ├── ConflictError           409
         │   ├── LeaseLostError      409 lease_lost: the lease token no longer holds the job
-        │   └── InvalidStateError   409 invalid_state: e.g. cancelling a finished job
+        │   ├── InvalidStateError   409 invalid_state: e.g. cancelling a finished job
+        │   └── DuplicateError      409 duplicate: a unique rule met an existing job (`existing_job_id`)
         ├── PayloadTooLargeError    413 payload_too_large
         └── UnavailableError        503 unavailable: the database is unreachable (retried automatically)
 
@@ -113,6 +114,19 @@ class InvalidStateError(ConflictError):
     """409 invalid_state: e.g. cancelling a finished job, or retrying one that is not dead-lettered or cancelled."""
 
 
+class DuplicateError(ConflictError):
+    """409 duplicate: a `unique` rule with `on_conflict="error"` met `existing_job_id` (in a batch, the item at
+    `index`)."""
+
+    @property
+    def existing_job_id(self) -> str | None:
+        return self.body.get("existing_job_id") if isinstance(self.body, dict) else None
+
+    @property
+    def index(self) -> int | None:
+        return self.body.get("index") if isinstance(self.body, dict) else None
+
+
 class PayloadTooLargeError(APIError):
     """413: the request body is over the server's limit."""
 
@@ -130,7 +144,11 @@ _BY_STATUS: dict[int, type[APIError]] = {
     413: PayloadTooLargeError,
     503: UnavailableError,
 }
-_BY_CODE: dict[str, type[APIError]] = {"lease_lost": LeaseLostError, "invalid_state": InvalidStateError}
+_BY_CODE: dict[str, type[APIError]] = {
+    "lease_lost": LeaseLostError,
+    "invalid_state": InvalidStateError,
+    "duplicate": DuplicateError,
+}
 
 
 def error_from_problem(status: int, code: str | None, detail: str, errors: Sequence[tuple[str, str]] = ()) -> APIError:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Required, TypedDict
 
-from queueflow_client.types import Backoff
+from queueflow_client.types import Backoff, Unique
 
 __all__ = ["EnqueueOptions", "JobOptions"]
 
@@ -31,6 +31,8 @@ class EnqueueOptions(TypedDict, total=False):
     """With a key the server has seen, it answers with the original job, unchanged (the client makes one up when
     none is given, so that its own retries are safe)."""
     concurrency_key: str | None
+    unique: Unique | Mapping[str, Any] | None
+    """At most one job of its key in the given states (or period): `Unique(key=..., on_conflict=...)`."""
 
 
 class JobOptions(EnqueueOptions, total=False):

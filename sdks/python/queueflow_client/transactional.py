@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Unpack
 
 from queueflow_client.options import EnqueueOptions
-from queueflow_client.types import Backoff
+from queueflow_client.types import Backoff, Unique
 
 # Parameter → its SQL type. CAST(... AS type) rather than `::type`, which SQLAlchemy's text() does not parse
 # after a bind parameter.
@@ -47,7 +47,10 @@ _TYPES = {
     "metadata": "jsonb",
     "idempotency_key": "text",
     "concurrency_key": "text",
+    "unique": "jsonb",
 }
+# An option whose SQL parameter is named otherwise (`unique` is a reserved word in SQL).
+_SQL_NAMES = {"unique": "unique_rule"}
 
 
 async def enqueue_in(
@@ -116,7 +119,7 @@ def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, 
         value: Any = given.get(name)
         if value is None:
             continue
-        if isinstance(value, Backoff):
+        if isinstance(value, Backoff | Unique):
             value = value.to_json()
         if sql_type == "jsonb":
             value = json.dumps(value, ensure_ascii=False, allow_nan=False)
@@ -128,6 +131,7 @@ def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, 
 
 def _statement(params: Mapping[str, Any], placeholder: Any) -> tuple[str, list[Any]]:
     arguments = ", ".join(
-        f"{name} => CAST({placeholder(index, name)} AS {_TYPES[name]})" for index, name in enumerate(params, start=1)
+        f"{_SQL_NAMES.get(name, name)} => CAST({placeholder(index, name)} AS {_TYPES[name]})"
+        for index, name in enumerate(params, start=1)
     )
     return f"SELECT queueflow.enqueue({arguments})", list(params.values())

@@ -68,6 +68,34 @@ class Backoff:
         }
 
 
+OnConflict = Literal["skip", "replace", "error"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unique:
+    """At most one job per tenant and `key` in `states` (default pending, retrying, running), or per
+    `period_seconds` window of its creation time; `on_conflict` says what an enqueue that meets one does: `skip`
+    (answer with it), `replace` (rewrite it if it has not started) or `error` (`DuplicateError`). With
+    `debounce_seconds` (and `on_conflict="replace"`) the job runs that long after the last enqueue of its key,
+    but never later than `debounce_max_seconds` after it was created (the `Unique` schema of spec/openapi.json)."""
+
+    key: str
+    states: Sequence[JobStatus] | None = None
+    period_seconds: int | None = None
+    on_conflict: OnConflict = "skip"
+    debounce_seconds: float | None = None
+    debounce_max_seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"key": self.key, "on_conflict": self.on_conflict}
+        if self.states is not None:
+            body["states"] = list(self.states)
+        for name in ("period_seconds", "debounce_seconds", "debounce_max_seconds"):
+            if getattr(self, name) is not None:
+                body[name] = getattr(self, name)
+        return body
+
+
 @dataclass(frozen=True, slots=True)
 class TraceContext:
     """W3C Trace Context (https://www.w3.org/TR/trace-context/) of a job's enqueue."""
@@ -111,6 +139,8 @@ class Job:
     """What the task last reported with `ctx.progress(...)` (None until it reports)."""
     trace_context: TraceContext | None = None
     """W3C trace context of the job's enqueue: the Worker's task span continues that trace."""
+    unique_key: str | None = None
+    """The key of the `unique` rule it was enqueued with (None if none)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Job:
@@ -183,6 +213,7 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": dict(data.get("metadata") or {}),
         "idempotency_key": data.get("idempotency_key"),
         "concurrency_key": data.get("concurrency_key"),
+        "unique_key": data.get("unique_key"),
         "created_at": _required_time(data["created_at"]),
         "started_at": _time(data.get("started_at")),
         "completed_at": _time(data.get("completed_at")),

@@ -11,6 +11,7 @@
  * │   ├── NotFoundError           404 not_found
  * │   ├── LeaseLostError          409 lease_lost
  * │   ├── InvalidStateError       409 invalid_state
+ * │   ├── DuplicateError          409 duplicate (a `unique` rule met `existingJobId`; in a batch, the item at `index`)
  * │   ├── PayloadTooLargeError    413 payload_too_large
  * │   └── UnavailableError        503 unavailable (retried for safe calls)
  * ├── ConnectionError             no answer at all (retried for safe calls); the message names the URL
@@ -76,6 +77,13 @@ export class LeaseLostError extends APIError {
 export class InvalidStateError extends APIError {
   override name = "InvalidStateError";
 }
+export class DuplicateError extends APIError {
+  override name = "DuplicateError";
+  /** The job the `unique` rule met. */
+  existingJobId: string | null = null;
+  /** In a batch: the position of the item that met it. */
+  index: number | null = null;
+}
 export class PayloadTooLargeError extends APIError {
   override name = "PayloadTooLargeError";
 }
@@ -106,6 +114,7 @@ const BY_CODE: Record<string, typeof APIError> = {
   not_found: NotFoundError,
   lease_lost: LeaseLostError,
   invalid_state: InvalidStateError,
+  duplicate: DuplicateError,
   payload_too_large: PayloadTooLargeError,
   unavailable: UnavailableError,
 };
@@ -125,7 +134,12 @@ export function apiError(response: Pick<Response, "status" | "statusText" | "hea
   const code = problem?.code ?? codeForStatus(response.status);
   const detail = problem?.detail ?? (typeof body === "string" && body ? body : response.statusText);
   const Kind = BY_CODE[code] ?? BY_STATUS[response.status] ?? APIError;
-  return new Kind(response.status, code, detail, problem?.errors ?? [], response.headers);
+  const error = new Kind(response.status, code, detail, problem?.errors ?? [], response.headers);
+  if (error instanceof DuplicateError) {
+    error.existingJobId = problem?.existing_job_id ?? null;
+    error.index = problem?.index ?? null;
+  }
+  return error;
 }
 
 function codeForStatus(status: number): string {

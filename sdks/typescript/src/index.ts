@@ -27,6 +27,7 @@ export {
   NotFoundError,
   LeaseLostError,
   InvalidStateError,
+  DuplicateError,
   PayloadTooLargeError,
   UnavailableError,
   ConnectionError,

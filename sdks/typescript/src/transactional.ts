@@ -15,7 +15,7 @@
  * (`code` "22023", the message naming every bad field), which aborts the transaction as any failed statement does.
  */
 
-import type { Backoff } from "./types.js";
+import type { Backoff, Unique } from "./types.js";
 
 /** What `enqueueTx` needs of a client: `pg`'s `Client`, `PoolClient` and `Pool` all have it. */
 export interface Queryable {
@@ -37,6 +37,8 @@ export interface TransactionalJob {
   metadata?: Record<string, unknown>;
   idempotency_key?: string;
   concurrency_key?: string;
+  /** Sent as the function's `unique_rule` (`unique` is a reserved word in SQL). */
+  unique?: Unique;
 }
 
 const TYPES: Record<keyof TransactionalJob, string> = {
@@ -53,7 +55,10 @@ const TYPES: Record<keyof TransactionalJob, string> = {
   metadata: "jsonb",
   idempotency_key: "text",
   concurrency_key: "text",
+  unique: "jsonb",
 };
+/** A field whose SQL parameter is named otherwise. */
+const SQL_NAMES: Partial<Record<keyof TransactionalJob, string>> = { unique: "unique_rule" };
 
 /** Enqueue `job` in `client`'s current transaction; resolves to the job's id (the original one for a repeated key). */
 export async function enqueueTx(client: Queryable, job: TransactionalJob): Promise<string> {
@@ -62,7 +67,7 @@ export async function enqueueTx(client: Queryable, job: TransactionalJob): Promi
   for (const [name, type] of Object.entries(TYPES) as Array<[keyof TransactionalJob, string]>) {
     const value = job[name];
     if (value === undefined) continue; // the function's default applies
-    names.push(`${name} => $${values.length + 1}::${type}`);
+    names.push(`${SQL_NAMES[name] ?? name} => $${values.length + 1}::${type}`);
     if (type === "jsonb") values.push(JSON.stringify(value));
     else if (value instanceof Date) values.push(value.toISOString());
     else values.push(value);

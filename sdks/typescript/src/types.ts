@@ -9,6 +9,9 @@ export type LeasedJob = Schemas["LeasedJob"];
 export type JobStatus = Job["status"];
 export type Backoff = Schemas["Backoff"];
 export type EnqueueJob = Schemas["EnqueueJob"];
+/** `unique` of an enqueue: at most one job per tenant and `key` in `states` (or per `period_seconds` window); what
+ * an enqueue that meets one does is `on_conflict`; `debounce_seconds` runs it that long after the last enqueue. */
+export type Unique = Schemas["Unique"];
 /** An item of `jobs.enqueueMany`: an `EnqueueJob` with its own optional `idempotency_key`. */
 export type BatchItem = Schemas["BatchItem"];
 /** A queue's counts and the tenant's flow-control settings for it (`null`: no limit). */

@@ -26,6 +26,8 @@ from queueflow.core.validation import NAME_PATTERN
 from queueflow.engine import MAX_PAGE
 
 TENANT_ERRORS = (401, 403, 503)
+UNIQUE_HEADER = "QueueFlow-Unique"
+"""On a 200 from a `unique` rule: `skipped` (the existing job, unchanged) or `replaced` (rewritten)."""
 WaitSeconds = Annotated[
     float,
     QueryParameter(
@@ -61,8 +63,12 @@ class JobsController(Controller):
         return_dto=None,
         status_code=201,
         responses={
-            200: ResponseSpec(Job, description="An idempotent repeat: the original job, unchanged"),
-            **problem_responses(400, *TENANT_ERRORS, 413),
+            200: ResponseSpec(
+                Job,
+                description="An idempotent repeat: the original job, unchanged; or the job a `unique` rule met,"
+                " with the header `QueueFlow-Unique: skipped` (unchanged) or `replaced` (rewritten)",
+            ),
+            **problem_responses(400, *TENANT_ERRORS, 409, 413),
         },
     )
     async def enqueue_job(
@@ -81,7 +87,11 @@ class JobsController(Controller):
         enqueued = await services.engine.enqueue(tenant_of(request), new)
         if enqueued.created:
             services.metrics.jobs_enqueued([enqueued.job])
-        return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200)
+        headers = None
+        if enqueued.unique is not None:
+            services.metrics.jobs_unique([enqueued])
+            headers = {UNIQUE_HEADER: enqueued.unique.value}
+        return Response(Job.from_domain(enqueued.job), status_code=201 if enqueued.created else 200, headers=headers)
 
     @post(
         "/batch",
@@ -89,7 +99,7 @@ class JobsController(Controller):
         dto=StrictBody[EnqueueBatch],
         return_dto=None,
         status_code=201,
-        responses=problem_responses(400, *TENANT_ERRORS, 413),
+        responses=problem_responses(400, *TENANT_ERRORS, 409, 413),
     )
     async def enqueue_jobs(
         self,
@@ -105,6 +115,7 @@ class JobsController(Controller):
             jobs = [replace(job, trace_context=traced) for job in jobs]
         results = await services.engine.enqueue_many(tenant_of(request), jobs)
         services.metrics.jobs_enqueued(result.job for result in results if result.created)
+        services.metrics.jobs_unique(result for result in results if result.unique is not None)
         return JobBatch([Job.from_domain(result.job) for result in results])
 
     @get("/", operation_id="listJobs", responses=problem_responses(400, *TENANT_ERRORS))
@@ -115,6 +126,9 @@ class JobsController(Controller):
         status: Annotated[JobStatusName | None, QueryParameter()] = None,
         task_name: Annotated[str | None, QueryParameter(min_length=1, max_length=200, pattern=NO_NUL)] = None,
         workflow_id: Annotated[str | None, QueryParameter(pattern=ID_PATTERN, max_length=64)] = None,
+        unique_key: Annotated[
+            str | None, QueryParameter(min_length=1, max_length=255, pattern=NO_NUL, description="A unique rule's key")
+        ] = None,
         metadata: Annotated[
             str | None,
             QueryParameter(
@@ -131,6 +145,7 @@ class JobsController(Controller):
             status=JobStatus(status) if status is not None else None,
             task_name=task_name,
             workflow_id=workflow_id,
+            unique_key=unique_key,
             metadata=_json_object(metadata, "metadata") if metadata is not None else None,
         )
         page = await services.engine.list_jobs(tenant_of(request), where, limit=limit, cursor=cursor)

@@ -18,7 +18,7 @@ from queueflow import __version__
 from queueflow.api.auth import header
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.pressure import Pressure
-from queueflow.core.types import Job, JobStatus, QueueStats
+from queueflow.core.types import Enqueued, Job, JobStatus, QueueStats
 from queueflow.settings import AccessLog
 
 access_log = logging.getLogger("queueflow.access")
@@ -69,6 +69,12 @@ class Metrics:
             registry=self.registry,
         )
         self.enqueued = Counter("queueflow_jobs_enqueued", "Jobs inserted", ["queue"], registry=self.registry)
+        self.unique = Counter(
+            "queueflow_jobs_unique",
+            "Enqueues a unique rule resolved to an existing job, by queue and outcome (skipped, replaced)",
+            ["queue", "outcome"],
+            registry=self.registry,
+        )
         self.completed = Counter("queueflow_jobs_completed", "Jobs completed", ["queue"], registry=self.registry)
         self.failed = Counter(
             "queueflow_jobs_failed", "Failed deliveries reported by workers", ["queue"], registry=self.registry
@@ -132,6 +138,7 @@ class Metrics:
         self._enqueued, self._completed = Children(self.enqueued), Children(self.completed)
         self._failed, self._dead_lettered = Children(self.failed), Children(self.dead_lettered)
         self._lease_wait = Children(self.lease_wait)
+        self._unique = Children(self.unique)
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
         counts: dict[str, int] = defaultdict(int)
@@ -139,6 +146,15 @@ class Metrics:
             counts[job.queue_name] += 1
         for queue, count in counts.items():
             self._enqueued(queue).inc(count)
+
+    def jobs_unique(self, results: Iterable[Enqueued]) -> None:
+        """Count the enqueues a `unique` rule skipped or replaced, by the existing job's queue."""
+        counts: dict[tuple[str, str], int] = defaultdict(int)
+        for result in results:
+            if result.unique is not None:
+                counts[result.job.queue_name, result.unique.value] += 1
+        for (queue, outcome), count in counts.items():
+            self._unique(queue, outcome).inc(count)
 
     def jobs_leased(self, jobs: Iterable[Job]) -> None:
         for job in jobs:

@@ -17,7 +17,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
-from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError, wire_status
+from queueflow.core.errors import Duplicate, QueueFlowError, StoreUnavailable, ValidationError, wire_status
 
 log = logging.getLogger("queueflow.api")
 
@@ -32,6 +32,7 @@ ProblemCode = Literal[
     "method_not_allowed",
     "lease_lost",
     "invalid_state",
+    "duplicate",
     "payload_too_large",
     "unavailable",
     "internal_error",
@@ -53,6 +54,10 @@ class Problem(msgspec.Struct, omit_defaults=True):
     detail: str
     code: ProblemCode
     errors: list[FieldProblem] | None = None
+    existing_job_id: str | None = None
+    """`duplicate`: the job the `unique` rule met."""
+    index: int | None = None
+    """`duplicate` in a batch: the position of the item that met it."""
 
 
 HTTP_CODES: dict[int, ProblemCode] = {
@@ -71,7 +76,8 @@ DESCRIPTIONS: dict[int, str] = {
     401: "unauthorized: missing or unknown credential",
     403: "forbidden: this kind of key may not call this route",
     404: "not_found: no such object for this tenant",
-    409: "lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this)",
+    409: "lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate"
+    " (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`)",
     413: "payload_too_large: the body is over the size limit",
     503: "unavailable: the database cannot be reached; retry later",
 }
@@ -94,9 +100,18 @@ def problem(
     *,
     errors: list[FieldProblem] | None = None,
     headers: dict[str, str] | None = None,
+    existing_job_id: str | None = None,
+    index: int | None = None,
 ) -> Response[bytes]:
     body = Problem(
-        type="about:blank", title=HTTPStatus(status).phrase, status=status, detail=detail, code=code, errors=errors
+        type="about:blank",
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=detail,
+        code=code,
+        errors=errors,
+        existing_job_id=existing_job_id,
+        index=index,
     )
     return Response(msgspec.json.encode(body), status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
@@ -109,6 +124,8 @@ def domain_problem(_: Request[Any, Any, Any], exc: QueueFlowError) -> Response[b
         errors = [FieldProblem(error.field, error.message) for error in exc.errors]
     if isinstance(exc, StoreUnavailable):
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    if isinstance(exc, Duplicate):
+        return problem(status, code, exc.detail, existing_job_id=exc.existing_job_id, index=exc.index)
     return problem(status, code, exc.detail, errors=errors, headers=headers)
 
 

@@ -69,13 +69,24 @@ class StoreUnavailable(QueueFlowError):
     pass
 
 
-ErrorCode = Literal["validation_error", "not_found", "lease_lost", "invalid_state", "unavailable"]
+class Duplicate(Conflict):
+    """An item whose unique rule's `on_conflict` is `error` met its key's job (409 `duplicate`)."""
+
+    def __init__(self, existing_job_id: str, index: int | None = None) -> None:
+        where = "" if index is None else f"jobs.{index}: "
+        super().__init__(f"{where}a job with this unique key exists: {existing_job_id}")
+        self.existing_job_id = existing_job_id
+        self.index = index
+
+
+ErrorCode = Literal["validation_error", "not_found", "lease_lost", "invalid_state", "duplicate", "unavailable"]
 
 WIRE_STATUS: dict[type[QueueFlowError], tuple[int, ErrorCode]] = {
     ValidationError: (400, "validation_error"),
     NotFound: (404, "not_found"),
     LeaseLost: (409, "lease_lost"),
     InvalidState: (409, "invalid_state"),
+    Duplicate: (409, "duplicate"),
     Conflict: (409, "invalid_state"),
     StoreUnavailable: (503, "unavailable"),
 }

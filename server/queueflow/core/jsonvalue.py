@@ -82,14 +82,16 @@ def job_storage_errors(jobs: Sequence[Job]) -> list[FieldError]:
     for index, job in enumerate(jobs):
         loc: tuple[str | int, ...] = ("jobs", index) if len(jobs) > 1 else ()
         errors += storage_errors(job.payload, (*loc, "payload")) + storage_errors(job.metadata, (*loc, "metadata"))
-        for name in ("task_name", "queue_name", "idempotency_key", "tenant_id", "workflow_id", "workflow_step_id"):
+        for name in _TEXT_FIELDS:
             value = getattr(job, name)
             if value is not None:
                 errors += storage_errors(value, (*loc, name))
     return errors
 
 
-_TEXT_FIELDS = ("task_name", "queue_name", "idempotency_key", "tenant_id", "workflow_id", "workflow_step_id")
+_TEXT_FIELDS = (
+    "task_name", "queue_name", "idempotency_key", "tenant_id", "workflow_id", "workflow_step_id", "unique_key",
+)  # fmt: skip
 
 
 def _plainly_storable_jobs(jobs: Sequence[Job]) -> bool:

@@ -30,7 +30,9 @@ def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *
 
 def pending_row(tenant_id: str, job: NewJob, now: datetime, job_id: str) -> Job:
     """`pending_job` with the id `job_id` the caller minted (a store, for a step's job)."""
-    if job.run_at is not None:
+    if job.unique is not None and job.unique.debounce_seconds is not None:
+        scheduled_at = now + timedelta(seconds=job.unique.debounce_seconds)  # run_at and a delay are not allowed
+    elif job.run_at is not None:
         scheduled_at = job.run_at.astimezone(now.tzinfo)
     elif job.delay_seconds:
         scheduled_at = now + timedelta(seconds=job.delay_seconds)
@@ -51,6 +53,7 @@ def pending_row(tenant_id: str, job: NewJob, now: datetime, job_id: str) -> Job:
         metadata=job.metadata,
         idempotency_key=job.idempotency_key,
         concurrency_key=job.concurrency_key,
+        unique_key=job.unique.key if job.unique is not None else None,
         created_at=now,
         trace_context=job.trace_context,
     )

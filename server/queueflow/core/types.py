@@ -76,6 +76,37 @@ def backoff_policy(strategy: str, base_seconds: float, max_seconds: float, jitte
     return BackoffPolicy(BackoffStrategy(strategy), float(base_seconds), float(max_seconds), bool(jitter))
 
 
+class OnConflict(StrEnum):
+    """What an enqueue with `unique` does when its key already has a job (README.md, "Unique jobs and debounce")."""
+
+    SKIP = "skip"
+    REPLACE = "replace"
+    ERROR = "error"
+
+
+class UniqueRule(msgspec.Struct, frozen=True, kw_only=True):
+    """At most one job per tenant and `key` in `states`, or per `period_seconds` window of `created_at`.
+    Validated by `core.validation.unique_errors`; decided by `core.unique.resolve`."""
+
+    key: str
+    states: tuple[JobStatus, ...] | None = None
+    """None: the default (`core.validation.DEFAULT_UNIQUE_STATES`), unless `period_seconds` is set."""
+    period_seconds: int | None = None
+    on_conflict: OnConflict = OnConflict.SKIP
+    debounce_seconds: float | None = None
+    debounce_max_seconds: float | None = None
+    """None: the smaller of 10 × `debounce_seconds` and 86,400 (`core.unique.debounce_cap`)."""
+
+
+class UniqueOutcome(StrEnum):
+    """What an item of an enqueue with `unique` became (`skipped` and `replaced` are the `QueueFlow-Unique`
+    header's values)."""
+
+    CREATED = "created"
+    SKIPPED = "skipped"
+    REPLACED = "replaced"
+
+
 class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     """What a caller asks to enqueue. Validated by `core.validation.check_new_job`."""
 
@@ -94,6 +125,8 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     """W3C `traceparent` (and `tracestate`) of the request that enqueued it (`core.tracecontext`)."""
     concurrency_key: str | None = None
     """The group a `key_concurrency_limit` counts it in (e.g. a user id); None: not limited by key."""
+    unique: UniqueRule | None = None
+    """Which other jobs of the tenant keep this one from being created (`core.unique`); None: no rule."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,6 +147,8 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime
     idempotency_key: str | None = None
     concurrency_key: str | None = None
+    unique_key: str | None = None
+    """The key of the `unique` rule it was enqueued with (None if none): a later enqueue's rule finds it by this."""
     locked_until: datetime | None = None
     lease_token: str | None = None
     delivery_count: int = 0
@@ -142,7 +177,9 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
 class Enqueued:
     job: Job
     created: bool
-    """False when an idempotency key resolved to an existing job."""
+    """False when an idempotency key or a `unique` rule resolved to an existing job."""
+    unique: UniqueOutcome | None = None
+    """`skipped` or `replaced` when a `unique` rule resolved to an existing job; None otherwise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +188,7 @@ class JobFilter:
     status: JobStatus | None = None
     task_name: str | None = None
     workflow_id: str | None = None
+    unique_key: str | None = None
     metadata: dict[str, JSON] | None = None
     """Jobs whose metadata contains this object (JSONB `@>` semantics)."""
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.jsonvalue import storage_errors
-from queueflow.core.types import JSON, BackoffPolicy, NewJob
+from queueflow.core.types import JSON, BackoffPolicy, JobStatus, NewJob, OnConflict, UniqueRule
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 """Queue and schedule names."""
@@ -23,6 +23,10 @@ MAX_TIMEOUT_SECONDS = 604_800.0  # a week
 MAX_LEASE_SECONDS = 3600.0
 MAX_BATCH = 1000
 MAX_LEASE_QUEUES = 50
+MAX_PERIOD_SECONDS = 31_536_000
+MAX_DEBOUNCE_SECONDS = 86_400.0
+DEFAULT_UNIQUE_STATES = (JobStatus.PENDING, JobStatus.RETRYING, JobStatus.RUNNING)
+"""The statuses a `unique` rule counts when it names none (`core.unique`)."""
 
 Loc = tuple[str | int, ...]
 
@@ -99,6 +103,8 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
         errors += text_errors(job.idempotency_key, (*loc, "idempotency_key"), max_len=255)
     if job.concurrency_key is not None:
         errors += text_errors(job.concurrency_key, (*loc, "concurrency_key"), max_len=200)
+    if job.unique is not None:
+        errors += unique_errors(job, loc)
     return errors
 
 
@@ -148,8 +154,52 @@ def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
         or object_errors(job.metadata, ())
         or (job.idempotency_key is not None and text_errors(job.idempotency_key, (), max_len=255))
         or (job.concurrency_key is not None and text_errors(job.concurrency_key, (), max_len=200))
+        or (job.unique is not None and unique_errors(job, ()))
         for job in jobs
     )
+
+
+def unique_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
+    """Every 400 of the section for `job.unique` (and what debounce forbids beside it)."""
+    rule = job.unique
+    if rule is None:
+        return []
+    at: Loc = (*loc, "unique")
+    errors = text_errors(rule.key, (*at, "key"), max_len=255)
+    if rule.states is not None:
+        if rule.period_seconds is not None:
+            errors.append(FieldError((*at, "states"), "cannot be combined with period_seconds"))
+        elif not rule.states:
+            errors.append(FieldError((*at, "states"), "must name at least one status"))
+        for i, state in enumerate(rule.states):
+            if not isinstance(state, JobStatus):
+                errors.append(FieldError((*at, "states", i), "must be a job status"))
+    if rule.period_seconds is not None:
+        errors += int_errors(rule.period_seconds, (*at, "period_seconds"), 1, MAX_PERIOD_SECONDS)
+    if not isinstance(rule.on_conflict, OnConflict):
+        errors.append(FieldError((*at, "on_conflict"), "must be one of skip, replace, error"))
+    if rule.debounce_seconds is not None:
+        errors += _debounce_errors(job, rule, rule.debounce_seconds, at, loc)
+    elif rule.debounce_max_seconds is not None:
+        errors.append(FieldError((*at, "debounce_max_seconds"), "requires debounce_seconds"))
+    return errors
+
+
+def _debounce_errors(job: NewJob, rule: UniqueRule, seconds: float, at: Loc, loc: Loc) -> list[FieldError]:
+    errors = number_errors(seconds, (*at, "debounce_seconds"), 0.001, MAX_DEBOUNCE_SECONDS)
+    if rule.on_conflict is not OnConflict.REPLACE:
+        errors.append(FieldError((*at, "debounce_seconds"), 'requires on_conflict "replace"'))
+    if rule.period_seconds is not None or (rule.states is not None and set(rule.states) != set(DEFAULT_UNIQUE_STATES)):
+        errors.append(FieldError((*at, "debounce_seconds"), "requires the default states"))
+    if job.run_at is not None:
+        errors.append(FieldError((*loc, "run_at"), "cannot be combined with unique.debounce_seconds"))
+    if job.delay_seconds is not None:
+        errors.append(FieldError((*loc, "delay_seconds"), "cannot be combined with unique.debounce_seconds"))
+    if rule.debounce_max_seconds is not None:
+        # At least debounce_seconds when that is a number in range (its own error says so otherwise).
+        low = seconds if not number_errors(seconds, (), 0.001, MAX_DEBOUNCE_SECONDS) else 0.001
+        errors += number_errors(rule.debounce_max_seconds, (*at, "debounce_max_seconds"), low, MAX_DEBOUNCE_SECONDS)
+    return errors
 
 
 def lease_errors(

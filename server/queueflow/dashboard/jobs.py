@@ -61,7 +61,7 @@ class Filters:
 
     @classmethod
     def parse(cls, query: Mapping[str, str], *, status: JobStatus | None = None) -> Filters:
-        values = {name: query.get(name, "").strip() for name in ("queue", "status", "task", "metadata")}
+        values = {name: query.get(name, "").strip() for name in ("queue", "status", "task", "metadata", "unique_key")}
         errors = [f"The {name} filter is not valid text." for name, value in values.items() if not _text_ok(value)]
         if errors:
             return cls(values, JobFilter(status=status), errors)
@@ -84,6 +84,7 @@ class Filters:
             status=status,
             task_name=values["task"] or None,
             metadata=metadata,
+            unique_key=values["unique_key"] or None,
         )
         return cls(values, where, errors)
 

@@ -88,7 +88,11 @@ class Engine(WorkflowFacade):
         rows = [
             pending_job(tenant_id, job, now, self.rng, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
         ]
-        return [Enqueued(job, created) for job, created in await self.store.job_insert_many(rows)]
+        rules = [job.unique for job in jobs] if any(job.unique is not None for job in jobs) else None
+        return [
+            Enqueued(job, created) if isinstance(created, bool) else Enqueued(job, False, created)
+            for job, created in await self.store.job_insert_many(rows, rules=rules)
+        ]
 
     async def get_job(self, tenant_id: str, job_id: str) -> Job:
         job = await self.store.job_get(job_id, tenant_id=tenant_id)

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, get_args
 
 from queueflow_client.errors import ArgumentError
-from queueflow_client.types import Backoff, BackoffStrategy
+from queueflow_client.types import Backoff, BackoffStrategy, JobStatus, OnConflict, Unique
 
 _BACKOFF_FIELDS = ("strategy", "base_seconds", "max_seconds", "jitter")
 
@@ -26,6 +26,28 @@ def backoff_json(value: Backoff | Mapping[str, Any] | None) -> dict[str, Any] | 
     if "strategy" in data:
         check_choice(data["strategy"], BackoffStrategy, "backoff strategy")
     return {name: data[name] for name in _BACKOFF_FIELDS if name in data}
+
+
+_UNIQUE_FIELDS = ("key", "states", "period_seconds", "on_conflict", "debounce_seconds", "debounce_max_seconds")
+
+
+def unique_json(value: Unique | Mapping[str, Any], where: str = "unique") -> dict[str, Any]:
+    """The rule as the API takes it (a mapping's fields checked for their names and choices, the rest the
+    server's)."""
+    if isinstance(value, Unique):
+        data = value.to_json()
+    elif isinstance(value, Mapping):
+        reject_unknown(value, _UNIQUE_FIELDS, "unique", f" in {where}")
+        data = {name: value[name] for name in _UNIQUE_FIELDS if value.get(name) is not None}
+        if "states" in data:
+            data["states"] = list(data["states"])
+    else:
+        raise ArgumentError(f"{where} must be a Unique or a dict, not {value!r:.80}")
+    if "on_conflict" in data:
+        check_choice(data["on_conflict"], OnConflict, "unique on_conflict")
+    for state in data.get("states") or ():
+        check_choice(state, JobStatus, "job status")
+    return data
 
 
 def check_choice(value: Any, choices: Any, what: str) -> None:

@@ -7,7 +7,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from queueflow_client._calls.arguments import backoff_json, check_choice, new_idempotency_key, reject_unknown
+from queueflow_client._calls.arguments import (
+    backoff_json,
+    check_choice,
+    new_idempotency_key,
+    reject_unknown,
+    unique_json,
+)
 from queueflow_client._calls.routes import CANCEL_JOB, ENQUEUE_JOB, ENQUEUE_JOBS, GET_JOB, LIST_JOBS, RETRY_JOB
 from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call
@@ -50,6 +56,8 @@ def _job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     backoff = backoff_json(options.get("backoff"))
     if backoff is not None:
         fields["backoff"] = backoff
+    if options.get("unique") is not None:
+        fields["unique"] = unique_json(options["unique"], f"{where}unique")
     return fields
 
 
@@ -85,6 +93,7 @@ def list_page(
     metadata: Mapping[str, Any] | None,
     limit: int,
     cursor: str | None,
+    unique_key: str | None = None,
 ) -> Call[Page[Job]]:
     if status is not None:
         check_choice(status, JobStatus, "job status")
@@ -93,6 +102,7 @@ def list_page(
         "status": status,
         "task_name": task_name,
         "workflow_id": workflow_id,
+        "unique_key": unique_key,
         "metadata": json.dumps(json_object(metadata, "metadata"), separators=(",", ":"))
         if metadata is not None
         else None,

@@ -24,6 +24,8 @@ class JobFilters(TypedDict, total=False):
     workflow_id: str | None
     metadata: Mapping[str, Any] | None
     """Jobs whose metadata contains this object."""
+    unique_key: str | None
+    """Jobs enqueued with this `unique` key."""
 
 
 def _list_call(filters: JobFilters, limit: int, cursor: str | None) -> Call[Page[Job]]:
@@ -33,6 +35,7 @@ def _list_call(filters: JobFilters, limit: int, cursor: str | None) -> Call[Page
         task_name=filters.get("task_name"),
         workflow_id=filters.get("workflow_id"),
         metadata=filters.get("metadata"),
+        unique_key=filters.get("unique_key"),
         limit=limit,
         cursor=cursor,
     )

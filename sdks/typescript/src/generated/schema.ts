@@ -637,6 +637,7 @@ export interface components {
             run_at?: string | null;
             task_name: string;
             timeout_seconds?: number | null;
+            unique?: components["schemas"]["Unique"] | null;
         };
         /** CompleteRequest */
         CompleteRequest: {
@@ -704,6 +705,7 @@ export interface components {
             run_at?: string | null;
             task_name: string;
             timeout_seconds?: number | null;
+            unique?: components["schemas"]["Unique"] | null;
         };
         /** FailRequest */
         FailRequest: {
@@ -793,6 +795,7 @@ export interface components {
             tenant_id: string;
             timeout_seconds: number | null;
             trace_context: components["schemas"]["TraceContext"] | null;
+            unique_key: string | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -855,6 +858,7 @@ export interface components {
             tenant_id: string;
             timeout_seconds: number | null;
             trace_context: components["schemas"]["TraceContext"] | null;
+            unique_key: string | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -887,9 +891,11 @@ export interface components {
         /** Problem */
         Problem: {
             /** @enum {string} */
-            code: "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "lease_lost" | "invalid_state" | "payload_too_large" | "unavailable" | "internal_error";
+            code: "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "lease_lost" | "invalid_state" | "duplicate" | "payload_too_large" | "unavailable" | "internal_error";
             detail: string;
             errors?: components["schemas"]["FieldProblem"][] | null;
+            existing_job_id?: string | null;
+            index?: number | null;
             status: number;
             title: string;
             type: string;
@@ -970,6 +976,19 @@ export interface components {
         TraceContext: {
             traceparent: string;
             tracestate: string | null;
+        };
+        /** Unique */
+        Unique: {
+            debounce_max_seconds?: number | null;
+            debounce_seconds?: number | null;
+            key: string;
+            /**
+             * @default skip
+             * @enum {string}
+             */
+            on_conflict?: "skip" | "replace" | "error";
+            period_seconds?: number | null;
+            states?: ("pending" | "running" | "retrying" | "completed" | "dead_letter" | "cancelled")[] | null;
         };
         /** UpdateQueue */
         UpdateQueue: {
@@ -1128,6 +1147,8 @@ export interface operations {
                 status?: "pending" | "running" | "retrying" | "completed" | "dead_letter" | "cancelled" | null;
                 task_name?: string | null;
                 workflow_id?: string | null;
+                /** @description A unique rule's key */
+                unique_key?: string | null;
                 /** @description A JSON object: only jobs whose metadata contains it */
                 metadata?: string | null;
                 limit?: number;
@@ -1206,7 +1227,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description An idempotent repeat: the original job, unchanged */
+            /** @description An idempotent repeat: the original job, unchanged; or the job a `unique` rule met, with the header `QueueFlow-Unique: skipped` (unchanged) or `replaced` (rewritten) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1244,6 +1265,15 @@ export interface operations {
             };
             /** @description forbidden: this kind of key may not call this route */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1318,6 +1348,15 @@ export interface operations {
             };
             /** @description forbidden: this kind of key may not call this route */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1471,7 +1510,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1547,7 +1586,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1860,7 +1899,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2081,7 +2120,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2308,7 +2347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2397,7 +2436,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2486,7 +2525,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2575,7 +2614,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3013,7 +3052,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3089,7 +3128,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3170,7 +3209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description lease_lost (stale or expired lease token) or invalid_state (the object's state forbids this) */
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -179,6 +179,7 @@ export function localContext(
     metadata: {},
     idempotency_key: null,
     concurrency_key: null,
+    unique_key: null,
     created_at: now,
     started_at: now,
     completed_at: null,

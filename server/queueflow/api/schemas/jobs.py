@@ -79,10 +79,37 @@ class TaskFields(RequestBody):
     concurrency_key: ConcurrencyKey | None = None
 
 
+class Unique(RequestBody):
+    """At most one job per tenant and `key` in `states` (or per `period_seconds` window of `created_at`); what an
+    enqueue that meets it does is `on_conflict`. With `debounce_seconds` the job runs that long after the last
+    enqueue of its key, never later than `debounce_max_seconds` after its creation."""
+
+    key: Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
+    states: Annotated[list[JobStatusName], Meta(min_length=1, max_length=6)] | None = None
+    """Default ["pending", "retrying", "running"]; not with `period_seconds`."""
+    period_seconds: Annotated[int, Meta(ge=1, le=validation.MAX_PERIOD_SECONDS)] | None = None
+    on_conflict: Literal["skip", "replace", "error"] = "skip"
+    debounce_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DEBOUNCE_SECONDS)] | None = None
+    """Only with on_conflict "replace" and the default states; not with run_at or delay_seconds."""
+    debounce_max_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DEBOUNCE_SECONDS)] | None = None
+    """At least debounce_seconds; default the smaller of 10 × debounce_seconds and 86,400."""
+
+    def to_domain(self) -> domain.UniqueRule:
+        return domain.UniqueRule(
+            key=self.key,
+            states=None if self.states is None else tuple(domain.JobStatus(state) for state in self.states),
+            period_seconds=self.period_seconds,
+            on_conflict=domain.OnConflict(self.on_conflict),
+            debounce_seconds=self.debounce_seconds,
+            debounce_max_seconds=self.debounce_max_seconds,
+        )
+
+
 class EnqueueJob(TaskFields):
     run_at: AwareDateTime | None = None
     delay_seconds: DelaySeconds | None = None
     metadata: JSONObject = msgspec.field(default_factory=dict)
+    unique: Unique | None = None
 
     def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
         return domain.NewJob(
@@ -98,6 +125,7 @@ class EnqueueJob(TaskFields):
             metadata=self.metadata,
             idempotency_key=idempotency_key,
             concurrency_key=self.concurrency_key,
+            unique=None if self.unique is None else self.unique.to_domain(),
         )
 
 
@@ -141,6 +169,8 @@ class Job(Struct, kw_only=True):
     metadata: JSONObject
     idempotency_key: str | None
     concurrency_key: str | None
+    unique_key: str | None
+    """The key of the `unique` rule it was enqueued with, if any."""
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -179,6 +209,7 @@ def job_fields(job: domain.Job) -> dict[str, Any]:
         "metadata": job.metadata,
         "idempotency_key": job.idempotency_key,
         "concurrency_key": job.concurrency_key,
+        "unique_key": job.unique_key,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,

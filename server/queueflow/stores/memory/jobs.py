@@ -38,17 +38,23 @@ from queueflow.core.types import (
     JobQuery,
     JobStatus,
     Unchanged,
+    UniqueOutcome,
+    UniqueRule,
 )
-from queueflow.stores.memory.state import Tables
+from queueflow.stores.memory.unique import MemoryUnique
 
 
-class MemoryJobs(Tables):
+class MemoryJobs(MemoryUnique):
     async def ping(self) -> None:
         """Always answers: memory is always there."""
 
-    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
-        self._check_insert(jobs)
-        return self._insert(jobs)
+    async def job_insert_many(
+        self, jobs: Sequence[Job], *, rules: Sequence[UniqueRule | None] | None = None
+    ) -> list[tuple[Job, bool | UniqueOutcome]]:
+        self._check_insert(jobs, rules)
+        if rules is not None and any(rule is not None for rule in rules):
+            return self._insert_unique(jobs, rules)
+        return list(self._insert(jobs))
 
     async def job_get(self, job_id: str, *, tenant_id: str | None = None) -> Job | None:
         job = self._jobs.get(job_id)
@@ -323,6 +329,8 @@ class MemoryJobs(Tables):
             self._started_before.pop(job.id, None)
             if job.idempotency_key is not None:
                 self._idempotency.pop((job.tenant_id, job.idempotency_key), None)
+            if job.unique_key is not None:
+                self._unique[job.tenant_id, job.unique_key].discard(job.id)
         return len(doomed[:limit])
 
 
@@ -343,5 +351,6 @@ def _matches(job: Job, where: JobFilter) -> bool:
         and (where.status is None or job.status is where.status)
         and (where.task_name is None or job.task_name == where.task_name)
         and (where.workflow_id is None or job.workflow_id == where.workflow_id)
+        and (where.unique_key is None or job.unique_key == where.unique_key)
         and (where.metadata is None or contains(job.metadata, where.metadata))
     )

@@ -21,7 +21,8 @@ from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.schedule import Schedule
-from queueflow.core.types import Job, JobStatus
+from queueflow.core.types import Job, JobStatus, UniqueRule
+from queueflow.core.unique import rule_mismatch_errors
 from queueflow.core.workflow import Workflow, WorkflowStatus
 from queueflow.ports import WorkSignal
 
@@ -30,6 +31,7 @@ class Tables:
     def __init__(self, wakeups: WorkSignal | None = None, *, rng: RandomSource | None = None) -> None:
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
+        self._unique: dict[tuple[str, str], set[str]] = {}  # (tenant_id, unique_key) → its jobs' ids
         self._workflows: dict[str, Workflow] = {}
         self._workflow_keys: dict[tuple[str, str], str] = {}
         # Per workflow: each step's position in its steps (a finish finds its rows by name, as PostgreSQL's key
@@ -56,6 +58,7 @@ class Tables:
         """Forget every job, workflow, schedule and queue setting."""
         self._jobs.clear()
         self._idempotency.clear()
+        self._unique.clear()
         self._workflows.clear()
         self._workflow_keys.clear()
         self._step_positions.clear()
@@ -67,8 +70,8 @@ class Tables:
         self._buckets.clear()
         self._started_before.clear()
 
-    def _check_insert(self, jobs: Sequence[Job]) -> None:
-        errors: list[FieldError] = []
+    def _check_insert(self, jobs: Sequence[Job], rules: Sequence[UniqueRule | None] | None = None) -> None:
+        errors = rule_mismatch_errors(jobs, rules)
         seen: set[str] = set()  # a batch's own ids so far (a scan of the earlier items was quadratic)
         for index, job in enumerate(jobs):
             if job.id in self._jobs or job.id in seen:
@@ -87,21 +90,24 @@ class Tables:
             if key is not None and key in self._idempotency:
                 results.append((self._out(self._jobs[self._idempotency[key]]), False))
                 continue
-            stored = replace(
-                job,
-                payload=copy.deepcopy(job.payload),
-                metadata=copy.deepcopy(job.metadata),
-                status=JobStatus.PENDING,
-            )
-            self._jobs[job.id] = stored
-            if key is not None:
-                self._idempotency[key] = job.id
-            results.append((self._out(stored), True))
+            results.append((self._out(self._store_new(job)), True))
         if self._wakeups is not None:
             # As PostgreSQL's AFTER INSERT trigger does: one wake-up per queue that received rows.
             for queue in {job.queue_name for job, created in results if created}:
                 self._wakeups.notify(queue)
         return results
+
+    def _store_new(self, job: Job) -> Job:
+        """Store a new pending row (checked, its idempotency key free), indexed by its keys."""
+        stored = replace(
+            job, payload=copy.deepcopy(job.payload), metadata=copy.deepcopy(job.metadata), status=JobStatus.PENDING
+        )
+        self._jobs[job.id] = stored
+        if job.idempotency_key is not None:
+            self._idempotency[job.tenant_id, job.idempotency_key] = job.id
+        if job.unique_key is not None:
+            self._unique.setdefault((job.tenant_id, job.unique_key), set()).add(job.id)
+        return stored
 
     def _slot_freed(self, job: Job) -> None:
         """`job` has just ended. If its tenant caps how many of its jobs run in its queue, a slot came free: the

@@ -28,7 +28,10 @@ from queueflow.core.types import (
     JobQuery,
     JobStatus,
     Unchanged,
+    UniqueOutcome,
+    UniqueRule,
 )
+from queueflow.core.unique import rule_mismatch_errors
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import job_from_row, job_insert
@@ -48,18 +51,25 @@ from queueflow.stores.postgres.sql import (
     RETRY,
     SELECT_BY_KEYS,
 )
+from queueflow.stores.postgres.unique import insert_unique
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class PostgresJobs(Pooled):
-    async def job_insert_many(self, jobs: Sequence[Job]) -> list[tuple[Job, bool]]:
-        errors = job_storage_errors(jobs)
+    async def job_insert_many(
+        self, jobs: Sequence[Job], *, rules: Sequence[UniqueRule | None] | None = None
+    ) -> list[tuple[Job, bool | UniqueOutcome]]:
+        errors = rule_mismatch_errors(jobs, rules) + job_storage_errors(jobs)
         ids = [job.id for job in jobs]
         if len(set(ids)) < len(ids):
             errors.append(FieldError(("jobs",), "duplicate job ids in one batch"))
         if errors:
             raise ValidationError.of(errors)
+        if rules is not None and any(rule is not None for rule in rules):
+            with self._announcing() as announce:
+                async with self._connection() as db, db.transaction():
+                    return await insert_unique(db, jobs, rules, announce)
         # A key repeated inside the batch resolves to its first occurrence, which is the only one sent.
         first: dict[tuple[str, str], Job] = {}
         sent: list[Job] = []
@@ -97,7 +107,7 @@ class PostgresJobs(Pooled):
                             # try again.
                             raise StoreUnavailable("a job with a repeated idempotency key vanished during the insert")
                     announce(job.queue_name for job in inserted.values())
-        results: list[tuple[Job, bool]] = []
+        results: list[tuple[Job, bool | UniqueOutcome]] = []
         for job in jobs:
             if job.idempotency_key is None:
                 results.append((inserted[job.id], True))
@@ -142,7 +152,8 @@ class PostgresJobs(Pooled):
 
     async def job_list(self, query: JobQuery) -> list[Job]:
         tenant_id, where, after = query.tenant_id, query.where, query.after
-        texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, after.id if after else None]
+        texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, where.unique_key]
+        texts.append(after.id if after else None)
         if not all(text is None or storable_text(text) for text in texts):
             return []
         if where.metadata is not None and storage_errors(where.metadata, ("metadata",)):
@@ -153,6 +164,7 @@ class PostgresJobs(Pooled):
             ("status", where.status.value if where.status is not None else None),
             ("task_name", where.task_name),
             ("workflow_id", where.workflow_id),
+            ("unique_key", where.unique_key),  # idx_jobs_unique_key
         ):
             if value is not None:
                 args.append(value)

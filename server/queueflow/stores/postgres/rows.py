@@ -12,13 +12,15 @@ from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.sql import insert_sql
 
 
-def job_insert(jobs: Sequence[Job], *, returning: bool = False) -> tuple[str, list[Any]]:
+def job_insert(jobs: Sequence[Job], *, returning: bool = False, unique: bool = False) -> tuple[str, list[Any]]:
     """The statement and parameters that insert `jobs` (at least one), each column every row shares sent once
     (`sql.insert_sql`). A list's `count` compares in C, equal objects by identity first: a batch's shared values are
-    mostly the same objects."""
+    mostly the same objects. With `unique`, the rows' `unique_key` too (`sql.insert_sql`)."""
     columns = insert_columns(jobs)
+    if unique:
+        columns.append([job.unique_key for job in jobs])
     shared = tuple(column.count(column[0]) == len(column) for column in columns)
-    return insert_sql(shared, returning=returning), [
+    return insert_sql(shared, returning=returning, unique=unique), [
         column[0] if one else column for column, one in zip(columns, shared, strict=True)
     ]
 
@@ -110,4 +112,5 @@ def job_from_row(row: asyncpg.Record) -> Job:
         completed_at=row["completed_at"],
         progress=row["progress"],
         trace_context=row["trace_context"],
+        unique_key=row["unique_key"],
     )

@@ -10,7 +10,7 @@ COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
     " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
-    " progress, trace_context"
+    " progress, trace_context, unique_key"
 )
 # The key of a job's `config` where a claim keeps the started_at it overwrites, an earlier delivery's, for a release
 # to put back (`fair_sql.lease`).
@@ -26,10 +26,11 @@ INSERT_COLUMNS = (
     ("workflow_id", "text"), ("workflow_step_id", "text"), ("trace_context", "jsonb"),
 )  # fmt: skip
 """The columns an insert of jobs writes, in the order of its parameters (`rows.insert_columns`), with their types."""
+UNIQUE_INSERT_COLUMN = ("unique_key", "text")
 
 
 @functools.lru_cache(maxsize=128)
-def insert_sql(shared: tuple[bool, ...], *, returning: bool) -> str:
+def insert_sql(shared: tuple[bool, ...], *, returning: bool, unique: bool = False) -> str:
     """The INSERT of jobs whose parameters are `INSERT_COLUMNS` in order: a column `shared` by every row is one
     value, the others are arrays unnested row by row. A batch of one task repeats its tenant, queue, task, policy,
     times and empty metadata on every row; each array element is encoded by asyncpg (with an ABC isinstance check
@@ -38,9 +39,13 @@ def insert_sql(shared: tuple[bool, ...], *, returning: bool) -> str:
     encodes a text array in C, where a jsonb array calls the connection's Python codec once per element.
 
     Only the ids come back, and only when asked: an inserted row is exactly the Job that was sent, so reading it
-    back would only cost decoding; and without an idempotency key every row sent is inserted."""
+    back would only cost decoding; and without an idempotency key every row sent is inserted.
+
+    With `unique`, the rows' `unique_key` is a last column (`UNIQUE_INSERT_COLUMN`): only an enqueue with rules
+    writes it, so the other inserts (a workflow's, whose statements number `INSERT_COLUMNS`) stay as they were."""
+    columns = (*INSERT_COLUMNS, UNIQUE_INSERT_COLUMN) if unique else INSERT_COLUMNS
     values, arrays, names = [], [], []
-    for number, ((name, kind), one) in enumerate(zip(INSERT_COLUMNS, shared, strict=True), start=1):
+    for number, ((name, kind), one) in enumerate(zip(columns, shared, strict=True), start=1):
         sent, cast = ("text", "::jsonb") if kind == "jsonb" else (kind, "")
         if one:
             values.append(f"${number}::{sent}{cast}")
@@ -50,7 +55,7 @@ def insert_sql(shared: tuple[bool, ...], *, returning: bool) -> str:
             names.append(name)
     rows = f"\n  FROM unnest({', '.join(arrays)}) AS u({', '.join(names)})" if arrays else ""
     return (
-        f"INSERT INTO queueflow.jobs ({', '.join(name for name, _ in INSERT_COLUMNS)})\n"
+        f"INSERT INTO queueflow.jobs ({', '.join(name for name, _ in columns)})\n"
         f"SELECT {', '.join(values)}{rows}\n"
         "ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
         + ("\nRETURNING id" if returning else "")
