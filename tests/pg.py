@@ -38,6 +38,8 @@ TABLES = [
     "queueflow.schedules",
     "queueflow.queue_settings",
     "queueflow.claim_turns",
+    "queueflow.endpoint_slots",
+    "queueflow.endpoints",
 ]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 

@@ -1,5 +1,5 @@
 """PostgresJobStore: the whole `Store` contract on PostgreSQL — its jobs (`jobs`, and their claim: `claim`), queues
-(`queues`), workflows (`workflows`) and schedules (`schedules`) on one connection pool.
+(`queues`), workflows (`workflows`), schedules (`schedules`) and push endpoints (`endpoints`) on one connection pool.
 
 Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
 for the claim planning costs more than running it. Each method is one statement (or one transaction), so the
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.claim import PostgresClaims
+from queueflow.stores.postgres.endpoints import PostgresEndpoints
 from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.queues import PostgresQueues
 from queueflow.stores.postgres.schedules import PostgresSchedules
@@ -23,7 +24,13 @@ from queueflow.stores.postgres.workflows import PostgresWorkflows
 
 
 class PostgresJobStore(
-    PostgresJobs, PostgresClaims, PostgresQueues, PostgresWorkflows, PostgresWorkflowGrowth, PostgresSchedules
+    PostgresJobs,
+    PostgresClaims,
+    PostgresQueues,
+    PostgresWorkflows,
+    PostgresWorkflowGrowth,
+    PostgresSchedules,
+    PostgresEndpoints,
 ):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
 
