@@ -1,9 +1,9 @@
 """`queueflow serve`: one QueueFlow process — its database, its store, its loops and (in api/all mode) its HTTP API.
 
-    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   wait timer   tasks (with --tasks)
+    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   wait timer   push delivery   tasks (--tasks)
     api        ✓             ✓
-    worker                   ✓                ✓             ✓              ✓               ✓
-    all        ✓             ✓                ✓             ✓              ✓               ✓
+    worker                   ✓                ✓             ✓              ✓              ✓               ✓
+    all        ✓             ✓                ✓             ✓              ✓              ✓               ✓
 
 Without a database URL the process runs an embedded PostgreSQL with its files under `--data-dir` (default
 `.queueflow/`), so a first start needs nothing installed. `memory://` selects the in-memory store instead
@@ -34,6 +34,7 @@ from queueflow.clocks import SystemClock
 from queueflow.engine import Engine
 from queueflow.ports import Store
 from queueflow.prefork import AllListening, supervise
+from queueflow.runtime.delivery import Deliveries
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
@@ -258,6 +259,9 @@ async def _runtime(
             services.append(Janitor(engine, interval=settings.janitor_interval))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
             services.append(WaitTimer(engine))
+            services.append(
+                Deliveries(engine, wakeups, max_body_bytes=settings.max_body_bytes, poll=settings.safety_poll)
+            )
             if tasks is not None:
                 from queueflow.runtime.inprocess import InProcessWorker
 

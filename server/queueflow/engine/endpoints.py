@@ -4,26 +4,31 @@
 makes secrets and ids, resolves names through the `Resolver` port, and has the store record. Unless private
 endpoints are allowed (`EngineSettings.allow_private_endpoints`), a URL whose host resolves to an address
 `core.endpoints.address_refusal` refuses is a 400 at creation and on every change of URL, and is checked again
-before every new connection a delivery makes (`destination`).
+before every new connection a delivery makes (`addresses`). The delivery loop takes and gives back its slots
+here too.
 """
 
 from __future__ import annotations
 
+import builtins
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.endpoints import (
     SECRET_PREFIX,
+    DeliveryOutcome,
     Endpoint,
     EndpointPatch,
     EndpointQuery,
     NewEndpoint,
+    SlotRequest,
     address_refusal,
     endpoint_errors,
+    error_text,
     host_of,
     patch_errors,
     patched,
@@ -42,17 +47,9 @@ Change = Callable[[Endpoint, datetime], Endpoint]
 """An edit of the endpoint as read, at a time (`core.endpoints.patched`, `rotated`)."""
 
 
-class Refused(Exception):
-    """A delivery may not connect where its endpoint's URL leads (the message says why)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Destination:
-    """Where a delivery connects: the URL's host and port, at an address checked for it."""
-
-    host: str
-    port: int
-    address: str
+class Refused(OSError):
+    """A delivery may not connect where its endpoint's URL leads (the message says why). An OSError, as a failed
+    name lookup is, so an HTTP client reports it as the connection error it is."""
 
 
 class Endpoints:
@@ -117,11 +114,10 @@ class Endpoints:
         if not await self.store.endpoint_delete(name, tenant_id=tenant_id):
             raise NotFound(f"no endpoint {name!r}")
 
-    async def destination(self, url: str) -> Destination:
-        """Resolve the URL's host once and check every address it gave: the address a delivery's new connection
-        goes to. `Refused` when it resolves to nothing, or (unless private endpoints are allowed) to an address
-        `core.endpoints.address_refusal` refuses."""
-        host, port = host_of(url)
+    async def addresses(self, host: str, port: int) -> builtins.list[str]:
+        """Resolve `host` once and check every address it gave: where a delivery's new connection may go (the
+        first of them). `Refused` when it resolves to nothing, or (unless private endpoints are allowed) to any
+        address `core.endpoints.address_refusal` refuses: a name that also leads inside is not to be trusted."""
         addresses = await self.resolver.resolve(host, port)
         if not addresses:
             raise Refused(f"{host} does not resolve")
@@ -129,15 +125,45 @@ class Endpoints:
             for address in addresses:
                 if (refusal := address_refusal(address)) is not None:
                     raise Refused(f"{host} resolves to {refusal}; private endpoints are not allowed on this server")
-        return Destination(host, port, addresses[0])
+        return addresses
 
     async def _check_url(self, url: str) -> None:
         if self.allow_private:
             return
         try:
-            await self.destination(url)
+            await self.addresses(*host_of(url))
         except Refused as exc:
             raise ValidationError.of([FieldError(("url",), str(exc))]) from None
+
+    # --- the delivery loop's (`runtime.delivery`) ----------------------------------------------------------------
+
+    async def deliverable(self) -> builtins.list[Endpoint]:
+        """Every tenant's endpoints that are not paused."""
+        return await self.store.endpoint_deliverable()
+
+    async def take_slots(self, endpoint_id: str, want: int, hold_seconds: float) -> builtins.list[str]:
+        """Up to `want` delivery slots of the endpoint, as many as its concurrency leaves (across processes)."""
+        request = SlotRequest(endpoint_id=endpoint_id, want=want, hold_seconds=hold_seconds, now=self.clock.now())
+        return await self.store.endpoint_slots_take(request)
+
+    async def hold_slots(self, slot_ids: Sequence[str], hold_seconds: float) -> int:
+        now = self.clock.now()
+        return await self.store.endpoint_slots_hold(slot_ids, until=now + timedelta(seconds=hold_seconds), now=now)
+
+    async def release_slots(self, slot_ids: Sequence[str]) -> None:
+        if slot_ids:
+            await self.store.endpoint_slots_release(slot_ids)
+
+    async def delivered(self, endpoint_id: str, slot_id: str, error: str | None) -> None:
+        """A delivery ended (`error` None: answered 2xx): its slot back, the endpoint's counters moved."""
+        outcome = DeliveryOutcome(
+            endpoint_id=endpoint_id,
+            slot_id=slot_id,
+            delivered=error is None,
+            error=None if error is None else error_text(error),
+            now=self.clock.now(),
+        )
+        await self.store.endpoint_delivery_finish(outcome)
 
     async def _change(self, tenant_id: str, name: str, change: Change) -> Endpoint:
         for _ in range(UPDATE_ATTEMPTS):
