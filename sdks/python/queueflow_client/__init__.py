@@ -28,16 +28,19 @@ from queueflow_client.errors import (
     PayloadTooLargeError,
     PermissionDeniedError,
     QueueFlowError,
+    SignatureVerificationError,
     UnavailableError,
     ValidationError,
 )
 from queueflow_client.local import LocalLease
 from queueflow_client.options import EnqueueOptions, JobOptions
+from queueflow_client.signatures import verify_signature
 from queueflow_client.steps import WorkflowDefinition
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
 from queueflow_client.types import (
     UNCHANGED,
     Backoff,
+    Endpoint,
     Job,
     LeasedJob,
     Page,
@@ -62,6 +65,7 @@ __all__ = [
     "AuthenticationError",
     "Backoff",
     "ConflictError",
+    "Endpoint",
     "EnqueueOptions",
     "Fatal",
     "InvalidStateError",
@@ -81,6 +85,7 @@ __all__ = [
     "RateLimit",
     "Retry",
     "Schedule",
+    "SignatureVerificationError",
     "Step",
     "TaskRegistry",
     "TraceContext",
@@ -92,4 +97,5 @@ __all__ = [
     "WorkflowDefinition",
     "WorkflowStep",
     "steps",
+    "verify_signature",
 ]
