@@ -1,5 +1,5 @@
 """Push endpoint routes: create (the secret shown once), list, get, patch, rotate-secret, delete, their errors, and
-the addresses a server without `--allow-private-endpoints` refuses (API.md, "Push delivery")."""
+the addresses a server without `--allow-private-endpoints` refuses (README.md, "Push delivery")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Push delivery against a live receiver on 127.0.0.1: the body, headers and signature, and what each answer
-means for the job (API.md, "Push delivery")."""
+means for the job (README.md, "Push delivery")."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import hmac
 import json
 from datetime import timedelta
 
+import pytest
+from prometheus_client import generate_latest
+from queueflow.api.observe import Metrics
 from queueflow.core.endpoints import EndpointPatch
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.engine import Engine
@@ -195,3 +198,25 @@ async def test_a_slow_endpoint_never_slows_another(
 
 def _unpaused() -> EndpointPatch:
     return EndpointPatch(paused=False)
+
+
+async def test_metrics_count_deliveries_by_endpoint_and_outcome_and_a_failure_logs_a_line(
+    engine: Engine, wakeups: Wakeups, receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    metrics = Metrics()
+    await endpoint(engine, receiver.url)
+    async with Deliveries(engine, wakeups, max_body_bytes=1024, refresh=0.05, poll=0.5, observe=metrics.delivery_ended):
+        ok = await engine.enqueue(T, NewJob(task_name="send"))
+        await settled(engine, wakeups, ok.job.id)
+        receiver.status = 500
+        failed = await engine.enqueue(T, NewJob(task_name="send"))
+        await settled(engine, wakeups, failed.job.id)
+    text = generate_latest(metrics.registry).decode()
+    for outcome in ("completed", "retrying"):
+        line = f'queueflow_push_delivery_duration_seconds_count{{endpoint="tenant-a/hooks",outcome="{outcome}"}} 1.0'
+        assert line in text
+    (logged,) = [record.getMessage() for record in caplog.records if record.name == "queueflow.delivery"]
+    assert logged == (
+        f"delivery failed: endpoint=hooks tenant=tenant-a job={failed.job.id} delivery=1 outcome=retrying"
+        " error=the endpoint answered 500"
+    )

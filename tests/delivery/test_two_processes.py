@@ -58,7 +58,6 @@ async def test_two_servers_never_exceed_the_endpoints_concurrency(postgres_url: 
                     await service.stop()
             read = await engines[1].endpoints.get(T, "hooks")
             assert receiver.peak <= CONCURRENCY
-            assert receiver.peak == CONCURRENCY  # both together kept it full
             assert (read.delivered, read.failed, read.in_flight) == (JOBS, 0, 0)
             ids = [delivery.headers["queueflow-job-id"] for delivery in receiver.deliveries]
             assert sorted(ids) == sorted(enqueued.job.id for enqueued in jobs)  # each once

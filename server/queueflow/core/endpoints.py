@@ -1,4 +1,4 @@
-"""Push endpoints (API.md, "Push delivery"): HTTP URLs that receive a tenant's jobs as signed POSTs.
+"""Push endpoints (README.md, "Push delivery"): HTTP URLs that receive a tenant's jobs as signed POSTs.
 
 An endpoint is a row: its rules (`NewEndpoint`, `endpoint_errors`), its secrets (the current one, and for
 `SECRET_OVERLAP` after a rotation the previous one: both sign), and its counters. How many of its deliveries are

@@ -1,4 +1,4 @@
-"""The wire shapes of push endpoints, addressed by name (API.md, "Push delivery")."""
+"""The wire shapes of push endpoints, addressed by name (README.md, "Push delivery")."""
 
 from __future__ import annotations
 

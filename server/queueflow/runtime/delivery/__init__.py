@@ -1,4 +1,4 @@
-"""Push delivery (API.md, "Push delivery"): every `worker` / `all` process delivers jobs to the tenants' HTTP
+"""Push delivery (README.md, "Push delivery"): every `worker` / `all` process delivers jobs to the tenants' HTTP
 endpoints, as a lessee would take them.
 
     Deliveries (service)  ──▶ one Pusher per endpoint not paused (`endpoint_deliverable`, read every `refresh` s)

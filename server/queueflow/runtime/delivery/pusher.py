@@ -163,13 +163,14 @@ class Pusher:
     async def _deliver(self, endpoint: Endpoint, job: Job, slot: str) -> None:
         started = time.monotonic()
         outcome = await self._post(endpoint, job, slot)
+        # The request is over: its slot is free, and the counters (which count answers) say so before the job's
+        # outcome is visible, so whoever sees the job finished sees the endpoint's counters moved too.
+        await _quietly(self.engine.endpoints.delivered(endpoint.id, slot, outcome.error))
         try:
             status = await self._record(job, outcome)
         except QueueFlowError as exc:
             status = "lease_lost" if not isinstance(exc, StoreUnavailable) else "unrecorded"
             log.warning("endpoint %s: job %s's delivery could not be recorded: %s", endpoint.name, job.id, exc)
-        finally:
-            await _quietly(self.engine.endpoints.delivered(endpoint.id, slot, outcome.error))
         if outcome.error is not None:
             log.warning(
                 "delivery failed: endpoint=%s tenant=%s job=%s delivery=%d outcome=%s error=%s",
