@@ -158,3 +158,20 @@ def test_workflows_signal_and_retry(cli: Cli, http: TestClient[Litestar]) -> Non
     cli("workflows", "signal", workflow_id, "nope", code=1)
     cli("workflows", "retry", workflow_id, code=1)  # running: only a failed one is retried
     assert cli.json("workflows", "get", workflow_id)["status"] == "running"
+
+
+def test_endpoints_list(cli: Cli, http: TestClient[Litestar]) -> None:
+    assert cli("endpoints", "list") == "(none)\n"
+    http.post(
+        "/v1/endpoints",
+        json={"name": "billing", "url": "https://93.184.215.14/hooks", "queues": ["billing"]},
+        headers={"Authorization": "Bearer key-a"},
+    )
+    (listed,) = cli.json("endpoints", "list")
+    assert (listed["name"], listed["in_flight"], listed["secret"][:7]) == ("billing", 0, "qfsec_…")
+    assert cli("endpoints", "list").splitlines()[1].split()[:4] == [
+        "billing",
+        "https://93.184.215.14/hooks",
+        '["billing"]',
+        "False",
+    ]
