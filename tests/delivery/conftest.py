@@ -12,7 +12,7 @@ from queueflow.clocks import SystemClock
 from queueflow.core.endpoints import Endpoint, NewEndpoint
 from queueflow.core.types import Job, JobStatus
 from queueflow.engine import Engine, EngineSettings
-from queueflow.ports import Store
+from queueflow.ports import Resolver, Store
 from queueflow.runtime.delivery import Deliveries
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory import InMemoryJobStore
@@ -33,9 +33,9 @@ def store(wakeups: Wakeups) -> InMemoryJobStore:
     return InMemoryJobStore(wakeups=wakeups)
 
 
-def engine_on(store: Store, *, allow_private: bool = True) -> Engine:
+def engine_on(store: Store, *, allow_private: bool = True, resolver: Resolver | None = None) -> Engine:
     settings = EngineSettings(allow_private_endpoints=allow_private)
-    return Engine(store, SystemClock(), rng=random.Random(), settings=settings)
+    return Engine(store, SystemClock(), rng=random.Random(), settings=settings, resolver=resolver)
 
 
 @pytest.fixture

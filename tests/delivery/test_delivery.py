@@ -15,6 +15,7 @@ from queueflow.api.observe import Metrics
 from queueflow.core.endpoints import EndpointPatch
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.engine import Engine
+from queueflow.resolver import StaticResolver
 from queueflow.runtime.delivery import Deliveries
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory import InMemoryJobStore
@@ -220,3 +221,37 @@ async def test_metrics_count_deliveries_by_endpoint_and_outcome_and_a_failure_lo
         f"delivery failed: endpoint=hooks tenant=tenant-a job={failed.job.id} delivery=1 outcome=retrying"
         " error=the endpoint answered 500"
     )
+
+
+async def test_a_name_is_resolved_once_and_the_checked_address_connected_to_with_the_names_host_header(
+    store: InMemoryJobStore, wakeups: Wakeups, receiver: Receiver
+) -> None:
+    port = receiver.url.split(":")[2].split("/")[0]
+    resolver = StaticResolver({"receiver.test": ["127.0.0.1"]})
+    engine = engine_on(store, resolver=resolver)
+    await endpoint(engine, f"http://receiver.test:{port}/hooks")
+    async with Deliveries(engine, wakeups, max_body_bytes=1024, refresh=0.05, poll=0.5):
+        enqueued = await engine.enqueue(T, NewJob(task_name="send"))
+        job = await settled(engine, wakeups, enqueued.job.id)
+    assert job.status is JobStatus.COMPLETED
+    (delivery,) = receiver.deliveries
+    assert delivery.headers["host"] == f"receiver.test:{port}"
+    assert resolver.asked == ["receiver.test"]  # one connection, one lookup
+
+
+async def test_a_name_that_resolves_inside_is_refused_at_delivery(
+    store: InMemoryJobStore, wakeups: Wakeups, receiver: Receiver
+) -> None:
+    port = receiver.url.split(":")[2].split("/")[0]
+    resolver = StaticResolver({"receiver.test": ["127.0.0.1"]})
+    await endpoint(engine_on(store, resolver=resolver), f"http://receiver.test:{port}/hooks")  # allowed back then
+    strict = engine_on(store, allow_private=False, resolver=resolver)
+    async with Deliveries(strict, wakeups, max_body_bytes=1024, refresh=0.05, poll=0.5):
+        enqueued = await strict.enqueue(T, NewJob(task_name="send"))
+        job = await settled(strict, wakeups, enqueued.job.id)
+    assert job.status is JobStatus.RETRYING
+    assert job.error_message == (
+        "refused: receiver.test resolves to 127.0.0.1 is a loopback address; private endpoints are not allowed on"
+        " this server"
+    )
+    assert receiver.deliveries == []

@@ -114,6 +114,10 @@ class Pusher:
                     log.warning("endpoint %s: cannot claim, the store is unavailable: %s", endpoint.name, exc)
                     await watch.wait(self.poll)
                     continue
+                except Exception:  # never let one bad pass end the endpoint's deliveries for good
+                    log.exception("endpoint %s: claiming failed", endpoint.name)
+                    await watch.wait(self.poll)
+                    continue
                 if jobs is None:  # no slot free: wait for one of ours, or poll for another process's
                     self._freed.clear()
                     with contextlib.suppress(TimeoutError):
