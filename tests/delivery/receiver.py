@@ -69,11 +69,13 @@ class Receiver:
 
 
 @asynccontextmanager
-async def receiving() -> AsyncIterator[Receiver]:
+async def receiving(port: int = 0) -> AsyncIterator[Receiver]:
+    """A receiver on `port` (default: a free one)."""
     receiver = Receiver()
     # Bound and listening before uvicorn starts: a delivery that connects at once waits in the backlog.
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restarted receiver takes its port back at once
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
     receiver.url = f"http://127.0.0.1:{sock.getsockname()[1]}/hooks"
     config = uvicorn.Config(receiver.app, interface="asgi3", lifespan="off", log_level="warning", access_log=False)
