@@ -6,7 +6,6 @@ in a flash message, which travels in a cookie."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from litestar import Request, get, post
 from litestar.di import NamedDependency
@@ -14,9 +13,9 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from queueflow.core.endpoints import EndpointPatch
-from queueflow.core.errors import InvalidState, ValidationError
+from queueflow.core.errors import InvalidState
 from queueflow.dashboard.session import Flash
-from queueflow.dashboard.web import UI, redirect, render, tenant_of
+from queueflow.dashboard.web import UI, list_page, redirect, render, tenant_of
 from queueflow.engine import Engine
 
 PAGE_SIZE = 50
@@ -24,23 +23,12 @@ PAGE_SIZE = 50
 
 @get("/endpoints", name="dashboard-endpoints")
 async def endpoints_page(request: Request[Any, Any, Any], engine: NamedDependency[Engine]) -> Template:
-    cursor = request.query_params.get("cursor") or None
-    errors: list[str] = []
-    endpoints, next_cursor = [], None
-    try:
-        page = await engine.endpoints.list(tenant_of(request), limit=PAGE_SIZE, cursor=cursor)
-        endpoints, next_cursor = page.items, page.next_cursor
-    except ValidationError as exc:
-        errors.append(exc.detail)
-    return render(
+    tenant = tenant_of(request)
+    return await list_page(
         request,
         "endpoints.html",
-        {
-            "endpoints": endpoints,
-            "errors": errors,
-            "next_query": urlencode({"cursor": next_cursor}) if next_cursor else None,
-            "paged": bool(cursor),
-        },
+        "endpoints",
+        lambda cursor: engine.endpoints.list(tenant, limit=PAGE_SIZE, cursor=cursor),
     )
 
 
