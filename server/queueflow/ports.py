@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import NewStepJob, Transition
-from queueflow.core.endpoints import DeliveryOutcome, Endpoint, EndpointQuery, SlotRequest
+from queueflow.core.endpoints import DeliveriesFinished, Endpoint, EndpointQuery, SlotRequest
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import Growth, GrowthView, Needs
@@ -491,9 +491,10 @@ class EndpointStore(Protocol):
         """Slots taken and not used → ∅ (no counter moves)."""
         ...
 
-    async def endpoint_delivery_finish(self, outcome: DeliveryOutcome) -> None:
-        """A delivery ended: its slot → ∅, and its endpoint's `delivered` (or `failed`, with `last_error`) + 1 and
-        `last_delivery_at` = now. Nothing when the endpoint is gone."""
+    async def endpoint_deliveries_finish(self, finished: DeliveriesFinished) -> None:
+        """Deliveries of one endpoint ended: their slots → ∅, and the endpoint's `delivered` and `failed` + the
+        counts given, `last_error` = the one given (if any), `last_delivery_at` = now. Only the slots when the
+        endpoint is gone."""
         ...
 
 

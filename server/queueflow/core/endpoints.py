@@ -119,14 +119,17 @@ class SlotRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeliveryOutcome:
-    """A delivery ended: its slot is given back, and the endpoint's counters record it."""
+class DeliveriesFinished:
+    """Deliveries of one endpoint ended: their slots are given back, and its counters record them."""
 
     endpoint_id: str
-    slot_id: str
-    delivered: bool
-    """Answered 2xx (`delivered` + 1); else `failed` + 1 and `error` becomes `last_error`."""
-    error: str | None
+    slot_ids: Sequence[str]
+    delivered: int
+    """How many were answered 2xx (`delivered` + this)."""
+    failed: int
+    """How many failed (`failed` + this)."""
+    last_error: str | None
+    """The last failure's reason, `last_error` from now on (None: it stays as it is)."""
     now: datetime
 
 

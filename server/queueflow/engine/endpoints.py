@@ -20,7 +20,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.endpoints import (
     SECRET_PREFIX,
-    DeliveryOutcome,
+    DeliveriesFinished,
     Endpoint,
     EndpointPatch,
     EndpointQuery,
@@ -154,16 +154,19 @@ class Endpoints:
         if slot_ids:
             await self.store.endpoint_slots_release(slot_ids)
 
-    async def delivered(self, endpoint_id: str, slot_id: str, error: str | None) -> None:
-        """A delivery ended (`error` None: answered 2xx): its slot back, the endpoint's counters moved."""
-        outcome = DeliveryOutcome(
+    async def finished(self, endpoint_id: str, ended: Sequence[tuple[str, str | None]]) -> None:
+        """Deliveries of the endpoint ended, each (slot, error; None: answered 2xx): their slots back, the
+        endpoint's counters moved (its `last_error` the last failure's)."""
+        errors = [error for _, error in ended if error is not None]
+        finished = DeliveriesFinished(
             endpoint_id=endpoint_id,
-            slot_id=slot_id,
-            delivered=error is None,
-            error=None if error is None else error_text(error),
+            slot_ids=[slot for slot, _ in ended],
+            delivered=len(ended) - len(errors),
+            failed=len(errors),
+            last_error=error_text(errors[-1]) if errors else None,
             now=self.clock.now(),
         )
-        await self.store.endpoint_delivery_finish(outcome)
+        await self.store.endpoint_deliveries_finish(finished)
 
     async def _change(self, tenant_id: str, name: str, change: Change) -> Endpoint:
         for _ in range(UPDATE_ATTEMPTS):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from queueflow.core.endpoints import DeliveryOutcome, Endpoint, EndpointQuery, SlotRequest
+from queueflow.core.endpoints import DeliveriesFinished, Endpoint, EndpointQuery, SlotRequest
 from queueflow.core.errors import InvalidState, ValidationError
 from queueflow.core.types import Cursor
 from queueflow.ports import Store
@@ -37,6 +37,16 @@ def endpoint(name: str = "hooks", *, tenant_id: str = T, number: int = 1, **chan
         updated_at=START + number * SECOND,
     )
     return replace(row, **changes)  # type: ignore[arg-type]
+
+
+def ended(
+    row: Endpoint, *slots: str, failed: int = 0, error: str | None = None, at: timedelta = timedelta(0)
+) -> DeliveriesFinished:
+    """`slots` ended: the first `failed` of them failed (the last with `error`), the others answered 2xx."""
+    return DeliveriesFinished(
+        endpoint_id=row.id, slot_ids=list(slots), delivered=len(slots) - failed, failed=failed, last_error=error,
+        now=START + at,
+    )  # fmt: skip
 
 
 def take(row: Endpoint, want: int, *, at: timedelta = timedelta(0), hold: float = 30) -> SlotRequest:
@@ -77,9 +87,7 @@ async def test_text_it_cannot_store_is_a_validation_error(store: Store) -> None:
 async def test_update_is_a_compare_and_set_that_keeps_identity_and_counters(store: Store) -> None:
     row = await store.endpoint_insert(endpoint())
     (slot,) = await store.endpoint_slots_take(take(row, 1))
-    await store.endpoint_delivery_finish(
-        DeliveryOutcome(endpoint_id=row.id, slot_id=slot, delivered=True, error=None, now=START)
-    )
+    await store.endpoint_deliveries_finish(ended(row, slot))
     edited = replace(
         row,
         name="renamed",
@@ -107,9 +115,7 @@ async def test_delete_takes_the_slots_with_it(store: Store) -> None:
     assert await store.endpoint_delete("hooks", tenant_id=T) is True
     assert await store.endpoint_delete("hooks", tenant_id=T) is False
     # A delivery that finishes after its endpoint went records nothing, and fails nothing.
-    await store.endpoint_delivery_finish(
-        DeliveryOutcome(endpoint_id=row.id, slot_id=slot, delivered=True, error=None, now=START)
-    )
+    await store.endpoint_deliveries_finish(ended(row, slot))
     assert await store.endpoint_deliverable() == []
 
 
@@ -160,17 +166,14 @@ async def test_paused_or_missing_endpoints_give_no_slots(store: Store) -> None:
     assert await store.endpoint_slots_take(replace(take(row, 1), endpoint_id="ep_missing")) == []
 
 
-async def test_finish_counts_and_frees_the_slot(store: Store) -> None:
-    row = await store.endpoint_insert(endpoint(concurrency=2))
-    one, two = await store.endpoint_slots_take(take(row, 2))
-    await store.endpoint_delivery_finish(
-        DeliveryOutcome(endpoint_id=row.id, slot_id=one, delivered=False, error="the endpoint answered 500", now=START)
-    )
-    await store.endpoint_delivery_finish(
-        DeliveryOutcome(endpoint_id=row.id, slot_id=two, delivered=True, error=None, now=START + SECOND)
-    )
+async def test_finish_counts_and_frees_the_slots(store: Store) -> None:
+    row = await store.endpoint_insert(endpoint(concurrency=3))
+    one, two, three = await store.endpoint_slots_take(take(row, 3))
+    await store.endpoint_deliveries_finish(ended(row, one, two, failed=1, error="the endpoint answered 500"))
+    await store.endpoint_deliveries_finish(ended(row, three, at=SECOND))  # a success keeps the last error
     read = await store.endpoint_get("hooks", tenant_id=T, now=START + SECOND)
     assert read is not None
     assert (read.delivered, read.failed, read.last_error, read.last_delivery_at, read.in_flight) == (
-        1, 1, "the endpoint answered 500", START + SECOND, 0,
+        2, 1, "the endpoint answered 500", START + SECOND, 0,
     )  # fmt: skip
+    assert len(await store.endpoint_slots_take(take(row, 5, at=SECOND))) == 3

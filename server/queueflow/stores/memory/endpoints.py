@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from queueflow.core.endpoints import (
-    DeliveryOutcome,
+    DeliveriesFinished,
     Endpoint,
     EndpointQuery,
     SlotRequest,
@@ -107,20 +107,21 @@ class MemoryEndpoints(Tables):
             for slot_id in slot_ids:
                 slots.pop(slot_id, None)
 
-    async def endpoint_delivery_finish(self, outcome: DeliveryOutcome) -> None:
-        check(_outcome_errors(outcome))
-        self._slots.get(outcome.endpoint_id, {}).pop(outcome.slot_id, None)
-        current = self._endpoints.get(outcome.endpoint_id)
+    async def endpoint_deliveries_finish(self, finished: DeliveriesFinished) -> None:
+        check(_finished_errors(finished))
+        slots = self._slots.get(finished.endpoint_id, {})
+        for slot_id in finished.slot_ids:
+            slots.pop(slot_id, None)
+        current = self._endpoints.get(finished.endpoint_id)
         if current is None:
             return
-        if outcome.delivered:
-            self._endpoints[current.id] = replace(
-                current, delivered=current.delivered + 1, last_delivery_at=outcome.now
-            )
-        else:
-            self._endpoints[current.id] = replace(
-                current, failed=current.failed + 1, last_error=outcome.error, last_delivery_at=outcome.now
-            )
+        self._endpoints[current.id] = replace(
+            current,
+            delivered=current.delivered + finished.delivered,
+            failed=current.failed + finished.failed,
+            last_error=current.last_error if finished.last_error is None else finished.last_error,
+            last_delivery_at=finished.now,
+        )
 
     def _endpoint_named(self, tenant_id: str, name: str) -> Endpoint | None:
         if not (storable_text(tenant_id) and storable_text(name)):
@@ -132,7 +133,7 @@ class MemoryEndpoints(Tables):
         return replace(endpoint, in_flight=live)
 
 
-def _outcome_errors(outcome: DeliveryOutcome) -> list[FieldError]:
-    if outcome.error is not None and not storable_text(outcome.error):
+def _finished_errors(finished: DeliveriesFinished) -> list[FieldError]:
+    if finished.last_error is not None and not storable_text(finished.last_error):
         return [FieldError(("last_error",), "cannot be stored")]
     return []

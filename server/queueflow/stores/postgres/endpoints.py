@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 import asyncpg
 
 from queueflow.core.endpoints import (
-    DeliveryOutcome,
+    DeliveriesFinished,
     Endpoint,
     EndpointQuery,
     SlotRequest,
@@ -79,10 +79,9 @@ HOLD = "UPDATE queueflow.endpoint_slots SET held_until = $2 WHERE id = ANY($1::t
 RELEASE = "DELETE FROM queueflow.endpoint_slots WHERE id = ANY($1::text[])"
 
 FINISH = """
-WITH slot AS (DELETE FROM queueflow.endpoint_slots WHERE id = $2)
+WITH slots AS (DELETE FROM queueflow.endpoint_slots WHERE id = ANY($2::text[]))
 UPDATE queueflow.endpoints
-   SET delivered = delivered + $3::int, failed = failed + 1 - $3::int,
-       last_error = CASE WHEN $3::int = 1 THEN last_error ELSE $4 END, last_delivery_at = $5
+   SET delivered = delivered + $3, failed = failed + $4, last_error = coalesce($5, last_error), last_delivery_at = $6
  WHERE id = $1
 """
 
@@ -174,12 +173,20 @@ class PostgresEndpoints(Pooled):
         async with self._connection() as db:
             await db.execute(RELEASE, _storable(slot_ids))
 
-    async def endpoint_delivery_finish(self, outcome: DeliveryOutcome) -> None:
-        if not (storable_text(outcome.endpoint_id) and storable_text(outcome.slot_id)):
+    async def endpoint_deliveries_finish(self, finished: DeliveriesFinished) -> None:
+        if not storable_text(finished.endpoint_id):
             return
-        error = None if outcome.error is None else error_text(outcome.error)
+        error = None if finished.last_error is None else error_text(finished.last_error)
         async with self._connection() as db:
-            await db.execute(FINISH, outcome.endpoint_id, outcome.slot_id, int(outcome.delivered), error, outcome.now)
+            await db.execute(
+                FINISH,
+                finished.endpoint_id,
+                _storable(finished.slot_ids),
+                finished.delivered,
+                finished.failed,
+                error,
+                finished.now,
+            )
 
 
 def _storable(ids: Sequence[str]) -> list[str]:
