@@ -21,7 +21,6 @@ from queueflow.core.endpoints import (
     SlotRequest,
     endpoint_storage_errors,
     error_text,
-    slots_free,
 )
 from queueflow.core.errors import InvalidState
 from queueflow.core.jsonvalue import storable_text
@@ -69,10 +68,18 @@ DELIVERABLE = f"SELECT {COLUMNS}, 0::bigint AS in_flight FROM queueflow.endpoint
 
 LOCK = "SELECT concurrency FROM queueflow.endpoints WHERE id = $1 AND NOT paused FOR NO KEY UPDATE"
 
-# Run after LOCK, in its transaction: expired slots go, and the live ones are counted.
-SWEEP = "DELETE FROM queueflow.endpoint_slots WHERE endpoint_id = $1 AND held_until <= $2"
-LIVE = "SELECT count(*) FROM queueflow.endpoint_slots WHERE endpoint_id = $1"
-TAKE = "INSERT INTO queueflow.endpoint_slots (id, endpoint_id, held_until) SELECT unnest($1::text[]), $2, $3"
+# Run after LOCK, in its transaction, so its snapshot sees every slot committed before the lock was granted: the
+# expired slots go, and of the candidate ids ($3, in order) as many are inserted as `concurrency` ($5) leaves beside
+# the slots held at $2 (the DELETE's rows are not seen by the count, which skips them by their hold anyway).
+TAKE = """
+WITH swept AS (DELETE FROM queueflow.endpoint_slots WHERE endpoint_id = $1 AND held_until <= $2),
+     live AS (SELECT count(*) AS n FROM queueflow.endpoint_slots WHERE endpoint_id = $1 AND held_until > $2)
+INSERT INTO queueflow.endpoint_slots (id, endpoint_id, held_until)
+SELECT candidate.id, $1, $4
+  FROM unnest($3::text[]) WITH ORDINALITY AS candidate (id, n), live
+ WHERE candidate.n <= $5 - live.n
+RETURNING id
+"""
 
 HOLD = "UPDATE queueflow.endpoint_slots SET held_until = $2 WHERE id = ANY($1::text[]) AND held_until > $3"
 
@@ -153,16 +160,15 @@ class PostgresEndpoints(Pooled):
         if not storable_text(request.endpoint_id) or request.want < 1:
             return []
         until = request.now + timedelta(seconds=request.hold_seconds)
+        candidates = [uuid.uuid4().hex for _ in range(request.want)]
         async with self._connection() as db, db.transaction():
             concurrency = await db.fetchval(LOCK, request.endpoint_id)
             if concurrency is None:
                 return []
-            await db.execute(SWEEP, request.endpoint_id, request.now)
-            live = await db.fetchval(LIVE, request.endpoint_id)
-            taken = [uuid.uuid4().hex for _ in range(slots_free(concurrency, live, request.want))]
-            if taken:
-                await db.execute(TAKE, taken, request.endpoint_id, until)
-        return taken
+            rows = await db.fetch(TAKE, request.endpoint_id, request.now, candidates, until, concurrency)
+        # RETURNING's order is the insert's, which is the candidates' (ordinality order), but say so explicitly.
+        taken = {row["id"] for row in rows}
+        return [slot_id for slot_id in candidates if slot_id in taken]
 
     async def endpoint_slots_hold(self, slot_ids: Sequence[str], *, until: datetime, now: datetime) -> int:
         async with self._connection() as db:
