@@ -78,6 +78,7 @@ class Pusher:
         self._claiming: asyncio.Task[None] | None = None
         self._recording: asyncio.Task[None] | None = None
         self._stopping = False
+        self._closing = False
         self._watch: Watch | None = None
         """The claim loop's watch on the endpoint's queues, while it has one."""
 
@@ -109,11 +110,12 @@ class Pusher:
         """Wait for the deliveries in flight, record their outcomes, then close the pool."""
         if self.deliveries:
             await asyncio.gather(*self.deliveries, return_exceptions=True)
+        # The recorder ends once it has recorded what is left (cancelled, it could cut an ack short).
         task, self._recording = self._recording, None
+        self._closing = True
+        self._to_record.set()
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await task
         await self._flush()
         await self.sender.close()
 
@@ -140,6 +142,7 @@ class Pusher:
         """Claim as much as there is room for, or wait: for a slot, for work, or for the safety poll."""
         try:
             await self._gather()
+            self._freed.clear()  # before the claim: a slot freed while it runs wakes the wait below at once
             claimed_at = self.engine.clock.now()
             room = self.endpoint.concurrency - len(self.deliveries) - len(self._unrecorded)
             jobs = await self._claim(room) if room > 0 else None
@@ -154,7 +157,6 @@ class Pusher:
         if self._stopping:
             return
         if jobs is None:  # no slot free: wait for one of ours, or poll for another process's
-            self._freed.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(BUSY_POLL):
                     await self._freed.wait()
@@ -193,7 +195,7 @@ class Pusher:
         except BaseException:
             await _quietly(self.engine.endpoints.release_slots(slots))
             raise
-        await self.engine.endpoints.release_slots(slots[len(jobs) :])
+        await _quietly(self.engine.endpoints.release_slots(slots[len(jobs) :]))  # the jobs claimed go out regardless
         for job, slot in zip(jobs, slots, strict=False):
             task = asyncio.create_task(self._deliver(endpoint, job, slot), name=f"queueflow-deliver-{job.id}")
             self.deliveries.add(task)
@@ -201,8 +203,8 @@ class Pusher:
         return jobs
 
     def _ended(self, task: asyncio.Task[None]) -> None:
+        # Its slot is freed when its outcome is recorded (`_flush`, which wakes the claim loop), not now.
         self.deliveries.discard(task)
-        self._freed.set()
 
     async def _idle_wait(self, claimed_at: datetime) -> float:
         wait = self.poll
@@ -253,8 +255,14 @@ class Pusher:
         while True:
             await self._to_record.wait()
             self._to_record.clear()
-            await asyncio.sleep(RECORD_SECONDS)
-            await self._flush()
+            if not self._closing:
+                await asyncio.sleep(RECORD_SECONDS)
+            try:
+                await self._flush()
+            except Exception:  # never let one bad batch end the endpoint's recording for good
+                log.exception("endpoint %s: recording deliveries failed", self.endpoint.name)
+            if self._closing:
+                return
 
     async def _flush(self) -> None:
         batch, self._unrecorded = self._unrecorded, []
