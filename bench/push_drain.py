@@ -120,7 +120,7 @@ async def main(jobs: int, samples: int) -> None:
                 for _ in range(samples):
                     sent = time.time()
                     job = (await http.post("/v1/jobs", json={"task_name": "noop", "queue_name": QUEUE})).json()
-                    while job["id"] not in receiver.arrived:
+                    while job["id"] not in receiver.arrived:  # noqa: ASYNC110
                         await asyncio.sleep(0.001)  # the receiver is another process: its output is polled
                     latencies.append((receiver.arrived[job["id"]] - sent) * 1000)
                     await asyncio.sleep(0.05)  # idle between samples
