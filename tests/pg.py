@@ -44,6 +44,8 @@ TABLES = [
     "queueflow.queue_settings",
     "queueflow.claim_turns",
     "queueflow.unique_keys",
+    "queueflow.endpoint_slots",
+    "queueflow.endpoints",
 ]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 

@@ -57,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--listen-database-url", help="where to LISTEN for new work, past a transaction pooler (default: database URL)"
     )
     serving.add_argument(
+        "--allow-private-endpoints",
+        action="store_true",
+        default=None,
+        help="let push endpoints lead to loopback, private and link-local addresses (implied in development mode)",
+    )
+    serving.add_argument(
         "--access-log", choices=ACCESS_LOGS, help="log every request, only 4xx/5xx ones, or none (default errors)"
     )
     serving.add_argument(

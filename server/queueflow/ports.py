@@ -1,6 +1,7 @@
-"""The engine's ports, protocols only: where jobs, queues, workflows and schedules are kept (`JobStore`,
-`QueueStore`, `WorkflowStore`, `ScheduleStore`: `Store`), what time it is (`Clock`; implementations in
-`queueflow.clocks`), and who hears of new work (`WorkSignal`, which every store takes as `wakeups`)."""
+"""The engine's ports, protocols only: where jobs, queues, workflows, schedules and push endpoints are kept
+(`JobStore`, `QueueStore`, `WorkflowStore`, `ScheduleStore`, `EndpointStore`: `Store`), what time it is (`Clock`;
+implementations in `queueflow.clocks`), who hears of new work (`WorkSignal`, which every store takes as `wakeups`),
+and what a host name resolves to (`Resolver`, for push deliveries; `queueflow.runtime.resolver`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import AdvanceRequest
+from queueflow.core.endpoints import DeliveriesFinished, Endpoint, EndpointQuery, SlotRequest
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import GrowthRequest
@@ -36,6 +38,13 @@ from queueflow.core.workflow import SignalDelivery, Workflow, WorkflowQuery
 class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, an aware UTC datetime."""
+        ...
+
+
+class Resolver(Protocol):
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """Every IP address (as text) `host` resolves to for a TCP connection to `port`; [] when it resolves to
+        none. A literal address resolves to itself."""
         ...
 
 
@@ -422,6 +431,67 @@ class ScheduleStore(Protocol):
         ...
 
 
+class EndpointStore(Protocol):
+    """Where push endpoints live (`core.endpoints`): one row per endpoint, keyed on (tenant, name), with its
+    secrets and counters, and its delivery slots: a slot is held by one delivery in flight until its hold ends,
+    so a holder that died frees its slot when the hold passes. Each method is one atomic operation, as in
+    `JobStore`."""
+
+    # --- reads for the tenant -------------------------------------------------------------------------------------
+
+    async def endpoint_get(self, name: str, *, tenant_id: str, now: datetime) -> Endpoint | None:
+        """The tenant's endpoint called `name`, if there is one, with its slots held at `now` as `in_flight`."""
+        ...
+
+    async def endpoint_list(self, query: EndpointQuery) -> list[Endpoint]:
+        """Up to `query.limit` of the tenant's endpoints, newest first (created_at, id descending), strictly after
+        `query.after`, each with its slots held at `query.now` as `in_flight`."""
+        ...
+
+    # --- writes by the tenant -------------------------------------------------------------------------------------
+
+    async def endpoint_insert(self, endpoint: Endpoint) -> Endpoint:
+        """∅ → stored, with zero counters. `InvalidState` when the tenant already has an endpoint with this name."""
+        ...
+
+    async def endpoint_update(self, endpoint: Endpoint, *, expected_updated_at: datetime) -> Endpoint | None:
+        """stored → `endpoint`'s settings and secrets, only while the row's `updated_at` is the expected one; its
+        id, tenant, name, created_at and counters stay as they are. None when the row is gone or has changed."""
+        ...
+
+    async def endpoint_delete(self, name: str, *, tenant_id: str) -> bool:
+        """stored → ∅, with its slots (deliveries in flight finish or expire on their own). False when the tenant
+        has no endpoint called `name`."""
+        ...
+
+    # --- the delivery loop's ---------------------------------------------------------------------------------------
+
+    async def endpoint_deliverable(self) -> list[Endpoint]:
+        """Every endpoint of every tenant that is not paused, by id (counters as stored, `in_flight` 0). Reads
+        only."""
+        ...
+
+    async def endpoint_slots_take(self, request: SlotRequest) -> list[str]:
+        """Under the endpoint's row lock: up to `request.want` new slots, held until now + hold_seconds, as many
+        as its `concurrency` leaves beside the slots held at now, whoever holds them (`core.endpoints.slots_free`);
+        their ids. [] when the endpoint is gone or paused."""
+        ...
+
+    async def endpoint_slots_hold(self, slot_ids: Sequence[str], *, until: datetime, now: datetime) -> int:
+        """Slots still held at `now` → held until `until`; how many (a slot already expired is not revived)."""
+        ...
+
+    async def endpoint_slots_release(self, slot_ids: Sequence[str]) -> None:
+        """Slots taken and not used → ∅ (no counter moves)."""
+        ...
+
+    async def endpoint_deliveries_finish(self, finished: DeliveriesFinished) -> None:
+        """Deliveries of one endpoint ended: their slots → ∅, and the endpoint's `delivered` and `failed` + the
+        counts given, `last_error` = the one given (if any), `last_delivery_at` = now. Only the slots when the
+        endpoint is gone."""
+        ...
+
+
 # ---- what the database is under (operators: /metrics, the dashboard's warning) ------------------------------
 
 
@@ -439,5 +509,5 @@ class PressureStore(Protocol):
         ...
 
 
-class Store(JobStore, QueueStore, WorkflowStore, ScheduleStore, PressureStore, Protocol):
+class Store(JobStore, QueueStore, WorkflowStore, ScheduleStore, EndpointStore, PressureStore, Protocol):
     """Everything the engine keeps."""

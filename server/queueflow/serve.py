@@ -1,9 +1,9 @@
 """`queueflow serve`: one QueueFlow process — its database, its store, its loops and (in api/all mode) its HTTP API.
 
-    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   wait timer   tasks (with --tasks)
+    mode    HTTP API   notifier (LISTEN)   janitor   cron scheduler   wait timer   push delivery   tasks (--tasks)
     api        ✓             ✓
-    worker                   ✓                ✓             ✓              ✓               ✓
-    all        ✓             ✓                ✓             ✓              ✓               ✓
+    worker                   ✓                ✓             ✓              ✓              ✓               ✓
+    all        ✓             ✓                ✓             ✓              ✓              ✓               ✓
 
 Without a database URL the process runs an embedded PostgreSQL with its files under `--data-dir` (default
 `.queueflow/`), so a first start needs nothing installed. `memory://` selects the in-memory store instead
@@ -34,6 +34,7 @@ from queueflow.clocks import SystemClock
 from queueflow.engine import Engine
 from queueflow.ports import Store
 from queueflow.prefork import AllListening, supervise
+from queueflow.runtime.delivery import Deliveries
 from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
@@ -45,6 +46,8 @@ from queueflow.settings import Settings, SettingsError
 if TYPE_CHECKING:
     import uvicorn
 
+    from queueflow.api.observe import Metrics
+    from queueflow.runtime.delivery.pusher import Observer
     from queueflow.runtime.inprocess import TaskRunner
 
 MEMORY_URL = "memory://"
@@ -239,9 +242,15 @@ def _open_store(url: str, wakeups: Wakeups, settings: Settings) -> Store:
 
 @asynccontextmanager
 async def _runtime(
-    settings: Settings, url: str, store: Store, wakeups: Wakeups, tasks: TaskRunner | None
+    settings: Settings,
+    url: str,
+    store: Store,
+    wakeups: Wakeups,
+    tasks: TaskRunner | None,
+    observe: Observer | None = None,
 ) -> AsyncIterator[None]:
-    """The background services of this process's mode, and the store's connections, for as long as it lives."""
+    """The background services of this process's mode, and the store's connections, for as long as it lives.
+    `observe` hears each push delivery's end (the HTTP API's metrics, in all mode)."""
     async with AsyncExitStack() as stack:
         closer = getattr(store, "aclose", None)
         if closer is not None:
@@ -258,6 +267,11 @@ async def _runtime(
             services.append(Janitor(engine, interval=settings.janitor_interval))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
             services.append(WaitTimer(engine))
+            services.append(
+                Deliveries(
+                    engine, wakeups, max_body_bytes=settings.max_body_bytes, poll=settings.safety_poll, observe=observe
+                )
+            )
             if tasks is not None:
                 from queueflow.runtime.inprocess import InProcessWorker
 
@@ -290,13 +304,15 @@ def _run_http(
     from litestar import Litestar
 
     from queueflow.api import create_app
+    from queueflow.api.services import STATE_KEY
 
     wakeups = _wakeups(settings)
     store = _open_store(url, wakeups, settings)
 
     @asynccontextmanager
-    async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        async with _runtime(settings, url, store, wakeups, tasks):
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        metrics: Metrics = app.state[STATE_KEY].metrics
+        async with _runtime(settings, url, store, wakeups, tasks, metrics.delivery_ended):
             yield
 
     app = create_app(

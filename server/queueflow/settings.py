@@ -64,6 +64,9 @@ class Settings:
     this past it, at PostgreSQL itself; without it, wake-ups behind such a pooler come from the safety poll."""
     workers: int = 1
     """Processes serving (`prefork`): N share the port, each with its own pool, notifier and loops."""
+    allow_private_endpoints: bool = False
+    """Push endpoints may lead to loopback, private and link-local addresses (for a receiver on this machine or
+    network). Development mode implies it (`engine_settings`)."""
     access_log: AccessLog = "errors"
     """Which requests get a log line: `all`, `errors` (4xx and 5xx; the default, since metrics count every
     request) or `off`."""
@@ -84,7 +87,9 @@ class Settings:
     @property
     def engine_settings(self) -> EngineSettings:
         retention = None if self.retention_hours is None else timedelta(hours=self.retention_hours)
-        return EngineSettings(retention=retention)
+        return EngineSettings(
+            retention=retention, allow_private_endpoints=self.allow_private_endpoints or self.development_mode
+        )
 
     @property
     def tenants(self) -> list[str]:
@@ -215,6 +220,17 @@ def _number(kind: type[int] | type[float]) -> Any:
     return parse
 
 
+def _flag(raw: Any, source: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{source} must be true or false, not {raw!r}")
+
+
 def _text(raw: Any, source: str) -> Any:
     return raw
 
@@ -234,6 +250,7 @@ _PARSERS: dict[str, Any] = {
     "statement_timeout": _number(float),
     "horizon_warning_seconds": _number(float),
     "task_queues": parse_names,
+    "allow_private_endpoints": _flag,
     "api_keys": parse_api_keys,
     "worker_keys": parse_worker_keys,
 }

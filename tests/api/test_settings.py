@@ -117,3 +117,14 @@ def test_a_malformed_worker_key_list_is_refused(raw: str) -> None:
 
 def test_a_sequence_of_bare_worker_keys_still_drains_every_tenant() -> None:
     assert Settings(worker_keys=("w1", "w2")).worker_keys == {"w1": None, "w2": None}  # type: ignore[arg-type]
+
+
+def test_private_endpoints_are_allowed_by_the_flag_its_variable_or_development_mode() -> None:
+    keys = {"QUEUEFLOW_API_KEYS": "k=acme"}
+    assert Settings.load(keys).engine_settings.allow_private_endpoints is False
+    assert Settings.load(keys, allow_private_endpoints=True).engine_settings.allow_private_endpoints is True
+    env = keys | {"QUEUEFLOW_ALLOW_PRIVATE_ENDPOINTS": "true"}
+    assert Settings.load(env).engine_settings.allow_private_endpoints is True
+    assert Settings.load({}).engine_settings.allow_private_endpoints is True  # development mode implies it
+    with pytest.raises(SettingsError, match="QUEUEFLOW_ALLOW_PRIVATE_ENDPOINTS must be true or false"):
+        Settings.load(keys | {"QUEUEFLOW_ALLOW_PRIVATE_ENDPOINTS": "maybe"})

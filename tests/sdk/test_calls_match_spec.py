@@ -90,6 +90,15 @@ CALLS: list[tuple[str, Call[Any]]] = [
     ("updateSchedule", _calls.update_schedule("nightly", {**SCHEDULE, "cron": "0 4 * * *", "task_name": "etl",
                                                          "workflow": WORKFLOW})),
     ("deleteSchedule", _calls.delete_schedule("nightly")),
+    ("createEndpoint", _calls.create_endpoint("billing", "https://billing.example.com/hooks", {
+        "queues": ["billing"], "task_names": ["charge"], "concurrency": 5, "timeout_seconds": 10, "paused": False})),
+    ("getEndpoint", _calls.get_endpoint("billing")),
+    ("listEndpoints", _calls.list_endpoints(10, "c")),
+    ("updateEndpoint", _calls.update_endpoint("billing", {
+        "url": "https://billing.example.com/v2", "queues": ["billing"], "task_names": ["charge"], "concurrency": 2,
+        "timeout_seconds": 5, "paused": True})),
+    ("rotateEndpointSecret", _calls.rotate_endpoint_secret("billing")),
+    ("deleteEndpoint", _calls.delete_endpoint("billing")),
     ("createWorkflow", _calls.create_workflow("etl", WORKFLOW.steps, {"run": 1}, "key-3")),
     ("getWorkflow", _calls.get_workflow("wf_1", 5.0)),
     ("listWorkflows", _calls.list_workflows("running", 10, "c")),

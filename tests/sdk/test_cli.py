@@ -171,3 +171,20 @@ def test_enqueue_with_a_unique_key_skips_a_repeat_and_lists_by_key(cli: Cli) -> 
     cli("jobs", "enqueue", "sync", "--unique-key", "customer-1", "--on-conflict", "error", code=1)  # 409 duplicate
     assert [job["id"] for job in cli.json("jobs", "list", "--unique-key", "customer-1")] == [first["id"]]
     cli("jobs", "enqueue", "sync", "--on-conflict", "error", code=2)  # a rule flag without its key
+
+
+def test_endpoints_list(cli: Cli, http: TestClient[Litestar]) -> None:
+    assert cli("endpoints", "list") == "(none)\n"
+    http.post(
+        "/v1/endpoints",
+        json={"name": "billing", "url": "https://93.184.215.14/hooks", "queues": ["billing"]},
+        headers={"Authorization": "Bearer key-a"},
+    )
+    (listed,) = cli.json("endpoints", "list")
+    assert (listed["name"], listed["in_flight"], listed["secret"][:7]) == ("billing", 0, "qfsec_…")
+    assert cli("endpoints", "list").splitlines()[1].split()[:4] == [
+        "billing",
+        "https://93.184.215.14/hooks",
+        '["billing"]',
+        "False",
+    ]

@@ -42,6 +42,8 @@ RESPONSE_TYPES: dict[str, type] = {
     "JobPage": public.Page,
     "WorkflowPage": public.Page,
     "SchedulePage": public.Page,
+    "Endpoint": public.Endpoint,
+    "EndpointPage": public.Page,
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",

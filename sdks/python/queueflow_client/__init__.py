@@ -29,16 +29,19 @@ from queueflow_client.errors import (
     PayloadTooLargeError,
     PermissionDeniedError,
     QueueFlowError,
+    SignatureVerificationError,
     UnavailableError,
     ValidationError,
 )
 from queueflow_client.local import LocalLease
 from queueflow_client.options import EnqueueOptions, JobOptions
+from queueflow_client.signatures import verify_signature
 from queueflow_client.steps import WorkflowDefinition
 from queueflow_client.tasks import Fatal, JobContext, Retry, TaskRegistry
 from queueflow_client.types import (
     UNCHANGED,
     Backoff,
+    Endpoint,
     Job,
     LeasedJob,
     Page,
@@ -65,6 +68,7 @@ __all__ = [
     "Backoff",
     "ConflictError",
     "DuplicateError",
+    "Endpoint",
     "EnqueueOptions",
     "Fatal",
     "InvalidStateError",
@@ -84,6 +88,7 @@ __all__ = [
     "RateLimit",
     "Retry",
     "Schedule",
+    "SignatureVerificationError",
     "Step",
     "TaskRegistry",
     "TraceContext",
@@ -96,4 +101,5 @@ __all__ = [
     "WorkflowDefinition",
     "WorkflowStep",
     "steps",
+    "verify_signature",
 ]

@@ -7,6 +7,7 @@
     queueflow-client queues --json
     queueflow-client workflows signal wf_123 approval --payload '{"approved": true}'
     queueflow-client workflows retry wf_123
+    queueflow-client endpoints list
 
 The URL and key come from `--url` / `--api-key`, else `QUEUEFLOW_URL` / `QUEUEFLOW_API_KEY` (the URL defaults to
 `make run`'s server; no key suits a development-mode server). Answers print as a table, or with `--json` as JSON
@@ -29,7 +30,7 @@ import httpx
 
 from queueflow_client.client import QueueFlow
 from queueflow_client.errors import ArgumentError, QueueFlowError
-from queueflow_client.types import Job, JobStatus, Queue, Schedule, Unique, Workflow
+from queueflow_client.types import Endpoint, Job, JobStatus, Queue, Schedule, Unique, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 STATUSES = list(get_args(JobStatus))
@@ -92,6 +93,10 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     schedules.add_parser("list", help="every schedule")
+    endpoints = commands.add_parser("endpoints", help="look at push endpoints").add_subparsers(
+        dest="action", required=True
+    )
+    endpoints.add_parser("list", help="every push endpoint, with its deliveries in flight and its last error")
     return root
 
 
@@ -167,6 +172,8 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
         return client.workflows.signal(args.workflow_id, args.name, args.payload)
     if command == "workflows retry":
         return client.workflows.retry(args.workflow_id)
+    if command == "endpoints list":
+        return list(client.endpoints.list())
     assert command == "schedules list", command
     return list(client.schedules.list())
 
@@ -231,6 +238,8 @@ def columns(rows: Sequence[Any]) -> list[str]:
         return JOB_COLUMNS
     if kind is Queue:
         return [field.name for field in dataclasses.fields(kind)]
+    if kind is Endpoint:
+        return ["name", "url", "queues", "paused", "concurrency", "in_flight", "delivered", "failed", "last_error"]
     if kind is Schedule:
         return ["name", "cron", "timezone", "task_name", "queue_name", "enabled", "next_run_at", "last_run_at"]
     return [field.name for field in dataclasses.fields(kind)]

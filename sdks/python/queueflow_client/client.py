@@ -5,10 +5,10 @@
     for job in client.jobs.list(status="dead_letter"):
         client.jobs.retry(job.id)
 
-The methods live by resource in `queueflow_client.resources` (`jobs`, `queues`, `workflows`, `schedules`), each
-module holding its sync and async class side by side; a client only wires them to its transport. Every method
-raises a `queueflow_client.errors.QueueFlowError` subclass on failure. Calls that are safe to repeat are retried
-on 503s and connection failures (`max_retries` times, exponential backoff with jitter); `jobs.enqueue`,
+The methods live by resource in `queueflow_client.resources` (`jobs`, `queues`, `workflows`, `schedules`,
+`endpoints`), each module holding its sync and async class side by side; a client only wires them to its transport.
+Every method raises a `queueflow_client.errors.QueueFlowError` subclass on failure. Calls that are safe to repeat
+are retried on 503s and connection failures (`max_retries` times, exponential backoff with jitter); `jobs.enqueue`,
 `jobs.enqueue_many` and `workflows.create` are made safe by an Idempotency-Key that the client generates when the
 caller gives none.
 """
@@ -21,10 +21,12 @@ import httpx
 
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, AsyncTransport, RetryPolicy, SyncTransport
 from queueflow_client.resources import (
+    AsyncEndpoints,
     AsyncJobs,
     AsyncQueues,
     AsyncSchedules,
     AsyncWorkflows,
+    Endpoints,
     Jobs,
     Queues,
     Schedules,
@@ -56,6 +58,7 @@ class QueueFlow:
         self.queues = Queues(self._transport)
         self.workflows = Workflows(self._transport)
         self.schedules = Schedules(self._transport)
+        self.endpoints = Endpoints(self._transport)
 
     def close(self) -> None:
         self._transport.close()
@@ -86,6 +89,7 @@ class AsyncQueueFlow:
         self.queues = AsyncQueues(self._transport)
         self.workflows = AsyncWorkflows(self._transport)
         self.schedules = AsyncSchedules(self._transport)
+        self.endpoints = AsyncEndpoints(self._transport)
 
     async def aclose(self) -> None:
         await self._transport.aclose()

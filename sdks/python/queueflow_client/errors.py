@@ -2,6 +2,7 @@
 
     QueueFlowError
     ├── ArgumentError               a value the client cannot send as given (also a TypeError); no request made
+    ├── SignatureVerificationError  a push delivery whose QueueFlow-Signature does not verify (`verify_signature`)
     ├── APIConnectionError          the request got no answer (refused, reset, DNS, …)
     │   └── APITimeoutError         … within the client's timeout
     └── APIError                    the server answered with a problem: .status, .code, .detail, .errors
@@ -40,6 +41,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "QueueFlowError",
+    "SignatureVerificationError",
     "UnavailableError",
     "ValidationError",
 ]
@@ -52,6 +54,13 @@ class QueueFlowError(Exception):
 class ArgumentError(QueueFlowError, TypeError):
     """A value given to a client method cannot be sent as it is (a payload that is not a JSON object, a `datetime`
     inside one, …); the message names it by its path. Raised before any request is made."""
+
+
+class SignatureVerificationError(QueueFlowError):
+    """A request claiming to be a push delivery failed verification (`queueflow_client.verify_signature`): the
+    `QueueFlow-Signature` header is missing or malformed, its time is outside the tolerance, or no `v1=` matches
+    the secret. Answer it 400 (or 401) and do not run the job: it is not from your QueueFlow server, or it was
+    replayed or altered."""
 
 
 class APIConnectionError(QueueFlowError):

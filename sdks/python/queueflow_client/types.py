@@ -509,3 +509,58 @@ class Schedule:
             updated_at=_required_time(data["updated_at"]),
             workflow=data.get("workflow"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A push endpoint: the server POSTs the tenant's jobs of `queues` (of `task_names` only, if not None) to
+    `url`, signed with `secret`, at most `concurrency` at once, each answered within `timeout_seconds`.
+
+    `secret` is in full only in the answers of `endpoints.create` and `endpoints.rotate_secret` (keep it: the
+    receiver verifies deliveries with it, `queueflow_client.verify_signature`); other reads show its prefix and last
+    four characters. After a rotation the previous secret signs too until `previous_secret_until`.
+    `in_flight`: deliveries awaiting an answer now; `delivered`: answered 2xx; `failed`: failed deliveries, the
+    last one's reason in `last_error`."""
+
+    id: str
+    tenant_id: str
+    name: str
+    url: str
+    queues: list[str]
+    task_names: list[str] | None
+    concurrency: int
+    timeout_seconds: int
+    paused: bool
+    secret: str
+    previous_secret_until: datetime | None
+    in_flight: int
+    delivered: int
+    failed: int
+    last_error: str | None
+    last_delivery_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Endpoint:
+        task_names = data.get("task_names")
+        return cls(
+            id=data["id"],
+            tenant_id=data["tenant_id"],
+            name=data["name"],
+            url=data["url"],
+            queues=list(data["queues"]),
+            task_names=None if task_names is None else list(task_names),
+            concurrency=data["concurrency"],
+            timeout_seconds=data["timeout_seconds"],
+            paused=data["paused"],
+            secret=data["secret"],
+            previous_secret_until=_time(data.get("previous_secret_until")),
+            in_flight=data["in_flight"],
+            delivered=data["delivered"],
+            failed=data["failed"],
+            last_error=data.get("last_error"),
+            last_delivery_at=_time(data.get("last_delivery_at")),
+            created_at=_required_time(data["created_at"]),
+            updated_at=_required_time(data["updated_at"]),
+        )

@@ -1,9 +1,10 @@
-/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules), each a thin typed layer over the transport. */
+/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules, endpoints), each a thin typed layer over the transport. */
 
 import { randomUUID } from "node:crypto";
 
 import { toJson } from "./json.js";
 import { paginate } from "./pagination.js";
+import { Endpoints } from "./endpoints.js";
 import { Schedules } from "./schedules.js";
 import { type RequestOptions, Transport } from "./transport.js";
 import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue, UpdateQueue } from "./types.js";
@@ -36,6 +37,7 @@ export class QueueFlow {
   readonly queues: Queues;
   readonly workflows: Workflows;
   readonly schedules: Schedules;
+  readonly endpoints: Endpoints;
   /** The typed openapi-fetch client underneath, for routes these wrappers do not cover. */
   readonly api: Transport["api"];
 
@@ -46,6 +48,7 @@ export class QueueFlow {
     this.queues = new Queues(transport);
     this.workflows = new Workflows(transport);
     this.schedules = new Schedules(transport);
+    this.endpoints = new Endpoints(transport);
   }
 }
 

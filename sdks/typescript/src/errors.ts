@@ -4,6 +4,7 @@
  * ```text
  * QueueFlowError
  * ├── ArgumentError               a value in the request JSON cannot carry (a Map, a Set, a BigInt, NaN): nothing sent
+ * ├── SignatureVerificationError  a push delivery whose QueueFlow-Signature does not verify (`verifySignature`)
  * ├── APIError                    the server answered with a problem (status, code, detail, errors)
  * │   ├── ValidationError         400 validation_error
  * │   ├── AuthenticationError     401 unauthorized
@@ -36,6 +37,14 @@ export class QueueFlowError extends Error {
 /** A value the client cannot send as given; the message names it by its path. Thrown before any request. */
 export class ArgumentError extends QueueFlowError {
   override name = "ArgumentError";
+}
+
+/**
+ * A request claiming to be a push delivery failed `verifySignature`: no or a malformed `QueueFlow-Signature`, a time
+ * outside the tolerance, or no `v1=` matching the secret. Answer it 400 and do not run the job.
+ */
+export class SignatureVerificationError extends QueueFlowError {
+  override name = "SignatureVerificationError";
 }
 
 export class APIError extends QueueFlowError {

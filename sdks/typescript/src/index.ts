@@ -3,6 +3,9 @@
 export { QueueFlow, Jobs, Queues } from "./client.js";
 export { Workflows } from "./workflows.js";
 export { Schedules } from "./schedules.js";
+export { Endpoints } from "./endpoints.js";
+export { verifySignature, SIGNATURE_HEADER } from "./signatures.js";
+export type { VerifyOptions } from "./signatures.js";
 export { steps } from "./steps.js";
 export type { NewStep, OnFailure, SignalStepOptions, StepOptions, StepRef, TaskStepOptions, Wait, WorkflowDefinition } from "./steps.js";
 export { paginate } from "./pagination.js";
@@ -20,6 +23,7 @@ export type { RequestOptions } from "./transport.js";
 export {
   QueueFlowError,
   ArgumentError,
+  SignatureVerificationError,
   APIError,
   ValidationError,
   AuthenticationError,

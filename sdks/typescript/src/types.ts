@@ -48,3 +48,7 @@ export type Schedule = Schemas["Schedule"];
 export type CreateSchedule = Schemas["CreateSchedule"];
 export type UpdateSchedule = Schemas["UpdateSchedule"];
 export type ListSchedulesParams = NonNull<NonNullable<operations["listSchedules"]["parameters"]["query"]>>;
+export type Endpoint = Schemas["Endpoint"];
+export type CreateEndpoint = Schemas["CreateEndpoint"];
+export type UpdateEndpoint = Schemas["UpdateEndpoint"];
+export type ListEndpointsParams = NonNull<NonNullable<operations["listEndpoints"]["parameters"]["query"]>>;

@@ -22,7 +22,8 @@ let server: LiveServer;
 let scratch: string;
 
 before(async () => {
-  server = await startServer();
+  // The push endpoint example's receiver listens on 127.0.0.1.
+  server = await startServer({ args: ["--allow-private-endpoints"] });
   scratch = await mkdtemp(join(PACKAGE_DIR, ".readme-run-"));
 });
 after(async () => {

@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from queueflow import __version__
 from queueflow.api.auth import DEFAULT_TENANT, Keyring, authenticator
+from queueflow.api.endpoints import EndpointsController, endpoint_options, endpoints_options
 from queueflow.api.jobs import JobsController, QueuesController, jobs_options, queue_options
 from queueflow.api.observe import Metrics, Observe
 from queueflow.api.openapi import StrictStructSchemaPlugin
@@ -26,7 +27,7 @@ from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
 from queueflow.dashboard import DashboardPlugin
 from queueflow.engine import Engine
-from queueflow.ports import Clock, Store
+from queueflow.ports import Clock, Resolver, Store
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings
 
@@ -42,12 +43,14 @@ def create_app(
     rng: RandomSource | None = None,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
     tracer_provider: Any = None,
+    resolver: Resolver | None = None,
 ) -> Litestar:
     """The HTTP API over `store`. `wakeups` is the hub the store (or its notifier) signals on insert; without
     one, long-polling leases fall back to polling every `settings.safety_poll` seconds. `lifespan` context
     managers run around the app's life (a server process starts its notifier and loops there). With an
-    OpenTelemetry `tracer_provider` (the `queueflow[otel]` extra) every request gets a server span."""
-    engine = Engine(store, clock, rng=rng, settings=settings.engine_settings)
+    OpenTelemetry `tracer_provider` (the `queueflow[otel]` extra) every request gets a server span. `resolver` answers
+    what a push endpoint's host resolves to (default: the operating system's)."""
+    engine = Engine(store, clock, rng=rng, settings=settings.engine_settings, resolver=resolver)
     metrics = Metrics()
     hub = wakeups if wakeups is not None else Wakeups()
     keyring = Keyring(settings)
@@ -65,6 +68,9 @@ def create_app(
             schedules_options,
             schedule_options,
             SchedulesController,
+            endpoints_options,
+            endpoint_options,
+            EndpointsController,
         ],
         before_request=authenticator(keyring),
         security=[{SECURITY_SCHEME: []}],

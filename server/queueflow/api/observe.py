@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from queueflow import __version__
 from queueflow.api.auth import header
+from queueflow.core.endpoints import Endpoint
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.pressure import Pressure
 from queueflow.core.types import Enqueued, Job, JobStatus, QueueStats
@@ -134,11 +135,24 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, float("inf")),
             registry=self.registry,
         )
+        self.deliveries = Histogram(
+            "queueflow_push_delivery_duration_seconds",
+            "Push deliveries by endpoint (tenant/name) and outcome (the job's status after it: completed, retrying,"
+            " dead_letter; lease_lost when the lease was gone), with their latency from the POST to the answer",
+            ["endpoint", "outcome"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, float("inf")),
+            registry=self.registry,
+        )
         # The per-job instruments' children (never cleared, unlike the gauges, so a child stays valid).
         self._enqueued, self._completed = Children(self.enqueued), Children(self.completed)
         self._failed, self._dead_lettered = Children(self.failed), Children(self.dead_lettered)
         self._lease_wait = Children(self.lease_wait)
         self._unique = Children(self.unique)
+        self._deliveries = Children(self.deliveries)
+
+    def delivery_ended(self, endpoint: Endpoint, outcome: str, seconds: float) -> None:
+        """A push delivery ended (`runtime.delivery`'s observer): its count and latency, by endpoint and outcome."""
+        self._deliveries(f"{endpoint.tenant_id}/{endpoint.name}", outcome).observe(seconds)
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
         counts: dict[str, int] = defaultdict(int)

@@ -18,7 +18,7 @@ from queueflow.core.workflow import WorkflowStatus
 from queueflow.dashboard.charts import dag_chart, level_chart
 from queueflow.dashboard.session import Flash
 from queueflow.dashboard.steps import SMALL, STATUSES, StepQuery, bands, step_levels, step_page
-from queueflow.dashboard.web import UI, redirect, render, tenant_of
+from queueflow.dashboard.web import UI, list_page, redirect, render, tenant_of
 from queueflow.dashboard.workflow_actions import RETRIABLE, open_signals
 from queueflow.engine import Engine
 
@@ -99,23 +99,12 @@ async def cancel_workflow(
 
 @get("/schedules", name="dashboard-schedules")
 async def schedules_page(request: Request[Any, Any, Any], engine: NamedDependency[Engine]) -> Template:
-    cursor = request.query_params.get("cursor") or None
-    errors: list[str] = []
-    schedules, next_cursor = [], None
-    try:
-        page = await engine.list_schedules(tenant_of(request), limit=PAGE_SIZE, cursor=cursor)
-        schedules, next_cursor = page.items, page.next_cursor
-    except ValidationError as exc:
-        errors.append(exc.detail)
-    return render(
+    tenant = tenant_of(request)
+    return await list_page(
         request,
         "schedules.html",
-        {
-            "schedules": schedules,
-            "errors": errors,
-            "next_query": urlencode({"cursor": next_cursor}) if next_cursor else None,
-            "paged": bool(cursor),
-        },
+        "schedules",
+        lambda cursor: engine.list_schedules(tenant, limit=PAGE_SIZE, cursor=cursor),
     )
 
 

@@ -20,6 +20,7 @@ from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
 from queueflow.core.errors import Conflict, NotFound, QueueFlowError, StoreUnavailable, ValidationError
+from queueflow.core.types import Page
 from queueflow.dashboard.session import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -141,6 +142,24 @@ def render(
         **(context or {}),
     }
     return Template(template_name=template, context=full, status_code=status, cookies=cookies)
+
+
+async def list_page(
+    request: Request[Any, Any, Any], template: str, name: str, fetch: Callable[[str | None], Awaitable[Page[Any]]]
+) -> Template:
+    """A paged list (schedules, endpoints): the page `fetch(cursor)` answers for the request's `?cursor=`, as `name`,
+    with the link to the next one; a cursor that is not one of ours is said on the page, not a 400."""
+    cursor = request.query_params.get("cursor") or None
+    errors: list[str] = []
+    items: list[Any] = []
+    next_cursor = None
+    try:
+        page = await fetch(cursor)
+        items, next_cursor = page.items, page.next_cursor
+    except ValidationError as exc:
+        errors.append(exc.detail)
+    next_query = urlencode({"cursor": next_cursor}) if next_cursor else None
+    return render(request, template, {name: items, "errors": errors, "next_query": next_query, "paged": bool(cursor)})
 
 
 def redirect(request: Request[Any, Any, Any], path: str, flash: Flash | None = None) -> Redirect:

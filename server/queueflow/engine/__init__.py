@@ -7,6 +7,7 @@ holding a reference back to the engine:
     Engine ──▶ Queues      (engine.queues)      counts, flow-control settings, held-back jobs, throughput
            ──▶ Workflows   (engine._workflows)  create, read, cancel, signal, grow; advance when a step's job finishes
            ──▶ Schedules   (engine.schedules)   cron schedules and the scheduler's tick
+           ──▶ Endpoints   (engine.endpoints)   push endpoints, and where a delivery may connect
 
 `Workflows` is the engine's own: callers reach a workflow through the `Engine` methods (`WorkflowFacade`).
 

@@ -45,12 +45,14 @@ from queueflow.core.types import (
     QueueStats,
     Unchanged,
 )
+from queueflow.engine.endpoints import Endpoints
 from queueflow.engine.queues import Queues
 from queueflow.engine.schedules import Schedules
 from queueflow.engine.settings import EngineSettings
 from queueflow.engine.workflow_facade import WorkflowFacade
 from queueflow.engine.workflows import Workflows, completed_step_report, step_report
-from queueflow.ports import Clock, Store
+from queueflow.ports import Clock, Resolver, Store
+from queueflow.resolver import SystemResolver
 
 
 class Engine(WorkflowFacade):
@@ -61,6 +63,7 @@ class Engine(WorkflowFacade):
         *,
         rng: RandomSource | None = None,
         settings: EngineSettings | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -72,6 +75,13 @@ class Engine(WorkflowFacade):
         self.queues = Queues(store, clock)
         self._workflows = Workflows(store, clock, self.rng, self.settings)
         self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self._workflows.create)
+        self.endpoints = Endpoints(
+            store,
+            clock,
+            self.rng,
+            resolver or SystemResolver(),
+            allow_private=self.settings.allow_private_endpoints,
+        )
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ from datetime import timedelta
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
+    allow_private_endpoints: bool = False
+    """Push endpoints may lead to loopback, private, link-local and other non-public addresses
+    (`--allow-private-endpoints`; development mode implies it)."""
     retention: timedelta | None = None
     """Finished jobs older than this are deleted by maintenance; None keeps them forever."""
     sweep_limit: int = 100

@@ -3,6 +3,14 @@ async client alike, a module per resource as the client's `resources/` are; each
 (`_calls.enqueue`, `_calls.lease`). Optional arguments left at None are not sent, so the server's defaults apply."""
 
 from queueflow_client._calls.arguments import new_idempotency_key
+from queueflow_client._calls.endpoints import (
+    create_endpoint,
+    delete_endpoint,
+    get_endpoint,
+    list_endpoints,
+    rotate_endpoint_secret,
+    update_endpoint,
+)
 from queueflow_client._calls.jobs import cancel, enqueue, enqueue_many, get, list_page, retry
 from queueflow_client._calls.queues import get_queue, queues, update_queue
 from queueflow_client._calls.schedules import (
@@ -41,19 +49,23 @@ __all__ = [
     "cancel",
     "cancel_workflow",
     "complete",
+    "create_endpoint",
     "create_schedule",
     "create_workflow",
+    "delete_endpoint",
     "delete_schedule",
     "enqueue",
     "enqueue_many",
     "fail",
     "get",
+    "get_endpoint",
     "get_queue",
     "get_schedule",
     "get_workflow",
     "heartbeat",
     "heartbeat_many",
     "lease",
+    "list_endpoints",
     "list_page",
     "list_schedules",
     "list_workflows",
@@ -62,7 +74,9 @@ __all__ = [
     "release",
     "retry",
     "retry_workflow",
+    "rotate_endpoint_secret",
     "signal_workflow",
+    "update_endpoint",
     "update_queue",
     "update_schedule",
 ]

@@ -61,6 +61,13 @@ GET_SCHEDULE = Route("getSchedule", "GET", "/v1/schedules/{name}")
 UPDATE_SCHEDULE = Route("updateSchedule", "PATCH", "/v1/schedules/{name}")
 DELETE_SCHEDULE = Route("deleteSchedule", "DELETE", "/v1/schedules/{name}")
 
+LIST_ENDPOINTS = Route("listEndpoints", "GET", "/v1/endpoints")
+CREATE_ENDPOINT = Route("createEndpoint", "POST", "/v1/endpoints")
+GET_ENDPOINT = Route("getEndpoint", "GET", "/v1/endpoints/{name}")
+UPDATE_ENDPOINT = Route("updateEndpoint", "PATCH", "/v1/endpoints/{name}")
+ROTATE_ENDPOINT_SECRET = Route("rotateEndpointSecret", "POST", "/v1/endpoints/{name}/rotate-secret")
+DELETE_ENDPOINT = Route("deleteEndpoint", "DELETE", "/v1/endpoints/{name}")
+
 LIST_WORKFLOWS = Route("listWorkflows", "GET", "/v1/workflows")
 CREATE_WORKFLOW = Route("createWorkflow", "POST", "/v1/workflows")
 GET_WORKFLOW = Route("getWorkflow", "GET", "/v1/workflows/{workflow_id}")

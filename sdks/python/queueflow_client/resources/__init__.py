@@ -1,17 +1,20 @@
 """The client's resources, one module each, its sync and async class side by side: `client.jobs`,
-`client.queues`, `client.workflows`, `client.schedules`. `QueueFlow` and `AsyncQueueFlow` only wire them to a
-transport."""
+`client.queues`, `client.workflows`, `client.schedules`, `client.endpoints`. `QueueFlow` and `AsyncQueueFlow` only
+wire them to a transport."""
 
+from queueflow_client.resources.endpoints import AsyncEndpoints, Endpoints
 from queueflow_client.resources.jobs import AsyncJobs, JobFilters, Jobs
 from queueflow_client.resources.queues import AsyncQueues, Queues, QueueSettings
 from queueflow_client.resources.schedules import AsyncSchedules, ScheduleChanges, ScheduleOptions, Schedules
 from queueflow_client.resources.workflows import AsyncWorkflows, Workflows
 
 __all__ = [
+    "AsyncEndpoints",
     "AsyncJobs",
     "AsyncQueues",
     "AsyncSchedules",
     "AsyncWorkflows",
+    "Endpoints",
     "JobFilters",
     "Jobs",
     "QueueSettings",

@@ -17,6 +17,7 @@ from msgspec.structs import replace
 
 from queueflow.core.advance import Counters
 from queueflow.core.backoff import RandomSource
+from queueflow.core.endpoints import Endpoint
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
@@ -39,6 +40,10 @@ class Tables:
         self._step_positions: dict[str, dict[str, int]] = {}
         self._workflow_counters: dict[str, Counters] = {}
         self._schedules: dict[str, Schedule] = {}  # by id
+        self._endpoints: dict[str, Endpoint] = {}  # by id
+        # Per endpoint id, its delivery slots: slot id → held until.
+        self._slots: dict[str, dict[str, datetime]] = {}
+        self._slot_serial = 0
         self._queue_settings: dict[tuple[str, str], QueueSettings] = {}  # by (tenant_id, queue_name)
         # Each rate limit's token bucket, by (tenant_id, queue_name): its tokens as of a time.
         self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
@@ -55,7 +60,7 @@ class Tables:
         self._rng: RandomSource = rng or random.Random()
 
     def reset(self) -> None:
-        """Forget every job, workflow, schedule and queue setting."""
+        """Forget every job, workflow, schedule, endpoint and queue setting."""
         self._jobs.clear()
         self._idempotency.clear()
         self._unique.clear()
@@ -64,6 +69,8 @@ class Tables:
         self._step_positions.clear()
         self._workflow_counters.clear()
         self._schedules.clear()
+        self._endpoints.clear()
+        self._slots.clear()
         self._queue_settings.clear()
         self._key_turns.clear()
         self._claim_turns.clear()
