@@ -43,6 +43,8 @@ TABLES = [
     "queueflow.schedules",
     "queueflow.queue_settings",
     "queueflow.claim_turns",
+    "queueflow.triggers",
+    "queueflow.events",
 ]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 

@@ -21,6 +21,7 @@ from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
 from queueflow.api.services import STATE_KEY, Services
 from queueflow.api.tracing import otel_middleware
+from queueflow.api.triggers import EventsController, TriggersController, trigger_options, triggers_options
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
@@ -65,6 +66,10 @@ def create_app(
             schedules_options,
             schedule_options,
             SchedulesController,
+            triggers_options,
+            trigger_options,
+            TriggersController,
+            EventsController,
         ],
         before_request=authenticator(keyring),
         security=[{SECURITY_SCHEME: []}],

@@ -8,13 +8,14 @@ awaiting, so on one event loop every call is atomic. Its parts share one `Tables
 from __future__ import annotations
 
 from queueflow.core.pressure import Pressure
+from queueflow.stores.memory.events import MemoryEvents
 from queueflow.stores.memory.jobs import MemoryJobs
 from queueflow.stores.memory.queues import MemoryQueues
 from queueflow.stores.memory.schedules import MemorySchedules
 from queueflow.stores.memory.workflows import MemoryWorkflows
 
 
-class InMemoryJobStore(MemoryJobs, MemoryQueues, MemoryWorkflows, MemorySchedules):
+class InMemoryJobStore(MemoryJobs, MemoryQueues, MemoryEvents, MemoryWorkflows, MemorySchedules):
     """The `Store` in memory. Given `wakeups` (a `WorkSignal`: the server's wake-up hub), it announces inserted work
     as PostgreSQL's NOTIFY trigger does. `rng` (seed it for repeatable ids) makes the ids of steps' jobs."""
 

@@ -1,6 +1,6 @@
 """PostgresJobStore: the whole `Store` contract on PostgreSQL — its jobs (`jobs`, and their claim: `claim`), queues
-(`queues`), workflows (`workflows`), schedules (`schedules`) and what its database is under (`pressure`) on one
-connection pool.
+(`queues`), workflows (`workflows`), schedules (`schedules`), triggers and events (`events`) and what its database
+is under (`pressure`) on one connection pool.
 
 Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
 for the claim planning costs more than running it. Each method is one statement (or one transaction), so the
@@ -16,6 +16,7 @@ from __future__ import annotations
 from queueflow.core.backoff import RandomSource
 from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.claim import PostgresClaims
+from queueflow.stores.postgres.events import PostgresEvents
 from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.pressure import PostgresPressure
 from queueflow.stores.postgres.queues import PostgresQueues
@@ -32,6 +33,7 @@ class PostgresJobStore(
     PostgresWorkflows,
     PostgresWorkflowGrowth,
     PostgresSchedules,
+    PostgresEvents,
     PostgresPressure,
 ):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""

@@ -1,0 +1,233 @@
+"""The PostgreSQL store's triggers and events: the `TriggerStore` and `EventStore` halves of `PostgresJobStore`.
+
+An event is one transaction (`event_insert`): its row inserted first, keyed on (tenant_id, id), so a concurrent
+repeat of the id waits on it and then finds it; then its matches read through idx_triggers_match (MATCH: one
+index range per pattern of `triggers.event_patterns`, the filter applied in the same statement with jsonb
+equality, as `triggers.filter_matches` has it); then everything `core.events.starts` makes of them, the jobs in one
+multi-row INSERT and each workflow by `workflows.insert_workflow`; then what it started, on its row. Matching
+1,000 triggers is one transaction of a few statements plus three per workflow, never a request per trigger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+import asyncpg
+
+from queueflow.core.definitions import new_workflow_from_json, new_workflow_json
+from queueflow.core.errors import InvalidState, StoreUnavailable
+from queueflow.core.events import Event, Started, starts
+from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
+from queueflow.core.triggers import Trigger, event_patterns, matches, task_from_json, task_json, trigger_storage_errors
+from queueflow.core.types import Cursor
+from queueflow.core.validation import check
+from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.errors import json_text
+from queueflow.stores.postgres.rows import job_insert
+from queueflow.stores.postgres.workflows import insert_workflow
+
+TRIGGER_COLUMNS = "id, tenant_id, name, event, filter, task, workflow, enabled, created_at, updated_at"
+
+# A taken name is an answer, not an error: ON CONFLICT names only that constraint (as schedules' INSERT does).
+TRIGGER_INSERT = f"""
+INSERT INTO queueflow.triggers ({TRIGGER_COLUMNS})
+VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::jsonb, $8, $9, $10)
+ON CONFLICT ON CONSTRAINT uq_triggers_tenant_name DO NOTHING
+RETURNING {TRIGGER_COLUMNS}
+"""
+
+TRIGGER_GET = f"SELECT {TRIGGER_COLUMNS} FROM queueflow.triggers WHERE tenant_id = $1 AND name = $2"
+
+TRIGGER_LIST = f"""
+SELECT {TRIGGER_COLUMNS} FROM queueflow.triggers
+ WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3))
+ ORDER BY created_at DESC, id DESC
+ LIMIT $4
+"""
+
+TRIGGER_UPDATE = f"""
+UPDATE queueflow.triggers
+   SET event = $3, filter = $4::jsonb, task = $5::jsonb, workflow = $6::jsonb, enabled = $7, updated_at = $8
+ WHERE id = $1 AND tenant_id = $2 AND updated_at = $9
+RETURNING {TRIGGER_COLUMNS}
+"""
+
+TRIGGER_DELETE = "DELETE FROM queueflow.triggers WHERE tenant_id = $1 AND name = $2"
+
+# idx_triggers_match (tenant_id, event) WHERE enabled: one index range per pattern. A filter key absent from the
+# payload gives NULL, which IS DISTINCT FROM every value (a filter's null included), as `filter_matches` has it.
+MATCH = f"""
+SELECT {TRIGGER_COLUMNS} FROM queueflow.triggers AS t
+ WHERE t.tenant_id = $1 AND t.event = ANY($2::text[]) AND t.enabled
+   AND NOT EXISTS (SELECT FROM jsonb_each(t.filter) AS f(key, value)
+                    WHERE ($3::jsonb -> f.key) IS DISTINCT FROM f.value)
+"""
+
+EVENT_COLUMNS = "tenant_id, id, name, payload, started, received_at"
+
+EVENT_INSERT = """
+INSERT INTO queueflow.events (tenant_id, id, name, payload, received_at)
+VALUES ($1, $2, $3, $4::jsonb, $5)
+ON CONFLICT (tenant_id, id) DO NOTHING
+RETURNING true
+"""
+
+EVENT_GET = f"SELECT {EVENT_COLUMNS} FROM queueflow.events WHERE tenant_id = $1 AND id = $2"
+
+EVENT_STARTED = "UPDATE queueflow.events SET started = $3::jsonb WHERE tenant_id = $1 AND id = $2"
+
+EVENT_LIST = f"""
+SELECT {EVENT_COLUMNS} FROM queueflow.events
+ WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (received_at, id) < ($2, $3))
+ ORDER BY received_at DESC, id DESC
+ LIMIT $4
+"""
+
+EVENT_DELETE_RECEIVED = """
+DELETE FROM queueflow.events
+ WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM queueflow.events WHERE received_at < $1
+                            ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+"""
+
+
+class PostgresEvents(Pooled):
+    # ---- triggers -----------------------------------------------------------------------------------------
+
+    async def trigger_insert(self, trigger: Trigger) -> Trigger:
+        check(trigger_storage_errors(trigger))
+        async with self._connection() as db:
+            row = await db.fetchrow(
+                TRIGGER_INSERT,
+                trigger.id,
+                trigger.tenant_id,
+                trigger.name,
+                *_editable(trigger),
+                trigger.created_at,
+                trigger.updated_at,
+            )
+        if row is None:
+            raise InvalidState(f"a trigger called {trigger.name!r} already exists")
+        return _trigger(row)
+
+    async def trigger_get(self, name: str, *, tenant_id: str) -> Trigger | None:
+        if not (storable_text(tenant_id) and storable_text(name)):
+            return None
+        async with self._connection() as db:
+            row = await db.fetchrow(TRIGGER_GET, tenant_id, name)
+        return _trigger(row) if row is not None else None
+
+    async def trigger_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Trigger]:
+        if not storable_text(tenant_id) or (after is not None and not storable_text(after.id)):
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(
+                TRIGGER_LIST, tenant_id, after.created_at if after else None, after.id if after else None, limit
+            )
+        return [_trigger(row) for row in rows]
+
+    async def trigger_update(self, trigger: Trigger, *, expected_updated_at: datetime) -> Trigger | None:
+        check(trigger_storage_errors(trigger))
+        async with self._connection() as db:
+            row = await db.fetchrow(
+                TRIGGER_UPDATE,
+                trigger.id,
+                trigger.tenant_id,
+                *_editable(trigger),
+                trigger.updated_at,
+                expected_updated_at,
+            )
+        return _trigger(row) if row is not None else None
+
+    async def trigger_delete(self, name: str, *, tenant_id: str) -> bool:
+        if not (storable_text(tenant_id) and storable_text(name)):
+            return False
+        async with self._connection() as db:
+            return await db.execute(TRIGGER_DELETE, tenant_id, name) == "DELETE 1"
+
+    # ---- events -------------------------------------------------------------------------------------------
+
+    async def event_insert(self, event: Event) -> tuple[Event, bool]:
+        check(
+            storage_errors(event.tenant_id, ("tenant_id",))
+            + storage_errors(event.id, ("id",))
+            + storage_errors(event.name, ("name",))
+            + storage_errors(event.payload, ("payload",))
+        )
+        payload = json_text(event.payload, ("payload",))
+        with self._announcing() as announce:
+            async with self._connection() as db, db.transaction():
+                inserted = await db.fetchval(
+                    EVENT_INSERT, event.tenant_id, event.id, event.name, payload, event.received_at
+                )
+                if not inserted:
+                    # Kept already; a concurrent first insert of the id has committed by now (this one waited).
+                    row = await db.fetchrow(EVENT_GET, event.tenant_id, event.id)
+                    if row is None:
+                        raise StoreUnavailable("an event with a repeated id vanished during its insert")
+                    return _event(row), False
+                rows = await db.fetch(MATCH, event.tenant_id, event_patterns(event.name), payload)
+                matched = [trigger for trigger in map(_trigger, rows) if matches(trigger, event.name, event.payload)]
+                made = starts(event, matched, self._rng)
+                check(job_storage_errors(made.jobs))
+                if made.jobs:
+                    statement, values = job_insert(made.jobs)
+                    await db.execute(statement, *values)
+                    announce(job.queue_name for job in made.jobs)
+                for recording in made.workflows:
+                    await insert_workflow(db, recording.workflow, recording.jobs, announce)
+                if made.started:
+                    started = [item.to_json() for item in made.started]
+                    await db.execute(EVENT_STARTED, event.tenant_id, event.id, json_text(started, ("started",)))
+        return replace(event, started=made.started), True
+
+    async def event_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Event]:
+        if not storable_text(tenant_id) or (after is not None and not storable_text(after.id)):
+            return []
+        async with self._connection() as db:
+            rows = await db.fetch(
+                EVENT_LIST, tenant_id, after.created_at if after else None, after.id if after else None, limit
+            )
+        return [_event(row) for row in rows]
+
+    async def event_delete_received(self, *, before: datetime, limit: int) -> int:
+        async with self._connection() as db:
+            status = await db.execute(EVENT_DELETE_RECEIVED, before, limit)
+        return int(status.split()[-1])
+
+
+def _editable(trigger: Trigger) -> tuple[object, ...]:
+    """The columns an update may change, in the order INSERT and UPDATE both take them (event … enabled)."""
+    return (
+        trigger.event,
+        json_text(trigger.filter, ("filter",)),
+        None if trigger.task is None else json_text(task_json(trigger.task), ("task",)),
+        None if trigger.workflow is None else json_text(new_workflow_json(trigger.workflow), ("workflow",)),
+        trigger.enabled,
+    )
+
+
+def _trigger(row: asyncpg.Record) -> Trigger:
+    return Trigger(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        name=row["name"],
+        event=row["event"],
+        filter=row["filter"],
+        task=None if row["task"] is None else task_from_json(row["task"]),
+        workflow=None if row["workflow"] is None else new_workflow_from_json(row["workflow"]),
+        enabled=row["enabled"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _event(row: asyncpg.Record) -> Event:
+    return Event(
+        tenant_id=row["tenant_id"],
+        id=row["id"],
+        name=row["name"],
+        payload=row["payload"],
+        received_at=row["received_at"],
+        started=tuple(Started.from_json(item) for item in row["started"]),
+    )
