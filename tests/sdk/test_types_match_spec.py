@@ -42,6 +42,10 @@ RESPONSE_TYPES: dict[str, type] = {
     "JobPage": public.Page,
     "WorkflowPage": public.Page,
     "SchedulePage": public.Page,
+    "Trigger": public.Trigger,
+    "TriggerPage": public.Page,
+    "EventAccepted": public.EventAccepted,
+    "StartedItem": public.Started,
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",

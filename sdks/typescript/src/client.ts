@@ -1,10 +1,11 @@
-/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules), each a thin typed layer over the transport. */
+/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules, triggers, events), each a thin typed layer over the transport. */
 
 import { randomUUID } from "node:crypto";
 
 import { toJson } from "./json.js";
 import { paginate } from "./pagination.js";
 import { Schedules } from "./schedules.js";
+import { Events, Triggers } from "./triggers.js";
 import { type RequestOptions, Transport } from "./transport.js";
 import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue, UpdateQueue } from "./types.js";
 import { FINISHED_JOB, type WaitOptions, waitUntil } from "./waiting.js";
@@ -36,6 +37,8 @@ export class QueueFlow {
   readonly queues: Queues;
   readonly workflows: Workflows;
   readonly schedules: Schedules;
+  readonly triggers: Triggers;
+  readonly events: Events;
   /** The typed openapi-fetch client underneath, for routes these wrappers do not cover. */
   readonly api: Transport["api"];
 
@@ -46,6 +49,8 @@ export class QueueFlow {
     this.queues = new Queues(transport);
     this.workflows = new Workflows(transport);
     this.schedules = new Schedules(transport);
+    this.triggers = new Triggers(transport);
+    this.events = new Events(transport);
   }
 }
 

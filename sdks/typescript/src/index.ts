@@ -3,6 +3,8 @@
 export { QueueFlow, Jobs, Queues } from "./client.js";
 export { Workflows } from "./workflows.js";
 export { Schedules } from "./schedules.js";
+export { Events, Triggers } from "./triggers.js";
+export type { SendEventOptions } from "./triggers.js";
 export { steps } from "./steps.js";
 export type { NewStep, OnFailure, SignalStepOptions, StepOptions, StepRef, TaskStepOptions, Wait, WorkflowDefinition } from "./steps.js";
 export { paginate } from "./pagination.js";

@@ -45,3 +45,10 @@ export type Schedule = Schemas["Schedule"];
 export type CreateSchedule = Schemas["CreateSchedule"];
 export type UpdateSchedule = Schemas["UpdateSchedule"];
 export type ListSchedulesParams = NonNull<NonNullable<operations["listSchedules"]["parameters"]["query"]>>;
+
+export type Trigger = Schemas["Trigger"];
+export type CreateTrigger = Schemas["CreateTrigger"];
+export type UpdateTrigger = Schemas["UpdateTrigger"];
+export type ListTriggersParams = NonNull<NonNullable<operations["listTriggers"]["parameters"]["query"]>>;
+export type EventAccepted = Schemas["EventAccepted"];
+export type StartedItem = Schemas["StartedItem"];

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Jobs, QueueFlow, Queues, Schedules, Worker, Workflows } from "../src/index.js";
+import { Events, Jobs, QueueFlow, Queues, Schedules, Triggers, Worker, Workflows } from "../src/index.js";
 
 /** Every property name (string or symbol) an instance answers, own or from its class, without Object's. */
 function surface(instance: object): string[] {
@@ -28,11 +28,14 @@ test("a Worker shows only its documented API: no run(), lease(), held, options, 
 
 test("QueueFlow and its resources show only their documented API", () => {
   const client = new QueueFlow(options);
-  assert.deepEqual(surface(client), ["api", "jobs", "queues", "schedules", "workflows"]);
+  assert.deepEqual(surface(client), ["api", "events", "jobs", "queues", "schedules", "triggers", "workflows"]);
+  assert.ok(client.triggers instanceof Triggers && client.events instanceof Events);
   assert.ok(client.jobs instanceof Jobs && client.queues instanceof Queues);
   assert.ok(client.workflows instanceof Workflows && client.schedules instanceof Schedules);
   assert.deepEqual(surface(client.jobs), ["cancel", "enqueue", "enqueueMany", "get", "iterate", "list", "retry", "run", "wait"]);
   assert.deepEqual(surface(client.queues), ["get", "list", "pause", "resume", "update"]);
   assert.deepEqual(surface(client.workflows), ["cancel", "create", "get", "iterate", "list", "retry", "signal", "wait"]);
   assert.deepEqual(surface(client.schedules), ["create", "delete", "get", "iterate", "list", "update"]);
+  assert.deepEqual(surface(client.triggers), ["create", "delete", "get", "iterate", "list", "update"]);
+  assert.deepEqual(surface(client.events), ["send"]);
 });

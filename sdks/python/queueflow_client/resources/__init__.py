@@ -1,17 +1,28 @@
 """The client's resources, one module each, its sync and async class side by side: `client.jobs`,
-`client.queues`, `client.workflows`, `client.schedules`. `QueueFlow` and `AsyncQueueFlow` only wire them to a
-transport."""
+`client.queues`, `client.workflows`, `client.schedules`, `client.triggers`, `client.events`. `QueueFlow` and
+`AsyncQueueFlow` only wire them to a transport."""
 
 from queueflow_client.resources.jobs import AsyncJobs, JobFilters, Jobs
 from queueflow_client.resources.queues import AsyncQueues, Queues, QueueSettings
 from queueflow_client.resources.schedules import AsyncSchedules, ScheduleChanges, ScheduleOptions, Schedules
+from queueflow_client.resources.triggers import (
+    AsyncEvents,
+    AsyncTriggers,
+    Events,
+    TriggerChanges,
+    TriggeredWorkflow,
+    Triggers,
+)
 from queueflow_client.resources.workflows import AsyncWorkflows, Workflows
 
 __all__ = [
+    "AsyncEvents",
     "AsyncJobs",
     "AsyncQueues",
     "AsyncSchedules",
+    "AsyncTriggers",
     "AsyncWorkflows",
+    "Events",
     "JobFilters",
     "Jobs",
     "QueueSettings",
@@ -19,5 +30,8 @@ __all__ = [
     "ScheduleChanges",
     "ScheduleOptions",
     "Schedules",
+    "TriggerChanges",
+    "TriggeredWorkflow",
+    "Triggers",
     "Workflows",
 ]

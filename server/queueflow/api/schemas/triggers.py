@@ -130,8 +130,9 @@ class StartedItem(Struct, kw_only=True, omit_defaults=True):
     """One trigger's start: `job_id` for a job trigger, `workflow_id` for a workflow trigger."""
 
     trigger: str
-    job_id: str | UnsetType = UNSET
-    workflow_id: str | UnsetType = UNSET
+    # Absent rather than null on the wire; typed nullable so that a client's one type holds either kind.
+    job_id: str | UnsetType | None = UNSET
+    workflow_id: str | UnsetType | None = UNSET
 
     @classmethod
     def from_domain(cls, started: events.Started) -> StartedItem:
