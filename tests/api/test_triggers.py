@@ -1,4 +1,4 @@
-"""Trigger routes (create, list, get, patch, delete) and `POST /v1/events`: every rule of API.md's "Events and
+"""Trigger routes (create, list, get, patch, delete) and `POST /v1/events`: every rule of the contract's "Events and
 triggers", on the in-memory store."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import httpx
 
 from queueflow_client.client import QueueFlow
 from queueflow_client.errors import ArgumentError, QueueFlowError
-from queueflow_client.types import Job, JobStatus, Queue, Schedule, Workflow
+from queueflow_client.types import Job, JobStatus, Queue, Schedule, Trigger, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 STATUSES = list(get_args(JobStatus))
@@ -84,6 +84,13 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     schedules.add_parser("list", help="every schedule")
+    triggers = commands.add_parser("triggers", help="look at triggers").add_subparsers(dest="action", required=True)
+    triggers.add_parser("list", help="every trigger")
+    events = commands.add_parser("events", help="send events").add_subparsers(dest="action", required=True)
+    send = events.add_parser("send", help="send an event: every enabled trigger it matches starts")
+    send.add_argument("name", help="the event's name, e.g. order.paid")
+    send.add_argument("--payload", type=json_object, help="a JSON object (default {})")
+    send.add_argument("--id", dest="event_id", help="the event's id: a repeat starts nothing again")
     return root
 
 
@@ -156,6 +163,10 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
         return client.workflows.signal(args.workflow_id, args.name, args.payload)
     if command == "workflows retry":
         return client.workflows.retry(args.workflow_id)
+    if command == "triggers list":
+        return list(client.triggers.list())
+    if command == "events send":
+        return client.events.send(args.name, args.payload, id=args.event_id)
     assert command == "schedules list", command
     return list(client.schedules.list())
 
@@ -202,6 +213,8 @@ def columns(rows: Sequence[Any]) -> list[str]:
         return [field.name for field in dataclasses.fields(kind)]
     if kind is Schedule:
         return ["name", "cron", "timezone", "task_name", "queue_name", "enabled", "next_run_at", "last_run_at"]
+    if kind is Trigger:
+        return ["name", "event", "filter", "task", "workflow", "enabled"]
     return [field.name for field in dataclasses.fields(kind)]
 
 

@@ -1,4 +1,4 @@
-"""Triggers and events (API.md, "Events and triggers"): `queueflow.triggers`, a tenant's rows, with the index an
+"""Triggers and events (README, "Events and triggers"): `queueflow.triggers`, a tenant's rows, with the index an
 event looks its matches up in, and `queueflow.events`, the events kept for a day with what each started.
 
 idx_triggers_match holds the enabled triggers by (tenant_id, event): an event reads one index range per pattern its
