@@ -22,7 +22,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
-from queueflow.dashboard import dead_letters, flow, flows, jobs, signin, workflow_actions
+from queueflow.dashboard import dead_letters, flow, flows, jobs, signin, triggers, workflow_actions
 from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
@@ -54,6 +54,7 @@ PAGES = [
     flows.enable_schedule,
     flows.disable_schedule,
     flows.delete_schedule,
+    triggers.triggers_page,
     signin.sign_in_page,
     signin.sign_in,
     signin.sign_out,
