@@ -436,8 +436,9 @@ class TriggerStore(Protocol):
 
     async def trigger_update(self, trigger: Trigger, *, expected_updated_at: datetime) -> Trigger | None:
         """stored → `trigger`'s fields (the row with its id and tenant_id), only while the row's `updated_at` is
-        still the expected one; its name and created_at stay as they are. None when the row is gone or has changed
-        since it was read."""
+        still the expected one, and `trigger.updated_at` later than it (a version of a trigger is its (id,
+        updated_at): a store may keep it decoded); its name and created_at stay as they are. None when the row is
+        gone or has changed since it was read (or the new updated_at is not later)."""
         ...
 
     async def trigger_delete(self, name: str, *, tenant_id: str) -> bool:

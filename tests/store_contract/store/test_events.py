@@ -111,6 +111,8 @@ async def test_update_is_a_compare_and_set_on_updated_at(store: Store) -> None:
     assert stored == replace(edited, name="on-paid")
     assert await store.trigger_update(replace(edited, updated_at=at(6)), expected_updated_at=read.updated_at) is None
     assert await store.trigger_update(replace(edited, tenant_id=OTHER), expected_updated_at=at(5)) is None
+    # A version of a trigger is its (id, updated_at): an update must move updated_at forward.
+    assert await store.trigger_update(replace(edited, enabled=True), expected_updated_at=at(5)) is None
     assert await store.trigger_get("on-paid", tenant_id=T) == stored
 
 

@@ -48,7 +48,12 @@ class MemoryEvents(MemoryWorkflows):
     async def trigger_update(self, trigger: Trigger, *, expected_updated_at: datetime) -> Trigger | None:
         check(trigger_storage_errors(trigger))
         current = self._triggers.get(trigger.id)
-        if current is None or current.tenant_id != trigger.tenant_id or current.updated_at != expected_updated_at:
+        if (
+            current is None
+            or current.tenant_id != trigger.tenant_id
+            or current.updated_at != expected_updated_at
+            or trigger.updated_at <= expected_updated_at
+        ):
             return None
         stored = replace(trigger, name=current.name, created_at=current.created_at)
         self._forget_trigger(current)

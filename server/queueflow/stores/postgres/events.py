@@ -18,11 +18,12 @@ from dataclasses import replace
 from datetime import datetime
 
 import asyncpg
+import msgspec
 
 from queueflow.core.definitions import new_workflow_from_json, new_workflow_json
 from queueflow.core.errors import InvalidState, StoreUnavailable
-from queueflow.core.events import Event, Started, starts
-from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
+from queueflow.core.events import Event, Started, started_job_errors, starts
+from queueflow.core.jsonvalue import storable_text, storage_errors
 from queueflow.core.triggers import Trigger, event_patterns, matches, task_from_json, task_json, trigger_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
@@ -53,7 +54,7 @@ SELECT {TRIGGER_COLUMNS} FROM queueflow.triggers
 TRIGGER_UPDATE = f"""
 UPDATE queueflow.triggers
    SET event = $3, filter = $4::jsonb, task = $5::jsonb, workflow = $6::jsonb, enabled = $7, updated_at = $8
- WHERE id = $1 AND tenant_id = $2 AND updated_at = $9
+ WHERE id = $1 AND tenant_id = $2 AND updated_at = $9 AND $8 > $9
 RETURNING {TRIGGER_COLUMNS}
 """
 
@@ -93,7 +94,24 @@ DELETE FROM queueflow.events
 """
 
 
+DECODED_LIMIT = 20_000
+"""Triggers a store keeps decoded (`_matched`): a row is the same trigger for as long as its (id, updated_at) is."""
+
+
 class PostgresEvents(Pooled):
+    _decoded: dict[tuple[str, datetime], Trigger] | None = None
+
+    def _matched(self, row: asyncpg.Record) -> Trigger:
+        """The trigger of a MATCH row, decoded once per version: an event that matches 1,000 triggers would
+        otherwise rebuild 1,000 tasks from their JSON (a fifth of its time)."""
+        if self._decoded is None or len(self._decoded) >= DECODED_LIMIT:
+            self._decoded = {}
+        key = (row["id"], row["updated_at"])
+        found = self._decoded.get(key)
+        if found is None:
+            found = self._decoded[key] = _trigger(row)
+        return found
+
     # ---- triggers -----------------------------------------------------------------------------------------
 
     async def trigger_insert(self, trigger: Trigger) -> Trigger:
@@ -160,10 +178,15 @@ class PostgresEvents(Pooled):
         with self._announcing() as announce:
             async with self._connection() as db, db.transaction():
                 rows = await db.fetch(MATCH, event.tenant_id, event_patterns(event.name), payload)
-                matched = [trigger for trigger in map(_trigger, rows) if matches(trigger, event.name, event.payload)]
+                matched = [
+                    trigger for trigger in map(self._matched, rows) if matches(trigger, event.name, event.payload)
+                ]
                 made = starts(event, matched, self._rng)
-                check(job_storage_errors(made.jobs))
-                started = json_text([item.to_json() for item in made.started], ("started",))
+                if made.jobs:
+                    # A started job is a stored trigger's task (storable as it was written) with the event under
+                    # `_event`: its payload two levels down is all there is to check, once, not per job.
+                    check(started_job_errors(event))
+                started = msgspec.json.encode(made.started).decode()
                 args = (event.tenant_id, event.id, event.name, payload, started, event.received_at)
                 if not await db.fetchval(EVENT_INSERT, *args):
                     # Kept already (a concurrent first insert of the id waited for here has committed): what was
@@ -228,5 +251,5 @@ def _event(row: asyncpg.Record) -> Event:
         name=row["name"],
         payload=row["payload"],
         received_at=row["received_at"],
-        started=tuple(Started.from_json(item) for item in row["started"]),
+        started=msgspec.convert(row["started"], tuple[Started, ...]),
     )
