@@ -98,6 +98,14 @@ def new_event_errors(event: NewEvent) -> list[FieldError]:
     return errors
 
 
+def event_storage_errors(event: Event) -> list[FieldError]:
+    """Why a store could not keep `event` (text PostgreSQL refuses), whether or not the engine validated it."""
+    errors: list[FieldError] = []
+    for name in ("tenant_id", "id", "name", "payload"):
+        errors += storage_errors(getattr(event, name), (name,))
+    return errors
+
+
 def started_job_errors(event: Event) -> list[FieldError]:
     """Why a job a trigger starts for `event` could not be stored: its payload is the trigger's task payload
     (storable) with `_event: {"payload": ...}` beside it, two levels above the event's payload."""

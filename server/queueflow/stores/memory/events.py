@@ -13,8 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from queueflow.core.errors import FieldError, InvalidState, ValidationError
-from queueflow.core.events import Event, starts
-from queueflow.core.jsonvalue import storable_text, storage_errors
+from queueflow.core.events import Event, event_storage_errors, starts
+from queueflow.core.jsonvalue import storable_text
 from queueflow.core.triggers import Trigger, event_patterns, matches, trigger_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
@@ -70,12 +70,7 @@ class MemoryEvents(MemoryWorkflows):
     # ---- events -------------------------------------------------------------------------------------------
 
     async def event_insert(self, event: Event) -> tuple[Event, bool]:
-        check(
-            storage_errors(event.tenant_id, ("tenant_id",))
-            + storage_errors(event.id, ("id",))
-            + storage_errors(event.name, ("name",))
-            + storage_errors(event.payload, ("payload",))
-        )
+        check(event_storage_errors(event))
         key = (event.tenant_id, event.id)
         if key in self._events:
             return _copy_event(self._events[key]), False

@@ -22,8 +22,8 @@ import msgspec
 
 from queueflow.core.definitions import new_workflow_from_json, new_workflow_json
 from queueflow.core.errors import InvalidState, StoreUnavailable
-from queueflow.core.events import Event, Started, started_job_errors, starts
-from queueflow.core.jsonvalue import storable_text, storage_errors
+from queueflow.core.events import Event, Started, event_storage_errors, started_job_errors, starts
+from queueflow.core.jsonvalue import storable_text
 from queueflow.core.triggers import Trigger, event_patterns, matches, task_from_json, task_json, trigger_storage_errors
 from queueflow.core.types import Cursor
 from queueflow.core.validation import check
@@ -168,12 +168,7 @@ class PostgresEvents(Pooled):
     # ---- events -------------------------------------------------------------------------------------------
 
     async def event_insert(self, event: Event) -> tuple[Event, bool]:
-        check(
-            storage_errors(event.tenant_id, ("tenant_id",))
-            + storage_errors(event.id, ("id",))
-            + storage_errors(event.name, ("name",))
-            + storage_errors(event.payload, ("payload",))
-        )
+        check(event_storage_errors(event))
         payload = json_text(event.payload, ("payload",))
         with self._announcing() as announce:
             async with self._connection() as db, db.transaction():
