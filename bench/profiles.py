@@ -78,6 +78,14 @@ class Profile:
     """Signals sent, one at a time, each to a workflow `a → wait(signal) → b` (to `b` starting)."""
     sleep_samples: int = 0
     """Workflows `wait(seconds=1) → b` created at once (the wait's end after its due time)."""
+    event_width: int = 0
+    """Job triggers one event matches, against a batch of as many jobs (0: none of issue 44's scenarios)."""
+    event_pairs: int = 0
+    """A/B pairs of that comparison."""
+    event_triggers: int = 0
+    """The tenant's triggers when events that match 2 of them are sent by 8 clients (÷ single enqueues)."""
+    event_requests: int = 0
+    """Events sent (and single jobs enqueued) for that rate."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -124,6 +132,10 @@ FULL = Profile(
     growth_large=5_000,
     signal_samples=200,
     sleep_samples=200,
+    event_width=1_000,
+    event_pairs=9,
+    event_triggers=10_000,
+    event_requests=4_000,
 )
 
 SMOKE = Profile(
@@ -162,6 +174,10 @@ SMOKE = Profile(
     growth_large=50,
     signal_samples=3,
     sleep_samples=3,
+    event_width=20,
+    event_pairs=1,
+    event_triggers=40,
+    event_requests=16,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

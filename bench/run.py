@@ -26,6 +26,7 @@ from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
 from bench.scenarios import history, per_request, prefork, raw, unique, wakeup, worker_drains
+from bench.scenarios.events import EventsBench
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.unique import DEBOUNCE_KEYS
@@ -383,6 +384,8 @@ async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path
         await step("delayed jobs taken by the in-process runner", delayed)
         if profile.growth_steps:
             await _growth(profile, results, step, server, database)
+        if profile.event_width:
+            await _events(profile, results, step, server)
         # Every healed step belonged to a workflow its run waited for, so the sweep that healed it ended (and
         # logged it) within moments of that run: the delayed jobs' seconds since the last run are ample.
         queueflow.log.healed()
@@ -413,6 +416,21 @@ async def _growth(
         await step(f"workflows that grow: adding {profile.growth_steps:,} steps ÷ creating them", adding)
         await step(f"workflows that wait: {profile.signal_samples} signals, one at a time", signals)
         await step(f"workflows that wait: {profile.sleep_samples} seconds waits at once", sleeps)
+
+
+async def _events(profile: Profile, results: Results, step: Steps, server: QueueFlowServer) -> None:
+    """Issue 44's targets (`bench.scenarios.events`) on the workflow scenarios' server."""
+    async with EventsBench(server) as bench:
+
+        async def measured() -> None:
+            wide = await bench.wide_versus_batch(profile.event_width, profile.event_pairs)
+            rates = await bench.rates(profile.event_triggers, profile.event_requests)
+            workflow_figures.events(results, wide, profile.event_width, rates, profile.event_triggers)
+
+        await step(
+            f"events: one matching {profile.event_width:,} triggers; 8 clients over {profile.event_triggers:,}",
+            measured,
+        )
 
 
 async def _dbos(dbos: launch.PeerSession | None, shape: Shape, bound: float) -> WorkflowRun:

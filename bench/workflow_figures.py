@@ -215,3 +215,30 @@ def growth(results: Results, added: Pairs, size: int, large: Pairs | None, large
             "to a 10-step one",
             LARGE_TARGET if large_size >= 5000 else None,
         )
+
+
+EVENT_WIDE_TARGET = 1.5
+"""Issue 44: one event matching 1,000 triggers takes at most 1.5 × one batch enqueue of 1,000 jobs."""
+EVENT_RATE_TARGET = 0.7
+"""Issue 44: events/s (8 clients, each event matching 2 of 10,000 triggers) at least 0.7 × single enqueues/s."""
+
+
+def events(results: Results, wide: Pairs, width: int, rates: tuple[float, float], triggers: int) -> None:
+    growth_pairs(
+        results,
+        f"one event starting {width:,} triggers' jobs",
+        wide,
+        f"a batch enqueue of {width:,}",
+        EVENT_WIDE_TARGET if width == 1000 else None,
+    )
+    event_rate, enqueue_rate = rates
+    results.add(
+        Figure(
+            f"events/s, 8 clients, each event matching 2 of {triggers:,} triggers",
+            event_rate,
+            "/s",
+            enqueue_rate,
+            "single enqueues/s, 8 clients",
+            Target("ratio", ">=", EVENT_RATE_TARGET) if triggers >= 10_000 else None,
+        )
+    )

@@ -46,6 +46,8 @@ TABLES = [
     "queueflow.unique_keys",
     "queueflow.endpoint_slots",
     "queueflow.endpoints",
+    "queueflow.triggers",
+    "queueflow.events",
 ]
 """Every table, in an order that deletes a workflow's steps before the workflow."""
 

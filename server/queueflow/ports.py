@@ -1,7 +1,8 @@
-"""The engine's ports, protocols only: where jobs, queues, workflows, schedules and push endpoints are kept
-(`JobStore`, `QueueStore`, `WorkflowStore`, `ScheduleStore`, `EndpointStore`: `Store`), what time it is (`Clock`;
-implementations in `queueflow.clocks`), who hears of new work (`WorkSignal`, which every store takes as `wakeups`),
-and what a host name resolves to (`Resolver`, for push deliveries; `queueflow.runtime.resolver`)."""
+"""The engine's ports, protocols only: where jobs, queues, workflows, schedules, push endpoints, triggers and events
+are kept (`JobStore`, `QueueStore`, `WorkflowStore`, `ScheduleStore`, `EndpointStore`, `TriggerStore`, `EventStore`,
+and what the database is under, `PressureStore`: `Store`), what time it is (`Clock`; implementations in
+`queueflow.clocks`), who hears of new work (`WorkSignal`, which every store takes as `wakeups`), and what a host name
+resolves to (`Resolver`, for push deliveries; `queueflow.runtime.resolver`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import AdvanceRequest
 from queueflow.core.endpoints import DeliveriesFinished, Endpoint, EndpointQuery, SlotRequest
+from queueflow.core.events import Event
 from queueflow.core.finish import StepReport
 from queueflow.core.flow import Backlog, ConfigureRequest, QueueSettings
 from queueflow.core.growth import GrowthRequest
 from queueflow.core.pressure import Pressure
 from queueflow.core.schedule import Schedule, ScheduleFired
+from queueflow.core.triggers import Trigger
 from queueflow.core.types import (
     ClaimRequest,
     Completion,
@@ -492,6 +495,69 @@ class EndpointStore(Protocol):
         ...
 
 
+class TriggerStore(Protocol):
+    """Where a tenant's triggers live, keyed on (tenant, name), and indexed on (tenant, event) of the enabled ones:
+    what `EventStore.event_insert` looks its matches up in. Each method is one atomic operation, as in `JobStore`."""
+
+    # --- reads for the tenant -------------------------------------------------------------------------------------
+
+    async def trigger_get(self, name: str, *, tenant_id: str) -> Trigger | None:
+        """The tenant's trigger called `name`, if there is one."""
+        ...
+
+    async def trigger_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Trigger]:
+        """Up to `limit` of the tenant's triggers, newest first (created_at, id descending), strictly after `after`."""
+        ...
+
+    # --- writes by the tenant -------------------------------------------------------------------------------------
+
+    async def trigger_insert(self, trigger: Trigger) -> Trigger:
+        """∅ → stored. `InvalidState` when the tenant already has a trigger with this name."""
+        ...
+
+    async def trigger_update(self, trigger: Trigger, *, expected_updated_at: datetime) -> Trigger | None:
+        """stored → `trigger`'s fields (the row with its id and tenant_id), only while the row's `updated_at` is
+        still the expected one, and `trigger.updated_at` later than it (a version of a trigger is its (id,
+        updated_at): a store may keep it decoded); its name and created_at stay as they are. None when the row is
+        gone or has changed since it was read (or the new updated_at is not later)."""
+        ...
+
+    async def trigger_delete(self, name: str, *, tenant_id: str) -> bool:
+        """stored → ∅. False when the tenant has no trigger called `name`."""
+        ...
+
+
+class EventStore(Protocol):
+    """Where the events a tenant sent are kept (keyed on (tenant, id), for a day: `core.events`), with what each
+    started."""
+
+    # --- a tenant's event: the triggers it starts -----------------------------------------------------------------
+
+    async def event_insert(self, event: Event) -> tuple[Event, bool]:
+        """∅ → the event, and in the same transaction every enabled trigger of `event.tenant_id` whose `event` is one
+        of `triggers.event_patterns(event.name)` (looked up in the index, never a read of every trigger) and that
+        `triggers.matches` started as `core.events.starts` makes it: its pending job, or its running workflow with its
+        root steps' jobs (their queues announced, as an insert does); the event recorded with what it started. All
+        or nothing: a job or workflow it cannot store is a `ValidationError`, and nothing is written. When
+        (tenant_id, id) is already kept nothing is written: `(existing, False)`, whatever its name and payload —
+        a concurrent repeat waits for the first to commit and answers alike. Otherwise `(event as recorded, True)`."""
+        ...
+
+    # --- reads for the tenant (the dashboard's last events) -------------------------------------------------------
+
+    async def event_list(self, *, tenant_id: str, limit: int, after: Cursor | None) -> list[Event]:
+        """Up to `limit` of the tenant's kept events, newest first (received_at, id descending), strictly after
+        `after`, each with what it started."""
+        ...
+
+    # --- the janitor's sweep --------------------------------------------------------------------------------------
+
+    async def event_delete_received(self, *, before: datetime, limit: int) -> int:
+        """Delete up to `limit` events of any tenant received before `before`, the oldest first; how many. Their ids
+        are free again (a repeat then starts its triggers anew)."""
+        ...
+
+
 # ---- what the database is under (operators: /metrics, the dashboard's warning) ------------------------------
 
 
@@ -509,5 +575,7 @@ class PressureStore(Protocol):
         ...
 
 
-class Store(JobStore, QueueStore, WorkflowStore, ScheduleStore, EndpointStore, PressureStore, Protocol):
+class Store(
+    JobStore, QueueStore, WorkflowStore, ScheduleStore, EndpointStore, TriggerStore, EventStore, PressureStore, Protocol
+):
     """Everything the engine keeps."""

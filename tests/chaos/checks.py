@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from tests.chaos.ledger import Ledger
-from tests.chaos.load import ADDED
+from tests.chaos.load import ADDED, EVENT_TRIGGERS
 from tests.chaos.tasks import OVERRUN, draw, ends_the_job
 
 TERMINAL = ("completed", "dead_letter", "cancelled")
@@ -37,6 +37,7 @@ class Outcome:
     workflows: int = 0
     workflows_unfinished: int = 0
     cron_fired: int = 0
+    events: int = 0
     cron_duplicates: int = 0
     faults: int = 0
     recovery: list[float] = field(default_factory=list)
@@ -83,6 +84,15 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
         )
         waits = dict(
             await connection.fetch("SELECT workflow_id, status FROM queueflow.workflow_steps WHERE name = 'w'")
+        )
+        from_events = await connection.fetch(
+            "SELECT tenant_id, metadata->>'event' AS event, count(*) AS n FROM queueflow.jobs"
+            " WHERE metadata->>'trigger' = $1 GROUP BY 1, 2",
+            EVENT_TRIGGERS[0],
+        )
+        flows_from_events = await connection.fetch(
+            "SELECT tenant_id, context->'event'->>'id' AS event, count(*) AS n FROM queueflow.workflows"
+            " WHERE context ? 'event' GROUP BY 1, 2"
         )
         cron = await connection.fetch(
             "SELECT tenant_id, metadata->>'schedule' AS schedule, metadata->>'occurrence' AS occurrence, count(*) AS n"
@@ -162,6 +172,17 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     out.cron_duplicates = sum(row["n"] - 1 for row in cron if row["n"] > 1)
     out.require(out.cron_duplicates == 0, f"{out.cron_duplicates} cron occurrences fired more than once")
     out.require(settled, "the run did not settle in time")
+
+    # Events (issue 44): every event the driver had answered started each of its triggers exactly once, however
+    # often a kill made it send the event again.
+    sent_events = {str(event) for (event,) in ledger.rows("SELECT job_id FROM enqueued WHERE kind = 'event'")}
+    out.events = len(sent_events)
+    for kind, rows in (("job", from_events), ("workflow", flows_from_events)):
+        starts = {str(row["event"]): int(row["n"]) for row in rows}
+        unstarted = sorted(sent_events - starts.keys())
+        twice = sorted(event for event, n in starts.items() if n > 1)
+        out.require(not unstarted, f"{len(unstarted)} events never started their {kind}: {_sample(unstarted)}")
+        out.require(not twice, f"{len(twice)} events started their {kind} more than once: {_sample(twice)}")
 
     # Recovery: from each fault to the first acknowledged outcome after it. Throughput: acknowledged outcomes
     # over the time they took.

@@ -1,6 +1,7 @@
 """The load a chaos run puts on QueueFlow, over HTTP as a user would: jobs in batches across queues, tenants and
-priorities; diamond workflows; per-minute schedules. Every request carries an idempotency key, so the driver
-retries it through server kills and database blips without enqueuing anything twice."""
+priorities; diamond workflows; per-minute schedules; events that start a job and a workflow each. Every request
+carries an idempotency key (an event its id), so the driver retries it through server kills and database blips
+without enqueuing anything twice."""
 
 from __future__ import annotations
 
@@ -142,3 +143,34 @@ async def delete_schedules(api: Api, count: int) -> None:
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code != 404:  # 404: a retried delete whose first attempt landed
                 raise
+
+
+EVENT_TRIGGERS = ("chaos-event-job", "chaos-event-flow")
+"""Each tenant's triggers: every `chaos.*` event starts one job and (`chaos.order`) one workflow."""
+
+
+async def create_triggers(api: Api) -> None:
+    step = {"task_name": "chaos", "queue_name": QUEUES[0], **POLICY}
+    triggers = [
+        {"name": EVENT_TRIGGERS[0], "event": "chaos.*", "task": step},
+        {
+            "name": EVENT_TRIGGERS[1],
+            "event": "chaos.order",
+            "workflow": {"name": "from-event", "steps": [{"name": "a", **step, "on_failure": "continue"}]},
+        },
+    ]
+    for tenant in TENANTS:
+        for body in triggers:
+            try:
+                await api.call("POST", "/v1/triggers", tenant, json=body)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 409:  # 409: a retried create whose first attempt landed
+                    raise
+
+
+async def send_event(api: Api, n: int) -> None:
+    """The event `evt-<n>`: a retry whose first attempt landed starts nothing again (the id is idempotent)."""
+    body = {"name": "chaos.order", "payload": {"n": n}, "id": f"evt-{n}"}
+    accepted = await api.call("POST", "/v1/events", TENANTS[n % 2], json=body)
+    if len(accepted["started"]) != len(EVENT_TRIGGERS):
+        raise RuntimeError(f"event evt-{n} started {accepted['started']!r}")

@@ -37,9 +37,11 @@ from tests.chaos.load import (
     QUEUES,
     Api,
     create_schedules,
+    create_triggers,
     create_workflow,
     delete_schedules,
     enqueue_jobs,
+    send_event,
     send_signal,
 )
 
@@ -290,6 +292,7 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         api = Api(c.bases)
         stack.push_async_callback(api.aclose)
         await create_schedules(api, profile.schedules)
+        await create_triggers(api)
         started = time.time()
         task_ms = ROLLING_TASK_MS if name == "rolling_restarts" else 0
         loading = asyncio.create_task(_load(api, ledger, profile, rng, task_ms))
@@ -362,6 +365,8 @@ async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random, 
             if made % GROWING_EVERY == GROWING_EVERY - 1:
                 await send_signal(api, made, workflow_id)
                 ledger.enqueued([workflow_id], "signal")
+            await send_event(api, made)
+            ledger.enqueued([f"evt-{made}"], "event")
             made += 1
         await asyncio.sleep(pause)  # the pace of the load, not a wait for a condition
 

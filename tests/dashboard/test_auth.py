@@ -15,7 +15,7 @@ from queueflow.stores.memory import InMemoryJobStore
 from tests.api.conftest import TENANT_A, TENANT_B
 from tests.dashboard.conftest import Browser, api
 
-PAGES = ["/ui", "/ui/queues", "/ui/jobs", "/ui/dead-letters", "/ui/workflows", "/ui/schedules"]
+PAGES = ["/ui", "/ui/queues", "/ui/jobs", "/ui/dead-letters", "/ui/workflows", "/ui/schedules", "/ui/triggers"]
 
 
 async def test_root_redirects_to_the_dashboard(browser: Browser) -> None:

@@ -23,15 +23,17 @@ TABLES = [
     "claim_turns",
     "endpoint_slots",
     "endpoints",
+    "events",
     "jobs",
     "queue_settings",
     "schedules",
+    "triggers",
     "unique_keys",
     "workflow_steps",
     "workflows",
 ]
 
-NEW_SINCE_0010 = ("unique_keys", "endpoint_slots", "endpoints")
+NEW_SINCE_0010 = ("unique_keys", "endpoint_slots", "endpoints", "triggers", "events")
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -52,7 +54,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0013"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0014"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -72,6 +74,7 @@ BUILT = {
     "0011": "73b5fb9edf14fb80c069121b0ae08217d21248301a1edaac5e68919fd9af070c",
     "0012": "b01e422303f8c9e1d64f5e3d611ec663804210470018a67ddf74bcc9c376c105",
     "0013": "fdbcccdeed9a605bd742d5e1efe547d17b20288ea184131cf20baa7e7d3bba41",
+    "0014": "84efdcb043691a6cb8254fc34a5afa65ee673b59e8da5c77ac34ae55c53dfc10",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -170,7 +173,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0013"
+        assert pg.blocking(version) == "0014"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -302,7 +305,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0013"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0014"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -402,4 +405,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0013"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0014"

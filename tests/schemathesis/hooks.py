@@ -33,6 +33,8 @@ def filter_case(context: HookContext, case: Case) -> bool:
     creating = case.operation.method.upper() == "POST"
     if case.operation.path.startswith("/v1/schedules") and not _schedule_ok(case.body, creating=creating):
         return False
+    if case.operation.path.startswith("/v1/triggers") and not _trigger_ok(case.body, creating=creating):
+        return False
     return _query_ok(case.query or {}) and _body_ok(case.body)
 
 
@@ -45,6 +47,12 @@ def before_add_examples(context: HookContext, examples: list[Case]) -> None:
         for case in examples
         if not (case.operation.path == "/v1/schedules" and case.operation.method.upper() == "POST")
         or _one_form(case.body)
+    ]
+    examples[:] = [
+        case
+        for case in examples
+        if not (case.operation.path == "/v1/triggers" and case.operation.method.upper() == "POST")
+        or _trigger_ok(case.body, creating=True)
     ]
 
 
@@ -106,6 +114,21 @@ def _schedule_ok(body: Any, *, creating: bool) -> bool:
     if isinstance(cron, str) and cron_errors(cron):
         return False
     return not (isinstance(timezone, str) and timezone_errors(timezone))
+
+
+def _trigger_ok(body: Any, *, creating: bool) -> bool:
+    """A trigger starts a task or a workflow (exactly one; a PATCH never names both), each valid as its route's
+    body, the task's payload without the `_event` the engine adds."""
+    if not isinstance(body, dict):
+        return True
+    if ("task" in body) == ("workflow" in body) and (creating or "task" in body):
+        return False
+    task, workflow = body.get("task"), body.get("workflow")
+    if isinstance(task, dict) and (not _job_ok(task) or "_event" in (task.get("payload") or {})):
+        return False
+    return not (
+        isinstance(workflow, dict) and isinstance(workflow.get("steps"), list) and not _workflow_ok(workflow["steps"])
+    )
 
 
 def _one_form(body: Any) -> bool:

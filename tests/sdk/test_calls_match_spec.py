@@ -68,6 +68,7 @@ SCHEDULE = {"timezone": "Europe/Berlin", "queue_name": "etl", "payload": {"a": 1
             "enabled": False}  # fmt: skip
 
 # fmt: off
+PAID_TASK = {"task_name": "receipt", **JOB_OPTIONS}
 CALLS: list[tuple[str, Call[Any]]] = [
     ("enqueueJob", _calls.enqueue({"task_name": "send_email", "idempotency_key": "key-1", **JOB_OPTIONS})),
     ("enqueueJobs", _calls.enqueue_many([{"task_name": "send_email", "idempotency_key": "key-2", **JOB_OPTIONS}])),
@@ -99,6 +100,16 @@ CALLS: list[tuple[str, Call[Any]]] = [
         "timeout_seconds": 5, "paused": True})),
     ("rotateEndpointSecret", _calls.rotate_endpoint_secret("billing")),
     ("deleteEndpoint", _calls.delete_endpoint("billing")),
+    ("createTrigger", _calls.create_trigger("paid", {"event": "order.paid", "task": PAID_TASK, "filter": {"n": 1}})),
+    ("createTrigger", _calls.create_trigger("fulfil", {"event": "order.*", "workflow": WORKFLOW, "enabled": False})),
+    ("getTrigger", _calls.get_trigger("paid")),
+    ("listTriggers", _calls.list_triggers(10, "c")),
+    ("updateTrigger", _calls.update_trigger("paid", {"event": "order.*", "filter": {}, "enabled": False})),
+    ("updateTrigger", _calls.update_trigger("paid", {"workflow": WORKFLOW})),
+    ("updateTrigger", _calls.update_trigger("paid", {"task": {"task_name": "receipt"}})),
+    ("deleteTrigger", _calls.delete_trigger("paid")),
+    ("sendEvent", _calls.send_event("order.paid", {"order": 7}, "evt-7")),
+    ("sendEvent", _calls.send_event("order.paid", None, None)),
     ("createWorkflow", _calls.create_workflow("etl", WORKFLOW.steps, {"run": 1}, "key-3")),
     ("getWorkflow", _calls.get_workflow("wf_1", 5.0)),
     ("listWorkflows", _calls.list_workflows("running", 10, "c")),

@@ -120,6 +120,22 @@ def test_queues_workflows_and_schedules(cli: Cli, http: TestClient[Litestar]) ->
     assert cli("schedules", "list").splitlines()[1].startswith("nightly  0 3 * * *  UTC")
 
 
+def test_triggers_list_and_events_send(cli: Cli, http: TestClient[Litestar]) -> None:
+    assert cli("triggers", "list") == "(none)\n"
+    http.post(
+        "/v1/triggers",
+        json={"name": "receipt", "event": "order.*", "filter": {"plan": "pro"}, "task": {"task_name": "send_receipt"}},
+        headers={"Authorization": "Bearer key-a"},
+    )
+    assert [trigger["name"] for trigger in cli.json("triggers", "list")] == ["receipt"]
+    assert cli("triggers", "list").splitlines()[1].startswith('receipt  order.*  {"plan": "pro"}')
+    sent = cli.json("events", "send", "order.paid", "--payload", '{"plan": "pro"}', "--id", "evt-1")
+    assert sent["event_id"] == "evt-1"
+    assert [item["trigger"] for item in sent["started"]] == ["receipt"]
+    shown = cli("events", "send", "order.paid", "--payload", '{"plan": "free"}')
+    assert shown.splitlines()[1] == "started   []"
+
+
 def test_errors_are_one_line_and_an_exit_code(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("jobs", "get", "job_missing", code=1) == ""
     assert capsys.readouterr().err.startswith("queueflow-client: 404 not_found: ")

@@ -44,6 +44,10 @@ RESPONSE_TYPES: dict[str, type] = {
     "SchedulePage": public.Page,
     "Endpoint": public.Endpoint,
     "EndpointPage": public.Page,
+    "Trigger": public.Trigger,
+    "TriggerPage": public.Page,
+    "EventAccepted": public.EventAccepted,
+    "StartedItem": public.Started,
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).
 ENVELOPES = {"JobBatch": "jobs", "LeasedJobs": "jobs", "QueueList": "queues", "AckResults": "results",

@@ -30,7 +30,7 @@ import httpx
 
 from queueflow_client.client import QueueFlow
 from queueflow_client.errors import ArgumentError, QueueFlowError
-from queueflow_client.types import Endpoint, Job, JobStatus, Queue, Schedule, Unique, Workflow
+from queueflow_client.types import Endpoint, Job, JobStatus, Queue, Schedule, Trigger, Unique, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 STATUSES = list(get_args(JobStatus))
@@ -97,6 +97,13 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     endpoints.add_parser("list", help="every push endpoint, with its deliveries in flight and its last error")
+    triggers = commands.add_parser("triggers", help="look at triggers").add_subparsers(dest="action", required=True)
+    triggers.add_parser("list", help="every trigger")
+    events = commands.add_parser("events", help="send events").add_subparsers(dest="action", required=True)
+    send = events.add_parser("send", help="send an event: every enabled trigger it matches starts")
+    send.add_argument("name", help="the event's name, e.g. order.paid")
+    send.add_argument("--payload", type=json_object, help="a JSON object (default {})")
+    send.add_argument("--id", dest="event_id", help="the event's id: a repeat starts nothing again")
     return root
 
 
@@ -174,6 +181,10 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
         return client.workflows.retry(args.workflow_id)
     if command == "endpoints list":
         return list(client.endpoints.list())
+    if command == "triggers list":
+        return list(client.triggers.list())
+    if command == "events send":
+        return client.events.send(args.name, args.payload, id=args.event_id)
     assert command == "schedules list", command
     return list(client.schedules.list())
 
@@ -242,6 +253,8 @@ def columns(rows: Sequence[Any]) -> list[str]:
         return ["name", "url", "queues", "paused", "concurrency", "in_flight", "delivered", "failed", "last_error"]
     if kind is Schedule:
         return ["name", "cron", "timezone", "task_name", "queue_name", "enabled", "next_run_at", "last_run_at"]
+    if kind is Trigger:
+        return ["name", "event", "filter", "task", "workflow", "enabled"]
     return [field.name for field in dataclasses.fields(kind)]
 
 

@@ -6,11 +6,12 @@
         client.jobs.retry(job.id)
 
 The methods live by resource in `queueflow_client.resources` (`jobs`, `queues`, `workflows`, `schedules`,
-`endpoints`), each module holding its sync and async class side by side; a client only wires them to its transport.
-Every method raises a `queueflow_client.errors.QueueFlowError` subclass on failure. Calls that are safe to repeat
-are retried on 503s and connection failures (`max_retries` times, exponential backoff with jitter); `jobs.enqueue`,
+`endpoints`, `triggers`, `events`), each module holding its sync and async class side by side; a client only
+wires them to its transport. Every method raises a `queueflow_client.errors.QueueFlowError` subclass on failure.
+Calls that are safe to repeat are retried on 503s and connection failures (`max_retries` times, exponential
+backoff with jitter); `jobs.enqueue`,
 `jobs.enqueue_many` and `workflows.create` are made safe by an Idempotency-Key that the client generates when the
-caller gives none.
+caller gives none, and `events.send` by an event id likewise.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ import httpx
 from queueflow_client._transport import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, AsyncTransport, RetryPolicy, SyncTransport
 from queueflow_client.resources import (
     AsyncEndpoints,
+    AsyncEvents,
     AsyncJobs,
     AsyncQueues,
     AsyncSchedules,
+    AsyncTriggers,
     AsyncWorkflows,
     Endpoints,
+    Events,
     Jobs,
     Queues,
     Schedules,
+    Triggers,
     Workflows,
 )
 
@@ -59,6 +64,8 @@ class QueueFlow:
         self.workflows = Workflows(self._transport)
         self.schedules = Schedules(self._transport)
         self.endpoints = Endpoints(self._transport)
+        self.triggers = Triggers(self._transport)
+        self.events = Events(self._transport)
 
     def close(self) -> None:
         self._transport.close()
@@ -90,6 +97,8 @@ class AsyncQueueFlow:
         self.workflows = AsyncWorkflows(self._transport)
         self.schedules = AsyncSchedules(self._transport)
         self.endpoints = AsyncEndpoints(self._transport)
+        self.triggers = AsyncTriggers(self._transport)
+        self.events = AsyncEvents(self._transport)
 
     async def aclose(self) -> None:
         await self._transport.aclose()

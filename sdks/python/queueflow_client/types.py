@@ -564,3 +564,64 @@ class Endpoint:
             created_at=_required_time(data["created_at"]),
             updated_at=_required_time(data["updated_at"]),
         )
+
+
+# ---- triggers and events ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    """What an event starts: every event named `event` (or, for `order.*`, every name starting with `order.`) whose
+    payload holds `filter`'s top-level values enqueues `task` (a job, as `jobs.enqueue` takes it) or starts
+    `workflow` (`{name, context, steps}`) — one of the two, the other None."""
+
+    id: str
+    tenant_id: str
+    name: str
+    event: str
+    filter: dict[str, Any]
+    task: dict[str, Any] | None
+    workflow: dict[str, Any] | None
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trigger:
+        return cls(
+            id=data["id"],
+            tenant_id=data["tenant_id"],
+            name=data["name"],
+            event=data["event"],
+            filter=dict(data["filter"]),
+            task=data.get("task"),
+            workflow=data.get("workflow"),
+            enabled=data["enabled"],
+            created_at=_required_time(data["created_at"]),
+            updated_at=_required_time(data["updated_at"]),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Started:
+    """One trigger an event started: its job (`job_id`) or its workflow (`workflow_id`)."""
+
+    trigger: str
+    job_id: str | None = None
+    workflow_id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Started:
+        return cls(trigger=data["trigger"], job_id=data.get("job_id"), workflow_id=data.get("workflow_id"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventAccepted:
+    """What an event started (nothing, when no trigger matched); for a repeated `id`, what its first send started."""
+
+    event_id: str
+    started: list[Started]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EventAccepted:
+        return cls(event_id=data["event_id"], started=[Started.from_json(item) for item in data["started"]])

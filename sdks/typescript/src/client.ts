@@ -1,4 +1,4 @@
-/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules, endpoints), each a thin typed layer over the transport. */
+/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules, endpoints, triggers, events), each a thin typed layer over the transport. */
 
 import { randomUUID } from "node:crypto";
 
@@ -6,6 +6,7 @@ import { toJson } from "./json.js";
 import { paginate } from "./pagination.js";
 import { Endpoints } from "./endpoints.js";
 import { Schedules } from "./schedules.js";
+import { Events, Triggers } from "./triggers.js";
 import { type RequestOptions, Transport } from "./transport.js";
 import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue, UpdateQueue } from "./types.js";
 import { FINISHED_JOB, type WaitOptions, waitUntil } from "./waiting.js";
@@ -38,6 +39,8 @@ export class QueueFlow {
   readonly workflows: Workflows;
   readonly schedules: Schedules;
   readonly endpoints: Endpoints;
+  readonly triggers: Triggers;
+  readonly events: Events;
   /** The typed openapi-fetch client underneath, for routes these wrappers do not cover. */
   readonly api: Transport["api"];
 
@@ -49,6 +52,8 @@ export class QueueFlow {
     this.workflows = new Workflows(transport);
     this.schedules = new Schedules(transport);
     this.endpoints = new Endpoints(transport);
+    this.triggers = new Triggers(transport);
+    this.events = new Events(transport);
   }
 }
 

@@ -6,6 +6,8 @@ export { Schedules } from "./schedules.js";
 export { Endpoints } from "./endpoints.js";
 export { verifySignature, SIGNATURE_HEADER } from "./signatures.js";
 export type { VerifyOptions } from "./signatures.js";
+export { Events, Triggers } from "./triggers.js";
+export type { SendEventOptions } from "./triggers.js";
 export { steps } from "./steps.js";
 export type { NewStep, OnFailure, SignalStepOptions, StepOptions, StepRef, TaskStepOptions, Wait, WorkflowDefinition } from "./steps.js";
 export { paginate } from "./pagination.js";

@@ -52,3 +52,10 @@ export type Endpoint = Schemas["Endpoint"];
 export type CreateEndpoint = Schemas["CreateEndpoint"];
 export type UpdateEndpoint = Schemas["UpdateEndpoint"];
 export type ListEndpointsParams = NonNull<NonNullable<operations["listEndpoints"]["parameters"]["query"]>>;
+
+export type Trigger = Schemas["Trigger"];
+export type CreateTrigger = Schemas["CreateTrigger"];
+export type UpdateTrigger = Schemas["UpdateTrigger"];
+export type ListTriggersParams = NonNull<NonNullable<operations["listTriggers"]["parameters"]["query"]>>;
+export type EventAccepted = Schemas["EventAccepted"];
+export type StartedItem = Schemas["StartedItem"];

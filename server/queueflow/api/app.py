@@ -22,6 +22,7 @@ from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
 from queueflow.api.services import STATE_KEY, Services
 from queueflow.api.tracing import otel_middleware
+from queueflow.api.triggers import EventsController, TriggersController, trigger_options, triggers_options
 from queueflow.api.worker import WorkerController
 from queueflow.api.workflows import WorkflowsController, workflows_options
 from queueflow.core.backoff import RandomSource
@@ -71,6 +72,10 @@ def create_app(
             endpoints_options,
             endpoint_options,
             EndpointsController,
+            triggers_options,
+            trigger_options,
+            TriggersController,
+            EventsController,
         ],
         before_request=authenticator(keyring),
         security=[{SECURITY_SCHEME: []}],

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from queueflow import __version__
 from queueflow.api.auth import header
 from queueflow.core.endpoints import Endpoint
+from queueflow.core.events import Event
 from queueflow.core.flow import HELD_BACK_REASONS
 from queueflow.core.pressure import Pressure
 from queueflow.core.types import Enqueued, Job, JobStatus, QueueStats
@@ -143,6 +144,16 @@ class Metrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, float("inf")),
             registry=self.registry,
         )
+        self.events = Counter(
+            "queueflow_events_received", "Events received (a repeated event id not counted)", registry=self.registry
+        )
+        self.trigger_starts = Counter(
+            "queueflow_trigger_starts",
+            "Jobs and workflows started by events, by trigger and kind (job, workflow)",
+            ["trigger", "kind"],
+            registry=self.registry,
+        )
+        self._trigger_starts = Children(self.trigger_starts)
         # The per-job instruments' children (never cleared, unlike the gauges, so a child stays valid).
         self._enqueued, self._completed = Children(self.enqueued), Children(self.completed)
         self._failed, self._dead_lettered = Children(self.failed), Children(self.dead_lettered)
@@ -153,6 +164,12 @@ class Metrics:
     def delivery_ended(self, endpoint: Endpoint, outcome: str, seconds: float) -> None:
         """A push delivery ended (`runtime.delivery`'s observer): its count and latency, by endpoint and outcome."""
         self._deliveries(f"{endpoint.tenant_id}/{endpoint.name}", outcome).observe(seconds)
+
+    def event_received(self, event: Event) -> None:
+        """A new event, and what it started."""
+        self.events.inc()
+        for started in event.started:
+            self._trigger_starts(started.trigger, "job" if started.job_id is not None else "workflow").inc()
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
         counts: dict[str, int] = defaultdict(int)

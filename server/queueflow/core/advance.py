@@ -41,6 +41,8 @@ from typing import Protocol
 
 from msgspec.structs import replace as replace_struct
 
+from queueflow.core.backoff import RandomSource
+from queueflow.core.ids import id_stream, new_id
 from queueflow.core.lifecycle import pending_row
 from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, Wait, WaitEnd, is_due
@@ -48,11 +50,13 @@ from queueflow.core.workflow import (
     FAILED_STEPS,
     RETRIED_STEPS,
     UNFINISHED_STEPS,
+    NewWorkflow,
     OnFailure,
     Step,
     StepStatus,
     Workflow,
     WorkflowStatus,
+    new_steps,
     step_job,
 )
 
@@ -436,3 +440,21 @@ def due_wait(workflow_id: str, step: Step) -> DueWait | None:
     if step.wait is None:
         return None
     return DueWait(workflow_id=workflow_id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)
+
+
+def new_workflow_recording(tenant_id: str, new: NewWorkflow, now: datetime, rng: RandomSource) -> Recording:
+    """A validated new workflow's rows: the workflow, running, with its root steps enqueued as jobs (a new workflow
+    is a snapshot like any other: settling it enqueues the roots)."""
+    workflow_id = new_id("wf", now, rng)
+    pending = Workflow(
+        id=workflow_id,
+        tenant_id=tenant_id,
+        name=new.name,
+        status=WorkflowStatus.RUNNING,
+        context=dict(new.context),
+        steps=new_steps(workflow_id, new),
+        created_at=now,
+        idempotency_key=new.idempotency_key,
+        trace_context=new.trace_context,
+    )
+    return record(pending, settle(pending.steps), now, id_stream("job", now, rng))

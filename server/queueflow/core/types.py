@@ -378,3 +378,5 @@ class MaintenanceReport:
     deleted: int = 0
     healed: int = 0
     """Lost workflow advancements replayed: step jobs that had finished while their step stayed `enqueued`."""
+    deleted_events: int = 0
+    """Events kept past their day (`core.events.EVENT_RETENTION`), deleted."""

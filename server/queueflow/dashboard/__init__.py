@@ -22,7 +22,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 
-from queueflow.dashboard import dead_letters, endpoints, flow, flows, jobs, signin, workflow_actions
+from queueflow.dashboard import dead_letters, endpoints, flow, flows, jobs, signin, triggers, workflow_actions
 from queueflow.dashboard.apidocs import docs_router, render_plugins
 from queueflow.dashboard.look import STATIC, environment
 from queueflow.dashboard.session import Signer
@@ -58,6 +58,7 @@ PAGES = [
     endpoints.pause_endpoint,
     endpoints.resume_endpoint,
     endpoints.rotate_endpoint_secret,
+    triggers.triggers_page,
     signin.sign_in_page,
     signin.sign_in,
     signin.sign_out,

@@ -8,6 +8,7 @@ holding a reference back to the engine:
            ──▶ Workflows   (engine._workflows)  create, read, cancel, signal, grow; advance when a step's job finishes
            ──▶ Schedules   (engine.schedules)   cron schedules and the scheduler's tick
            ──▶ Endpoints   (engine.endpoints)   push endpoints, and where a delivery may connect
+           ──▶ Triggers    (engine.triggers)    a tenant's triggers, and the events that start them
 
 `Workflows` is the engine's own: callers reach a workflow through the `Engine` methods (`WorkflowFacade`).
 

@@ -49,6 +49,7 @@ from queueflow.engine.endpoints import Endpoints
 from queueflow.engine.queues import Queues
 from queueflow.engine.schedules import Schedules
 from queueflow.engine.settings import EngineSettings
+from queueflow.engine.triggers import Triggers
 from queueflow.engine.workflow_facade import WorkflowFacade
 from queueflow.engine.workflows import Workflows, completed_step_report, step_report
 from queueflow.ports import Clock, Resolver, Store
@@ -82,6 +83,7 @@ class Engine(WorkflowFacade):
             resolver or SystemResolver(),
             allow_private=self.settings.allow_private_endpoints,
         )
+        self.triggers = Triggers(store, clock, self.rng)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -414,7 +416,7 @@ class Engine(WorkflowFacade):
 
     async def run_maintenance(self) -> MaintenanceReport:
         """One janitor sweep: reclaim expired leases through the failure policy, advance the workflows whose
-        advancement a crash lost, then apply retention."""
+        advancement a crash lost, then apply retention (the jobs', and the day that events are kept)."""
         now = self.clock.now()
         expired = await self.store.job_lease_expired(
             limit=self.settings.sweep_limit, relock_seconds=self.settings.janitor_lease_seconds, now=now
@@ -440,12 +442,14 @@ class Engine(WorkflowFacade):
             deleted = await self.store.job_delete_finished(
                 before=now - self.settings.retention, limit=self.settings.sweep_limit
             )
+        deleted_events = await self.triggers.forget_old_events(self.settings.sweep_limit)
         return MaintenanceReport(
             reclaimed=len(reclaimed),
             retried=sum(job.status is JobStatus.RETRYING for job in reclaimed),
             dead_lettered=sum(job.status is JobStatus.DEAD_LETTER for job in reclaimed),
             deleted=deleted,
             healed=healed,
+            deleted_events=deleted_events,
         )
 
     # ---- schedules ----------------------------------------------------------------------------------

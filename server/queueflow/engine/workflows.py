@@ -28,16 +28,14 @@ from queueflow.core.advance import (
     Transition,
     cancel_workflow,
     due_waits,
-    record,
+    new_workflow_recording,
     retry_workflow,
-    settle,
 )
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, wait_report
 from queueflow.core.growth import Growth, GrowthRequest, GrowthView, grow, needs
-from queueflow.core.ids import id_stream, new_id
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
 from queueflow.core.lifecycle import holds_lease
 from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
@@ -50,7 +48,6 @@ from queueflow.core.workflow import (
     Workflow,
     WorkflowQuery,
     WorkflowStatus,
-    new_steps,
     new_workflow_errors,
 )
 from queueflow.engine.settings import EngineSettings
@@ -108,21 +105,7 @@ class Workflows:
         """Validate the DAG and store it with its root steps' jobs; a known idempotency key returns the original."""
         if errors := new_workflow_errors(new):
             raise ValidationError.of(errors)
-        now = self.clock.now()
-        workflow_id = new_id("wf", now, self.rng)
-        pending = Workflow(
-            id=workflow_id,
-            tenant_id=tenant_id,
-            name=new.name,
-            status=WorkflowStatus.RUNNING,
-            context=dict(new.context),
-            steps=new_steps(workflow_id, new),
-            created_at=now,
-            idempotency_key=new.idempotency_key,
-            trace_context=new.trace_context,
-        )
-        # A new workflow is a snapshot like any other: settling it enqueues the roots.
-        recording = record(pending, settle(pending.steps), now, id_stream("job", now, self.rng))
+        recording = new_workflow_recording(tenant_id, new, self.clock.now(), self.rng)
         return await self.store.workflow_insert(recording.workflow, recording.jobs)
 
     async def get(self, tenant_id: str, workflow_id: str) -> Workflow:

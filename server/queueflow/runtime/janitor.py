@@ -40,4 +40,9 @@ class Janitor(PeriodicService[MaintenanceReport]):
 
     def backlog(self, result: MaintenanceReport) -> bool:
         # A full sweep means a backlog: go again at once rather than let it wait an interval.
-        return self.engine.settings.sweep_limit in (result.reclaimed, result.deleted, result.healed)
+        return self.engine.settings.sweep_limit in (
+            result.reclaimed,
+            result.deleted,
+            result.healed,
+            result.deleted_events,
+        )

@@ -20,6 +20,14 @@ from queueflow_client._calls.schedules import (
     list_schedules,
     update_schedule,
 )
+from queueflow_client._calls.triggers import (
+    create_trigger,
+    delete_trigger,
+    get_trigger,
+    list_triggers,
+    send_event,
+    update_trigger,
+)
 from queueflow_client._calls.worker import (
     MAX_ADDED_STEPS,
     ack_outcomes,
@@ -51,9 +59,11 @@ __all__ = [
     "complete",
     "create_endpoint",
     "create_schedule",
+    "create_trigger",
     "create_workflow",
     "delete_endpoint",
     "delete_schedule",
+    "delete_trigger",
     "enqueue",
     "enqueue_many",
     "fail",
@@ -61,6 +71,7 @@ __all__ = [
     "get_endpoint",
     "get_queue",
     "get_schedule",
+    "get_trigger",
     "get_workflow",
     "heartbeat",
     "heartbeat_many",
@@ -68,6 +79,7 @@ __all__ = [
     "list_endpoints",
     "list_page",
     "list_schedules",
+    "list_triggers",
     "list_workflows",
     "new_idempotency_key",
     "queues",
@@ -75,8 +87,10 @@ __all__ = [
     "retry",
     "retry_workflow",
     "rotate_endpoint_secret",
+    "send_event",
     "signal_workflow",
     "update_endpoint",
     "update_queue",
     "update_schedule",
+    "update_trigger",
 ]

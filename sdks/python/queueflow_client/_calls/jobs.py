@@ -22,7 +22,7 @@ from queueflow_client.options import JobOptions
 from queueflow_client.types import Job, JobStatus, Page
 
 
-def _job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+def job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """A job as the API takes it; `where` prefixes the names in errors (`jobs[3].` for an item of a batch)."""
     if not isinstance(options, Mapping):
         raise ArgumentError(f"{where.rstrip('.')} must be a dict of enqueue's arguments, not {options!r:.80}")
@@ -63,13 +63,13 @@ def _job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
 
 def enqueue(options: Mapping[str, Any]) -> Call[Job]:
     key = options.get("idempotency_key") or new_idempotency_key()
-    request = ENQUEUE_JOB.request(headers={"Idempotency-Key": key}, body=_job_fields(options))
+    request = ENQUEUE_JOB.request(headers={"Idempotency-Key": key}, body=job_fields(options))
     return call(request, Job.from_json, replayable=True)
 
 
 def enqueue_many(jobs: Sequence[Mapping[str, Any]]) -> Call[list[Job]]:
     items = [
-        _job_fields(options, f"jobs[{index}].")
+        job_fields(options, f"jobs[{index}].")
         | {"idempotency_key": options.get("idempotency_key") or new_idempotency_key()}
         for index, options in enumerate(jobs)
     ]

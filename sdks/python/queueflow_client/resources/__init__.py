@@ -1,20 +1,31 @@
 """The client's resources, one module each, its sync and async class side by side: `client.jobs`,
-`client.queues`, `client.workflows`, `client.schedules`, `client.endpoints`. `QueueFlow` and `AsyncQueueFlow` only
-wire them to a transport."""
+`client.queues`, `client.workflows`, `client.schedules`, `client.endpoints`, `client.triggers`, `client.events`.
+`QueueFlow` and `AsyncQueueFlow` only wire them to a transport."""
 
 from queueflow_client.resources.endpoints import AsyncEndpoints, Endpoints
 from queueflow_client.resources.jobs import AsyncJobs, JobFilters, Jobs
 from queueflow_client.resources.queues import AsyncQueues, Queues, QueueSettings
 from queueflow_client.resources.schedules import AsyncSchedules, ScheduleChanges, ScheduleOptions, Schedules
+from queueflow_client.resources.triggers import (
+    AsyncEvents,
+    AsyncTriggers,
+    Events,
+    TriggerChanges,
+    TriggeredWorkflow,
+    Triggers,
+)
 from queueflow_client.resources.workflows import AsyncWorkflows, Workflows
 
 __all__ = [
     "AsyncEndpoints",
+    "AsyncEvents",
     "AsyncJobs",
     "AsyncQueues",
     "AsyncSchedules",
+    "AsyncTriggers",
     "AsyncWorkflows",
     "Endpoints",
+    "Events",
     "JobFilters",
     "Jobs",
     "QueueSettings",
@@ -22,5 +33,8 @@ __all__ = [
     "ScheduleChanges",
     "ScheduleOptions",
     "Schedules",
+    "TriggerChanges",
+    "TriggeredWorkflow",
+    "Triggers",
     "Workflows",
 ]

@@ -136,6 +136,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SendEvent
+         * @description Send an event: every enabled trigger it matches starts, in one transaction (a repeated `id` starts
+         *     nothing again and answers with what it started the first time).
+         */
+        post: operations["sendEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -334,6 +355,58 @@ export interface paths {
          * @description Change some of a schedule's fields; a new cron, time zone or re-enabling starts from now.
          */
         patch: operations["updateSchedule"];
+        trace?: never;
+    };
+    "/v1/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ListTriggers
+         * @description List the tenant's triggers, newest first.
+         */
+        get: operations["listTriggers"];
+        put?: never;
+        /**
+         * CreateTrigger
+         * @description Create a trigger: every matching event from now on starts its job or workflow (a taken name is 409).
+         */
+        post: operations["createTrigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/triggers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GetTrigger
+         * @description Get one trigger by name.
+         */
+        get: operations["getTrigger"];
+        put?: never;
+        post?: never;
+        /**
+         * DeleteTrigger
+         * @description Delete a trigger; what it already started stays.
+         */
+        delete: operations["deleteTrigger"];
+        options?: never;
+        head?: never;
+        /**
+         * UpdateTrigger
+         * @description Change some of a trigger's fields; events from then on see it as changed.
+         */
+        patch: operations["updateTrigger"];
         trace?: never;
     };
     "/v1/worker/ack": {
@@ -761,6 +834,23 @@ export interface components {
             timezone?: string;
             workflow?: components["schemas"]["CreateWorkflow"];
         };
+        /** CreateTrigger */
+        CreateTrigger: {
+            /** @default true */
+            enabled?: boolean;
+            /**
+             * @description An event name, or a prefix ending in .* (order.* matches every name starting with order.)
+             * @example order.paid
+             * @example order.*
+             */
+            event: string;
+            filter?: {
+                [key: string]: unknown;
+            };
+            name: string;
+            task?: components["schemas"]["EnqueueJob"];
+            workflow?: components["schemas"]["CreateWorkflow"];
+        };
         /** CreateWorkflow */
         CreateWorkflow: {
             context?: {
@@ -823,6 +913,11 @@ export interface components {
             task_name: string;
             timeout_seconds?: number | null;
             unique?: components["schemas"]["Unique"] | null;
+        };
+        /** EventAccepted */
+        EventAccepted: {
+            event_id: string;
+            started: components["schemas"]["StartedItem"][];
         };
         /** FailRequest */
         FailRequest: {
@@ -1085,14 +1180,55 @@ export interface components {
             items: components["schemas"]["Schedule"][];
             next_cursor: string | null;
         };
+        /** SendEvent */
+        SendEvent: {
+            id?: string;
+            /** @example order.paid */
+            name: string;
+            payload?: {
+                [key: string]: unknown;
+            };
+        };
         /** SignalRequest */
         SignalRequest: {
             payload?: unknown;
+        };
+        /** StartedItem */
+        StartedItem: {
+            job_id?: string | null;
+            trigger: string;
+            workflow_id?: string | null;
         };
         /** TraceContext */
         TraceContext: {
             traceparent: string;
             tracestate: string | null;
+        };
+        /** Trigger */
+        Trigger: {
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            event: string;
+            filter: {
+                [key: string]: unknown;
+            };
+            id: string;
+            name: string;
+            task: {
+                [key: string]: unknown;
+            } | null;
+            tenant_id: string;
+            /** Format: date-time */
+            updated_at: string;
+            workflow: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /** TriggerPage */
+        TriggerPage: {
+            items: components["schemas"]["Trigger"][];
+            next_cursor: string | null;
         };
         /** Unique */
         Unique: {
@@ -1150,6 +1286,21 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string;
+            workflow?: components["schemas"]["CreateWorkflow"];
+        };
+        /** UpdateTrigger */
+        UpdateTrigger: {
+            enabled?: boolean;
+            /**
+             * @description An event name, or a prefix ending in .* (order.* matches every name starting with order.)
+             * @example order.paid
+             * @example order.*
+             */
+            event?: string;
+            filter?: {
+                [key: string]: unknown;
+            };
+            task?: components["schemas"]["EnqueueJob"];
             workflow?: components["schemas"]["CreateWorkflow"];
         };
         /** WaitSpec */
@@ -1686,6 +1837,75 @@ export interface operations {
             };
             /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sendEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendEvent"];
+            };
+        };
+        responses: {
+            /** @description Request accepted, processing continues off-line */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAccepted"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2646,6 +2866,364 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listTriggers: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerPage"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTrigger"];
+            };
+        };
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: the body is over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, nothing follows */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTrigger"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
                 };
             };
             /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */

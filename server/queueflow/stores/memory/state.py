@@ -1,7 +1,7 @@
 """What every part of the in-memory store shares: its tables, and the helpers that write jobs into them.
 
-`InMemoryJobStore` is `MemoryJobs`, `MemoryQueues`, `MemoryWorkflows` and `MemorySchedules` on one `Tables`, as
-`PostgresJobStore` is its parts on one pool. Nothing here awaits, so on one event loop every call of
+`InMemoryJobStore` is `MemoryJobs`, `MemoryQueues`, `MemoryWorkflows`, `MemorySchedules` and `MemoryEvents` on one
+`Tables`, as `PostgresJobStore` is its parts on one pool. Nothing here awaits, so on one event loop every call of
 the store is atomic, and each validates what it is given before it changes anything.
 """
 
@@ -19,9 +19,11 @@ from queueflow.core.advance import Counters
 from queueflow.core.backoff import RandomSource
 from queueflow.core.endpoints import Endpoint
 from queueflow.core.errors import FieldError, ValidationError
+from queueflow.core.events import Event
 from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.schedule import Schedule
+from queueflow.core.triggers import Trigger
 from queueflow.core.types import Job, JobStatus, UniqueRule
 from queueflow.core.unique import rule_mismatch_errors
 from queueflow.core.workflow import Workflow, WorkflowStatus
@@ -44,6 +46,10 @@ class Tables:
         # Per endpoint id, its delivery slots: slot id → held until.
         self._slots: dict[str, dict[str, datetime]] = {}
         self._slot_serial = 0
+        self._triggers: dict[str, Trigger] = {}  # by id
+        # The enabled triggers' ids by (tenant_id, event): PostgreSQL's idx_triggers_match, what an event looks up.
+        self._trigger_index: dict[tuple[str, str], set[str]] = {}
+        self._events: dict[tuple[str, str], Event] = {}  # by (tenant_id, id), in the order received
         self._queue_settings: dict[tuple[str, str], QueueSettings] = {}  # by (tenant_id, queue_name)
         # Each rate limit's token bucket, by (tenant_id, queue_name): its tokens as of a time.
         self._buckets: dict[tuple[str, str], tuple[float, datetime]] = {}
@@ -60,7 +66,7 @@ class Tables:
         self._rng: RandomSource = rng or random.Random()
 
     def reset(self) -> None:
-        """Forget every job, workflow, schedule, endpoint and queue setting."""
+        """Forget every job, workflow, schedule, endpoint, trigger, event and queue setting."""
         self._jobs.clear()
         self._idempotency.clear()
         self._unique.clear()
@@ -71,6 +77,9 @@ class Tables:
         self._schedules.clear()
         self._endpoints.clear()
         self._slots.clear()
+        self._triggers.clear()
+        self._trigger_index.clear()
+        self._events.clear()
         self._queue_settings.clear()
         self._key_turns.clear()
         self._claim_turns.clear()

@@ -1,5 +1,6 @@
 """PostgresJobStore: the whole `Store` contract on PostgreSQL — its jobs (`jobs`, and their claim: `claim`), queues
-(`queues`), workflows (`workflows`), schedules (`schedules`), push endpoints (`endpoints`) and what its database
+(`queues`), workflows (`workflows`), schedules (`schedules`), push endpoints (`endpoints`), triggers and events
+(`events`) and what its database
 is under (`pressure`) on one connection pool.
 
 Every statement is raw SQL run on the pool's asyncpg connection: asyncpg prepares and caches each one, and
@@ -17,6 +18,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.claim import PostgresClaims
 from queueflow.stores.postgres.endpoints import PostgresEndpoints
+from queueflow.stores.postgres.events import PostgresEvents
 from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.pressure import PostgresPressure
 from queueflow.stores.postgres.queues import PostgresQueues
@@ -34,6 +36,7 @@ class PostgresJobStore(
     PostgresWorkflowGrowth,
     PostgresSchedules,
     PostgresEndpoints,
+    PostgresEvents,
     PostgresPressure,
 ):
     """The `Store` on PostgreSQL. Build it with `from_url`; close it with `aclose` (or `async with`)."""
