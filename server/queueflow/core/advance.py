@@ -34,8 +34,8 @@ Recording a Transition
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
@@ -48,6 +48,7 @@ from queueflow.core.workflow import (
     FAILED_STEPS,
     RETRIED_STEPS,
     UNFINISHED_STEPS,
+    NewWorkflow,
     OnFailure,
     Step,
     StepStatus,
@@ -79,6 +80,8 @@ class StepState(Protocol):
     def on_failure(self) -> OnFailure: ...
     @property
     def wait(self) -> Wait | None: ...
+    @property
+    def child(self) -> NewWorkflow | None: ...
 
 
 FINISH_FROM = frozenset({StepStatus.ENQUEUED, StepStatus.WAITING})
@@ -129,6 +132,8 @@ class Transition:
     """The workflow goes back to `running` (a retry), its completed_at cleared."""
     workflow_status: WorkflowStatus | None = None
     """The workflow's terminal status, when nothing is left to schedule; None while it runs on."""
+    error: str | None = None
+    """Why the workflow ends (with `workflow_status`): a timeout's."""
 
     def changes(self) -> list[StepChange]:
         changes = [] if self.finished is None else [self.finished]
@@ -159,6 +164,7 @@ class _State:
     depends_on: Sequence[str]
     on_failure: OnFailure
     wait: Wait | None
+    child: NewWorkflow | None = None
 
 
 def satisfied(step: StepState) -> bool:
@@ -204,7 +210,7 @@ def settle(steps: Sequence[StepState]) -> Transition:
         cancel = tuple(step.name for step in steps if step.status in UNFINISHED_STEPS)
         return Transition(cancel=cancel, workflow_status=WorkflowStatus.FAILED)
     skip = _downstream_of_skips(steps)
-    waits = {step.name for step in steps if step.wait is not None}
+    waits = {step.name for step in steps if step.wait is not None or step.child is not None}
     ready = [name for name in ready_steps(steps) if name not in skip]
     enqueue = tuple(name for name in ready if name not in waits)
     wait = tuple(name for name in ready if name in waits)
@@ -295,7 +301,8 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
             if change.status is StepStatus.WAITING and row.wait is not None:
                 row = replace(row, due_at=row.wait.due(now, row.signal is not None))
             elif change.status is StepStatus.PENDING:
-                row = replace(row, job_id=None, due_at=None)
+                # A child step keeps its child: its retry retries that child in place (`core.children`).
+                row = replace(row, job_id=None, due_at=None, error=None)
             elif change.status is not StepStatus.ENQUEUED:
                 row = replace(row, due_at=None)
             rows[change.name] = replace(row, status=change.status)
@@ -319,11 +326,21 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
             if dependent.status in (StepStatus.PENDING, StepStatus.ENQUEUED) and dependent.remaining > 0:
                 rows[name] = replace(dependent, remaining=dependent.remaining - 1)
     status, completed_at = workflow.status, workflow.completed_at
+    error, deadline = workflow.error, workflow.deadline
     if transition.rerun and status is not WorkflowStatus.RUNNING:
-        status, completed_at = WorkflowStatus.RUNNING, None
+        status, completed_at, error = WorkflowStatus.RUNNING, None, None
+        deadline = deadline_after(now, workflow.timeout_seconds)
     if transition.workflow_status is not None and status is WorkflowStatus.RUNNING:
-        status, completed_at = transition.workflow_status, now
-    updated = replace(workflow, context=context, steps=list(rows.values()), status=status, completed_at=completed_at)
+        status, completed_at, error = transition.workflow_status, now, transition.error
+    updated = replace(
+        workflow,
+        context=context,
+        steps=list(rows.values()),
+        status=status,
+        completed_at=completed_at,
+        error=error,
+        deadline=deadline,
+    )
     return updated, applied
 
 
@@ -359,6 +376,11 @@ class Recording:
     """Ids of the jobs of steps that went enqueued → cancelled; the store cancels them if unfinished."""
     counters: Counters
     """The workflow's counters, recomputed from its recorded steps."""
+    cancel_children: list[str] = field(default_factory=list)
+    """Ids of the child workflows of child steps that went waiting → cancelled: the store cancels them (and theirs)
+    in the same transaction, if running."""
+    children: list[ChildStart] = field(default_factory=list)
+    """The child workflows of child steps that went pending → waiting (`core.children.record_with_children`)."""
 
 
 def new_step_job(workflow: Workflow, step: Step, now: datetime, job_id: str) -> Job:
@@ -395,8 +417,18 @@ def record(workflow: Workflow, transition: Transition, now: datetime, job_ids: I
         for old, new in changed
         if old.status is StepStatus.ENQUEUED and new.status is StepStatus.CANCELLED and old.job_id is not None
     ]
+    cancel_children = [
+        old.child_workflow_id
+        for old, new in changed
+        if old.status is StepStatus.WAITING and new.status is StepStatus.CANCELLED and old.child_workflow_id
+    ]
     return Recording(
-        workflow=updated, changed=changed, jobs=jobs, cancel_jobs=cancel_jobs, counters=counters(updated.steps)
+        workflow=updated,
+        changed=changed,
+        jobs=jobs,
+        cancel_jobs=cancel_jobs,
+        counters=counters(updated.steps),
+        cancel_children=cancel_children,
     )
 
 
@@ -421,7 +453,7 @@ def _downstream_of_skips(steps: Sequence[StepState]) -> tuple[str, ...]:
 
 
 def _with_status(step: StepState, status: StepStatus) -> _State:
-    return _State(step.name, status, step.depends_on, step.on_failure, step.wait)
+    return _State(step.name, status, step.depends_on, step.on_failure, step.wait, step.child)
 
 
 def due_waits(workflow: Workflow, now: datetime) -> list[DueWait]:
@@ -432,7 +464,31 @@ def due_waits(workflow: Workflow, now: datetime) -> list[DueWait]:
 
 
 def due_wait(workflow_id: str, step: Step) -> DueWait | None:
-    """`step` as a wait to end, if it is a wait step."""
-    if step.wait is None:
+    """`step` as a wait to end, if it is a wait step (or a child step, which is due only when it could not create
+    its child)."""
+    if step.wait is None and step.child is None:
         return None
-    return DueWait(workflow_id=workflow_id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)
+    return DueWait(
+        workflow_id=workflow_id,
+        name=step.name,
+        wait=step.wait,
+        due_at=step.due_at,
+        signal=step.signal,
+        child_workflow_id=step.child_workflow_id,
+    )
+
+
+def deadline_after(start: datetime, timeout_seconds: float | None) -> datetime | None:
+    """A workflow's deadline when it (re)starts at `start`."""
+    return None if timeout_seconds is None else start + timedelta(seconds=timeout_seconds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildStart:
+    """What a child step that went pending → waiting starts, in its parent's transaction: a new child workflow
+    (`recording`, which the store inserts with its jobs and its own children), or a retry in place of the child it
+    created before (`retry`)."""
+
+    step: str
+    recording: Recording | None = None
+    retry: str | None = None
