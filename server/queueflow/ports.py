@@ -149,8 +149,9 @@ class WorkflowStore(Protocol):
         a new job's payload gets its `_context` as the context is when the job is inserted (every result written
         before, this step's included); the child steps it made wait start their children as `workflow_advance`
         starts them. Returns the waits it made that are due at once (a signal kept, a child step too deep), and,
-        when it ended a child workflow, its parent's step (`children.child_ended`): the caller ends them. A `halt` or `skip` failure is recorded as `workflow_advance` records what
-        `core.finish.on_report` decides on the snapshot. A result or job it cannot store is a `ValidationError`,
+        when it ended a child workflow, its parent's step (`children.child_ended`): the caller ends them. A `halt`
+        or `skip` failure is recorded as `workflow_advance` records what `core.finish.on_report` decides on the
+        snapshot. A result or job it cannot store is a `ValidationError`,
         and nothing is written."""
         ...
 

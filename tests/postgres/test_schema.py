@@ -40,7 +40,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0011"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0012"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -58,6 +58,7 @@ BUILT = {
     "0009": "2d71a27a85b4d22e04b7548e9bc6d50f57f43eef10c0a2a18535816b71ef240b",
     "0010": "0b574b3ff3fc52a6d95ea14e2469fb1745441debf3f562d48a7b12fab0bb3ee7",
     "0011": "73b5fb9edf14fb80c069121b0ae08217d21248301a1edaac5e68919fd9af070c",
+    "0012": "e799ab4b26f741a8777702c12de8abe17d0fcd8589a23084abada8d6911e816b",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -154,7 +155,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0011"
+        assert pg.blocking(version) == "0012"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -285,7 +286,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0011"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0012"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -385,4 +386,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0011"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0012"

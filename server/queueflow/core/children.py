@@ -175,7 +175,12 @@ def child_ended(child: Workflow) -> DueWait | None:
 def parent_wait(parent: ParentRef, child_id: str) -> DueWait:
     """The parent's child step as a wait whose child `child_id` ended (its `child` read before it is ended)."""
     return DueWait(
-        workflow_id=parent.workflow_id, name=parent.step, wait=None, due_at=None, signal=None, child_workflow_id=child_id
+        workflow_id=parent.workflow_id,
+        name=parent.step,
+        wait=None,
+        due_at=None,
+        signal=None,
+        child_workflow_id=child_id,
     )
 
 
@@ -207,4 +212,3 @@ def time_out(workflow: Workflow, now: datetime) -> Transition:
         return Transition()
     cancel = tuple(step.name for step in workflow.steps if step.status in UNFINISHED_STEPS)
     return Transition(cancel=cancel, workflow_status=WorkflowStatus.FAILED, error=timed_out(workflow))
-

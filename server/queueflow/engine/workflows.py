@@ -34,8 +34,8 @@ from queueflow.core.advance import (
     retry_workflow,
     settle,
 )
-from queueflow.core.children import child_ended, parent_wait, record_with_children, time_out
 from queueflow.core.backoff import RandomSource
+from queueflow.core.children import child_ended, parent_wait, record_with_children, time_out
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, wait_report
@@ -126,7 +126,9 @@ class Workflows:
             idempotency_key=new.idempotency_key,
             trace_context=new.trace_context,
         )
-        pending = replace(pending, timeout_seconds=new.timeout_seconds, deadline=deadline_after(now, new.timeout_seconds))
+        pending = replace(
+            pending, timeout_seconds=new.timeout_seconds, deadline=deadline_after(now, new.timeout_seconds)
+        )
         # A new workflow is a snapshot like any other: settling it enqueues the roots (and creates the children
         # of its root child steps, inserted with it: `Recording.children`).
         recording = record_with_children(

@@ -10,8 +10,8 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.children import child_key
 from queueflow.core.errors import ValidationError
-from queueflow.core.workflow import CONTEXT_KEY, MAX_DEPTH, NewStep, NewWorkflow, StepStatus, WorkflowStatus
 from queueflow.core.types import Completion
+from queueflow.core.workflow import CONTEXT_KEY, MAX_DEPTH, NewStep, NewWorkflow, StepStatus, WorkflowStatus
 from queueflow.engine import Engine
 from queueflow.engine.workflows import Workflows, step_report
 from queueflow.ports import Store
@@ -45,8 +45,10 @@ async def test_a_child_step_creates_its_workflow_as_it_waits_and_completes_with_
     ship = named(after, "ship")
     assert (ship.status, ship.job_id) == (StepStatus.WAITING, None)
     kid = await child_of(engine, workflow.id, "ship")
-    assert kid.parent is not None and (kid.parent.workflow_id, kid.parent.step) == (workflow.id, "ship")
-    assert kid.depth == 1 and kid.tenant_id == T
+    assert kid.parent is not None
+    assert (kid.parent.workflow_id, kid.parent.step) == (workflow.id, "ship")
+    assert kid.depth == 1
+    assert kid.tenant_id == T
     assert kid.idempotency_key == child_key(workflow.id, "ship")
     assert kid.context == {
         "parcel": 1,
@@ -182,7 +184,8 @@ async def test_a_child_step_that_would_be_too_deep_at_run_time_fails_with_an_err
     too_deep = [child("again", dag(step("x"), name="more"), on_failure=CONTINUE)]
     added = await engine.add_steps(job.id, job.lease_token or "", too_deep)
     assert added[0].status is StepStatus.FAILED
-    assert added[0].error is not None and "level 11" in added[0].error
+    assert added[0].error is not None
+    assert "level 11" in added[0].error
     assert added[0].child_workflow_id is None
 
 
@@ -208,7 +211,9 @@ async def test_the_janitor_ends_a_parent_step_whose_child_ended_unheard(
 ) -> None:
     """A crash between the child's end and the parent's advance: the child's status is the durable row, and the
     heal replays the parent's step once it is older than the heal bound."""
-    workflow, _ = await engine.create_workflow(T, dag(child("ship", dag(step("only"), name="c")), step("after", "ship")))
+    workflow, _ = await engine.create_workflow(
+        T, dag(child("ship", dag(step("only"), name="c")), step("after", "ship"))
+    )
     kid = await child_of(engine, workflow.id, "ship")
     # The child's finish alone, as a process that died before it ended the parent's step.
     job = (await engine.lease(["default"], max_jobs=10))[0]

@@ -96,7 +96,10 @@ class MemoryWorkflows(Tables):
             for workflow in self._workflows.values()
             if workflow.tenant_id == tenant_id
             and (status is None or workflow.status is status)
-            and (query.parent_id is None or (workflow.parent is not None and workflow.parent.workflow_id == query.parent_id))
+            and (
+                query.parent_id is None
+                or (workflow.parent is not None and workflow.parent.workflow_id == query.parent_id)
+            )
         ]
         if after is not None:
             rows = [row for row in rows if (row.created_at, row.id) < (after.created_at, after.id)]

@@ -16,7 +16,8 @@ from queueflow.stores.postgres.workflow_sql import CONTEXT, STEP_COLUMNS
 # finishes in flight), and its head read, without its context (assembled from its satisfied steps: read only if
 # a new step is enqueued at once, GROWTH_CONTEXT).
 GROWTH_HEAD = """
-SELECT w.id, w.tenant_id, w.name, w.status, w.idempotency_key, w.created_at, w.completed_at, w.trace_context, w.steps
+SELECT w.id, w.tenant_id, w.name, w.status, w.idempotency_key, w.created_at, w.completed_at, w.trace_context, w.steps,
+       w.depth
   FROM queueflow.workflows AS w WHERE w.id = $1 FOR UPDATE
 """
 
