@@ -29,12 +29,15 @@ async def test_a_child_step_runs_a_workflow_and_completes_with_its_context(clien
         {"name": "ship", "workflow": parcel(1), "depends_on": ["charge"]},
     ]
     workflow = await create(client, steps, name="order", context={"order": 7})
-    assert workflow["parent"] is None and workflow["timeout_seconds"] is None and workflow["deadline"] is None
+    assert workflow["parent"] is None
+    assert workflow["timeout_seconds"] is None
+    assert workflow["deadline"] is None
     (charge,) = await lease(client)
     await complete(client, charge, {"paid": True})
     parent = await get(client, workflow["id"])
     ship = parent["steps"][1]
-    assert ship["status"] == "waiting" and ship["job_id"] is None
+    assert ship["status"] == "waiting"
+    assert ship["job_id"] is None
     child_id = ship["child_workflow_id"]
     assert ship["wait"] == {"workflow": child_id}
     child = await get(client, child_id)

@@ -50,9 +50,9 @@ class StepWait(Struct, kw_only=True):
     """A step's wait as shown: a signal's or a sleep's (`signal`, `timeout_seconds`, `seconds`, as given), or a
     child step's (`workflow`: the child's id, alone)."""
 
-    signal: str | None | UnsetType = UNSET
-    timeout_seconds: float | None | UnsetType = UNSET
-    seconds: float | None | UnsetType = UNSET
+    signal: str | UnsetType | None = UNSET
+    timeout_seconds: float | UnsetType | None = UNSET
+    seconds: float | UnsetType | None = UNSET
     workflow: str | UnsetType = UNSET
 
 
