@@ -63,7 +63,8 @@ class NewWorkflowStep(RequestBody, kw_only=True):
     name: StepName
     task_name: TaskName | None = None
     wait: WaitSpec | None = None
-    workflow: CreateWorkflow | None = None
+    # Named `workflow` on the wire; `child` here, so that it does not hide the `workflow` module in this body.
+    child: CreateWorkflow | None = msgspec.field(default=None, name="workflow")
     depends_on: Annotated[
         list[StepName],
         Meta(
@@ -92,7 +93,7 @@ class NewWorkflowStep(RequestBody, kw_only=True):
             | {
                 "task_name": self.task_name,
                 "wait": None if self.wait is None else self.wait.to_domain(),
-                "workflow": None if self.workflow is None else self.workflow.to_domain(None),
+                "workflow": None if self.child is None else self.child.to_domain(None),
                 "required_by": list(required_by or []),
                 "depends_on": self.depends_on,
                 "on_failure": workflow.OnFailure(self.on_failure),

@@ -124,9 +124,9 @@ class MemoryWorkflows(Tables):
             return None  # a repeat, a late report of a job that is not (or no longer) the step's, a stale wait end
         if not finishes_alone(report.outcome, step.on_failure):
             snapshot = self._workflow_out(workflow)
-            after = self._record(workflow, snapshot, on_report(snapshot, report), now)
-            ended = child_ended(after) if workflow.status is WorkflowStatus.RUNNING else None
-            return (*due_waits(after, now), *([] if ended is None else [ended]))
+            recorded = self._record(workflow, snapshot, on_report(snapshot, report), now)
+            parent_step = child_ended(recorded) if workflow.status is WorkflowStatus.RUNNING else None
+            return (*due_waits(recorded, now), *([] if parent_step is None else [parent_step]))
         dependents = [steps[positions[name]] for name in step.dependents]
         job_ids = id_stream("job", now, self._rng)
         finish = on_finish(report, workflow, dependents, now, job_ids)
@@ -157,9 +157,9 @@ class MemoryWorkflows(Tables):
         )
         self._workflow_counters[workflow.id] = after
         if (status := counted_status(after.unfinished, after.partial)) is not None:
-            ended = self._workflows[workflow.id] = replace_dataclass(workflow, status=status, completed_at=now)
+            finished = self._workflows[workflow.id] = replace_dataclass(workflow, status=status, completed_at=now)
             self._announce_finished([workflow.id])
-            if (parent := child_ended(ended)) is not None:
+            if (parent := child_ended(finished)) is not None:
                 return (*finish.due, parent)
         return finish.due
 
