@@ -53,7 +53,7 @@ class StepWait(Struct, kw_only=True):
     signal: str | UnsetType | None = UNSET
     timeout_seconds: float | UnsetType | None = UNSET
     seconds: float | UnsetType | None = UNSET
-    workflow: str | UnsetType = UNSET
+    workflow: str | UnsetType | None = UNSET
 
 
 class NewWorkflowStep(RequestBody, kw_only=True):
