@@ -436,7 +436,7 @@ export interface paths {
         };
         /**
          * ListWorkflows
-         * @description List the tenant's workflows, newest first.
+         * @description List the tenant's workflows, newest first; with `parent_id`, only that workflow's children.
          */
         get: operations["listWorkflows"];
         put?: never;
@@ -596,6 +596,7 @@ export interface components {
             task_name?: string | null;
             timeout_seconds?: number | null;
             wait?: components["schemas"]["WaitSpec"] | null;
+            workflow?: components["schemas"]["CreateWorkflow"] | null;
         };
         /** AddedSteps */
         AddedSteps: {
@@ -678,6 +679,7 @@ export interface components {
             };
             name: string;
             steps: components["schemas"]["NewWorkflowStep"][];
+            timeout_seconds?: number | null;
         };
         /** EnqueueBatch */
         EnqueueBatch: {
@@ -883,6 +885,12 @@ export interface components {
             task_name?: string | null;
             timeout_seconds?: number | null;
             wait?: components["schemas"]["WaitSpec"] | null;
+            workflow?: components["schemas"]["CreateWorkflow"] | null;
+        };
+        /** ParentRef */
+        ParentRef: {
+            step: string;
+            workflow_id: string;
         };
         /** Problem */
         Problem: {
@@ -966,6 +974,13 @@ export interface components {
         SignalRequest: {
             payload?: unknown;
         };
+        /** StepWait */
+        StepWait: {
+            seconds?: number | null;
+            signal?: string | null;
+            timeout_seconds?: number | null;
+            workflow?: string | null;
+        };
         /** TraceContext */
         TraceContext: {
             traceparent: string;
@@ -1017,12 +1032,16 @@ export interface components {
             };
             /** Format: date-time */
             created_at: string;
+            deadline?: string | null;
+            error?: string | null;
             id: string;
             name: string;
+            parent?: components["schemas"]["ParentRef"] | null;
             /** @enum {string} */
             status: "running" | "completed" | "failed" | "partially_failed" | "cancelled";
             steps: components["schemas"]["WorkflowStep"][];
             tenant_id: string;
+            timeout_seconds?: number | null;
         };
         /** WorkflowPage */
         WorkflowPage: {
@@ -1032,8 +1051,10 @@ export interface components {
         /** WorkflowStep */
         WorkflowStep: {
             added_by?: string | null;
+            child_workflow_id?: string | null;
             depends_on: string[];
             due_at?: string | null;
+            error?: string | null;
             job_id: string | null;
             name: string;
             /** @enum {string} */
@@ -1041,7 +1062,7 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "enqueued" | "waiting" | "completed" | "failed" | "skipped" | "cancelled";
             task_name: string | null;
-            wait?: components["schemas"]["WaitSpec"] | null;
+            wait?: components["schemas"]["StepWait"] | null;
         };
     };
     responses: never;
@@ -2748,6 +2769,7 @@ export interface operations {
                 status?: "running" | "completed" | "failed" | "partially_failed" | "cancelled" | null;
                 limit?: number;
                 cursor?: string | null;
+                parent_id?: string | null;
             };
             header?: never;
             path?: never;
