@@ -32,6 +32,7 @@ from queueflow.core.advance import (
     ChildStart,
     Recording,
     Transition,
+    cancel_workflow,
     deadline_after,
     record,
     retry_workflow,
@@ -42,7 +43,6 @@ from queueflow.core.types import JSON
 from queueflow.core.waits import DueWait
 from queueflow.core.workflow import (
     MAX_DEPTH,
-    UNFINISHED_STEPS,
     ParentRef,
     Step,
     StepStatus,
@@ -196,8 +196,7 @@ def cancel_child(child: Workflow) -> Transition:
     """A parent's cancel (or halt, or timeout) reaching its child: cancelled, if it still runs."""
     if child.status is not WorkflowStatus.RUNNING:
         return Transition()
-    cancel = tuple(step.name for step in child.steps if step.status in UNFINISHED_STEPS)
-    return Transition(cancel=cancel, workflow_status=WorkflowStatus.CANCELLED)
+    return cancel_workflow(child.steps)
 
 
 def timed_out(workflow: Workflow) -> str:
@@ -210,5 +209,4 @@ def time_out(workflow: Workflow, now: datetime) -> Transition:
     jobs and children too); nothing if it is not running or not yet due (a retry moved its deadline)."""
     if workflow.status is not WorkflowStatus.RUNNING or workflow.deadline is None or workflow.deadline > now:
         return Transition()
-    cancel = tuple(step.name for step in workflow.steps if step.status in UNFINISHED_STEPS)
-    return Transition(cancel=cancel, workflow_status=WorkflowStatus.FAILED, error=timed_out(workflow))
+    return replace(cancel_workflow(workflow.steps), workflow_status=WorkflowStatus.FAILED, error=timed_out(workflow))

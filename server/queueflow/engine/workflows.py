@@ -35,7 +35,7 @@ from queueflow.core.advance import (
     settle,
 )
 from queueflow.core.backoff import RandomSource
-from queueflow.core.children import child_ended, parent_wait, record_with_children, time_out
+from queueflow.core.children import RETRIABLE, child_ended, parent_wait, record_with_children, time_out
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, wait_report
@@ -63,7 +63,6 @@ from queueflow.ports import Clock, Store
 
 log = logging.getLogger("queueflow.workflows")
 
-_RETRIABLE = frozenset({WorkflowStatus.FAILED, WorkflowStatus.PARTIALLY_FAILED, WorkflowStatus.CANCELLED})
 
 ADVANCES_AT_ONCE = 4
 """Step finishes of one ack (or one heal) that run side by side, each on a connection of its own."""
@@ -269,7 +268,7 @@ class Workflows:
         """Re-run a workflow that ended failed, partially_failed or cancelled (`core.advance.retry_workflow`)."""
 
         def decide(workflow: Workflow) -> Transition:
-            if workflow.status not in _RETRIABLE:
+            if workflow.status not in RETRIABLE:
                 raise InvalidState(
                     f"workflow {workflow_id} is {workflow.status}; only a failed, partially failed or cancelled"
                     " workflow can be retried"
