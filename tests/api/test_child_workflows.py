@@ -8,7 +8,7 @@ from httpx import AsyncClient
 from queueflow.clocks import TestClock
 from queueflow.engine import Engine
 
-from tests.api.conftest import TENANT_A, assert_problem, lease
+from tests.api.conftest import TENANT_A, WORKER, assert_problem, lease
 from tests.api.test_workflows import complete, create, get, statuses
 
 
@@ -105,3 +105,46 @@ async def test_a_workflow_with_a_deadline_times_out_failed(
     ended = await get(client, workflow["id"])
     assert (ended["status"], ended["error"]) == ("failed", "timed out after 3600 s")
     assert statuses(ended) == {"a": "cancelled"}
+
+
+async def test_a_running_step_adds_child_workflow_steps_over_http(client: AsyncClient) -> None:
+    workflow = await create(
+        client,
+        [{"name": "split", "task_name": "split"}, {"name": "reduce", "task_name": "reduce", "depends_on": ["split"]}],
+    )
+    (split,) = await lease(client)
+    added = await client.post(
+        f"/v1/worker/jobs/{split['id']}/steps",
+        json={
+            "lease_token": split["lease_token"],
+            "steps": [{"name": f"map_{n}", "workflow": parcel(n), "required_by": ["reduce"]} for n in range(2)],
+        },
+        headers=WORKER,
+    )
+    assert added.status_code == 201, added.text
+    shown = added.json()["steps"]
+    assert [step["status"] for step in shown] == ["waiting", "waiting"]
+    assert all(step["child_workflow_id"] for step in shown)
+    listed = await client.get(f"/v1/workflows?parent_id={workflow['id']}", headers=TENANT_A)
+    assert len(listed.json()["items"]) == 2
+
+
+async def test_a_child_step_too_deep_at_run_time_fails_with_an_error(client: AsyncClient) -> None:
+    top = await create(client, [{"name": "down", "workflow": nested(10)}], name="top")
+    workflow_id = top["id"]
+    for _ in range(10):
+        step = (await get(client, workflow_id))["steps"][0]
+        workflow_id = step["child_workflow_id"]
+    (leaf,) = await lease(client)
+    assert leaf["workflow_id"] == workflow_id
+    added = await client.post(
+        f"/v1/worker/jobs/{leaf['id']}/steps",
+        json={
+            "lease_token": leaf["lease_token"],
+            "steps": [{"name": "deeper", "workflow": parcel(1), "on_failure": "continue"}],
+        },
+        headers=WORKER,
+    )
+    (deeper,) = added.json()["steps"]
+    assert deeper["status"] == "failed"
+    assert "level 11" in deeper["error"]
