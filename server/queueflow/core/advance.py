@@ -8,7 +8,8 @@ result, assembled when it is read, so a finish writes one result, never the whol
 Readiness: a pending step is ready when every dependency is *satisfied*: completed, or failed/cancelled with
 `on_failure=continue`. Each step row counts its unsatisfied dependencies (`Step.remaining`).
 
-A ready step that runs a job is enqueued; a ready wait step becomes `waiting` with its due time (`core.waits`).
+A ready step that runs a job is enqueued; a ready wait step becomes `waiting` with its due time (`core.waits`),
+a ready child step `waiting` for the child workflow it starts (`core.children`).
 
 A step's job ends in failure when it dead-letters (the step is `failed`) or is cancelled (`cancelled`); a wait
 step fails when its signal times out. Either way the step's `on_failure` applies:

@@ -1,7 +1,7 @@
 """Workflows that nest and end on time: child-workflow steps and a workflow's deadline.
 
 A child step (`"workflow": {...}` instead of `task_name` or `wait`) has no job. When its dependencies are done it
-becomes `waiting` and, in the same transaction, creates its child workflow (`start_child`): same tenant, keyed
+becomes `waiting` and, in the same transaction, creates its child workflow (`start_children`): same tenant, keyed
 `child:<parent id>:<step>` (so a replay creates it once), its context the body's plus `parent` and the parent's
 context under `parent_context`, one level deeper than its parent. A step that would create a level beyond
 `MAX_DEPTH` creates nothing: it waits with a due time of now and an `error`, and its end (`finish.wait_report`)
