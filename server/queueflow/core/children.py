@@ -39,6 +39,7 @@ from queueflow.core.advance import (
     settle,
 )
 from queueflow.core.finish import Finish
+from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.types import JSON
 from queueflow.core.waits import DueWait
 from queueflow.core.workflow import (
@@ -49,6 +50,7 @@ from queueflow.core.workflow import (
     Workflow,
     WorkflowStatus,
     new_steps,
+    workflow_storage_errors,
 )
 
 RETRIABLE = frozenset({WorkflowStatus.FAILED, WorkflowStatus.PARTIALLY_FAILED, WorkflowStatus.CANCELLED})
@@ -108,11 +110,19 @@ def start_children(
         elif parent.depth + 1 > MAX_DEPTH:
             rows[step.name] = replace(step, due_at=now, error=too_deep(parent.depth + 1))
         else:
-            child_id = next(workflow_ids)
-            child = new_child(parent, step, context, now, child_id)
-            recording = record_with_children(child, settle(child.steps), now, job_ids, workflow_ids)
-            starts.append(ChildStart(step=step.name, recording=recording))
-            rows[step.name] = replace(step, child_workflow_id=child_id)
+            child = new_child(parent, step, context, now, next(workflow_ids))
+            errors = workflow_storage_errors(child)
+            recording = None if errors else record_with_children(child, settle(child.steps), now, job_ids, workflow_ids)
+            if recording is not None:
+                errors = job_storage_errors(recording.jobs)
+            if errors or recording is None:
+                # Its context, or its jobs' `_context` (the parent's context under `parent_context`), cannot be
+                # stored: the step fails as a too-deep one does, rather than the parent's whole advance.
+                why = "; ".join(f"{error.field}: {error.message}" for error in errors[:1])
+                rows[step.name] = replace(step, due_at=now, error=f"the child workflow cannot be stored: {why}")
+            else:
+                starts.append(ChildStart(step=step.name, recording=recording))
+                rows[step.name] = replace(step, child_workflow_id=child.id)
     return starts, rows
 
 

@@ -38,7 +38,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.children import RETRIABLE, child_ended, parent_wait, record_with_children, time_out
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
-from queueflow.core.finish import StepReport, wait_report
+from queueflow.core.finish import StepReport, result_errors, wait_report
 from queueflow.core.growth import Growth, GrowthRequest, GrowthView, grow, needs
 from queueflow.core.ids import id_stream, new_id
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
@@ -133,7 +133,14 @@ class Workflows:
         recording = record_with_children(
             pending, settle(pending.steps), now, id_stream("job", now, self.rng), id_stream("wf", now, self.rng)
         )
-        return await self.store.workflow_insert(recording.workflow, recording.jobs, children=recording.children)
+        workflow, created = await self.store.workflow_insert(
+            recording.workflow, recording.jobs, children=recording.children
+        )
+        if created and (due := due_waits(workflow, now)):
+            # A root child step that could not start its child fails now, not at the wait timer's next pass.
+            await self._end_due(due)
+            workflow = await self.get(tenant_id, workflow.id)
+        return workflow, created
 
     async def get(self, tenant_id: str, workflow_id: str) -> Workflow:
         workflow = await self.store.workflow_get(workflow_id, tenant_id=tenant_id)
@@ -330,7 +337,12 @@ class Workflows:
                 child = await self.store.workflow_get(wait.child_workflow_id)
                 if child is None or child.status is WorkflowStatus.RUNNING:
                     continue
-                wait = replace(wait, child=ChildEnd(status=child.status.value, context=child.context))
+                status = child.status.value
+                if child.status is WorkflowStatus.COMPLETED and result_errors(child.context):
+                    # Its final context cannot be kept as the step's result: the step fails instead of never ending.
+                    log.warning("child workflow %s completed with a context too deep to keep as a result", child.id)
+                    status = WorkflowStatus.FAILED.value
+                wait = replace(wait, child=ChildEnd(status=status, context=child.context))
             reports.append(wait_report(wait))
         return await self.on_steps_finished(reports)
 

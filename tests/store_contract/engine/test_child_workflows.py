@@ -16,6 +16,7 @@ from queueflow.engine import Engine
 from queueflow.engine.workflows import Workflows, step_report
 from queueflow.ports import Store
 
+from tests.store_contract.store_rows import nested as nested_json
 from tests.store_contract.workflow_helpers import CONTINUE, Worker, dag, named, statuses, step
 
 T = "tenant-a"
@@ -257,3 +258,18 @@ async def test_a_workflow_past_its_deadline_ends_failed_as_a_halt_with_its_child
     assert (retried.status, retried.error) == (WorkflowStatus.RUNNING, None)
     assert retried.deadline == clock.now() + timedelta(hours=1)
     assert (await engine.get_workflow(T, kid.id)).status is WorkflowStatus.RUNNING
+
+
+@pytest.mark.parametrize("depth", [126, 127])
+async def test_a_child_that_cannot_be_stored_fails_its_step_not_the_parents_advance(engine: Engine, depth: int) -> None:
+    """The parent's context under `parent_context` makes the child's context (127), or its root job's `_context`
+    (126), deeper than the store keeps: the step fails with an error (its `on_failure` applies), rather than the
+    parent's creation or advance."""
+    body = dag(child("ship", parcel(1), on_failure=CONTINUE), context={"d": nested_json(depth)})
+    workflow, _ = await engine.create_workflow(T, body)
+    ship = named(workflow, "ship")
+    assert (ship.status, ship.child_workflow_id) == (StepStatus.FAILED, None)
+    assert ship.error is not None
+    assert ship.error.startswith("the child workflow cannot be stored")
+    assert workflow.status is WorkflowStatus.PARTIALLY_FAILED
+    assert (await engine.list_workflows(T, parent_id=workflow.id)).items == []
