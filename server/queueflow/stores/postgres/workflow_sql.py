@@ -227,11 +227,21 @@ UPDATE queueflow.workflows SET status = $2, completed_at = $3, updated_at = $3 W
 RETURNING parent_id, parent_step
 """
 
-# The jobs of steps a structural change cancelled, if they have not finished.
+# The jobs of steps a structural change cancelled (a cancel's, a halt's or a timeout's, down its tree of child
+# workflows: all of them, in one statement), if they have not finished. Locked in id order first: a batched ack
+# locks its jobs in id order too (`jobs.job_complete_many`), so an ack of jobs of several children and the cancel
+# of their parent cannot each hold a job the other waits for (measured: a deadlock, before, between an ack and a
+# cascade that cancelled child after child).
 CANCEL_STEP_JOBS = f"""
+WITH locked AS (
+    SELECT id FROM queueflow.jobs
+     WHERE id = ANY($1::text[]) AND status IN ('pending', 'retrying', 'running')
+     ORDER BY id FOR UPDATE
+)
 UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $2
- WHERE j.id = ANY($1::text[]) AND j.status IN ('pending', 'retrying', 'running')
+  FROM locked
+ WHERE j.id = locked.id
 RETURNING {SLOT_FREED.format(queue="j.queue_name")}
 """
 

@@ -201,11 +201,13 @@ async def _advance(
     rng: RandomSource,
     announce: Announce,
     report: StepReport | None = None,
+    cancelling: list[str] | None = None,
 ) -> tuple[Workflow | None, Sequence[Job]]:
     """`workflow_advance` in the caller's transaction, and the jobs it enqueued (announced): no workflow if it does
     not exist (for `tenant_id`), or, for a `report`, if its step was not recorded. Down the tree after it (each
     child locked after its parent): the children of the child steps it cancelled are cancelled, those of the child
-    steps it made wait started (`core.children`)."""
+    steps it made wait started (`core.children`). The jobs the whole tree cancels are cancelled last, in one
+    statement (`CANCEL_STEP_JOBS`); `cancelling` collects them for the `_advance` at the top of the tree."""
     if await db.fetchval(WORKFLOW_LOCK, workflow_id, tenant_id) is None:
         return None, ()
     row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
@@ -219,9 +221,14 @@ async def _advance(
     recording = record_with_children(snapshot, transition, now, id_stream("job", now, rng), id_stream("wf", now, rng))
     await _write(db, snapshot, transition, recording, now)
     announce(job.queue_name for job in recording.jobs)
+    top = cancelling is None
+    cancelling = [] if cancelling is None else cancelling
+    cancelling.extend(recording.cancel_jobs)  # the top's list: the children below add theirs to it
     for child_id in recording.cancel_children:
-        await _advance(db, child_id, None, cancel_child, now, rng, announce)
+        await _advance(db, child_id, None, cancel_child, now, rng, announce, None, cancelling)
     await start_children(db, recording.children, now, rng, announce)
+    if top and cancelling:
+        await db.execute(CANCEL_STEP_JOBS, sorted(set(cancelling)), now)
     if report is not None and transition.finished is None:
         return None, recording.jobs
     return recording.workflow, recording.jobs
@@ -357,8 +364,6 @@ async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: 
     if recording.jobs:
         statement, values = job_insert(recording.jobs)
         await db.execute(statement, *values)
-    if recording.cancel_jobs:
-        await db.execute(CANCEL_STEP_JOBS, recording.cancel_jobs, now)
 
 
 async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
