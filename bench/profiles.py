@@ -60,6 +60,8 @@ class Profile:
     """Fan-outs 1 → W → 1 (W + 2 steps, so 9,998 is the widest a 10,000-step workflow holds); the
     narrowest is the baseline of the server's CPU per step."""
     chain_lengths: tuple[int, ...] = ()
+    child_workflows: int = 0
+    """Child workflows of one parent, each a chain (issue 44's figure; 0: not run)."""
     dbos_max_width: int = 0
     """The widest fan-out DBOS runs (it takes about 10 ms a child on 2 cores: 10,000 would add minutes)."""
     workflow_bound: float = 300.0
@@ -93,6 +95,7 @@ class Profile:
             *([Shape("workflows", self.small_workflows)] if self.small_workflows else []),
             *(Shape("fan-out", width) for width in self.fanout_widths),
             *(Shape("chain", length) for length in self.chain_lengths),
+            *([Shape("children", self.child_workflows)] if self.child_workflows else []),
         ]
 
     @property
@@ -125,6 +128,7 @@ FULL = Profile(
     # The widest fan-out is 9,998 wide: with its root and its join, a workflow of 10,000 steps (the limit).
     fanout_widths=(10, 100, 1_000, 9_998),
     chain_lengths=(300, 3_000),
+    child_workflows=100,
     dbos_max_width=1_000,
     delayed_samples=200,
     growth_steps=1_000,
@@ -166,6 +170,7 @@ SMOKE = Profile(
     small_workflows=5,
     fanout_widths=(5, 10),
     chain_lengths=(5,),
+    child_workflows=3,
     dbos_max_width=10,
     workflow_bound=60.0,
     delayed_samples=5,

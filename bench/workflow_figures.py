@@ -19,6 +19,7 @@ RATIO_TARGETS = {
     Shape("workflows", 1000): 2.0,
     Shape("fan-out", 1000): 2.0,
     Shape("chain", 300): 1.0,
+    Shape("children", 100): 2.0,
 }
 SLOPE_TARGET = ((100, 9_998), 1.1)
 """Fan-out time over width from 100 to 9,998 (a 10,000-step workflow) grows at most as width^1.1."""
@@ -40,10 +41,11 @@ def by_shape(runs: Sequence[WorkflowRun]) -> dict[tuple[Shape, str], dict[int, W
 
 def _value(run: WorkflowRun) -> float:
     """The shape's figure: steps/s for many workflows, seconds for a fan-out, ms per step for a chain."""
-    return {"workflows": run.steps_per_second, "fan-out": run.seconds, "chain": run.ms_per_step}[run.shape.kind]
+    kind = run.shape.kind
+    return {"workflows": run.steps_per_second, "chain": run.ms_per_step}.get(kind, run.seconds)
 
 
-UNITS = {"workflows": "steps/s", "fan-out": "s", "chain": "ms"}
+UNITS = {"workflows": "steps/s", "fan-out": "s", "chain": "ms", "children": "s"}
 
 
 def workflows(
@@ -70,7 +72,7 @@ def workflows(
 
 def _versus_peer(results: Results, shape: Shape, runs: Runs, not_run: Mapping[tuple[Shape, str], str]) -> None:
     unit = UNITS[shape.kind]
-    what = {"workflows": "steps/s", "fan-out": "seconds", "chain": "ms per step"}[shape.kind]
+    what = {"workflows": "steps/s", "fan-out": "seconds", "chain": "ms per step", "children": "seconds"}[shape.kind]
     inverse = shape.kind != "workflows"
     label = f"{shape}: {what} (ratio {'DBOS ÷ QueueFlow' if inverse else 'QueueFlow ÷ DBOS'})"
     ours = {number: _value(run) for number, run in runs.get((shape, "QueueFlow"), {}).items()}

@@ -16,6 +16,8 @@ and no faster) — workflows started with `DBOS.enqueue_workflow(queue, workflow
   places) runs a root step, enqueues W one-step child workflows on the queue, waits for all their results, then
   runs the join step — the tutorial's fan-out.
 - chain: one enqueued workflow calling N steps in turn.
+- children: a parent workflow (started with `DBOS.start_workflow`) enqueues N child workflows, each calling 10
+  steps in turn, and awaits their handles — DBOS's child workflows, as issue 44's figure asks.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ QUEUE = "bench"
 CONCURRENCY = 10
 POLL = 0.01
 SMALL_CHAIN = 3
+CHILD_CHAIN = 10
 
 
 @DBOS.step()
@@ -59,6 +62,12 @@ def fan_out(width: int) -> int:
     return noop(len(results))
 
 
+@DBOS.workflow()
+def parent_of_children(count: int) -> int:
+    handles = [DBOS.enqueue_workflow(QUEUE, chain, CHILD_CHAIN) for _ in range(count)]
+    return sum(handle.get_result(polling_interval_sec=POLL) for handle in handles)
+
+
 def many(count: int) -> None:
     handles = [DBOS.enqueue_workflow(QUEUE, chain, SMALL_CHAIN) for _ in range(count)]
     for handle in handles:
@@ -69,6 +78,7 @@ SHAPES: dict[str, Callable[[int], object]] = {
     "workflows": many,
     "fan-out": lambda width: DBOS.start_workflow(fan_out, width).get_result(polling_interval_sec=POLL),
     "chain": lambda length: DBOS.enqueue_workflow(QUEUE, chain, length).get_result(polling_interval_sec=POLL),
+    "children": lambda count: DBOS.start_workflow(parent_of_children, count).get_result(polling_interval_sec=POLL),
 }
 
 

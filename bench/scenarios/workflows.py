@@ -34,6 +34,8 @@ TASKS = "bench.drivers.noop:tasks"
 CONCURRENCY = 10
 """Steps run at once: QueueFlow's in-process runner (`--task-concurrency`), DBOS's queue (`worker_concurrency`)."""
 SMALL_CHAIN = 3
+CHILD_CHAIN = 10
+"""The chain each child workflow of the "children" shape runs."""
 """Steps in each of the many small workflows."""
 CLIENTS = 4
 POLL = 0.005
@@ -47,7 +49,8 @@ HEALED = re.compile(rb"healed (\d+) workflow steps")
 @dataclass(frozen=True, slots=True)
 class Shape:
     """One workflow scenario: `kind` "workflows" (`size` workflows of SMALL_CHAIN steps each), "fan-out"
-    (1 → `size` → 1) or "chain" (`size` steps one after the other)."""
+    (1 → `size` → 1), "chain" (`size` steps one after the other) or "children" (a parent of `size` child-workflow
+    steps, each child a chain of CHILD_CHAIN steps)."""
 
     kind: str
     size: int
@@ -55,13 +58,20 @@ class Shape:
     @property
     def steps(self) -> int:
         """Steps run in all, on either side."""
-        return {"workflows": self.size * SMALL_CHAIN, "fan-out": self.size + 2, "chain": self.size}[self.kind]
+        return {
+            "workflows": self.size * SMALL_CHAIN,
+            "fan-out": self.size + 2,
+            "chain": self.size,
+            "children": self.size * CHILD_CHAIN,
+        }[self.kind]
 
     def __str__(self) -> str:
         if self.kind == "workflows":
             return f"{self.size:,} workflows × a {SMALL_CHAIN}-step chain"
         if self.kind == "fan-out":
             return f"fan-out 1 → {self.size:,} → 1"
+        if self.kind == "children":
+            return f"a parent of {self.size:,} child workflows × a {CHILD_CHAIN}-step chain"
         return f"{self.size:,}-step chain"
 
     def workflows(self) -> list[list[dict[str, object]]]:
@@ -70,6 +80,9 @@ class Shape:
             return [_chain(SMALL_CHAIN) for _ in range(self.size)]
         if self.kind == "chain":
             return [_chain(self.size)]
+        if self.kind == "children":
+            child = {"name": "child", "steps": _chain(CHILD_CHAIN)}
+            return [[{"name": f"c{n}", "workflow": child} for n in range(self.size)]]
         fan = [{"name": f"f{n}", "task_name": "noop", "depends_on": ["root"]} for n in range(self.size)]
         join = {"name": "join", "task_name": "noop", "depends_on": [step["name"] for step in fan]}
         return [[{"name": "root", "task_name": "noop"}, *fan, join]]

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from queueflow.core.advance import AdvanceRequest
+from queueflow.core.advance import AdvanceRequest, ChildStart
 from queueflow.core.endpoints import DeliveriesFinished, Endpoint, EndpointQuery, SlotRequest
 from queueflow.core.events import Event
 from queueflow.core.finish import StepReport
@@ -115,10 +115,13 @@ class WorkflowStore(Protocol):
 
     # ---- a tenant's writes: a new workflow, and changes of the whole of one --------------------------------
 
-    async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
-        """∅ → the workflow, its steps as given and `jobs` (its root steps' jobs, pending), all or nothing.
-        When (tenant_id, idempotency_key) already exists nothing is written: `(existing, False)` (a workflow or
-        job it cannot store is a `ValidationError` all the same)."""
+    async def workflow_insert(
+        self, workflow: Workflow, jobs: Sequence[Job], *, children: Sequence[ChildStart] = ()
+    ) -> tuple[Workflow, bool]:
+        """∅ → the workflow, its steps as given and `jobs` (its root steps' jobs, pending), and the child workflows
+        its root child steps start (`core.children`, each a `ChildStart.recording` inserted the same way, its own
+        children too), all or nothing. When (tenant_id, idempotency_key) already exists nothing is written:
+        `(existing, False)` (a workflow or job it cannot store is a `ValidationError` all the same)."""
         ...
 
     async def workflow_advance(self, request: AdvanceRequest) -> Workflow | None:
@@ -127,9 +130,12 @@ class WorkflowStore(Protocol):
         changed step rows written guarded by their previous status, the jobs of steps moved enqueued → cancelled
         cancelled (pending | retrying | running → cancelled, lease voided), a new pending job per step moved to
         enqueued, the counters recomputed, the terminal status and completed_at = now only while the workflow is
-        running. An error raised by `decide` propagates as it was raised, and a result or new job it cannot store
-        is a `ValidationError`; either way nothing is written. Returns the workflow as recorded; None if it does
-        not exist (for `request.tenant_id`), without calling `decide`."""
+        running. Child workflows too, in the same transaction (locked after their parent, never before): the
+        children of child steps moved waiting → cancelled are cancelled if running (`children.cancel_child`, and
+        theirs, down the tree), those of child steps moved pending → waiting inserted or retried in place
+        (`Recording.children`, `children.retry_child`). An error raised by `decide` propagates as it was raised,
+        and a result or new job it cannot store is a `ValidationError`; either way nothing is written. Returns the
+        workflow as recorded; None if it does not exist (for `request.tenant_id`), without calling `decide`."""
         ...
 
     async def workflow_signal(self, signal: SignalDelivery) -> DueWait | None:
@@ -155,9 +161,11 @@ class WorkflowStore(Protocol):
         or at 0 pending → enqueued with its new job, or → waiting with its due time), the workflow's unfinished
         count decremented, and the terminal status (`counted_status`) with completed_at = now when it reaches 0;
         a new job's payload gets its `_context` as the context is when the job is inserted (every result written
-        before, this step's included). Returns the waits it made that are due at once (a signal kept): the caller
-        ends them. A `halt` or `skip` failure is recorded as `workflow_advance` records what
-        `core.finish.on_report` decides on the snapshot. A result or job it cannot store is a `ValidationError`,
+        before, this step's included); the child steps it made wait start their children as `workflow_advance`
+        starts them. Returns the waits it made that are due at once (a signal kept, a child step too deep), and,
+        when it ended a child workflow, its parent's step (`children.child_ended`): the caller ends them. A `halt`
+        or `skip` failure is recorded as `workflow_advance` records what `core.finish.on_report` decides on the
+        snapshot. A result or job it cannot store is a `ValidationError`,
         and nothing is written."""
         ...
 
@@ -188,6 +196,19 @@ class WorkflowStore(Protocol):
         """Up to `limit` jobs that finished (completed | dead_letter | cancelled) before `finished_before` and
         whose step is still `enqueued` in a running workflow: advances lost to a crash between a job's write and
         its workflow's."""
+        ...
+
+    async def workflow_children_ended(self, *, limit: int, ended_before: datetime) -> list[DueWait]:
+        """Up to `limit` child steps still `waiting` in a running workflow whose child workflow ended (completed_at)
+        before `ended_before`: parents' advances lost to a crash after their child's end (`children.parent_wait`)."""
+        ...
+
+    async def workflow_deadlines_due(self, *, limit: int, now: datetime) -> list[str]:
+        """Up to `limit` ids of running workflows whose deadline ≤ now, earliest first."""
+        ...
+
+    async def workflow_next_deadline(self) -> datetime | None:
+        """The earliest deadline of a running workflow, or None."""
         ...
 
 

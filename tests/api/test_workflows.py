@@ -10,8 +10,14 @@ from queueflow.clocks import TestClock
 
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, lease
 
-WORKFLOW_FIELDS = {"id", "tenant_id", "name", "status", "context", "steps", "created_at", "completed_at"}
-STEP_FIELDS = {"name", "task_name", "status", "job_id", "depends_on", "on_failure", "wait", "due_at", "added_by"}
+WORKFLOW_FIELDS = {
+    "id", "tenant_id", "name", "status", "context", "steps", "created_at", "completed_at",
+    "parent", "timeout_seconds", "deadline", "error",
+}  # fmt: skip
+STEP_FIELDS = {
+    "name", "task_name", "status", "job_id", "depends_on", "on_failure", "wait", "due_at", "added_by",
+    "child_workflow_id", "error",
+}  # fmt: skip
 JSON = {**TENANT_A, "Content-Type": "application/json"}
 
 DIAMOND = [
@@ -77,6 +83,8 @@ async def test_create_answers_201_and_enqueues_the_roots_only(client: AsyncClien
         "wait": None,
         "due_at": None,
         "added_by": None,
+        "child_workflow_id": None,
+        "error": None,
     }
     assert root["job_id"].startswith("job_")
     assert [(step["name"], step["status"], step["job_id"]) for step in rest] == [

@@ -32,6 +32,7 @@ FIGURES = [
     "fan-out 1 → 5 → 1: seconds",
     "fan-out 1 → 10 → 1: seconds",
     "5-step chain: ms per step",
+    "a parent of 3 child workflows × a 10-step chain: seconds",
     "server CPU per step, fan-out 10 wide (÷ 5 wide)",
     "log–log slope of fan-out time over width, 5 → 10",
     "workflow steps healed by the janitor",

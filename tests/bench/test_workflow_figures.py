@@ -76,3 +76,18 @@ def test_a_shape_queueflow_could_not_run_says_why_and_meets_nothing() -> None:
     assert slope.met is None
     [row] = [line for line in report(runs, {(WIDE, "QueueFlow"): reason}).table().splitlines() if "→ 1,000 → 1" in line]
     assert f"| {reason} | DBOS 3.4.0, queue concurrency 10: 10 s | — |" in row
+
+
+def test_the_child_workflows_figure_is_seconds_with_dbos_over_queueflow_against_two() -> None:
+    children = Shape("children", 100)
+    assert children.steps == 1000
+    assert len(children.workflows()) == 1
+    assert all("workflow" in step for step in children.workflows()[0])
+    runs = [run(children, "QueueFlow", 1.0, n) for n in (1, 2)] + [run(children, "DBOS", 2.5, n) for n in (1, 2)]
+    results = Results("test", Machine("now", 2, 1.0, "cpu", "0 0 0", "PostgreSQL 15", "abc"))
+    workflows(results, [children], by_shape(runs), {}, healed=0)
+    table = {figure.label.split(":")[0]: figure for figure in results.figures}
+    figure = table["a parent of 100 child workflows × a 10-step chain"]
+    assert figure.value == pytest.approx(1.0)  # seconds
+    assert figure.ratio == pytest.approx(2.5)
+    assert figure.met

@@ -94,6 +94,14 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
             "SELECT tenant_id, context->'event'->>'id' AS event, count(*) AS n FROM queueflow.workflows"
             " WHERE context ? 'event' GROUP BY 1, 2"
         )
+        # Each child step (issue 44): how many children it made, and how it and its child ended.
+        child_steps = await connection.fetch(
+            "SELECT s.workflow_id, s.name, s.status, c.status AS child_status,"
+            " (SELECT count(*) FROM queueflow.workflows AS k WHERE k.parent_id = s.workflow_id"
+            "   AND k.parent_step = s.name) AS children"
+            " FROM queueflow.workflow_steps AS s LEFT JOIN queueflow.workflows AS c ON c.id = s.child_workflow_id"
+            " WHERE s.child IS NOT NULL"
+        )
         cron = await connection.fetch(
             "SELECT tenant_id, metadata->>'schedule' AS schedule, metadata->>'occurrence' AS occurrence, count(*) AS n"
             " FROM queueflow.jobs WHERE metadata ? 'schedule' GROUP BY 1, 2, 3"
@@ -164,6 +172,17 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     out.require(not lost, f"{len(lost)} signals answered but not acted on: {_sample(lost)}")
     short = [workflow_id for workflow_id in signalled if added.get(workflow_id) != len(ADDED)]
     out.require(not short, f"{len(short)} growing workflows without all their added steps: {_sample(short)}")
+
+    # Child workflows (issue 44): every child created once, whatever was killed, and every parent's step ended as
+    # its child did (completed with it, failed otherwise).
+    not_once = [f"{row['workflow_id']}.{row['name']}" for row in child_steps if row["children"] != 1]
+    out.require(not not_once, f"{len(not_once)} child steps with other than one child: {_sample(not_once)}")
+    unlike = [
+        f"{row['workflow_id']}.{row['name']}"
+        for row in child_steps
+        if row["status"] != ("completed" if row["child_status"] == "completed" else "failed")
+    ]
+    out.require(not unlike, f"{len(unlike)} child steps that did not end as their child: {_sample(unlike)}")
 
     out.workflows = len(workflows)
     out.workflows_unfinished = sum(row["status"] == "running" for row in workflows)

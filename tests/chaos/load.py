@@ -75,7 +75,11 @@ async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random, tas
 
 
 GROWING_EVERY = 4
-"""Every fourth workflow grows and waits (`create_growing`) instead of being a diamond."""
+"""Every fourth workflow grows and waits (`create_growing`) instead of being a diamond; of the rest, another in
+four is a parent of child workflows (`create_parent`)."""
+PARENT_AT = 1
+"""The workflows `n` with `n % GROWING_EVERY == PARENT_AT` are parents."""
+CHILD_STEPS = ("p0", "p1")
 ADDED = ("m0", "m1", "m2")
 SIGNAL = "go"
 
@@ -85,6 +89,8 @@ async def create_workflow(api: Api, n: int) -> str:
     that grows and waits."""
     if n % GROWING_EVERY == GROWING_EVERY - 1:
         return await create_growing(api, n)
+    if n % GROWING_EVERY == PARENT_AT:
+        return await create_parent(api, n)
     step = {"task_name": "chaos", "queue_name": QUEUES[n % len(QUEUES)], **POLICY}
     steps = [
         {"name": "a", **step, "on_failure": "continue"},
@@ -113,6 +119,21 @@ async def create_growing(api: Api, n: int) -> str:
         {"name": "join", **step, "depends_on": ["g", "w"]},
     ]
     body = {"name": f"growing-{n}", "steps": steps}
+    workflow = await api.call("POST", "/v1/workflows", TENANTS[n % 2], key=f"wf-{n}", json=body)
+    return str(workflow["id"])
+
+
+async def create_parent(api: Api, n: int) -> str:
+    """p0 and p1 each run a child workflow x → y (issue 44), then `after` runs. Every failure is `continue`, so the
+    parent always reaches `after` whichever way its children end; each child step must have made one child, and
+    ended as its child did (`checks`)."""
+    step = {"task_name": "chaos", "queue_name": QUEUES[n % len(QUEUES)], **POLICY, "on_failure": "continue"}
+    child = {"name": f"child-{n}", "steps": [{"name": "x", **step}, {"name": "y", **step, "depends_on": ["x"]}]}
+    steps = [
+        *({"name": name, "workflow": child, "on_failure": "continue"} for name in CHILD_STEPS),
+        {"name": "after", **step, "depends_on": list(CHILD_STEPS)},
+    ]
+    body = {"name": f"parent-{n}", "steps": steps}
     workflow = await api.call("POST", "/v1/workflows", TENANTS[n % 2], key=f"wf-{n}", json=body)
     return str(workflow["id"])
 

@@ -51,3 +51,20 @@ async def test_the_running_loop_ends_a_wait_that_came_due(
             async with asyncio.timeout(5):
                 assert await watch.wait(5)  # remind's job arrived
     assert [job.workflow_step_id for job in (await engine.list_jobs(T)).items] == ["remind"]
+
+
+async def test_a_pass_ends_a_workflow_past_its_deadline_and_the_pause_counts_to_it(
+    engine: Engine, clock: TestClock
+) -> None:
+    """A workflow's deadline is a due time like a wait's (issue 44): the same timer ends it, within an interval."""
+    slow = NewWorkflow(name="slow", steps=[NewStep(name="a", task_name="a")], timeout_seconds=60)
+    workflow, _ = await engine.create_workflow(T, slow)
+    timer = WaitTimer(engine)
+    clock.advance(59.75)
+    assert await timer.pause(0) == 0.25
+    assert await timer.tick() == 0
+    clock.advance(0.25)
+    assert await timer.tick() == 1
+    ended = await engine.get_workflow(T, workflow.id)
+    assert (ended.status.value, ended.error) == ("failed", "timed out after 60 s")
+    assert await timer.pause(1) == 1.0

@@ -191,10 +191,15 @@ def _workflow_ok(steps: list[Any]) -> bool:
 
 
 def _task_or_wait(step: dict[str, Any]) -> bool:
-    """A step has a task_name or a wait (`{signal, timeout_seconds?}` or `{seconds}`), and a wait step no job field."""
-    wait = step.get("wait")
-    if (step.get("task_name") is None) == (wait is None):
+    """A step has one of a task_name, a wait (`{signal, timeout_seconds?}` or `{seconds}`) and a child workflow
+    (a body as a new workflow's, by the same rules), and a wait or child step no job field."""
+    wait, child = step.get("wait"), step.get("workflow")
+    if sum(kind is not None for kind in (step.get("task_name"), wait, child)) != 1:
         return False
+    if child is not None:
+        steps = child.get("steps") if isinstance(child, dict) else None
+        no_job = not any(name in step for name in JOB_FIELDS)
+        return no_job and (not isinstance(steps, list) or _workflow_ok(steps))
     if wait is None:
         return True
     if any(name in step for name in JOB_FIELDS):

@@ -61,6 +61,7 @@ WORKFLOW = steps.workflow(
                    timeout_seconds=60, concurrency_key="db"),
         steps.signal("approval", depends_on=["extract"], timeout_seconds=3600, on_failure="continue"),
         steps.sleep("cool_down", 2.5, depends_on=["approval"]),
+        steps.child("load", steps.workflow("load", [steps.task("copy", "copy")]), depends_on=["cool_down"]),
     ],
     context={"run": 1},
 )  # fmt: skip
@@ -111,6 +112,7 @@ CALLS: list[tuple[str, Call[Any]]] = [
     ("sendEvent", _calls.send_event("order.paid", {"order": 7}, "evt-7")),
     ("sendEvent", _calls.send_event("order.paid", None, None)),
     ("createWorkflow", _calls.create_workflow("etl", WORKFLOW.steps, {"run": 1}, "key-3")),
+    ("createWorkflow", _calls.create_workflow("etl", WORKFLOW.steps, {"run": 1}, "key-3", 3600.0)),
     ("getWorkflow", _calls.get_workflow("wf_1", 5.0)),
     ("listWorkflows", _calls.list_workflows("running", 10, "c")),
     ("cancelWorkflow", _calls.cancel_workflow("wf_1")),
@@ -130,6 +132,8 @@ CALLS: list[tuple[str, Call[Any]]] = [
                    backoff=Backoff(), timeout_seconds=60, concurrency_key="db"),
         steps.signal("more", depends_on=["map_0"], timeout_seconds=60, on_failure="skip"),
         {"name": "pause", "wait": Wait(seconds=1.0)},
+        steps.child("ship", steps.workflow("parcel", [steps.task("pack", "pack")], timeout_seconds=60),
+                    depends_on=["pause"]),
     ])),
 ]
 # fmt: on

@@ -102,7 +102,7 @@ async def test_a_step_left_at_its_defaults_gets_the_servers(client: AsyncQueueFl
     assert (job.queue_name, job.priority, job.max_retries, job.timeout_seconds) == ("default", 0, 3, None)
     with pytest.raises(TypeError, match="unknown workflow step option"):
         await client.workflows.create("one", [{"name": "only", "task_name": "t", "colour": "red"}])
-    with pytest.raises(TypeError, match="needs a task_name or a wait"):
+    with pytest.raises(TypeError, match="needs a task_name, a wait or a workflow"):
         await client.workflows.create("one", [{"name": "only"}])
 
 

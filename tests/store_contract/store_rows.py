@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from queueflow.core.advance import new_workflow_recording
+from queueflow.core.advance import record, settle
 from queueflow.core.cursor import Listed
-from queueflow.core.ids import new_id
+from queueflow.core.ids import id_stream, new_id
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
@@ -29,7 +29,7 @@ from queueflow.core.types import (
     JobStatus,
     NewJob,
 )
-from queueflow.core.workflow import NewStep, Workflow, WorkflowQuery
+from queueflow.core.workflow import NewStep, Workflow, WorkflowQuery, WorkflowStatus, new_steps
 from queueflow.ports import Store
 
 from tests.moments import START, T
@@ -160,8 +160,21 @@ def workflow(
     key: str | None = None,
     context: dict[str, JSON] | None = None,
 ) -> tuple[Workflow, list[Job]]:
-    """A new running workflow, its roots enqueued, and their jobs: what `workflow_insert` is handed."""
-    recording = new_workflow_recording(tenant, dag(*steps, context=context, key=key), now, RNG)
+    """A new running workflow, its roots enqueued, and their jobs: what `workflow_insert` is handed (a root child
+    step is left waiting without its child: the tests of children start them with `record_with_children`)."""
+    new = dag(*steps, context=context, key=key)
+    workflow_id = new_id("wf", now, RNG)
+    pending = Workflow(
+        id=workflow_id,
+        tenant_id=tenant,
+        name=new.name,
+        status=WorkflowStatus.RUNNING,
+        context=dict(new.context),
+        steps=new_steps(workflow_id, new),
+        created_at=now,
+        idempotency_key=key,
+    )
+    recording = record(pending, settle(pending.steps), now, id_stream("job", now, RNG))
     return recording.workflow, recording.jobs
 
 

@@ -224,7 +224,9 @@ def show(answer: Any, *, as_json: bool, out: TextIO) -> None:
     elif isinstance(answer, list):
         table(answer, out)
     elif isinstance(answer, Workflow):
-        record(answer, out, skip=("steps",))
+        # What only some workflows have (a parent, a deadline, a timeout's error) is shown where it is.
+        unset = [name for name in ("parent", "timeout_seconds", "deadline", "error") if getattr(answer, name) is None]
+        record(answer, out, skip=("steps", *unset))
         out.write("\n")
         table(answer.steps, out)
     else:

@@ -26,7 +26,7 @@ from typing import Any
 from queueflow_client.errors import ArgumentError
 from queueflow_client.types import Backoff, OnFailure, Step, Wait
 
-__all__ = ["StepRef", "WorkflowDefinition", "check_unique", "signal", "sleep", "task", "workflow"]
+__all__ = ["StepRef", "WorkflowDefinition", "check_unique", "child", "signal", "sleep", "task", "workflow"]
 
 StepRef = str | Step
 """A step named by its name, or the step itself."""
@@ -120,6 +120,29 @@ def sleep(
     )
 
 
+def child(
+    name: str,
+    workflow: WorkflowDefinition,
+    *,
+    depends_on: Iterable[StepRef] = (),
+    required_by: Iterable[StepRef] = (),
+    on_failure: OnFailure = "halt",
+) -> Step:
+    """A step that runs the whole workflow `workflow` as a child: created (once) when the step's dependencies are
+    done, its context `workflow.context` plus `parent` and the parent's context under `parent_context`. The step
+    completes with the child's final context as its result when the child completes; it fails (its `on_failure`
+    applies) when the child fails, partially fails or is cancelled. Cancelling the parent cancels the child."""
+    if not isinstance(workflow, WorkflowDefinition):
+        raise ArgumentError(f"steps.child takes a steps.workflow(...), not {workflow!r:.60}")
+    return Step(
+        name=name,
+        workflow=workflow.to_json(),
+        depends_on=_names(depends_on, "depends_on"),
+        required_by=_names(required_by, "required_by"),
+        on_failure=on_failure,
+    )
+
+
 def check_unique(steps: Sequence[Step | Mapping[str, Any]]) -> None:
     """An `ArgumentError` naming every step name given more than once (the server would refuse the whole)."""
     names = Counter(step.name if isinstance(step, Step) else step.get("name") for step in steps)
@@ -134,17 +157,26 @@ class WorkflowDefinition:
     name: str
     steps: tuple[Step, ...]
     context: Mapping[str, Any] = field(default_factory=dict)
+    timeout_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The body of `POST /v1/workflows` (and a schedule's `workflow`)."""
-        return {"name": self.name, "context": dict(self.context), "steps": [step.to_json() for step in self.steps]}
+        """The body of `POST /v1/workflows` (and a schedule's `workflow`, and a child step's)."""
+        body = {"name": self.name, "context": dict(self.context), "steps": [step.to_json() for step in self.steps]}
+        return body if self.timeout_seconds is None else body | {"timeout_seconds": self.timeout_seconds}
 
 
-def workflow(name: str, steps: Iterable[Step], *, context: Mapping[str, Any] | None = None) -> WorkflowDefinition:
+def workflow(
+    name: str,
+    steps: Iterable[Step],
+    *,
+    context: Mapping[str, Any] | None = None,
+    timeout_seconds: float | None = None,
+) -> WorkflowDefinition:
     """The workflow `name` of `steps` (in any order: each runs when what it depends on is done), starting with
-    `context` (each step's job sees it in `_context`, with the completed steps' results)."""
+    `context` (each step's job sees it in `_context`, with the completed steps' results). With `timeout_seconds`,
+    a workflow still running that long after it starts (or is retried) fails, as a halt would end it."""
     given = tuple(steps)
     if not all(isinstance(step, Step) for step in given):
-        raise ArgumentError("a workflow's steps are steps.task / steps.signal / steps.sleep")
+        raise ArgumentError("a workflow's steps are steps.task / steps.signal / steps.sleep / steps.child")
     check_unique(given)
-    return WorkflowDefinition(name, given, dict(context or {}))
+    return WorkflowDefinition(name, given, dict(context or {}), timeout_seconds)

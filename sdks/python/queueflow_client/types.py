@@ -341,11 +341,13 @@ class HeartbeatResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Wait:
-    """What a wait step waits for: the signal `signal` (failing after `timeout_seconds`, if given), or `seconds`."""
+    """What a wait step waits for: the signal `signal` (failing after `timeout_seconds`, if given), or `seconds`;
+    as a workflow reports it for a child step, `workflow`: the child workflow's id."""
 
     signal: str | None = None
     timeout_seconds: float | None = None
     seconds: float | None = None
+    workflow: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.signal is not None:
@@ -359,14 +361,16 @@ class Wait:
             signal=data.get("signal"),
             timeout_seconds=_seconds(data.get("timeout_seconds")),
             seconds=_seconds(data.get("seconds")),
+            workflow=data.get("workflow"),
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
     """One step of a workflow to create, or to add from a running step (`ctx.add_steps`): a job of `task_name`,
-    or a `wait`, run once every step it `depends_on` has finished. `queueflow_client.steps` builds them
-    (`steps.task`, `steps.signal`, `steps.sleep`).
+    a `wait`, or a child `workflow` (a body as `POST /v1/workflows` takes it), run once every step it `depends_on`
+    has finished. `queueflow_client.steps` builds them (`steps.task`, `steps.signal`, `steps.sleep`,
+    `steps.child`).
 
     `required_by` is for a step added at run time only: existing steps, still pending, that must now also wait
     for it (`split` adds `map_0..map_n`, each required by `reduce`)."""
@@ -374,6 +378,7 @@ class Step:
     name: str
     task_name: str | None = None
     wait: Wait | None = None
+    workflow: Mapping[str, Any] | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
     depends_on: Sequence[str] = ()
     required_by: Sequence[str] = ()
@@ -392,6 +397,8 @@ class Step:
             body["required_by"] = list(self.required_by)
         if self.wait is not None:
             return body | {"wait": self.wait.to_json()} | ({"task_name": self.task_name} if self.task_name else {})
+        if self.workflow is not None:
+            return body | {"workflow": dict(self.workflow)}
         options = {
             "task_name": self.task_name,
             "payload": dict(self.payload),
@@ -420,6 +427,9 @@ class WorkflowStep:
     wait: Wait | None = None
     due_at: datetime | None = None
     added_by: str | None = None
+    child_workflow_id: str | None = None
+    """A child step's workflow, once it created it (`client.workflows.get(...)`)."""
+    error: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> WorkflowStep:
@@ -434,6 +444,8 @@ class WorkflowStep:
             wait=Wait.from_json(wait) if wait is not None else None,
             due_at=datetime.fromisoformat(due) if due is not None else None,
             added_by=data.get("added_by"),
+            child_workflow_id=data.get("child_workflow_id"),
+            error=data.get("error"),
         )
 
 
@@ -447,6 +459,13 @@ class Workflow:
     steps: list[WorkflowStep]
     created_at: datetime
     completed_at: datetime | None
+    parent: ParentRef | None = None
+    """The step of another workflow whose child this is (None: a top workflow)."""
+    timeout_seconds: float | None = None
+    deadline: datetime | None = None
+    """When it fails if still running (`created_at`, or its last retry, plus `timeout_seconds`)."""
+    error: str | None = None
+    """Why it ended, where a step does not say (`"timed out after N s"`)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Workflow:
@@ -459,7 +478,23 @@ class Workflow:
             steps=[WorkflowStep.from_json(step) for step in data["steps"]],
             created_at=_required_time(data["created_at"]),
             completed_at=_time(data.get("completed_at")),
+            parent=ParentRef.from_json(parent) if (parent := data.get("parent")) is not None else None,
+            timeout_seconds=_seconds(data.get("timeout_seconds")),
+            deadline=_time(data.get("deadline")),
+            error=data.get("error"),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParentRef:
+    """The step (`step`) of the workflow `workflow_id` whose child a workflow is."""
+
+    workflow_id: str
+    step: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ParentRef:
+        return cls(workflow_id=data["workflow_id"], step=data["step"])
 
 
 # ---- schedules -------------------------------------------------------------------------------------

@@ -24,13 +24,14 @@ export type OnFailure = "halt" | "skip" | "continue";
 export type Wait = { signal: string; timeout_seconds?: number } | { seconds: number };
 
 /**
- * A step to create, or to add from a running step: a job of `task_name`, or a `wait` (exactly one of the two).
- * `required_by` only for a step added at run time.
+ * A step to create, or to add from a running step: a job of `task_name`, a `wait`, or a child `workflow` (exactly
+ * one of the three). `required_by` only for a step added at run time.
  */
 export interface NewStep {
   name: string;
   task_name?: string;
   wait?: Wait;
+  workflow?: WorkflowDefinition;
   payload?: Record<string, unknown>;
   depends_on?: string[];
   required_by?: string[];
@@ -75,6 +76,8 @@ export interface WorkflowDefinition {
   name: string;
   context: Record<string, unknown>;
   steps: NewStep[];
+  /** Its deadline: still running this long after it starts (or is retried), it fails as a halt would end it. */
+  timeout_seconds?: number;
 }
 
 function names(refs: readonly StepRef[] | undefined, what: string): string[] {
@@ -123,6 +126,19 @@ function sleep(name: string, seconds: number, options: StepOptions = {}): NewSte
   return { ...placed(name, options), wait: { seconds } };
 }
 
+/**
+ * A step that runs the whole workflow `child` (a `steps.workflow(...)`) as a child: created once when the step's
+ * dependencies are done, its context `child.context` plus `parent` and the parent's context under
+ * `parent_context`. The step completes with the child's final context when the child completes, and fails (its
+ * `on_failure` applies) when it fails, partially fails or is cancelled; cancelling the parent cancels the child.
+ */
+function child(name: string, workflow: WorkflowDefinition, options: StepOptions = {}): NewStep {
+  if (workflow === null || typeof workflow !== "object" || !Array.isArray(workflow.steps)) {
+    throw new ArgumentError("steps.child takes a steps.workflow(...)");
+  }
+  return { ...placed(name, options), workflow };
+}
+
 /** An `ArgumentError` naming every step name given more than once (the server would refuse them all). */
 export function checkUnique(given: readonly { name: string }[]): void {
   const seen = new Set<string>();
@@ -133,11 +149,22 @@ export function checkUnique(given: readonly { name: string }[]): void {
   }
 }
 
-/** The workflow `name` of `steps` (in any order), starting with `options.context`. */
-function workflow(name: string, given: readonly NewStep[], options: { context?: Record<string, unknown> } = {}): WorkflowDefinition {
+/**
+ * The workflow `name` of `steps` (in any order), starting with `options.context`; with `options.timeout_seconds`,
+ * it fails if still running that long after it starts.
+ */
+function workflow(
+  name: string,
+  given: readonly NewStep[],
+  options: { context?: Record<string, unknown>; timeout_seconds?: number } = {},
+): WorkflowDefinition {
   checkUnique(given);
-  return { name, context: options.context ?? {}, steps: [...given] };
+  const definition: WorkflowDefinition = { name, context: options.context ?? {}, steps: [...given] };
+  return options.timeout_seconds === undefined ? definition : { ...definition, timeout_seconds: options.timeout_seconds };
 }
 
-/** The step builders: `steps.task`, `steps.signal`, `steps.sleep`, and `steps.workflow` to put them together. */
-export const steps = { task, signal, sleep, workflow } as const;
+/**
+ * The step builders: `steps.task`, `steps.signal`, `steps.sleep`, `steps.child`, and `steps.workflow` to put them
+ * together.
+ */
+export const steps = { task, signal, sleep, child, workflow } as const;

@@ -25,6 +25,23 @@ test("a task step is the API's step with its job options; dependencies are given
   assert.deepEqual(reduce, { name: "reduce", task_name: "sum", payload: {}, depends_on: ["split"], on_failure: "skip", timeout_seconds: 30 });
 });
 
+test("a child step carries its workflow's definition and no job field; a definition may carry a deadline", () => {
+  const parcel = steps.workflow("parcel", [steps.task("pack", "pack")], { context: { parcel: 1 }, timeout_seconds: 600 });
+  assert.deepEqual(steps.child("ship", parcel, { depends_on: ["charge"] }), {
+    name: "ship",
+    depends_on: ["charge"],
+    on_failure: "halt",
+    workflow: {
+      name: "parcel",
+      context: { parcel: 1 },
+      steps: [{ name: "pack", task_name: "pack", payload: {}, depends_on: [], on_failure: "halt" }],
+      timeout_seconds: 600,
+    },
+  });
+  assert.equal(steps.workflow("w", []).timeout_seconds, undefined);
+  assert.throws(() => steps.child("ship", null as never), ArgumentError);
+});
+
 test("wait steps carry their wait and no job field; required_by only when given", () => {
   assert.deepEqual(steps.signal("approval", { timeout_seconds: 3600, depends_on: ["draft"] }), {
     name: "approval",

@@ -69,11 +69,14 @@ class WorkflowsController(Controller):
         status: Annotated[WorkflowStatusName | None, QueryParameter()] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
         cursor: Annotated[str | None, QueryParameter(min_length=1, max_length=512)] = None,
+        parent_id: Annotated[str | None, QueryParameter(min_length=1, max_length=100)] = None,
     ) -> WorkflowPage:
-        """List the tenant's workflows, newest first."""
+        """List the tenant's workflows, newest first; with `parent_id`, only that workflow's children."""
         services = services_of(request)
         where = WorkflowStatus(status) if status is not None else None
-        page = await services.engine.list_workflows(tenant_of(request), where, limit=limit, cursor=cursor)
+        page = await services.engine.list_workflows(
+            tenant_of(request), where, limit=limit, cursor=cursor, parent_id=parent_id
+        )
         return WorkflowPage([Workflow.from_domain(workflow) for workflow in page.items], page.next_cursor)
 
     @get("/{workflow_id:str}", operation_id="getWorkflow", responses=problem_responses(400, *TENANT_ERRORS, 404))

@@ -8,7 +8,8 @@ result, assembled when it is read, so a finish writes one result, never the whol
 Readiness: a pending step is ready when every dependency is *satisfied*: completed, or failed/cancelled with
 `on_failure=continue`. Each step row counts its unsatisfied dependencies (`Step.remaining`).
 
-A ready step that runs a job is enqueued; a ready wait step becomes `waiting` with its due time (`core.waits`).
+A ready step that runs a job is enqueued; a ready wait step becomes `waiting` with its due time (`core.waits`),
+a ready child step `waiting` for the child workflow it starts (`core.children`).
 
 A step's job ends in failure when it dead-letters (the step is `failed`) or is cancelled (`cancelled`); a wait
 step fails when its signal times out. Either way the step's `on_failure` applies:
@@ -34,15 +35,13 @@ Recording a Transition
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
 from msgspec.structs import replace as replace_struct
 
-from queueflow.core.backoff import RandomSource
-from queueflow.core.ids import id_stream, new_id
 from queueflow.core.lifecycle import pending_row
 from queueflow.core.types import JSON, Job
 from queueflow.core.waits import DueWait, Wait, WaitEnd, is_due
@@ -56,7 +55,6 @@ from queueflow.core.workflow import (
     StepStatus,
     Workflow,
     WorkflowStatus,
-    new_steps,
     step_job,
 )
 
@@ -83,6 +81,8 @@ class StepState(Protocol):
     def on_failure(self) -> OnFailure: ...
     @property
     def wait(self) -> Wait | None: ...
+    @property
+    def child(self) -> NewWorkflow | None: ...
 
 
 FINISH_FROM = frozenset({StepStatus.ENQUEUED, StepStatus.WAITING})
@@ -133,6 +133,8 @@ class Transition:
     """The workflow goes back to `running` (a retry), its completed_at cleared."""
     workflow_status: WorkflowStatus | None = None
     """The workflow's terminal status, when nothing is left to schedule; None while it runs on."""
+    error: str | None = None
+    """Why the workflow ends (with `workflow_status`): a timeout's."""
 
     def changes(self) -> list[StepChange]:
         changes = [] if self.finished is None else [self.finished]
@@ -163,6 +165,7 @@ class _State:
     depends_on: Sequence[str]
     on_failure: OnFailure
     wait: Wait | None
+    child: NewWorkflow | None = None
 
 
 def satisfied(step: StepState) -> bool:
@@ -208,7 +211,7 @@ def settle(steps: Sequence[StepState]) -> Transition:
         cancel = tuple(step.name for step in steps if step.status in UNFINISHED_STEPS)
         return Transition(cancel=cancel, workflow_status=WorkflowStatus.FAILED)
     skip = _downstream_of_skips(steps)
-    waits = {step.name for step in steps if step.wait is not None}
+    waits = {step.name for step in steps if step.wait is not None or step.child is not None}
     ready = [name for name in ready_steps(steps) if name not in skip]
     enqueue = tuple(name for name in ready if name not in waits)
     wait = tuple(name for name in ready if name in waits)
@@ -299,7 +302,8 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
             if change.status is StepStatus.WAITING and row.wait is not None:
                 row = replace(row, due_at=row.wait.due(now, row.signal is not None))
             elif change.status is StepStatus.PENDING:
-                row = replace(row, job_id=None, due_at=None)
+                # A child step keeps its child: its retry retries that child in place (`core.children`).
+                row = replace(row, job_id=None, due_at=None, error=None)
             elif change.status is not StepStatus.ENQUEUED:
                 row = replace(row, due_at=None)
             rows[change.name] = replace(row, status=change.status)
@@ -323,11 +327,21 @@ def apply_transition(workflow: Workflow, transition: Transition, now: datetime) 
             if dependent.status in (StepStatus.PENDING, StepStatus.ENQUEUED) and dependent.remaining > 0:
                 rows[name] = replace(dependent, remaining=dependent.remaining - 1)
     status, completed_at = workflow.status, workflow.completed_at
+    error, deadline = workflow.error, workflow.deadline
     if transition.rerun and status is not WorkflowStatus.RUNNING:
-        status, completed_at = WorkflowStatus.RUNNING, None
+        status, completed_at, error = WorkflowStatus.RUNNING, None, None
+        deadline = deadline_after(now, workflow.timeout_seconds)
     if transition.workflow_status is not None and status is WorkflowStatus.RUNNING:
-        status, completed_at = transition.workflow_status, now
-    updated = replace(workflow, context=context, steps=list(rows.values()), status=status, completed_at=completed_at)
+        status, completed_at, error = transition.workflow_status, now, transition.error
+    updated = replace(
+        workflow,
+        context=context,
+        steps=list(rows.values()),
+        status=status,
+        completed_at=completed_at,
+        error=error,
+        deadline=deadline,
+    )
     return updated, applied
 
 
@@ -363,6 +377,11 @@ class Recording:
     """Ids of the jobs of steps that went enqueued → cancelled; the store cancels them if unfinished."""
     counters: Counters
     """The workflow's counters, recomputed from its recorded steps."""
+    cancel_children: list[str] = field(default_factory=list)
+    """Ids of the child workflows of child steps that went waiting → cancelled: the store cancels them (and theirs)
+    in the same transaction, if running."""
+    children: list[ChildStart] = field(default_factory=list)
+    """The child workflows of child steps that went pending → waiting (`core.children.record_with_children`)."""
 
 
 def new_step_job(workflow: Workflow, step: Step, now: datetime, job_id: str) -> Job:
@@ -399,8 +418,18 @@ def record(workflow: Workflow, transition: Transition, now: datetime, job_ids: I
         for old, new in changed
         if old.status is StepStatus.ENQUEUED and new.status is StepStatus.CANCELLED and old.job_id is not None
     ]
+    cancel_children = [
+        old.child_workflow_id
+        for old, new in changed
+        if old.status is StepStatus.WAITING and new.status is StepStatus.CANCELLED and old.child_workflow_id
+    ]
     return Recording(
-        workflow=updated, changed=changed, jobs=jobs, cancel_jobs=cancel_jobs, counters=counters(updated.steps)
+        workflow=updated,
+        changed=changed,
+        jobs=jobs,
+        cancel_jobs=cancel_jobs,
+        counters=counters(updated.steps),
+        cancel_children=cancel_children,
     )
 
 
@@ -425,7 +454,7 @@ def _downstream_of_skips(steps: Sequence[StepState]) -> tuple[str, ...]:
 
 
 def _with_status(step: StepState, status: StepStatus) -> _State:
-    return _State(step.name, status, step.depends_on, step.on_failure, step.wait)
+    return _State(step.name, status, step.depends_on, step.on_failure, step.wait, step.child)
 
 
 def due_waits(workflow: Workflow, now: datetime) -> list[DueWait]:
@@ -436,25 +465,31 @@ def due_waits(workflow: Workflow, now: datetime) -> list[DueWait]:
 
 
 def due_wait(workflow_id: str, step: Step) -> DueWait | None:
-    """`step` as a wait to end, if it is a wait step."""
-    if step.wait is None:
+    """`step` as a wait to end, if it is a wait step (or a child step, which is due only when it could not create
+    its child)."""
+    if step.wait is None and step.child is None:
         return None
-    return DueWait(workflow_id=workflow_id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)
-
-
-def new_workflow_recording(tenant_id: str, new: NewWorkflow, now: datetime, rng: RandomSource) -> Recording:
-    """A validated new workflow's rows: the workflow, running, with its root steps enqueued as jobs (a new workflow
-    is a snapshot like any other: settling it enqueues the roots)."""
-    workflow_id = new_id("wf", now, rng)
-    pending = Workflow(
-        id=workflow_id,
-        tenant_id=tenant_id,
-        name=new.name,
-        status=WorkflowStatus.RUNNING,
-        context=dict(new.context),
-        steps=new_steps(workflow_id, new),
-        created_at=now,
-        idempotency_key=new.idempotency_key,
-        trace_context=new.trace_context,
+    return DueWait(
+        workflow_id=workflow_id,
+        name=step.name,
+        wait=step.wait,
+        due_at=step.due_at,
+        signal=step.signal,
+        child_workflow_id=step.child_workflow_id,
     )
-    return record(pending, settle(pending.steps), now, id_stream("job", now, rng))
+
+
+def deadline_after(start: datetime, timeout_seconds: float | None) -> datetime | None:
+    """A workflow's deadline when it (re)starts at `start`."""
+    return None if timeout_seconds is None else start + timedelta(seconds=timeout_seconds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildStart:
+    """What a child step that went pending → waiting starts, in its parent's transaction: a new child workflow
+    (`recording`, which the store inserts with its jobs and its own children), or a retry in place of the child it
+    created before (`retry`)."""
+
+    step: str
+    recording: Recording | None = None
+    retry: str | None = None

@@ -24,6 +24,9 @@ def step_definition(step: NewStep) -> dict[str, JSON]:
     if step.wait is not None:
         shape["wait"] = step.wait.to_json()
         return shape
+    if step.workflow is not None:
+        shape["workflow"] = new_workflow_json(step.workflow)
+        return shape
     return shape | {
         "task_name": step.task_name,
         "payload": step.payload,
@@ -39,11 +42,19 @@ def step_definition(step: NewStep) -> dict[str, JSON]:
 def new_workflow_json(workflow: NewWorkflow) -> dict[str, JSON]:
     """`workflow`'s name, context and steps (not its idempotency key or trace context: those are per run)."""
     steps: list[JSON] = [{"name": step.name, **step_definition(step)} for step in workflow.steps]
-    return {"name": workflow.name, "context": dict(workflow.context), "steps": steps}
+    shape: dict[str, JSON] = {"name": workflow.name, "context": dict(workflow.context), "steps": steps}
+    if workflow.timeout_seconds is not None:
+        shape["timeout_seconds"] = workflow.timeout_seconds
+    return shape
 
 
 def new_workflow_from_json(data: dict[str, Any]) -> NewWorkflow:
-    return NewWorkflow(name=data["name"], context=dict(data["context"]), steps=[_step(step) for step in data["steps"]])
+    return NewWorkflow(
+        name=data["name"],
+        context=dict(data["context"]),
+        steps=[_step(step) for step in data["steps"]],
+        timeout_seconds=data.get("timeout_seconds"),
+    )
 
 
 def _step(data: dict[str, Any]) -> NewStep:
@@ -55,6 +66,8 @@ def _step(data: dict[str, Any]) -> NewStep:
     }
     if data.get("wait") is not None:
         return NewStep(wait=Wait.from_json(data["wait"]), **common)
+    if data.get("workflow") is not None:
+        return NewStep(workflow=new_workflow_from_json(data["workflow"]), **common)
     return NewStep(
         task_name=data["task_name"],
         payload=cast(dict[str, JSON], data["payload"]),
@@ -68,9 +81,12 @@ def _step(data: dict[str, Any]) -> NewStep:
     )
 
 
-STEP_FIELDS = frozenset({"name", "task_name", "wait", "depends_on", "required_by", "on_failure", *JOB_FIELDS})
+STEP_FIELDS = frozenset(
+    {"name", "task_name", "wait", "workflow", "depends_on", "required_by", "on_failure", *JOB_FIELDS}
+)
 """The fields of a step to add (`POST /v1/worker/jobs/{id}/steps`)."""
 _WAIT_FIELDS = frozenset({"signal", "timeout_seconds", "seconds"})
+_WORKFLOW_FIELDS = frozenset({"name", "context", "steps", "timeout_seconds"})
 _BACKOFF_FIELDS = frozenset({"strategy", "base_seconds", "max_seconds", "jitter"})
 
 
@@ -113,6 +129,8 @@ def _new_step(value: object, loc: Loc, errors: list[FieldError]) -> NewStep | No
         given["on_failure"] = _member(OnFailure, given["on_failure"])
     if given.get("wait") is not None:
         given["wait"] = _wait(given["wait"], (*loc, "wait"), found)
+    if given.get("workflow") is not None:
+        given["workflow"] = _workflow(given["workflow"], (*loc, "workflow"), found)
     if "backoff" in given:
         given["backoff"] = _backoff(given["backoff"], (*loc, "backoff"), found)
     errors += found
@@ -128,6 +146,28 @@ def _wait(value: object, loc: Loc, errors: list[FieldError]) -> Wait | None:
         signal=value.get("signal"),
         timeout_seconds=_float(value.get("timeout_seconds")),
         seconds=_float(value.get("seconds")),
+    )
+
+
+def _workflow(value: object, loc: Loc, errors: list[FieldError]) -> NewWorkflow | None:
+    """A child step's workflow body of plain JSON; its values' rules are `workflow.step_errors`'."""
+    if not isinstance(value, dict):
+        errors.append(FieldError(loc, "must be a JSON object"))
+        return None
+    found = _unknown_fields(value, _WORKFLOW_FIELDS, loc)
+    steps: list[NewStep] = []
+    try:
+        steps = new_steps_from_json(value.get("steps"), (*loc, "steps"))
+    except ValidationError as exc:
+        found += exc.errors
+    errors += found
+    if found:
+        return None
+    return NewWorkflow(
+        name=value.get("name"),  # type: ignore[arg-type]  # checked by the step's rules
+        context=value.get("context", {}),
+        steps=steps,
+        timeout_seconds=_float(value.get("timeout_seconds")),
     )
 
 

@@ -20,8 +20,9 @@ from datetime import datetime, timedelta
 import msgspec
 from msgspec.structs import replace as replace_struct
 
-from queueflow.core.advance import Recording, new_workflow_recording
+from queueflow.core.advance import Recording
 from queueflow.core.backoff import RandomSource
+from queueflow.core.children import new_workflow_recording
 from queueflow.core.errors import FieldError
 from queueflow.core.ids import new_id, new_ids
 from queueflow.core.jsonvalue import MAX_DEPTH, storage_errors

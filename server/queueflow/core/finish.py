@@ -59,6 +59,8 @@ class DependentRow:
     remaining: int
     job_id: str | None = None
     due_at: datetime | None = None
+    child_workflow_id: str | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +78,8 @@ class Finish:
     """The new jobs of the dependents it enqueued, in that order."""
     due: tuple[DueWait, ...] = ()
     """The dependents it made wait that have a signal kept: due at once, for the caller to end (a finish each)."""
+    children: tuple[Step, ...] = ()
+    """The child steps it made wait: the store starts their child workflows (`core.children.finish_children`)."""
     partial: bool
     """The finish was a failure: the workflow can end `partially_failed` at best."""
     unfinished: int = 1
@@ -103,12 +107,16 @@ def on_finish(
     rows: list[DependentRow] = []
     ready: list[Step] = []
     due: list[DueWait] = []
+    children: list[Step] = []
     for dependent in dependents:
         if dependent.status is not StepStatus.PENDING:
             continue
         left = dependent.remaining - 1
         if left > 0:
             rows.append(DependentRow(dependent.name, StepStatus.PENDING, left))
+        elif dependent.child is not None:
+            rows.append(DependentRow(dependent.name, StepStatus.WAITING, 0))
+            children.append(dependent)
         elif dependent.wait is None:
             ready.append(dependent)
         else:
@@ -135,6 +143,7 @@ def on_finish(
         dependents=tuple(rows),
         jobs=tuple(jobs),
         due=tuple(due),
+        children=tuple(children),
         partial=not completed,
     )
 
@@ -168,8 +177,13 @@ class StepReport:
 
 def wait_report(due: DueWait) -> StepReport:
     """How the wait `due` ends: with its kept signal's payload, after its sleep (null), or failed (its signal
-    timed out)."""
-    if due.signal is not None:
+    timed out); a child step's with its child's final context if the child completed, else failed (whichever
+    way the child ended, or it could not be created)."""
+    if due.wait is None:
+        completed = due.child is not None and due.child.status == "completed"
+        outcome = StepOutcome.COMPLETED if completed else StepOutcome.FAILED
+        result = due.child.context if completed and due.child is not None else None
+    elif due.signal is not None:
         outcome, result = StepOutcome.COMPLETED, due.signal.payload
     elif due.wait.seconds is not None:
         outcome, result = StepOutcome.COMPLETED, None

@@ -277,8 +277,8 @@ def _transition(rows: dict[str, Step], added: Sequence[Step]) -> Transition:
     ]
     return Transition(
         skip=tuple(step.name for step in added if step.name in skipped),
-        enqueue=tuple(step.name for step in ready if step.wait is None),
-        wait=tuple(step.name for step in ready if step.wait is not None),
+        enqueue=tuple(step.name for step in ready if step.wait is None and step.child is None),
+        wait=tuple(step.name for step in ready if step.wait is not None or step.child is not None),
     )
 
 

@@ -121,14 +121,25 @@ class WaitEnd:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChildEnd:
+    """How a child workflow ended: its status and its final context."""
+
+    status: str
+    context: JSON
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DueWait:
-    """A `waiting` step to end now (due, or with a signal kept), as read from its row."""
+    """A `waiting` step to end now (due, or with a signal kept), as read from its row; or a child step (`wait`
+    None) whose child workflow `child_workflow_id` ended (`child`: how, once read), or that could not create it."""
 
     workflow_id: str
     name: str
-    wait: Wait
+    wait: Wait | None
     due_at: datetime | None
     signal: KeptSignal | None
+    child_workflow_id: str | None = None
+    child: ChildEnd | None = None
 
 
 def is_due(due: DueWait, now: datetime) -> bool:

@@ -4,13 +4,15 @@ workflow must pass, and the job a step becomes.
     step      pending ──dependencies satisfied──▶ enqueued ──its job completes──────▶ completed
                  │                  │                ├──its job dead-letters───▶ failed
                  │                  │                └──its job is cancelled──▶ cancelled
-                 │                  └──a wait step──▶ waiting ──signal or time──▶ completed | failed (timeout)
+                 │                  ├──a wait step──▶ waiting ──signal or time──▶ completed | failed (timeout)
+                 │                  └──a child step──▶ waiting ──its child workflow ends──▶ completed | failed
                  ├──an upstream `skip` failure──▶ skipped
                  └──a `halt` failure or a workflow cancel──▶ cancelled  (enqueued and waiting steps too)
     workflow  running ──nothing left to schedule──▶ completed | failed | partially_failed | cancelled
               failed | partially_failed | cancelled ──retry──▶ running (`advance.retry_workflow`)
 
 Steps added at run time by a running step (`core.growth`) are steps like these, with `added_by` naming the adder.
+A child step's workflow, and a workflow's deadline, are `core.children`.
 
 How a workflow advances from one of these states to the next is `core.advance`; the graph checks are `core.dag`.
 """
@@ -27,10 +29,14 @@ from queueflow.core.dag import dependency_errors
 from queueflow.core.errors import FieldError
 from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import JSON, BackoffPolicy, Cursor, NewJob
-from queueflow.core.validation import Loc, name_errors, new_job_errors, object_errors, text_errors
+from queueflow.core.validation import Loc, name_errors, new_job_errors, number_errors, object_errors, text_errors
 from queueflow.core.waits import KeptSignal, SignalAction, Wait, wait_errors
 
 MAX_STEPS = 10_000
+MAX_DEPTH = 10
+"""The deepest level of a child workflow: a top workflow is level 0, its children level 1."""
+MIN_WORKFLOW_TIMEOUT = 1.0
+MAX_WORKFLOW_TIMEOUT = 31_536_000.0
 CONTEXT_KEY = "_context"
 """The payload key under which a step's job receives the workflow's context; reserved in step payloads."""
 
@@ -74,11 +80,12 @@ JOB_FIELDS = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewStep:
-    """A step to run a job (`task_name`) or to wait (`wait`): exactly one of the two."""
+    """A step to run a job (`task_name`), to wait (`wait`) or to run a child workflow (`workflow`): exactly one."""
 
     name: str
     task_name: str | None = None
     wait: Wait | None = None
+    workflow: NewWorkflow | None = None
     job_fields: frozenset[str] = frozenset()
     """The job fields the caller gave (the API's body): a wait step may give none, not even at its default."""
     required_by: list[str] = field(default_factory=list)
@@ -113,6 +120,19 @@ class NewWorkflow:
     idempotency_key: str | None = None
     trace_context: dict[str, str] | None = None
     """W3C trace context of the request that created it; every step's job inherits it."""
+    timeout_seconds: float | None = None
+    """Its deadline, counted from its creation (and from each retry)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParentRef:
+    """The step of another workflow whose child a workflow is."""
+
+    workflow_id: str
+    step: str
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"workflow_id": self.workflow_id, "step": self.step}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +169,12 @@ class Step:
     """The step that added this one at run time; None for a step declared at creation."""
     added_as: dict[str, JSON] | None = None
     """The definition it was added with (`definitions.step_definition`): a repeated add of the same step compares it."""
+    child: NewWorkflow | None = None
+    """A child step's workflow (it has no job)."""
+    child_workflow_id: str | None = None
+    """The child workflow it created; kept through a retry, which retries that child in place."""
+    error: str | None = None
+    """Why the step failed, where no job says so (a child that would be too deep)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +191,13 @@ class Workflow:
     completed_at: datetime | None = None
     idempotency_key: str | None = None
     trace_context: dict[str, str] | None = None
+    parent: ParentRef | None = None
+    depth: int = 0
+    """Its level: 0 for a top workflow, its parent's plus one for a child."""
+    timeout_seconds: float | None = None
+    deadline: datetime | None = None
+    """When a running workflow times out: `created_at` (or its last retry) plus `timeout_seconds`."""
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +207,8 @@ class WorkflowQuery:
 
     tenant_id: str
     status: WorkflowStatus | None = None
+    parent_id: str | None = None
+    """Only the children of this workflow, if given."""
     limit: int
     after: Cursor | None = None
 
@@ -192,18 +227,23 @@ class SignalDelivery:
     now: datetime
 
 
-def new_workflow_errors(workflow: NewWorkflow) -> list[FieldError]:
-    """Every problem with `workflow`, each located at its field (`steps.3.depends_on.0`)."""
+def new_workflow_errors(workflow: NewWorkflow, level: int = 0) -> list[FieldError]:
+    """Every problem with `workflow` (at `level`: 0 for a top workflow, deeper for a child step's body), each
+    located at its field (`steps.3.depends_on.0`)."""
     errors = text_errors(workflow.name, ("name",), max_len=200)
     errors += object_errors(workflow.context, ("context",))
     if workflow.idempotency_key is not None:
         errors += text_errors(workflow.idempotency_key, ("idempotency_key",), max_len=255)
+    if workflow.timeout_seconds is not None:
+        errors += number_errors(
+            workflow.timeout_seconds, ("timeout_seconds",), MIN_WORKFLOW_TIMEOUT, MAX_WORKFLOW_TIMEOUT
+        )
     steps = workflow.steps
     if not isinstance(steps, list | tuple) or not 1 <= len(steps) <= MAX_STEPS:
         # Beyond the limit nothing else is checked: the count alone decides, at a bounded cost.
         return [*errors, FieldError(("steps",), f"must hold 1–{MAX_STEPS} steps")]
     for index, step in enumerate(steps):
-        errors += step_errors(step, ("steps", index))
+        errors += step_errors(step, ("steps", index), level)
         if step.required_by:
             errors.append(FieldError(("steps", index, "required_by"), "only a step added at run time has it"))
     errors += dependency_errors(
@@ -227,14 +267,18 @@ def signal_errors(steps: list[tuple[Loc, NewStep]], taken: set[str]) -> list[Fie
     return errors
 
 
-def step_errors(step: NewStep, loc: Loc) -> list[FieldError]:
-    """The rules of one step on its own; how steps refer to each other is `dag.dependency_errors`."""
+def step_errors(step: NewStep, loc: Loc, level: int = 0) -> list[FieldError]:
+    """The rules of one step on its own, in a workflow at `level`; how steps refer to each other is
+    `dag.dependency_errors`."""
     errors = name_errors(step.name, (*loc, "name"))
-    if (step.task_name is None) == (step.wait is None):
-        errors.append(FieldError(loc, "a step has either a task_name or a wait"))
+    if sum(kind is not None for kind in (step.task_name, step.wait, step.workflow)) != 1:
+        errors.append(FieldError(loc, "a step has exactly one of a task_name, a wait and a workflow"))
     elif step.wait is not None:
         errors += wait_errors(step.wait, (*loc, "wait"))
         errors += [FieldError((*loc, name), "a wait step has no job") for name in _job_fields(step)]
+    elif step.workflow is not None:
+        errors += _child_errors(step.workflow, (*loc, "workflow"), level + 1)
+        errors += [FieldError((*loc, name), "a child workflow step has no job") for name in _job_fields(step)]
     else:
         errors += new_job_errors(_job(step, step.payload), loc)
     if isinstance(step.payload, dict) and CONTEXT_KEY in step.payload:
@@ -244,6 +288,15 @@ def step_errors(step: NewStep, loc: Loc) -> list[FieldError]:
     if not isinstance(step.depends_on, list | tuple):
         errors.append(FieldError((*loc, "depends_on"), "must be a list of step names"))
     return errors
+
+
+def _child_errors(child: NewWorkflow, loc: Loc, level: int) -> list[FieldError]:
+    """A child step's workflow body, which would run at `level`."""
+    if not isinstance(child, NewWorkflow):
+        return [FieldError(loc, "must be a workflow: {name, context, steps}")]
+    if level > MAX_DEPTH:
+        return [FieldError(loc, f"a child workflow would be level {level}; levels 1–{MAX_DEPTH} are allowed")]
+    return [FieldError((*loc, *error.loc), error.message) for error in new_workflow_errors(child, level)]
 
 
 _DEFAULT = NewStep(name="", task_name="")
@@ -299,6 +352,7 @@ def pending_step(
         wait=step.wait,
         added_by=added_by,
         added_as=added_as,
+        child=step.workflow,
     )
 
 

@@ -105,8 +105,9 @@ def dag_layers(steps: Sequence[Step]) -> list[list[Step]]:
     return columns
 
 
-def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
-    """The workflow's steps as boxes in dependency columns, edges as arrows, each box linked to its job."""
+def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/", workflow_url: str = "/ui/workflows/") -> Markup:
+    """The workflow's steps as boxes in dependency columns, edges as arrows, each box linked to its job (a child
+    step's to its child workflow)."""
     columns = dag_layers(workflow.steps)
     tallest = max((len(column) for column in columns), default=1)
     width = PAD * 2 + len(columns) * NODE_W + max(len(columns) - 1, 0) * COL_GAP
@@ -150,6 +151,8 @@ def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
         )
         if step.job_id is not None:
             node = f'<a href="{escape(job_url + step.job_id)}">{node}</a>'
+        elif step.child_workflow_id is not None:
+            node = f'<a class="dag-child" href="{escape(workflow_url + step.child_workflow_id)}">{node}</a>'
         parts.append(node)
     parts.append("</svg>")
     return Markup("".join(parts))
@@ -157,6 +160,8 @@ def dag_chart(workflow: Workflow, job_url: str = "/ui/jobs/") -> Markup:
 
 def what_step_does(step: Step) -> str:
     """ "task send_email", "waits for signal approval", "sleeps 3 d": what a step is, in a few words."""
+    if step.child is not None:
+        return f"runs workflow {step.child.name}"
     if step.wait is None:
         return f"task {step.task_name}"
     if step.wait.signal is not None:

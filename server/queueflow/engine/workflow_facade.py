@@ -37,9 +37,15 @@ class WorkflowFacade:
         return workflow
 
     async def list_workflows(
-        self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
+        self,
+        tenant_id: str,
+        status: WorkflowStatus | None = None,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        parent_id: str | None = None,
     ) -> Page[Workflow]:
-        return await self._workflows.list(tenant_id, status, limit=limit, cursor=cursor)
+        return await self._workflows.list(tenant_id, status, limit=limit, cursor=cursor, parent_id=parent_id)
 
     async def cancel_workflow(self, tenant_id: str, workflow_id: str) -> Workflow:
         """Cancel a running workflow: every unfinished step and its job; InvalidState once it has finished."""
@@ -66,9 +72,10 @@ class WorkflowFacade:
     # ---- maintenance ------------------------------------------------------------------------------------
 
     async def end_due_waits(self, limit: int) -> int:
-        """End up to `limit` waits that are due; how many ended here (each ends once, whoever ends it)."""
-        return await self._workflows.end_due_waits(limit)
+        """End up to `limit` waits that are due, and up to `limit` workflows past their deadline; how many ended
+        here (each ends once, whoever ends it)."""
+        return await self._workflows.end_due_waits(limit) + await self._workflows.end_due_deadlines(limit)
 
     async def next_wait_due(self) -> datetime | None:
-        """When the next wait is due (None: none is), so a timer can sleep until then."""
+        """When the next wait or workflow deadline is due (None: none is), so a timer can sleep until then."""
         return await self._workflows.next_wait_due()

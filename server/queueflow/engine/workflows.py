@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from queueflow.core.advance import (
     AdvanceRequest,
@@ -28,23 +30,31 @@ from queueflow.core.advance import (
     Transition,
     cancel_workflow,
     due_waits,
-    new_workflow_recording,
     retry_workflow,
 )
 from queueflow.core.backoff import RandomSource
+from queueflow.core.children import (
+    RETRIABLE,
+    child_ended,
+    new_workflow_recording,
+    parent_wait,
+    time_out,
+)
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
-from queueflow.core.finish import StepReport, wait_report
+from queueflow.core.finish import StepReport, result_errors, wait_report
 from queueflow.core.growth import Growth, GrowthRequest, GrowthView, grow, needs
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
 from queueflow.core.lifecycle import holds_lease
 from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
-from queueflow.core.waits import DueWait, SignalAction, on_signal
+from queueflow.core.waits import ChildEnd, DueWait, SignalAction, on_signal
 from queueflow.core.workflow import (
     NewStep,
     NewWorkflow,
+    ParentRef,
     SignalDelivery,
     Step,
+    StepStatus,
     Workflow,
     WorkflowQuery,
     WorkflowStatus,
@@ -55,7 +65,6 @@ from queueflow.ports import Clock, Store
 
 log = logging.getLogger("queueflow.workflows")
 
-_RETRIABLE = frozenset({WorkflowStatus.FAILED, WorkflowStatus.PARTIALLY_FAILED, WorkflowStatus.CANCELLED})
 
 ADVANCES_AT_ONCE = 4
 """Step finishes of one ack (or one heal) that run side by side, each on a connection of its own."""
@@ -105,8 +114,16 @@ class Workflows:
         """Validate the DAG and store it with its root steps' jobs; a known idempotency key returns the original."""
         if errors := new_workflow_errors(new):
             raise ValidationError.of(errors)
-        recording = new_workflow_recording(tenant_id, new, self.clock.now(), self.rng)
-        return await self.store.workflow_insert(recording.workflow, recording.jobs)
+        now = self.clock.now()
+        recording = new_workflow_recording(tenant_id, new, now, self.rng)
+        workflow, created = await self.store.workflow_insert(
+            recording.workflow, recording.jobs, children=recording.children
+        )
+        if created and (due := due_waits(workflow, now)):
+            # A root child step that could not start its child fails now, not at the wait timer's next pass.
+            await self._end_due(due)
+            workflow = await self.get(tenant_id, workflow.id)
+        return workflow, created
 
     async def get(self, tenant_id: str, workflow_id: str) -> Workflow:
         workflow = await self.store.workflow_get(workflow_id, tenant_id=tenant_id)
@@ -115,10 +132,16 @@ class Workflows:
         return workflow
 
     async def list(
-        self, tenant_id: str, status: WorkflowStatus | None = None, *, limit: int = 50, cursor: str | None = None
+        self,
+        tenant_id: str,
+        status: WorkflowStatus | None = None,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        parent_id: str | None = None,
     ) -> Page[Workflow]:
         after = page_after(limit, cursor)
-        query = WorkflowQuery(tenant_id=tenant_id, status=status, limit=limit + 1, after=after)
+        query = WorkflowQuery(tenant_id=tenant_id, status=status, parent_id=parent_id, limit=limit + 1, after=after)
         return page(await self.store.workflow_list(query), limit)
 
     async def cancel(self, tenant_id: str, workflow_id: str) -> Workflow:
@@ -135,6 +158,7 @@ class Workflows:
         cancelled = await self.store.workflow_advance(request)
         if cancelled is None:
             raise NotFound(f"no workflow {workflow_id}")
+        await self._ended(cancelled)
         return cancelled
 
     async def on_jobs_finished(self, jobs: Sequence[Job | None]) -> tuple[StepReport, ...]:
@@ -165,8 +189,9 @@ class Workflows:
                     return False
             if due:
                 # Waits made ready with their signal kept end now, each a finish of its own (after a crash
-                # here, the due-wait sweep ends them: they are due).
-                await self.on_steps_finished([wait_report(wait) for wait in due])
+                # here, the due-wait sweep ends them: they are due); so does a parent's step whose child this
+                # finish ended (after a crash, the janitor's heal: `core.children`).
+                await self._end_due(due)
             return due is not None
 
         recorded = await asyncio.gather(*(advance(report) for report in reports))
@@ -233,7 +258,7 @@ class Workflows:
         """Re-run a workflow that ended failed, partially_failed or cancelled (`core.advance.retry_workflow`)."""
 
         def decide(workflow: Workflow) -> Transition:
-            if workflow.status not in _RETRIABLE:
+            if workflow.status not in RETRIABLE:
                 raise InvalidState(
                     f"workflow {workflow_id} is {workflow.status}; only a failed, partially failed or cancelled"
                     " workflow can be retried"
@@ -248,6 +273,14 @@ class Workflows:
         if due := due_waits(retried, now):
             await self._end_due(due)
             return await self.get(tenant_id, workflow_id)
+        # A child retried in place that had completed (or had run on) ends its step now, if it has ended.
+        waiting = [
+            parent_wait(ParentRef(workflow_id=retried.id, step=step.name), step.child_workflow_id)
+            for step in retried.steps
+            if step.status is StepStatus.WAITING and step.child_workflow_id is not None
+        ]
+        if waiting and await self._end_due(waiting):
+            return await self.get(tenant_id, workflow_id)
         return retried
 
     async def end_due_waits(self, limit: int) -> int:
@@ -257,10 +290,44 @@ class Workflows:
         return len(await self._end_due(due))
 
     async def next_wait_due(self) -> datetime | None:
-        return await self.store.workflow_next_wait_due()
+        """The next wait or workflow deadline due (the wait timer sleeps until it)."""
+        wait, deadline = await self.store.workflow_next_wait_due(), await self.store.workflow_next_deadline()
+        return min((due for due in (wait, deadline) if due is not None), default=None)
+
+    async def end_due_deadlines(self, limit: int) -> int:
+        """End up to `limit` running workflows past their deadline (`core.children.time_out`); how many ended here."""
+        now = self.clock.now()
+        ended = 0
+        for workflow_id in await self.store.workflow_deadlines_due(limit=limit, now=now):
+            request = AdvanceRequest(workflow_id=workflow_id, decide=partial(time_out, now=now), now=now)
+            workflow = await self.store.workflow_advance(request)
+            if workflow is not None and workflow.status is WorkflowStatus.FAILED and workflow.completed_at == now:
+                ended += 1
+                await self._ended(workflow)
+        return ended
+
+    async def _ended(self, workflow: Workflow) -> None:
+        """After a change of the whole workflow: if it ended a child workflow, end its parent's step."""
+        if (due := child_ended(workflow)) is not None:
+            await self._end_due([due])
 
     async def _end_due(self, due: Sequence[DueWait]) -> tuple[StepReport, ...]:
-        return await self.on_steps_finished([wait_report(wait) for wait in due])
+        """End each of `due`: a wait's end, or a child step's once its child is read (a child still running, or
+        gone, ends nothing)."""
+        reports: list[StepReport] = []
+        for wait in due:
+            if wait.wait is None and wait.child_workflow_id is not None and wait.child is None:
+                child = await self.store.workflow_get(wait.child_workflow_id)
+                if child is None or child.status is WorkflowStatus.RUNNING:
+                    continue
+                status = child.status.value
+                if child.status is WorkflowStatus.COMPLETED and result_errors(child.context):
+                    # Its final context cannot be kept as the step's result: the step fails instead of never ending.
+                    log.warning("child workflow %s completed with a context too deep to keep as a result", child.id)
+                    status = WorkflowStatus.FAILED.value
+                wait = replace(wait, child=ChildEnd(status=status, context=child.context))
+            reports.append(wait_report(wait))
+        return await self.on_steps_finished(reports)
 
     async def heal(self, limit: int) -> int:
         """Replay up to `limit` advances that were really missed: step jobs that finished more than
@@ -269,6 +336,9 @@ class Workflows:
         finished_before = self.clock.now() - self.settings.heal_after
         healed = await self.on_jobs_finished(
             await self.store.workflow_stalled_jobs(limit=limit, finished_before=finished_before)
+        )
+        healed += await self._end_due(
+            await self.store.workflow_children_ended(limit=limit, ended_before=finished_before)
         )
         by_workflow: dict[str, list[str]] = {}
         for report in healed:

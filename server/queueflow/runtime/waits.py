@@ -1,5 +1,6 @@
 """WaitTimer: ends workflow waits when they are due — a sleep over, a signal's timeout passed, a signal kept but not
-yet acted on (its request's process died before it ended the step) — within `interval` seconds of their time.
+yet acted on (its request's process died before it ended the step) — and running workflows past their deadline
+(`core.children.time_out`, a row too: `workflows.deadline`), within `interval` seconds of their time.
 
 Waits are rows with a due time (`workflow_steps.due_at`), like a delayed job's `scheduled_at`: nothing is held in
 memory, so a restart loses nothing. A pass reads the due rows (`Engine.end_due_waits`) and ends each by a

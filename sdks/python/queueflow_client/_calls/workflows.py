@@ -37,14 +37,16 @@ def _step_data(step: Step | Mapping[str, Any]) -> dict[str, Any]:
         raise ArgumentError("a workflow step needs a name")
     if isinstance(data.get("wait"), Wait):
         data["wait"] = data["wait"].to_json()
+    if isinstance(data.get("workflow"), WorkflowDefinition):
+        data["workflow"] = data["workflow"].to_json()
     return data
 
 
 def _step_fields(step: Step | Mapping[str, Any]) -> dict[str, Any]:
     """`_step_data`, also checked for a task or a wait and its `on_failure`, its payload and backoff converted."""
     data = _step_data(step)
-    if "task_name" not in data and "wait" not in data:
-        raise ArgumentError(f"the workflow step {data['name']!r} needs a task_name or a wait")
+    if "task_name" not in data and "wait" not in data and "workflow" not in data:
+        raise ArgumentError(f"the workflow step {data['name']!r} needs a task_name, a wait or a workflow")
     if "on_failure" in data:
         check_choice(data["on_failure"], OnFailure, "on_failure")
     if data.get("payload") is not None:
@@ -68,7 +70,7 @@ def added_step(step: Step | Mapping[str, Any]) -> dict[str, Any]:
 def new_workflow(workflow: Any) -> dict[str, Any]:
     """A schedule's workflow: a `steps.workflow(...)` definition, or a mapping of `name`, `steps`, `context`."""
     if isinstance(workflow, WorkflowDefinition):
-        return _create_body(workflow.name, workflow.steps, workflow.context)
+        return _create_body(workflow.name, workflow.steps, workflow.context, workflow.timeout_seconds)
     if not isinstance(workflow, Mapping) or not isinstance(workflow.get("name"), str):
         raise ArgumentError(
             f"a schedule's workflow is steps.workflow(...) or a dict with name and steps, not {workflow!r:.80}"
@@ -78,19 +80,29 @@ def new_workflow(workflow: Any) -> dict[str, Any]:
 
 
 def _create_body(
-    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None
+    name: str,
+    steps: Sequence[Step | Mapping[str, Any]],
+    context: Mapping[str, Any] | None,
+    timeout_seconds: float | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"name": name, "steps": [_new_step(step) for step in steps]}
     if context is not None:
         body["context"] = json_object(context, "context")
+    if timeout_seconds is not None:
+        body["timeout_seconds"] = timeout_seconds
     return body
 
 
 def create_workflow(
-    name: str, steps: Sequence[Step | Mapping[str, Any]], context: Mapping[str, Any] | None, idempotency_key: str | None
+    name: str,
+    steps: Sequence[Step | Mapping[str, Any]],
+    context: Mapping[str, Any] | None,
+    idempotency_key: str | None,
+    timeout_seconds: float | None = None,
 ) -> Call[Workflow]:
     request = CREATE_WORKFLOW.request(
-        headers={"Idempotency-Key": idempotency_key or new_idempotency_key()}, body=_create_body(name, steps, context)
+        headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+        body=_create_body(name, steps, context, timeout_seconds),
     )
     return call(request, Workflow.from_json, replayable=True)
 
@@ -100,11 +112,13 @@ def get_workflow(workflow_id: str, wait_seconds: float = 0.0) -> Call[Workflow]:
     return call(request, Workflow.from_json, replayable=True)
 
 
-def list_workflows(status: WorkflowStatus | None, limit: int, cursor: str | None) -> Call[Page[Workflow]]:
+def list_workflows(
+    status: WorkflowStatus | None, limit: int, cursor: str | None, parent_id: str | None = None
+) -> Call[Page[Workflow]]:
     if status is not None:
         check_choice(status, WorkflowStatus, "workflow status")
     return call(
-        LIST_WORKFLOWS.request(query={"status": status, "limit": limit, "cursor": cursor}),
+        LIST_WORKFLOWS.request(query={"status": status, "limit": limit, "cursor": cursor, "parent_id": parent_id}),
         lambda data: Page([Workflow.from_json(item) for item in data["items"]], data.get("next_cursor")),
         replayable=True,
     )

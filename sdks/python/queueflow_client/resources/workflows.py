@@ -31,7 +31,7 @@ def _create(
     if isinstance(name, WorkflowDefinition):
         if steps is not None or context is not None:
             raise ArgumentError("a WorkflowDefinition holds its steps and context: pass it alone")
-        return _calls.create_workflow(name.name, name.steps, name.context, idempotency_key)
+        return _calls.create_workflow(name.name, name.steps, name.context, idempotency_key, name.timeout_seconds)
     if steps is None:
         raise ArgumentError("create(name, steps) needs the steps (or pass a steps.workflow(...) definition)")
     return _calls.create_workflow(name, steps, context, idempotency_key)
@@ -65,14 +65,21 @@ class Workflows(Resource):
         )
 
     def list_page(
-        self, *, status: WorkflowStatus | None = None, limit: int = 50, cursor: str | None = None
+        self,
+        *,
+        status: WorkflowStatus | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        parent_id: str | None = None,
     ) -> Page[Workflow]:
-        result: Page[Workflow] = self._send(_calls.list_workflows(status, limit, cursor))
+        result: Page[Workflow] = self._send(_calls.list_workflows(status, limit, cursor, parent_id))
         return result
 
-    def list(self, *, status: WorkflowStatus | None = None, page_size: int = DEFAULT_PAGE) -> Iterator[Workflow]:
-        """Every workflow (with `status`, if given), newest first."""
-        return pages(lambda cursor: self.list_page(status=status, limit=page_size, cursor=cursor))
+    def list(
+        self, *, status: WorkflowStatus | None = None, parent_id: str | None = None, page_size: int = DEFAULT_PAGE
+    ) -> Iterator[Workflow]:
+        """Every workflow (with `status`, if given; only `parent_id`'s children, if given), newest first."""
+        return pages(lambda cursor: self.list_page(status=status, limit=page_size, cursor=cursor, parent_id=parent_id))
 
     def cancel(self, workflow_id: str) -> Workflow:
         """Cancel a running workflow: every unfinished step and its job."""
@@ -128,14 +135,21 @@ class AsyncWorkflows(Resource):
         )
 
     async def list_page(
-        self, *, status: WorkflowStatus | None = None, limit: int = 50, cursor: str | None = None
+        self,
+        *,
+        status: WorkflowStatus | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        parent_id: str | None = None,
     ) -> Page[Workflow]:
-        result: Page[Workflow] = await self._send(_calls.list_workflows(status, limit, cursor))
+        result: Page[Workflow] = await self._send(_calls.list_workflows(status, limit, cursor, parent_id))
         return result
 
-    def list(self, *, status: WorkflowStatus | None = None, page_size: int = DEFAULT_PAGE) -> AsyncIterator[Workflow]:
-        """Every workflow (with `status`, if given), newest first."""
-        return apages(lambda cursor: self.list_page(status=status, limit=page_size, cursor=cursor))
+    def list(
+        self, *, status: WorkflowStatus | None = None, parent_id: str | None = None, page_size: int = DEFAULT_PAGE
+    ) -> AsyncIterator[Workflow]:
+        """Every workflow (with `status`, if given; only `parent_id`'s children, if given), newest first."""
+        return apages(lambda cursor: self.list_page(status=status, limit=page_size, cursor=cursor, parent_id=parent_id))
 
     async def cancel(self, workflow_id: str) -> Workflow:
         """Cancel a running workflow: every unfinished step and its job."""

@@ -581,7 +581,7 @@ export interface paths {
         };
         /**
          * ListWorkflows
-         * @description List the tenant's workflows, newest first.
+         * @description List the tenant's workflows, newest first; with `parent_id`, only that workflow's children.
          */
         get: operations["listWorkflows"];
         put?: never;
@@ -741,6 +741,7 @@ export interface components {
             task_name?: string | null;
             timeout_seconds?: number | null;
             wait?: components["schemas"]["WaitSpec"] | null;
+            workflow?: components["schemas"]["CreateWorkflow"] | null;
         };
         /** AddedSteps */
         AddedSteps: {
@@ -858,6 +859,7 @@ export interface components {
             };
             name: string;
             steps: components["schemas"]["NewWorkflowStep"][];
+            timeout_seconds?: number | null;
         };
         /** Endpoint */
         Endpoint: {
@@ -1099,6 +1101,12 @@ export interface components {
             task_name?: string | null;
             timeout_seconds?: number | null;
             wait?: components["schemas"]["WaitSpec"] | null;
+            workflow?: components["schemas"]["CreateWorkflow"] | null;
+        };
+        /** ParentRef */
+        ParentRef: {
+            step: string;
+            workflow_id: string;
         };
         /** Problem */
         Problem: {
@@ -1198,6 +1206,13 @@ export interface components {
             job_id?: string | null;
             trigger: string;
             workflow_id?: string | null;
+        };
+        /** StepWait */
+        StepWait: {
+            seconds?: number | null;
+            signal?: string | null;
+            timeout_seconds?: number | null;
+            workflow?: string | null;
         };
         /** TraceContext */
         TraceContext: {
@@ -1317,12 +1332,16 @@ export interface components {
             };
             /** Format: date-time */
             created_at: string;
+            deadline?: string | null;
+            error?: string | null;
             id: string;
             name: string;
+            parent?: components["schemas"]["ParentRef"] | null;
             /** @enum {string} */
             status: "running" | "completed" | "failed" | "partially_failed" | "cancelled";
             steps: components["schemas"]["WorkflowStep"][];
             tenant_id: string;
+            timeout_seconds?: number | null;
         };
         /** WorkflowPage */
         WorkflowPage: {
@@ -1332,8 +1351,10 @@ export interface components {
         /** WorkflowStep */
         WorkflowStep: {
             added_by?: string | null;
+            child_workflow_id?: string | null;
             depends_on: string[];
             due_at?: string | null;
+            error?: string | null;
             job_id: string | null;
             name: string;
             /** @enum {string} */
@@ -1341,7 +1362,7 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "enqueued" | "waiting" | "completed" | "failed" | "skipped" | "cancelled";
             task_name: string | null;
-            wait?: components["schemas"]["WaitSpec"] | null;
+            wait?: components["schemas"]["StepWait"] | null;
         };
     };
     responses: never;
@@ -3929,6 +3950,7 @@ export interface operations {
                 status?: "running" | "completed" | "failed" | "partially_failed" | "cancelled" | null;
                 limit?: number;
                 cursor?: string | null;
+                parent_id?: string | null;
             };
             header?: never;
             path?: never;

@@ -23,6 +23,7 @@ from queueflow.api.schemas.common import (
 from queueflow.api.schemas.jobs import Backoff, ConcurrencyKey
 from queueflow.core import growth, waits, workflow
 
+WorkflowTimeout = Annotated[float, Meta(ge=workflow.MIN_WORKFLOW_TIMEOUT, le=workflow.MAX_WORKFLOW_TIMEOUT)]
 StepName = QueueName  # one naming rule (`validation.NAME_PATTERN`) for queues, steps and schedules
 OnFailureName = Literal["halt", "skip", "continue"]
 StepStatusName = Literal["pending", "enqueued", "waiting", "completed", "failed", "skipped", "cancelled"]
@@ -45,12 +46,25 @@ class WaitSpec(RequestBody, kw_only=True):
         return cls(signal=wait.signal, timeout_seconds=wait.timeout_seconds, seconds=wait.seconds)
 
 
+class StepWait(Struct, kw_only=True):
+    """A step's wait as shown: a signal's or a sleep's (`signal`, `timeout_seconds`, `seconds`, as given), or a
+    child step's (`workflow`: the child's id, alone)."""
+
+    signal: str | UnsetType | None = UNSET
+    timeout_seconds: float | UnsetType | None = UNSET
+    seconds: float | UnsetType | None = UNSET
+    workflow: str | UnsetType | None = UNSET
+
+
 class NewWorkflowStep(RequestBody, kw_only=True):
-    """A step that runs a job (`task_name`, with the job's fields) or waits (`wait`, with no job field)."""
+    """A step that runs a job (`task_name`, with the job's fields), waits (`wait`) or runs a child workflow
+    (`workflow`, a body as for `POST /v1/workflows`): exactly one of the three; the last two take no job field."""
 
     name: StepName
     task_name: TaskName | None = None
     wait: WaitSpec | None = None
+    # Named `workflow` on the wire; `child` here, so that it does not hide the `workflow` module in this body.
+    child: CreateWorkflow | None = msgspec.field(default=None, name="workflow")
     depends_on: Annotated[
         list[StepName],
         Meta(
@@ -79,6 +93,7 @@ class NewWorkflowStep(RequestBody, kw_only=True):
             | {
                 "task_name": self.task_name,
                 "wait": None if self.wait is None else self.wait.to_domain(),
+                "workflow": None if self.child is None else self.child.to_domain(None),
                 "required_by": list(required_by or []),
                 "depends_on": self.depends_on,
                 "on_failure": workflow.OnFailure(self.on_failure),
@@ -92,6 +107,8 @@ class CreateWorkflow(RequestBody, kw_only=True):
     name: Annotated[str, Meta(min_length=1, max_length=200, pattern=NO_NUL)]
     context: JSONObject = msgspec.field(default_factory=dict)
     steps: Annotated[list[NewWorkflowStep], Meta(min_length=1, max_length=workflow.MAX_STEPS)]
+    timeout_seconds: WorkflowTimeout | None = None
+    """The workflow's deadline, counted from its creation (and from each retry): still running then, it fails."""
 
     def to_domain(self, idempotency_key: str | None) -> workflow.NewWorkflow:
         return workflow.NewWorkflow(
@@ -99,12 +116,14 @@ class CreateWorkflow(RequestBody, kw_only=True):
             steps=[step.to_domain() for step in self.steps],
             context=self.context,
             idempotency_key=idempotency_key,
+            timeout_seconds=self.timeout_seconds,
         )
 
 
 class WorkflowStep(Struct, kw_only=True):
     """A step: `task_name` and `job_id` for one that runs a job, `wait` (and, while `waiting`, `due_at`: when its
-    sleep ends or its signal times out) for one that waits; `added_by` names the step that added it at run time."""
+    sleep ends or its signal times out) for one that waits, `child_workflow_id` (and `wait.workflow`) for a child
+    workflow step; `added_by` names the step that added it at run time; `error` why it failed where no job says."""
 
     name: str
     task_name: str | None
@@ -113,9 +132,12 @@ class WorkflowStep(Struct, kw_only=True):
     depends_on: list[str]
     on_failure: OnFailureName
     # Added in 0.2 (issue 31): not `required` in the spec, as an SDK reading an older server does not get them.
-    wait: WaitSpec | None = None
+    wait: StepWait | None = None
     due_at: datetime | None = None
     added_by: str | None = None
+    # Added in 0.3 (issue 44).
+    child_workflow_id: str | None = None
+    error: str | None = None
 
     @classmethod
     def from_domain(cls, step: workflow.Step) -> WorkflowStep:
@@ -126,10 +148,27 @@ class WorkflowStep(Struct, kw_only=True):
             job_id=step.job_id,
             depends_on=step.depends_on,
             on_failure=step.on_failure.value,
-            wait=None if step.wait is None else WaitSpec.from_domain(step.wait),
-            due_at=step.due_at if step.status is workflow.StepStatus.WAITING else None,
+            wait=_shown_wait(step),
+            due_at=step.due_at if step.status is workflow.StepStatus.WAITING and step.wait is not None else None,
             added_by=step.added_by,
+            child_workflow_id=step.child_workflow_id,
+            error=step.error,
         )
+
+
+def _shown_wait(step: workflow.Step) -> StepWait | None:
+    if step.wait is not None:
+        return StepWait(signal=step.wait.signal, timeout_seconds=step.wait.timeout_seconds, seconds=step.wait.seconds)
+    if step.child is not None and step.child_workflow_id is not None:
+        return StepWait(workflow=step.child_workflow_id)
+    return None
+
+
+class ParentRef(Struct, kw_only=True):
+    """The step of another workflow whose child a workflow is."""
+
+    workflow_id: str
+    step: str
 
 
 class Workflow(Struct, kw_only=True):
@@ -143,6 +182,11 @@ class Workflow(Struct, kw_only=True):
     steps: list[WorkflowStep]
     created_at: datetime
     completed_at: datetime | None
+    # Added in 0.3 (issue 44): not `required` in the spec, as an SDK reading an older server does not get them.
+    parent: ParentRef | None = None
+    timeout_seconds: float | None = None
+    deadline: datetime | None = None
+    error: str | None = None
 
     @classmethod
     def from_domain(cls, run: workflow.Workflow) -> Workflow:
@@ -156,6 +200,10 @@ class Workflow(Struct, kw_only=True):
             steps=steps,
             created_at=run.created_at,
             completed_at=run.completed_at,
+            parent=None if run.parent is None else ParentRef(workflow_id=run.parent.workflow_id, step=run.parent.step),
+            timeout_seconds=run.timeout_seconds,
+            deadline=run.deadline,
+            error=run.error,
         )
 
 

@@ -87,6 +87,7 @@ class MemoryEvents(MemoryWorkflows):
         self._insert(made.jobs)
         for recording in made.workflows:
             self._insert_workflow(recording.workflow, recording.jobs)
+            self._start_children(recording.children, event.received_at)  # a root child step's child
         recorded = replace(event, payload=copy.deepcopy(event.payload), started=made.started)
         self._events[key] = recorded
         return _copy_event(recorded), True

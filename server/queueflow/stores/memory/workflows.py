@@ -9,7 +9,7 @@ method awaits between its checks and its writes: on one event loop that is as go
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace as replace_dataclass
 from datetime import datetime
 
@@ -17,11 +17,20 @@ from msgspec.structs import replace
 
 from queueflow.core.advance import (
     AdvanceRequest,
+    ChildStart,
     Transition,
     counters,
+    due_wait,
     due_waits,
     is_reported,
-    record,
+)
+from queueflow.core.children import (
+    cancel_child,
+    child_ended,
+    finish_children,
+    parent_wait,
+    record_with_children,
+    retry_child,
 )
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, on_report, result_errors
@@ -31,6 +40,7 @@ from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import CANCELLABLE, FINISHED, Job, JobStatus
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction
 from queueflow.core.workflow import (
+    ParentRef,
     SignalDelivery,
     StepStatus,
     Workflow,
@@ -42,8 +52,13 @@ from queueflow.stores.memory.state import Tables
 
 
 class MemoryWorkflows(Tables):
-    async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
-        return self._insert_workflow(workflow, jobs)
+    async def workflow_insert(
+        self, workflow: Workflow, jobs: Sequence[Job], *, children: Sequence[ChildStart] = ()
+    ) -> tuple[Workflow, bool]:
+        inserted, created = self._insert_workflow(workflow, jobs)
+        if created:
+            self._start_children(children, workflow.created_at)
+        return inserted, created
 
     def _insert_workflow(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
         """`workflow_insert` as one step of a larger change (a parent's step, an event's triggers): it validates
@@ -79,7 +94,12 @@ class MemoryWorkflows(Tables):
         rows = [
             workflow
             for workflow in self._workflows.values()
-            if workflow.tenant_id == tenant_id and (status is None or workflow.status is status)
+            if workflow.tenant_id == tenant_id
+            and (status is None or workflow.status is status)
+            and (
+                query.parent_id is None
+                or (workflow.parent is not None and workflow.parent.workflow_id == query.parent_id)
+            )
         ]
         if after is not None:
             rows = [row for row in rows if (row.created_at, row.id) < (after.created_at, after.id)]
@@ -104,9 +124,14 @@ class MemoryWorkflows(Tables):
             return None  # a repeat, a late report of a job that is not (or no longer) the step's, a stale wait end
         if not finishes_alone(report.outcome, step.on_failure):
             snapshot = self._workflow_out(workflow)
-            return tuple(due_waits(self._record(workflow, snapshot, on_report(snapshot, report), now), now))
+            recorded = self._record(workflow, snapshot, on_report(snapshot, report), now)
+            parent_step = child_ended(recorded) if workflow.status is WorkflowStatus.RUNNING else None
+            return (*due_waits(recorded, now), *([] if parent_step is None else [parent_step]))
         dependents = [steps[positions[name]] for name in step.dependents]
-        finish = on_finish(report, workflow, dependents, now, id_stream("job", now, self._rng))
+        job_ids = id_stream("job", now, self._rng)
+        finish = on_finish(report, workflow, dependents, now, job_ids)
+        context = {**workflow.context, step.name: finish.result}
+        finish, starts = finish_children(finish, workflow, context, now, job_ids, id_stream("wf", now, self._rng))
         if errors := result_errors(finish.result):
             raise ValidationError.of(errors)
         self._check_insert(finish.jobs)
@@ -116,17 +141,26 @@ class MemoryWorkflows(Tables):
         for row in finish.dependents:
             position = positions[row.name]
             steps[position] = replace_dataclass(
-                steps[position], status=row.status, remaining=row.remaining, job_id=row.job_id, due_at=row.due_at
+                steps[position],
+                status=row.status,
+                remaining=row.remaining,
+                job_id=row.job_id,
+                due_at=row.due_at,
+                child_workflow_id=row.child_workflow_id or steps[position].child_workflow_id,
+                error=row.error,
             )
         self._insert(finish.jobs)
+        self._start_children(starts, now)
         before = self._workflow_counters[workflow.id]
         after = replace_dataclass(
             before, unfinished=before.unfinished - finish.unfinished, partial=before.partial or finish.partial
         )
         self._workflow_counters[workflow.id] = after
         if (status := counted_status(after.unfinished, after.partial)) is not None:
-            self._workflows[workflow.id] = replace_dataclass(workflow, status=status, completed_at=now)
+            finished = self._workflows[workflow.id] = replace_dataclass(workflow, status=status, completed_at=now)
             self._announce_finished([workflow.id])
+            if (parent := child_ended(finished)) is not None:
+                return (*finish.due, parent)
         return finish.due
 
     async def workflow_add_steps(self, request: GrowthRequest) -> Workflow:
@@ -175,14 +209,14 @@ class MemoryWorkflows(Tables):
 
     async def workflow_waits_due(self, *, limit: int, now: datetime) -> list[DueWait]:
         due = [
-            DueWait(workflow_id=workflow.id, name=step.name, wait=step.wait, due_at=step.due_at, signal=step.signal)
+            wait
             for workflow in self._workflows.values()
             if workflow.status is WorkflowStatus.RUNNING
             for step in workflow.steps
             if step.status is StepStatus.WAITING
-            and step.wait is not None
             and step.due_at is not None
             and step.due_at <= now
+            and (wait := due_wait(workflow.id, step)) is not None
         ]
         due.sort(key=lambda wait: wait.due_at or now)
         return due[:limit]
@@ -214,6 +248,57 @@ class MemoryWorkflows(Tables):
         ]
         return stalled[:limit]
 
+    async def workflow_children_ended(self, *, limit: int, ended_before: datetime) -> list[DueWait]:
+        ended = [
+            parent_wait(ParentRef(workflow_id=workflow.id, step=step.name), child.id)
+            for workflow in self._workflows.values()
+            if workflow.status is WorkflowStatus.RUNNING
+            for step in workflow.steps
+            if step.status is StepStatus.WAITING
+            and step.child_workflow_id is not None
+            and (child := self._workflows.get(step.child_workflow_id)) is not None
+            and child.status is not WorkflowStatus.RUNNING
+            and child.completed_at is not None
+            and child.completed_at < ended_before
+        ]
+        return ended[:limit]
+
+    async def workflow_deadlines_due(self, *, limit: int, now: datetime) -> list[str]:
+        due = [
+            workflow
+            for workflow in self._workflows.values()
+            if workflow.status is WorkflowStatus.RUNNING and workflow.deadline is not None and workflow.deadline <= now
+        ]
+        due.sort(key=lambda workflow: workflow.deadline or now)
+        return [workflow.id for workflow in due[:limit]]
+
+    async def workflow_next_deadline(self) -> datetime | None:
+        return min(
+            (
+                workflow.deadline
+                for workflow in self._workflows.values()
+                if workflow.status is WorkflowStatus.RUNNING and workflow.deadline is not None
+            ),
+            default=None,
+        )
+
+    def _start_children(self, starts: Sequence[ChildStart], now: datetime) -> None:
+        """Insert each new child workflow (and its own children), or retry in place the one a step made before."""
+        for start in starts:
+            if start.recording is not None:
+                recording = start.recording
+                _, created = self._insert_workflow(recording.workflow, recording.jobs)
+                if created:
+                    self._start_children(recording.children, now)
+            elif start.retry is not None:
+                self._change_child(start.retry, retry_child, now)
+
+    def _change_child(self, child_id: str, decide: Callable[[Workflow], Transition], now: datetime) -> None:
+        child = self._workflows.get(child_id)
+        if child is not None:
+            snapshot = self._workflow_out(child)
+            self._record(child, snapshot, decide(snapshot), now)
+
     def _keep(self, workflow: Workflow) -> None:
         """Store `workflow` (the store's own copy) with its step positions and counters."""
         self._workflows[workflow.id] = workflow
@@ -223,7 +308,9 @@ class MemoryWorkflows(Tables):
     def _record(self, workflow: Workflow, snapshot: Workflow, transition: Transition, now: datetime) -> Workflow:
         """Record `transition` on the stored `workflow` (`advance.record` on `snapshot`, the store's own copy of
         it), validated before anything is written."""
-        recording = record(snapshot, transition, now, id_stream("job", now, self._rng))
+        recording = record_with_children(
+            snapshot, transition, now, id_stream("job", now, self._rng), id_stream("wf", now, self._rng)
+        )
         # The finished step's result, and the new jobs, are all it writes that nobody checked.
         if errors := result_errors(transition.result):
             raise ValidationError.of(errors)
@@ -245,4 +332,9 @@ class MemoryWorkflows(Tables):
                 self._slot_freed(job)
         if workflow.status is WorkflowStatus.RUNNING and recording.workflow.status is not WorkflowStatus.RUNNING:
             self._announce_finished([workflow.id])
+        # Down the tree, after the parent (as PostgreSQL locks them): its cancelled steps' children, then the
+        # children its waiting steps start.
+        for child_id in recording.cancel_children:
+            self._change_child(child_id, cancel_child, now)
+        self._start_children(recording.children, now)
         return self._workflow_out(recording.workflow)

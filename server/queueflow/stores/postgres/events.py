@@ -32,7 +32,7 @@ from queueflow.core.validation import check
 from queueflow.stores.postgres.connection import Db, Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.rows import job_insert
-from queueflow.stores.postgres.workflows import insert_workflow
+from queueflow.stores.postgres.workflows import insert_workflow, start_children
 
 TRIGGER_COLUMNS = "id, tenant_id, name, event, filter, task, workflow, enabled, created_at, updated_at"
 
@@ -199,6 +199,8 @@ class PostgresEvents(Pooled):
                                 raise _Repeated()
                             for recording in made.workflows:
                                 await insert_workflow(db, recording.workflow, recording.jobs, announce)
+                                # A root child step's child, made with its parent (as `workflow_insert` makes it).
+                                await start_children(db, recording.children, event.received_at, self._rng, announce)
                             if made.jobs:
                                 statement, values = job_insert(made.jobs)
                                 await db.execute(statement, *values)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from queueflow.core.advance import Recording, record
+from queueflow.core.advance import Recording
+from queueflow.core.children import record_with_children
 from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.growth import Growth, GrowthRequest, GrowthView, Needs
 from queueflow.core.ids import id_stream
@@ -49,7 +50,7 @@ from queueflow.stores.postgres.workflow_sql import (
     STEPS_INSERT,
     WAITS_DUE,
 )
-from queueflow.stores.postgres.workflows import _Raised, _step, _step_columns
+from queueflow.stores.postgres.workflows import _Raised, _step, _step_columns, start_children
 
 
 class PostgresWorkflowGrowth(Pooled):
@@ -79,13 +80,17 @@ class PostgresWorkflowGrowth(Pooled):
                     grown = growth.workflow
                     if errors := workflow_storage_errors(grown):
                         raise ValidationError.of(errors)
-                    if growth.transition.enqueue:
+                    if growth.transition.enqueue or growth.transition.wait:
+                        # Its new jobs' `_context`, or its new child steps' `parent_context`.
                         context = await db.fetchval(GROWTH_CONTEXT, grown.id)
                         grown = replace(grown, context=context)
                     now = request.now
-                    recording = record(grown, growth.transition, now, id_stream("job", now, self._rng))
+                    recording = record_with_children(
+                        grown, growth.transition, now, id_stream("job", now, self._rng), id_stream("wf", now, self._rng)
+                    )
                     await _write(db, growth, recording, now)
                     announce(new.queue_name for new in recording.jobs)
+                    await start_children(db, recording.children, now, self._rng, announce)
         except _Raised as raised:
             raise raised.error from None
         return recording.workflow
@@ -130,11 +135,12 @@ class PostgresWorkflowGrowth(Pooled):
             DueWait(
                 workflow_id=row["workflow_id"],
                 name=row["name"],
-                wait=Wait.from_json(row["wait"]),
+                wait=None if row["wait"] is None else Wait.from_json(row["wait"]),
                 due_at=row["due_at"],
                 signal=None
                 if row["signal_received_at"] is None
                 else KeptSignal(payload=row["signal_payload"], received_at=row["signal_received_at"]),
+                child_workflow_id=row["child_workflow_id"],
             )
             for row in rows
         ]
@@ -164,6 +170,7 @@ async def _view(db: Db, workflow_id: str, needs: Needs) -> GrowthView | None:
         completed_at=head["completed_at"],
         idempotency_key=head["idempotency_key"],
         trace_context=head["trace_context"],
+        depth=head["depth"],
     )
     return GrowthView(workflow=workflow, step_count=count, signals_taken=frozenset(row["signal"] for row in taken))
 

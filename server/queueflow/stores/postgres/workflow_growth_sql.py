@@ -5,7 +5,7 @@ addition touches (`core.growth.GrowthView`), never every step of the workflow, s
 `$n` parameters, for asyncpg, which prepares each statement once per connection and reuses it.
 """
 
-from queueflow.stores.postgres.workflow_sql import CONTEXT, STEP_COLUMNS
+from queueflow.stores.postgres.workflow_sql import STEP_COLUMNS, WORKFLOW_CONTEXT
 
 # Each step row an addition names is read by its primary key, one lookup a name (a LATERAL subquery kept apart by
 # OFFSET 0). Joined to the workflow's rows as a set, the planner read them by a hash or a merge over a scan of the
@@ -16,7 +16,8 @@ from queueflow.stores.postgres.workflow_sql import CONTEXT, STEP_COLUMNS
 # finishes in flight), and its head read, without its context (assembled from its satisfied steps: read only if
 # a new step is enqueued at once, GROWTH_CONTEXT).
 GROWTH_HEAD = """
-SELECT w.id, w.tenant_id, w.name, w.status, w.idempotency_key, w.created_at, w.completed_at, w.trace_context, w.steps
+SELECT w.id, w.tenant_id, w.name, w.status, w.idempotency_key, w.created_at, w.completed_at, w.trace_context, w.steps,
+       w.depth
   FROM queueflow.workflows AS w WHERE w.id = $1 FOR UPDATE
 """
 
@@ -55,8 +56,9 @@ GROWTH_SIGNALS = """
 SELECT signal FROM queueflow.workflow_steps WHERE workflow_id = $1 AND signal = ANY($2::text[])
 """
 
-# The context a step enqueued at once receives as `_context` (as a finish's COUNT assembles it).
-GROWTH_CONTEXT = f"SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $1"
+# The context a step enqueued at once receives as `_context` (as a finish's COUNT assembles it), and a child step
+# started at once as `parent_context`.
+GROWTH_CONTEXT = WORKFLOW_CONTEXT
 
 # The new steps counted: $2 more unfinished, partial if one of them was skipped, $3 steps in all.
 GROWTH_RECORD = """

@@ -18,22 +18,25 @@ CONTEXT = f"""w.context || COALESCE((SELECT jsonb_object_agg(s.name, s.result) F
 
 WORKFLOW_COLUMNS = (
     f"w.id, w.tenant_id, w.name, w.status, {CONTEXT} AS context, w.idempotency_key, w.created_at, w.completed_at,"
-    " w.trace_context"
+    " w.trace_context, w.parent_id, w.parent_step, w.depth, w.timeout_seconds, w.deadline, w.error"
 )
 # A step without its edges: what a finish reads of a dependent (it decides on `remaining`). A fan-in's
 # `depends_on` is as long as the fan: read by each of the fan's finishes, it made a 10,000-wide fan-out's cost
 # quadratic (each finish detoasted and decoded the join's 10,000 names).
-# A dependent that is a wait step becomes `waiting` (or due, with a signal kept): its wait and signal are read too.
+# A dependent that is a wait step becomes `waiting` (or due, with a signal kept): its wait and signal are read too;
+# one that is a child step starts its child (or retries the one it made).
 DEPENDENT_COLUMNS = (
     "workflow_id, name, idx, task_name, payload, on_failure, status, job_id, queue_name, priority, max_retries,"
-    " config, timeout_seconds, remaining, wait, due_at, signal_payload, signal_received_at"
+    " config, timeout_seconds, remaining, wait, due_at, signal_payload, signal_received_at, child,"
+    " child_workflow_id, error"
 )
 STEP_COLUMNS = f"{DEPENDENT_COLUMNS}, depends_on, dependents, added_by, added_as"
 
 WORKFLOW_INSERT = """
 INSERT INTO queueflow.workflows (id, tenant_id, name, status, context, idempotency_key, created_at, updated_at,
-                                 trace_context, unfinished, partial, steps)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10, $11)
+                                 trace_context, unfinished, partial, steps, parent_id, parent_step, depth,
+                                 timeout_seconds, deadline)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 """
@@ -51,15 +54,18 @@ SELECT {WORKFLOW_COLUMNS} FROM queueflow.workflows AS w WHERE w.tenant_id = $1 A
 STEPS_INSERT = """
 INSERT INTO queueflow.workflow_steps (workflow_id, name, idx, task_name, payload, depends_on, on_failure, status,
                                       job_id, queue_name, priority, max_retries, config, timeout_seconds,
-                                      remaining, dependents, wait, due_at, added_by, added_as)
+                                      remaining, dependents, wait, due_at, added_by, added_as, child,
+                                      child_workflow_id, error)
 SELECT $1, s.name, s.idx, s.task_name, s.payload, ARRAY(SELECT jsonb_array_elements_text(s.depends_on)),
        s.on_failure, s.status, s.job_id, s.queue_name, s.priority, s.max_retries, s.config, s.timeout_seconds,
-       s.remaining, ARRAY(SELECT jsonb_array_elements_text(s.dependents)), s.wait, s.due_at, s.added_by, s.added_as
+       s.remaining, ARRAY(SELECT jsonb_array_elements_text(s.dependents)), s.wait, s.due_at, s.added_by, s.added_as,
+       s.child, s.child_workflow_id, s.error
   FROM unnest($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[],
               $10::text[], $11::int[], $12::int[], $13::jsonb[], $14::float8[], $15::int[], $16::jsonb[],
-              $17::jsonb[], $18::timestamptz[], $19::text[], $20::jsonb[])
+              $17::jsonb[], $18::timestamptz[], $19::text[], $20::jsonb[], $21::jsonb[], $22::text[], $23::text[])
        AS s(name, idx, task_name, payload, depends_on, on_failure, status, job_id, queue_name, priority,
-            max_retries, config, timeout_seconds, remaining, dependents, wait, due_at, added_by, added_as)
+            max_retries, config, timeout_seconds, remaining, dependents, wait, due_at, added_by, added_as, child,
+            child_workflow_id, error)
 """
 
 WORKFLOW_GET = f"""
@@ -80,7 +86,7 @@ SELECT id FROM queueflow.workflows WHERE id = $1 AND ($2::text IS NULL OR tenant
 
 WORKFLOW_RECORD = """
 UPDATE queueflow.workflows
-   SET status = $2, completed_at = $3, updated_at = $4, unfinished = $5, partial = $6
+   SET status = $2, completed_at = $3, updated_at = $4, unfinished = $5, partial = $6, deadline = $7, error = $8
  WHERE id = $1
 """
 
@@ -90,9 +96,10 @@ UPDATE queueflow.workflows
 STEPS_RECORD = """
 UPDATE queueflow.workflow_steps AS s
    SET status = c.status, job_id = c.job_id, remaining = c.remaining, result = COALESCE(c.result, s.result),
-       due_at = c.due_at
-  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::timestamptz[])
-       AS c(name, expect, status, job_id, remaining, result, due_at)
+       due_at = c.due_at, child_workflow_id = c.child_workflow_id, error = c.error
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::timestamptz[],
+              $9::text[], $10::text[])
+       AS c(name, expect, status, job_id, remaining, result, due_at, child_workflow_id, error)
  WHERE s.workflow_id = $1 AND s.name = c.name AND s.status = c.expect
 """
 
@@ -121,7 +128,7 @@ STEP_ON_FAILURE = "SELECT on_failure FROM queueflow.workflow_steps WHERE workflo
 # the workflow does not exist.
 FINISH = f"""
 WITH head AS (
-    SELECT id, tenant_id, name, status, idempotency_key, created_at, trace_context
+    SELECT id, tenant_id, name, status, idempotency_key, created_at, trace_context, depth
       FROM queueflow.workflows WHERE id = $1 FOR KEY SHARE
 ), finished AS (
     UPDATE queueflow.workflow_steps AS s SET status = $4, result = $5::jsonb, due_at = NULL
@@ -186,9 +193,10 @@ CUSTOM_PLAN = "SET LOCAL plan_cache_mode = force_custom_plan"
 COUNT = f"""
 WITH recorded AS (
     UPDATE queueflow.workflow_steps AS s
-       SET remaining = c.remaining, status = c.status, job_id = c.job_id, due_at = c.due_at
-      FROM unnest($18::tid[], $19::int[], $20::text[], $21::text[], $24::timestamptz[])
-           AS c(at, remaining, status, job_id, due_at)
+       SET remaining = c.remaining, status = c.status, job_id = c.job_id, due_at = c.due_at,
+           child_workflow_id = COALESCE(c.child_workflow_id, s.child_workflow_id), error = c.error
+      FROM unnest($18::tid[], $19::int[], $20::text[], $21::text[], $24::timestamptz[], $25::text[], $26::text[])
+           AS c(at, remaining, status, job_id, due_at, child_workflow_id, error)
      WHERE s.ctid = c.at
 ), c AS MATERIALIZED (
     SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $17 AND cardinality($1::text[]) > 0
@@ -212,16 +220,28 @@ UPDATE queueflow.workflows
 RETURNING unfinished, partial
 """
 
-# The count reached 0 (`core.finish.counted_status`): the row is this transaction's until it commits.
+# The count reached 0 (`core.finish.counted_status`): the row is this transaction's until it commits. A child's
+# parent step is returned, for the caller to end (`core.children`).
 WORKFLOW_END = """
 UPDATE queueflow.workflows SET status = $2, completed_at = $3, updated_at = $3 WHERE id = $1 AND status = 'running'
+RETURNING parent_id, parent_step
 """
 
-# The jobs of steps a structural change cancelled, if they have not finished.
+# The jobs of steps a structural change cancelled (a cancel's, a halt's or a timeout's, down its tree of child
+# workflows: all of them, in one statement), if they have not finished. Locked in id order first: a batched ack
+# locks its jobs in id order too (`jobs.job_complete_many`), so an ack of jobs of several children and the cancel
+# of their parent cannot each hold a job the other waits for (measured: a deadlock, before, between an ack and a
+# cascade that cancelled child after child).
 CANCEL_STEP_JOBS = f"""
+WITH locked AS (
+    SELECT id FROM queueflow.jobs
+     WHERE id = ANY($1::text[]) AND status IN ('pending', 'retrying', 'running')
+     ORDER BY id FOR UPDATE
+)
 UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $2
- WHERE j.id = ANY($1::text[]) AND j.status IN ('pending', 'retrying', 'running')
+  FROM locked
+ WHERE j.id = locked.id
 RETURNING {SLOT_FREED.format(queue="j.queue_name")}
 """
 
@@ -269,7 +289,7 @@ RETURNING status, due_at
 
 # Waits due at $1 (idx_workflow_steps_due), of running workflows.
 WAITS_DUE = """
-SELECT s.workflow_id, s.name, s.wait, s.due_at, s.signal_payload, s.signal_received_at
+SELECT s.workflow_id, s.name, s.wait, s.due_at, s.signal_payload, s.signal_received_at, s.child_workflow_id
   FROM queueflow.workflow_steps AS s
   JOIN queueflow.workflows AS w ON w.id = s.workflow_id AND w.status = 'running'
  WHERE s.status = 'waiting' AND s.due_at IS NOT NULL AND s.due_at <= $1
@@ -285,3 +305,27 @@ SELECT min(due_at) FROM queueflow.workflow_steps WHERE status = 'waiting' AND du
 JOB_FOR_SHARE = (
     f"SELECT {J_COLUMNS} FROM queueflow.jobs AS j WHERE j.id = $1 AND ($2::text IS NULL OR j.tenant_id = $2) FOR SHARE"
 )
+
+# The context a child step's new child receives as `parent_context` (as COUNT assembles a job's `_context`).
+WORKFLOW_CONTEXT = f"SELECT {CONTEXT} AS context FROM queueflow.workflows AS w WHERE w.id = $1"
+
+# ---- child workflows and deadlines (`core.children`) --------------------------------------------------------
+
+# Waiting child steps of running workflows (idx_workflow_steps_child) whose child ended before $2: parents'
+# advances a crash lost after their child's end.
+CHILDREN_ENDED = """
+SELECT s.workflow_id, s.name, s.child_workflow_id
+  FROM queueflow.workflow_steps AS s
+  JOIN queueflow.workflows AS c ON c.id = s.child_workflow_id AND c.status <> 'running' AND c.completed_at < $2
+  JOIN queueflow.workflows AS w ON w.id = s.workflow_id AND w.status = 'running'
+ WHERE s.status = 'waiting' AND s.child_workflow_id IS NOT NULL
+ LIMIT $1
+"""
+
+# Running workflows past their deadline at $1 (idx_workflows_deadline), earliest first.
+DEADLINES_DUE = """
+SELECT id FROM queueflow.workflows WHERE status = 'running' AND deadline IS NOT NULL AND deadline <= $1
+ ORDER BY deadline LIMIT $2
+"""
+
+NEXT_DEADLINE = "SELECT min(deadline) FROM queueflow.workflows WHERE status = 'running' AND deadline IS NOT NULL"

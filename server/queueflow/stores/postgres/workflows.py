@@ -20,14 +20,23 @@ import asyncpg
 
 from queueflow.core.advance import (
     AdvanceRequest,
+    ChildStart,
     Recording,
     Transition,
     counters,
     due_waits,
     finished_status,
-    record,
 )
 from queueflow.core.backoff import RandomSource
+from queueflow.core.children import (
+    cancel_child,
+    child_ended,
+    finish_children,
+    parent_wait,
+    record_with_children,
+    retry_child,
+)
+from queueflow.core.definitions import new_workflow_from_json, new_workflow_json
 from queueflow.core.errors import QueueFlowError, StoreUnavailable, ValidationError
 from queueflow.core.finish import (
     StepReport,
@@ -43,6 +52,7 @@ from queueflow.core.types import BackoffPolicy, Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
 from queueflow.core.workflow import (
     OnFailure,
+    ParentRef,
     Step,
     StepStatus,
     Workflow,
@@ -68,6 +78,7 @@ from queueflow.stores.postgres.workflow_sql import (
     WORKFLOW_AWAIT,
     WORKFLOW_BY_KEY,
     WORKFLOW_COLUMNS,
+    WORKFLOW_CONTEXT,
     WORKFLOW_END,
     WORKFLOW_GET,
     WORKFLOW_INSERT,
@@ -77,10 +88,15 @@ from queueflow.stores.postgres.workflow_sql import (
 
 
 class PostgresWorkflows(Pooled):
-    async def workflow_insert(self, workflow: Workflow, jobs: Sequence[Job]) -> tuple[Workflow, bool]:
+    async def workflow_insert(
+        self, workflow: Workflow, jobs: Sequence[Job], *, children: Sequence[ChildStart] = ()
+    ) -> tuple[Workflow, bool]:
         with self._announcing() as announce:
             async with self._connection() as db, db.transaction():
-                return await insert_workflow(db, workflow, jobs, announce)
+                inserted, created = await insert_workflow(db, workflow, jobs, announce)
+                if created:
+                    await start_children(db, children, workflow.created_at, self._rng, announce)
+                return inserted, created
 
     async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
         if not storable_text(workflow_id) or (tenant_id is not None and not storable_text(tenant_id)):
@@ -105,6 +121,11 @@ class PostgresWorkflows(Pooled):
         if status is not None:
             args.append(status.value)
             conditions.append(f"w.status = ${len(args)}")
+        if query.parent_id is not None:
+            if not storable_text(query.parent_id):
+                return []
+            args.append(query.parent_id)
+            conditions.append(f"w.parent_id = ${len(args)}")
         if after is not None:
             args += [after.created_at, after.id]
             conditions.append(f"(w.created_at, w.id) < (${len(args) - 1}, ${len(args)})")
@@ -122,8 +143,9 @@ class PostgresWorkflows(Pooled):
         try:
             with self._announcing() as announce:
                 async with self._connection() as db, db.transaction():
-                    workflow, jobs = await _advance(db, workflow_id, tenant_id, request.decide, request.now, self._rng)
-                    announce(job.queue_name for job in jobs)
+                    workflow, _ = await _advance(
+                        db, workflow_id, tenant_id, request.decide, request.now, self._rng, announce
+                    )
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
         return workflow
@@ -146,15 +168,19 @@ class PostgresWorkflows(Pooled):
                         alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                     async with begun(db, BEGIN_FINISH):
                         if alone:
-                            finished = await _finish(db, report, result, now, self._rng)
+                            finished = await _finish(db, report, result, now, self._rng, announce)
                             jobs, due = finished if finished is not None else (None, ())
+                            announce(job.queue_name for job in jobs or ())
                         else:
+                            decide = partial(on_report, report=report)
                             after, enqueued = await _advance(
-                                db, report.workflow_id, None, partial(on_report, report=report), now, self._rng, report
+                                db, report.workflow_id, None, decide, now, self._rng, announce, report
                             )
                             jobs = enqueued if after is not None else None
                             due = () if after is None else tuple(due_waits(after, now))
-                        announce(job.queue_name for job in jobs or ())
+                            # Recorded, so the workflow was running: if it ended here, its parent's step ends next.
+                            if after is not None and (parent := child_ended(after)) is not None:
+                                due = (*due, parent)
         except _Raised as raised:
             raise raised.error from None
         if jobs is None:
@@ -173,10 +199,15 @@ async def _advance(
     decide: Callable[[Workflow], Transition],
     now: datetime,
     rng: RandomSource,
+    announce: Announce,
     report: StepReport | None = None,
+    cancelling: list[str] | None = None,
 ) -> tuple[Workflow | None, Sequence[Job]]:
-    """`workflow_advance` in the caller's transaction, and the jobs it enqueued: no workflow if it does not exist
-    (for `tenant_id`), or, for a `report`, if its step was not recorded."""
+    """`workflow_advance` in the caller's transaction, and the jobs it enqueued (announced): no workflow if it does
+    not exist (for `tenant_id`), or, for a `report`, if its step was not recorded. Down the tree after it (each
+    child locked after its parent): the children of the child steps it cancelled are cancelled, those of the child
+    steps it made wait started (`core.children`). The jobs the whole tree cancels are cancelled last, in one
+    statement (`CANCEL_STEP_JOBS`); `cancelling` collects them for the `_advance` at the top of the tree."""
     if await db.fetchval(WORKFLOW_LOCK, workflow_id, tenant_id) is None:
         return None, ()
     row = await db.fetchrow(WORKFLOW_GET, workflow_id, tenant_id)
@@ -187,19 +218,30 @@ async def _advance(
         transition = decide(snapshot)
     except Exception as exc:
         raise _Raised(exc) from exc
-    recording = record(snapshot, transition, now, id_stream("job", now, rng))
+    recording = record_with_children(snapshot, transition, now, id_stream("job", now, rng), id_stream("wf", now, rng))
     await _write(db, snapshot, transition, recording, now)
+    announce(job.queue_name for job in recording.jobs)
+    top = cancelling is None
+    cancelling = [] if cancelling is None else cancelling
+    cancelling.extend(recording.cancel_jobs)  # the top's list: the children below add theirs to it
+    for child_id in recording.cancel_children:
+        await _advance(db, child_id, None, cancel_child, now, rng, announce, None, cancelling)
+    await start_children(db, recording.children, now, rng, announce)
+    if top and cancelling:
+        await db.execute(CANCEL_STEP_JOBS, sorted(set(cancelling)), now)
     if report is not None and transition.finished is None:
         return None, recording.jobs
     return recording.workflow, recording.jobs
 
 
 async def _finish(
-    db: Db, report: StepReport, result: str, now: datetime, rng: RandomSource
+    db: Db, report: StepReport, result: str, now: datetime, rng: RandomSource, announce: Announce
 ) -> tuple[Sequence[Job], tuple[DueWait, ...]] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
-    transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once,
-    or None if it recorded nothing (a repeat, a late report, a stale wait end, a workflow no longer running)."""
+    transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once
+    (and the parent's step, if it ended a child workflow), or None if it recorded nothing (a repeat, a late report,
+    a stale wait end, a workflow no longer running). A dependent child step starts its child between the two
+    (after the workflow's context is read for it: only then, so an ordinary finish stays two statements)."""
     status = finished_status(report.outcome).value
     end = report.wait_end
     rows = await db.fetch(
@@ -219,9 +261,14 @@ async def _finish(
     locked = [_step(_dependent_columns(row), edges=False) for row in dependents]
     ctid = {row["d_name"]: row["dependent_ctid"] for row in dependents}
     # COUNT assembles the new jobs' `_context` as it inserts them.
-    finish = on_finish(report, _head(head), locked, now, id_stream("job", now, rng), with_context=False)
+    job_ids = id_stream("job", now, rng)
+    finish = on_finish(report, _head(head), locked, now, job_ids, with_context=False)
     if errors := job_storage_errors(finish.jobs):
         raise ValidationError.of(errors)
+    if finish.children:
+        context = await db.fetchval(WORKFLOW_CONTEXT, report.workflow_id)
+        finish, starts = finish_children(finish, _head(head), context, now, job_ids, id_stream("wf", now, rng))
+        await start_children(db, starts, now, rng, announce)
     if len(finish.dependents) > WIDE_FINISH:
         await db.execute(CUSTOM_PLAN)
     counted = await db.fetchrow(
@@ -235,9 +282,14 @@ async def _finish(
         finish.unfinished,
         finish.partial,
         [row.due_at for row in finish.dependents],
+        [row.child_workflow_id for row in finish.dependents],
+        [row.error for row in finish.dependents],
     )
     if counted is not None and (ended := counted_status(counted["unfinished"], counted["partial"])) is not None:
-        await db.execute(WORKFLOW_END, report.workflow_id, ended.value, now)
+        parent = await db.fetchrow(WORKFLOW_END, report.workflow_id, ended.value, now)
+        if parent is not None and parent["parent_id"] is not None:
+            ref = ParentRef(workflow_id=parent["parent_id"], step=parent["parent_step"])
+            return finish.jobs, (*finish.due, parent_wait(ref, report.workflow_id))
     return finish.jobs, finish.due
 
 
@@ -259,6 +311,7 @@ def _head(row: asyncpg.Record) -> Workflow:
         created_at=row["created_at"],
         idempotency_key=row["idempotency_key"],
         trace_context=row["trace_context"],
+        depth=row["depth"],
     )
 
 
@@ -285,6 +338,8 @@ async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: 
         now,
         recording.counters.unfinished,
         recording.counters.partial,
+        after.deadline,
+        after.error,
     )
     if recording.changed:
         finished = transition.finished.name if transition.finished is not None else None
@@ -301,14 +356,14 @@ async def _write(db: Db, snapshot: Workflow, transition: Transition, recording: 
             [new.remaining for _, new in recording.changed],
             results,
             [new.due_at for _, new in recording.changed],
+            [new.child_workflow_id for _, new in recording.changed],
+            [new.error for _, new in recording.changed],
         )
         if int(written.split()[-1]) != len(recording.changed):
             raise StoreUnavailable(f"workflow {snapshot.id}: a step changed outside the workflow's lock")
     if recording.jobs:
         statement, values = job_insert(recording.jobs)
         await db.execute(statement, *values)
-    if recording.cancel_jobs:
-        await db.execute(CANCEL_STEP_JOBS, recording.cancel_jobs, now)
 
 
 async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
@@ -329,6 +384,13 @@ async def _with_steps(db: Db, rows: Sequence[asyncpg.Record]) -> list[Workflow]:
             completed_at=row["completed_at"],
             idempotency_key=row["idempotency_key"],
             trace_context=row["trace_context"],
+            parent=None
+            if row["parent_id"] is None
+            else ParentRef(workflow_id=row["parent_id"], step=row["parent_step"]),
+            depth=row["depth"],
+            timeout_seconds=row["timeout_seconds"],
+            deadline=row["deadline"],
+            error=row["error"],
         )
         for row in rows
     ]
@@ -368,6 +430,9 @@ def _step(row: asyncpg.Record | Mapping[str, Any], *, edges: bool = True) -> Ste
         else KeptSignal(payload=row["signal_payload"], received_at=row["signal_received_at"]),
         added_by=row["added_by"] if edges else None,
         added_as=row["added_as"] if edges else None,
+        child=None if row["child"] is None else new_workflow_from_json(row["child"]),
+        child_workflow_id=row["child_workflow_id"],
+        error=row["error"],
     )
 
 
@@ -392,12 +457,19 @@ def _step_columns(steps: Sequence[Step]) -> list[list[Any]]:
         [step.due_at for step in steps],
         [step.added_by for step in steps],
         [None if step.added_as is None else json_text(step.added_as, ("steps", step.idx)) for step in steps],
+        [
+            None if step.child is None else json_text(new_workflow_json(step.child), ("steps", step.idx, "workflow"))
+            for step in steps
+        ],
+        [step.child_workflow_id for step in steps],
+        [step.error for step in steps],
     ]
 
 
-async def insert_workflow(
-    db: Db, workflow: Workflow, jobs: Sequence[Job], announce: Callable[[Iterable[str]], None]
-) -> tuple[Workflow, bool]:
+Announce = Callable[[Iterable[str]], None]
+
+
+async def insert_workflow(db: Db, workflow: Workflow, jobs: Sequence[Job], announce: Announce) -> tuple[Workflow, bool]:
     """`WorkflowStore.workflow_insert` inside the caller's transaction `db`, so that whatever creates workflows as
     part of something larger (a parent's step, an event's triggers) creates them atomically with it; `announce`
     takes the queues of the jobs it inserts."""
@@ -417,6 +489,11 @@ async def insert_workflow(
         start.unfinished,
         start.partial,
         len(workflow.steps),
+        None if workflow.parent is None else workflow.parent.workflow_id,
+        None if workflow.parent is None else workflow.parent.step,
+        workflow.depth,
+        workflow.timeout_seconds,
+        workflow.deadline,
     )
     if inserted is None:
         # The key's first create won (a concurrent one's insert waited for it to commit): return that.
@@ -431,3 +508,19 @@ async def insert_workflow(
         await db.execute(statement, *values)
         announce(job.queue_name for job in jobs)
     return workflow, True
+
+
+async def start_children(
+    db: Db, starts: Sequence[ChildStart], now: datetime, rng: RandomSource, announce: Announce
+) -> None:
+    """What child steps that went waiting start, in the caller's transaction (their parent's, locked first): each
+    new child inserted with its jobs and its own children (keyed `child:<parent>:<step>`, so a replay finds it), or
+    the child a step made before retried in place."""
+    for start in starts:
+        if start.recording is not None:
+            recording = start.recording
+            _, created = await insert_workflow(db, recording.workflow, recording.jobs, announce)
+            if created:
+                await start_children(db, recording.children, now, rng, announce)
+        elif start.retry is not None:
+            await _advance(db, start.retry, None, retry_child, now, rng, announce)
