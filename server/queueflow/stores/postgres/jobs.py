@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from queueflow.core.errors import FieldError, StoreUnavailable, ValidationError
 from queueflow.core.jsonvalue import (
@@ -51,12 +51,18 @@ from queueflow.stores.postgres.sql import (
     RETRY,
     SELECT_BY_KEYS,
 )
+from queueflow.stores.postgres.sweep_floor import SweepFloor
 from queueflow.stores.postgres.unique import insert_unique
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class PostgresJobs(Pooled):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sweep_floor = SweepFloor()
+        """Where this process's next lease-expiry sweep starts (`sweep_floor`)."""
+
     async def job_insert_many(
         self, jobs: Sequence[Job], *, rules: Sequence[UniqueRule | None] | None = None
     ) -> list[tuple[Job, bool | UniqueOutcome]]:
@@ -314,8 +320,10 @@ class PostgresJobs(Pooled):
         return job_from_row(row) if row is not None else None
 
     async def job_lease_expired(self, *, limit: int, relock_seconds: float, now: datetime) -> list[Job]:
+        floor = self._sweep_floor.start(now)
         async with self._connection() as db:
-            rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds))
+            rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds), floor)
+        self._sweep_floor.swept(now, floor, complete=len(rows) < limit)
         rows.sort(key=lambda row: (row["expired_at"], row["id"]))
         return [job_from_row(row) for row in rows]
 

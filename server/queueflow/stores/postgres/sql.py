@@ -194,11 +194,13 @@ SELECT *, pg_notify('queueflow_work', queue_name) FROM replayed
 """
 
 # SKIP LOCKED, and the re-check of `locked_until <= $1` that FOR UPDATE makes on a row another janitor has
-# just re-leased, let any number of janitors sweep at once and take each expired row once.
+# just re-leased, let any number of janitors sweep at once and take each expired row once. The sweep starts at
+# the janitor's floor $4 (NULL: the bottom), an index bound, so that it does not step over the dead versions of
+# every lease that ended below it while the xmin horizon is held (`sweep_floor`).
 LEASE_EXPIRED = f"""
 WITH expired AS (
     SELECT id, locked_until FROM queueflow.jobs
-     WHERE status = 'running' AND locked_until <= $1
+     WHERE status = 'running' AND locked_until <= $1 AND locked_until >= coalesce($4::timestamptz, '-infinity')
      ORDER BY locked_until, id
      LIMIT $2
      FOR UPDATE SKIP LOCKED)
