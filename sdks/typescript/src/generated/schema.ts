@@ -1009,7 +1009,7 @@ export interface components {
             tenant_id: string;
             timeout_seconds: number | null;
             trace_context: components["schemas"]["TraceContext"] | null;
-            unique_key: string | null;
+            unique_key?: string | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };
@@ -1072,7 +1072,7 @@ export interface components {
             tenant_id: string;
             timeout_seconds: number | null;
             trace_context: components["schemas"]["TraceContext"] | null;
-            unique_key: string | null;
+            unique_key?: string | null;
             workflow_id: string | null;
             workflow_step_id: string | null;
         };

@@ -169,7 +169,7 @@ class Job(Struct, kw_only=True):
     metadata: JSONObject
     idempotency_key: str | None
     concurrency_key: str | None
-    unique_key: str | None
+    unique_key: str | None = None
     """The key of the `unique` rule it was enqueued with, if any."""
     created_at: datetime
     started_at: datetime | None
