@@ -803,7 +803,7 @@ export interface components {
             timeout_seconds?: number;
             /**
              * @description An http or https URL; redirects are not followed
-             * @example https://example.com/queueflow
+             * @example https://93.184.215.14/queueflow
              */
             url: string;
         };
@@ -1267,7 +1267,7 @@ export interface components {
             timeout_seconds?: number;
             /**
              * @description An http or https URL; redirects are not followed
-             * @example https://example.com/queueflow
+             * @example https://93.184.215.14/queueflow
              */
             url?: string;
         };

@@ -30,7 +30,9 @@ Url = Annotated[
         max_length=endpoints.MAX_URL_LENGTH,
         pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://[^\x00]+$",
         description="An http or https URL; redirects are not followed",
-        examples=["https://example.com/queueflow"],
+        # A literal public address: an example any server accepts as it is, with no DNS to ask (a name that does not
+        # resolve, or resolves to a private address, is a 400).
+        examples=["https://93.184.215.14/queueflow"],
     ),
 ]
 # Litestar documents no constraint of a list's items; `extra` puts them back (as for a lease's).
