@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 from msgspec.structs import replace
 from queueflow.clocks import TestClock
 from queueflow.core.ids import new_id
@@ -40,3 +43,15 @@ def row(**changes: Any) -> Job:
         created_at=START,
     )
     return replace(job, **changes)
+
+
+@asynccontextmanager
+async def statistics_frozen(connection: asyncpg.Connection) -> AsyncIterator[None]:
+    """The jobs table's statistics taken now (on the few rows it holds) and kept while the block writes more, as
+    after a quiet spell and a burst, before autovacuum analyzes again."""
+    await connection.execute("ANALYZE queueflow.jobs")
+    await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
+    try:
+        yield
+    finally:  # the database outlives the test
+        await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import NamedTuple
 
 import asyncpg
@@ -27,7 +25,7 @@ from queueflow.stores.postgres.sql import (
 
 from tests import pg
 from tests.moments import START, T
-from tests.postgres.helpers import engine_on
+from tests.postgres.helpers import engine_on, statistics_frozen
 
 HISTORY = 100_000
 
@@ -55,18 +53,6 @@ async def plan(connection: asyncpg.Connection, plan_cache_mode: str) -> str:
     )
     rows = await connection.fetch(f"EXPLAIN EXECUTE claim({arguments})")
     return "\n".join(row[0] for row in rows)
-
-
-@asynccontextmanager
-async def statistics_frozen(connection: asyncpg.Connection) -> AsyncIterator[None]:
-    """The jobs table's statistics taken now (on the few rows it holds) and kept while the block writes more, as
-    after a quiet spell and a burst, before autovacuum analyzes again."""
-    await connection.execute("ANALYZE queueflow.jobs")
-    await connection.execute("ALTER TABLE queueflow.jobs SET (autovacuum_enabled = false)")
-    try:
-        yield
-    finally:  # the database outlives the test
-        await connection.execute("ALTER TABLE queueflow.jobs RESET (autovacuum_enabled)")
 
 
 @pytest.mark.parametrize("plan_cache_mode", ["auto", "force_generic_plan"])
