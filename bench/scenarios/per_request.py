@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -62,7 +63,8 @@ Round = dict[str, RouteRun]
 def ratios(round_: Round) -> dict[str, float]:
     """Each route's CPU per request ÷ `/healthz`'s (the round's floor)."""
     floor = round_["healthz"].cpu_us
-    return {key: run.cpu_us / floor for key, run in round_.items() if key != "healthz"}
+    # CPU time is read in clock ticks (10 ms): a smoke round's few /healthz requests can take none.
+    return {key: run.cpu_us / floor if floor > 0 else math.nan for key, run in round_.items() if key != "healthz"}
 
 
 class PerRequest:
@@ -189,10 +191,8 @@ async def measure(server: QueueFlowServer, requests: int, rounds: int, warm_up: 
 
 
 def describe(round_: Round) -> str:
-    floor = round_["healthz"].cpu_us
-    return "  ".join(
-        f"{key} {run.cpu_us:.0f} µs ({run.cpu_us / floor:.2f}×, {run.rate:,.0f}/s)" for key, run in round_.items()
-    )
+    ratio = {"healthz": 1.0, **ratios(round_)}
+    return "  ".join(f"{key} {run.cpu_us:.0f} µs ({ratio[key]:.2f}×, {run.rate:,.0f}/s)" for key, run in round_.items())
 
 
 def main() -> None:

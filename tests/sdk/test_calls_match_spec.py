@@ -69,7 +69,8 @@ SCHEDULE = {"timezone": "Europe/Berlin", "queue_name": "etl", "payload": {"a": 1
             "enabled": False}  # fmt: skip
 
 # fmt: off
-PAID_TASK = {"task_name": "receipt", **JOB_OPTIONS}
+PAID_TASK = {"task_name": "receipt", **{name: value for name, value in JOB_OPTIONS.items() if name != "unique"}}
+"""A trigger's task: every job option but a unique rule (a rule about which jobs exist is not an event's)."""
 CALLS: list[tuple[str, Call[Any]]] = [
     ("enqueueJob", _calls.enqueue({"task_name": "send_email", "idempotency_key": "key-1", **JOB_OPTIONS})),
     ("enqueueJobs", _calls.enqueue_many([{"task_name": "send_email", "idempotency_key": "key-2", **JOB_OPTIONS}])),

@@ -67,7 +67,7 @@ class Triggers(Resource):
         enabled: bool = True,
     ) -> Trigger:
         """Create a trigger: every matching event from now on enqueues `task` (a dict of `jobs.enqueue`'s
-        arguments) or starts `workflow`; a name already in use is an InvalidStateError."""
+        arguments but `unique`) or starts `workflow`; a name already in use is an InvalidStateError."""
         result: Trigger = self._send(_calls.create_trigger(name, _created(event, task, workflow, filter, enabled)))
         return result
 
@@ -105,7 +105,7 @@ class AsyncTriggers(Resource):
         enabled: bool = True,
     ) -> Trigger:
         """Create a trigger: every matching event from now on enqueues `task` (a dict of `jobs.enqueue`'s
-        arguments) or starts `workflow`; a name already in use is an InvalidStateError."""
+        arguments but `unique`) or starts `workflow`; a name already in use is an InvalidStateError."""
         fields = _created(event, task, workflow, filter, enabled)
         result: Trigger = await self._send(_calls.create_trigger(name, fields))
         return result

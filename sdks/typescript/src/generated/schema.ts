@@ -849,7 +849,7 @@ export interface components {
                 [key: string]: unknown;
             };
             name: string;
-            task?: components["schemas"]["EnqueueJob"];
+            task?: components["schemas"]["JobFields"];
             workflow?: components["schemas"]["CreateWorkflow"];
         };
         /** CreateWorkflow */
@@ -1016,6 +1016,28 @@ export interface components {
         /** JobBatch */
         JobBatch: {
             jobs: components["schemas"]["Job"][];
+        };
+        /** JobFields */
+        JobFields: {
+            backoff?: components["schemas"]["Backoff"];
+            /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
+            concurrency_key?: string | null;
+            delay_seconds?: number | null;
+            /** @default 3 */
+            max_retries?: number;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            payload?: {
+                [key: string]: unknown;
+            };
+            /** @default 0 */
+            priority?: number;
+            /** @default default */
+            queue_name?: string;
+            run_at?: string | null;
+            task_name: string;
+            timeout_seconds?: number | null;
         };
         /** JobPage */
         JobPage: {
@@ -1315,7 +1337,7 @@ export interface components {
             filter?: {
                 [key: string]: unknown;
             };
-            task?: components["schemas"]["EnqueueJob"];
+            task?: components["schemas"]["JobFields"];
             workflow?: components["schemas"]["CreateWorkflow"];
         };
         /** WaitSpec */

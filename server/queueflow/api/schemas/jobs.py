@@ -105,11 +105,13 @@ class Unique(RequestBody):
         )
 
 
-class EnqueueJob(TaskFields):
+class JobFields(TaskFields):
+    """A job as it is enqueued, but for a `unique` rule: what a trigger's `task` takes (a rule about which jobs
+    exist is the enqueuer's to state, not an event's; core.triggers refuses one)."""
+
     run_at: AwareDateTime | None = None
     delay_seconds: DelaySeconds | None = None
     metadata: JSONObject = msgspec.field(default_factory=dict)
-    unique: Unique | None = None
 
     def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
         return domain.NewJob(
@@ -125,8 +127,15 @@ class EnqueueJob(TaskFields):
             metadata=self.metadata,
             idempotency_key=idempotency_key,
             concurrency_key=self.concurrency_key,
-            unique=None if self.unique is None else self.unique.to_domain(),
         )
+
+
+class EnqueueJob(JobFields):
+    unique: Unique | None = None
+
+    def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
+        job = super().to_domain(idempotency_key)
+        return job if self.unique is None else msgspec.structs.replace(job, unique=self.unique.to_domain())
 
 
 class BatchItem(EnqueueJob):

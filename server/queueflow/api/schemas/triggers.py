@@ -8,7 +8,7 @@ from typing import Annotated
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from queueflow.api.schemas.common import NO_NUL, JSONObject, RequestBody
-from queueflow.api.schemas.jobs import EnqueueJob
+from queueflow.api.schemas.jobs import JobFields
 from queueflow.api.schemas.schedules import ScheduleName, ScheduleNamePath
 from queueflow.api.schemas.workflows import CreateWorkflow
 from queueflow.core import events, triggers
@@ -41,7 +41,7 @@ class CreateTrigger(RequestBody):
     name: TriggerName
     event: EventPattern
     filter: JSONObject | UnsetType = UNSET
-    task: EnqueueJob | UnsetType = UNSET
+    task: JobFields | UnsetType = UNSET
     workflow: CreateWorkflow | UnsetType = UNSET
     enabled: bool = True
 
@@ -62,7 +62,7 @@ class UpdateTrigger(RequestBody):
 
     event: EventPattern | UnsetType = UNSET
     filter: JSONObject | UnsetType = UNSET
-    task: EnqueueJob | UnsetType = UNSET
+    task: JobFields | UnsetType = UNSET
     workflow: CreateWorkflow | UnsetType = UNSET
     enabled: bool | UnsetType = UNSET
 
