@@ -110,6 +110,11 @@ class EnqueueJob(TaskFields):
     delay_seconds: DelaySeconds | None = None
     metadata: JSONObject = msgspec.field(default_factory=dict)
     unique: Unique | None = None
+    expires_at: AwareDateTime | None = None
+    """Not started by then, the job is never started: it becomes dead_letter ("expired: not started by …"). Later
+    than its scheduled_at; not with expires_in_seconds."""
+    expires_in_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DELAY_SECONDS)] | None = None
+    """expires_at as seconds from now."""
 
     def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
         return domain.NewJob(
@@ -126,6 +131,8 @@ class EnqueueJob(TaskFields):
             idempotency_key=idempotency_key,
             concurrency_key=self.concurrency_key,
             unique=None if self.unique is None else self.unique.to_domain(),
+            expires_at=self.expires_at,
+            expires_in_seconds=self.expires_in_seconds,
         )
 
 
@@ -171,6 +178,8 @@ class Job(Struct, kw_only=True):
     concurrency_key: str | None
     unique_key: str | None = None
     """The key of the `unique` rule it was enqueued with, if any."""
+    expires_at: datetime | None = None
+    """Its deadline, if any: not started by then, it is never started. A replay clears it."""
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -210,6 +219,7 @@ def job_fields(job: domain.Job) -> dict[str, Any]:
         "idempotency_key": job.idempotency_key,
         "concurrency_key": job.concurrency_key,
         "unique_key": job.unique_key,
+        "expires_at": job.expires_at,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,
