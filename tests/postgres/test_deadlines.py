@@ -90,7 +90,7 @@ async def test_concurrent_claims_never_return_an_expired_job(postgres_store: Pos
 
 async def test_the_expiry_read_is_a_range_of_its_index(postgres_url: str, postgres_store: PostgresJobStore) -> None:
     """50,000 jobs without a deadline and 50,000 with one far ahead: the read of the expired ones is a range of
-    idx_jobs_expiry under any plan, and reads no row outside it."""
+    idx_jobs_expiry under any plan, and reads no row outside it; the write reads its rows by primary key."""
     await engine_on(postgres_store, TestClock(START)).enqueue_many(
         T, [NewJob(task_name="t", expires_in_seconds=5)] * 10
     )
@@ -119,6 +119,17 @@ async def test_the_expiry_read_is_a_range_of_its_index(postgres_url: str, postgr
             assert all(scan["Node Type"] != "Seq Scan" for scan in scans), scans
             # The 10 due rows, and at most the one past them that ends the range.
             assert scans[0]["Actual Rows"] == 10
+        # The write reaches its rows by their ids (generic plan: the one a pooled connection keeps).
+        await connection.execute(f"PREPARE expire(text[], text[], timestamptz) AS {EXPIRE_MANY}")
+        rows = await connection.fetch(
+            "EXPLAIN (FORMAT JSON) EXECUTE expire('{job_bulk_0000001,job_bulk_0000003}', '{e,e}', now())"
+        )
+        scans = list(_scans(json.loads(rows[0][0])[0]["Plan"]))
+        assert {scan.get("Index Name") for scan in scans if scan["Node Type"] != "Function Scan"} <= {
+            "jobs_pkey",
+            None,  # the CTE's scan of the locked rows
+        }, scans
+        assert not [scan for scan in scans if scan["Node Type"] == "Seq Scan"], scans
 
 
 def _scans(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
