@@ -76,7 +76,7 @@ BUILT = {
     "0013": "fdbcccdeed9a605bd742d5e1efe547d17b20288ea184131cf20baa7e7d3bba41",
     "0014": "84efdcb043691a6cb8254fc34a5afa65ee673b59e8da5c77ac34ae55c53dfc10",
     "0015": "0ae8d3798065ba4a775b616c7af507c6f25d67a7e4e60f4118c8c5b5e80b1be9",
-    "0016": "a77e07c34604d4f20c95c63fd518f97099b92806618ad89c32f9c4a034c1f798",
+    "0016": "f235b5131f3c67cd9988c96059688a0fb6fb209b8c3ab40e730a8593e1294050",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
