@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import AdvanceRequest, ChildStart
+from queueflow.core.deadlines import Expiry
 from queueflow.core.endpoints import DeliveriesFinished, Endpoint, EndpointQuery, SlotRequest
 from queueflow.core.events import Event
 from queueflow.core.finish import StepReport
@@ -274,23 +275,23 @@ class JobStore(Protocol):
         ...
 
     async def job_retry(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
-        """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at and completed_at
-        cleared, error kept. None if missing (for the tenant) or other."""
+        """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at, completed_at and
+        expires_at cleared (a replay has no deadline), error kept. None if missing (for the tenant) or other."""
         ...
 
     # --- the worker's lease lifecycle: claim, heartbeat, release, complete, fail ----------------------------------
 
     async def job_claim(self, request: ClaimRequest) -> list[Job]:
-        """pending | retrying, due (scheduled_at ≤ now) → running, for up to `max_jobs` jobs of `queues` (and, when
-        `task_names` is given, of those tasks only; of `tenant_id` only, if given: a tenant-scoped worker key), in
-        turns (`core.turns.in_turns`): the tenants with due jobs served round by round, each round starting with the
-        first tenant after the turn of `queues` (the set, in any order) — the tenant the previous claim of them
-        served last, whoever made it: the store keeps the turn, one for every engine and process on it, and moves
-        it to the last tenant this claim serves (a tenant-scoped claim neither reads nor moves it) — and each
-        tenant's jobs in claim order (priority desc, scheduled_at, created_at), so that one tenant's backlog never
-        holds another's jobs back. Returned in that order. Each gets
-        a fresh lease_token, delivery_count + 1, started_at = now and locked_until = now + lease_seconds, capped at
-        its timeout.
+        """pending | retrying, due (scheduled_at ≤ now) and not expired (expires_at null or > now) → running,
+        for up to `max_jobs` jobs of `queues` (and, when `task_names` is given, of those tasks only; of
+        `tenant_id` only, if given: a tenant-scoped worker key), in turns (`core.turns.in_turns`): the tenants
+        with due jobs served round by round, each round starting with the first tenant after the turn of
+        `queues` (the set, in any order) — the tenant the previous claim of them served last, whoever made it:
+        the store keeps the turn, one for every engine and process on it, and moves it to the last tenant this
+        claim serves (a tenant-scoped claim neither reads nor moves it) — and each tenant's jobs in claim order
+        (priority desc, scheduled_at, created_at), so that one tenant's backlog never holds another's jobs back.
+        Returned in that order. Each gets a fresh lease_token, delivery_count + 1, started_at = now and
+        locked_until = now + lease_seconds, capped at its timeout.
         Concurrent claimers never claim the same row. Flow control (`QueueStore`) holds jobs back: none of a
         paused (tenant, queue)'s, never so many that more than its `concurrency_limit` run at once (nor more than
         its `key_concurrency_limit` of one `concurrency_key`), and never more than its rate limit's token bucket
@@ -358,6 +359,22 @@ class JobStore(Protocol):
         new lease token, so that no other janitor takes them while this one decides, and the worker whose lease
         expired can no longer finish them (409 lease_lost, as for any expired lease; with its old token it could,
         for as long as the janitor held the row). Returns them as re-leased to the janitor."""
+        ...
+
+    async def job_expiring(self, *, limit: int, now: datetime) -> list[Job]:
+        """Up to `limit` pending | retrying jobs whose expires_at ≤ now, the earliest deadline first (a bounded read
+        of the jobs with a deadline only). Reads only: `job_expire_many` records their end."""
+        ...
+
+    async def job_expire_many(self, expiries: Sequence[Expiry], *, now: datetime) -> list[Job]:
+        """pending | retrying with expires_at ≤ now → dead_letter (completed_at = now, error_message = the item's
+        error), each item on its own; a job that has since left those states, or that another transaction holds
+        (a cancel, a unique replace, another timer's expiry), is left alone and not returned — no claim ever waits
+        for this, nor this for anything. The jobs it dead-lettered, announced as finished."""
+        ...
+
+    async def job_next_expiry(self) -> datetime | None:
+        """The earliest expires_at of a pending | retrying job (passed or not), or None. Reads only."""
         ...
 
     async def job_delete_finished(self, *, before: datetime, limit: int) -> int:

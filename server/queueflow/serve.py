@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     import uvicorn
 
     from queueflow.api.observe import Metrics
-    from queueflow.runtime.delivery.pusher import Observer
     from queueflow.runtime.inprocess import TaskRunner
 
 MEMORY_URL = "memory://"
@@ -247,10 +246,10 @@ async def _runtime(
     store: Store,
     wakeups: Wakeups,
     tasks: TaskRunner | None,
-    observe: Observer | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[None]:
     """The background services of this process's mode, and the store's connections, for as long as it lives.
-    `observe` hears each push delivery's end (the HTTP API's metrics, in all mode)."""
+    `metrics` (the HTTP API's, in all mode) hear each push delivery's end and each job the timer expires."""
     async with AsyncExitStack() as stack:
         closer = getattr(store, "aclose", None)
         if closer is not None:
@@ -266,10 +265,14 @@ async def _runtime(
             engine = Engine(store, SystemClock(), settings=settings.engine_settings)
             services.append(Janitor(engine, interval=settings.janitor_interval))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
-            services.append(WaitTimer(engine))
+            services.append(WaitTimer(engine, expired=metrics.jobs_expired if metrics is not None else None))
             services.append(
                 Deliveries(
-                    engine, wakeups, max_body_bytes=settings.max_body_bytes, poll=settings.safety_poll, observe=observe
+                    engine,
+                    wakeups,
+                    max_body_bytes=settings.max_body_bytes,
+                    poll=settings.safety_poll,
+                    observe=metrics.delivery_ended if metrics is not None else None,
                 )
             )
             if tasks is not None:
@@ -312,7 +315,7 @@ def _run_http(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         metrics: Metrics = app.state[STATE_KEY].metrics
-        async with _runtime(settings, url, store, wakeups, tasks, metrics.delivery_ended):
+        async with _runtime(settings, url, store, wakeups, tasks, metrics):
             yield
 
     app = create_app(

@@ -153,6 +153,15 @@ async def test_a_jobs_unique_key_is_shown_and_lists_the_keys_jobs(signed_in: Bro
     assert set(re.findall(r'<tr data-job="(job_\w+)">', listing)) == {keyed["id"]}
 
 
+async def test_a_jobs_page_shows_its_deadline(signed_in: Browser) -> None:
+    expiring = await api(signed_in, "POST", "/v1/jobs", task_name="offer", expires_at="2099-01-02T03:04:05Z")
+    plain = await api(signed_in, "POST", "/v1/jobs", task_name="offer")
+    page = (await signed_in.get(f"/ui/jobs/{expiring['id']}")).text
+    assert re.search(r"<dt>Expires</dt><dd[^>]*>2099-01-02 03:04:05", page), page
+    without = (await signed_in.get(f"/ui/jobs/{plain['id']}")).text
+    assert re.search(r"<dt>Expires</dt><dd[^>]*>—</dd>", without), without
+
+
 async def test_bad_filters_are_messages_not_errors(signed_in: Browser) -> None:
     for query, message in [
         ("metadata=not-json", "The metadata filter must be a JSON object"),

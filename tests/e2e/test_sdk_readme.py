@@ -19,6 +19,7 @@ EXPECTED = {
     "Schedules": "the name is taken\nFalse None 0 3 * * *\n['nightly-report']",
     "Flow control": "True 3\nFalse 1 None",
     "Push endpoints": "completed {'charged': 42}\n1",
+    "Deadlines": "0:05:00\nTrue",
     "Workflows that grow and wait": "completed 30\n['map_0', 'map_1', 'map_2', 'map_3']",
     "Workflows that grow and wait#2": "completed invoice 42 approved by ada",
 }

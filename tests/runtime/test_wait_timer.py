@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 
 from queueflow.clocks import TestClock
+from queueflow.core.types import JobStatus, NewJob
 from queueflow.core.waits import Wait
 from queueflow.core.workflow import NewStep, NewWorkflow, StepStatus
 from queueflow.engine import Engine
@@ -68,3 +69,22 @@ async def test_a_pass_ends_a_workflow_past_its_deadline_and_the_pause_counts_to_
     ended = await engine.get_workflow(T, workflow.id)
     assert (ended.status.value, ended.error) == ("failed", "timed out after 60 s")
     assert await timer.pause(1) == 1.0
+
+
+async def test_a_pass_expires_jobs_past_their_deadline_and_the_pause_counts_to_the_next(
+    engine: Engine, clock: TestClock
+) -> None:
+    """A job's deadline is a due time too (`core.deadlines`): the same timer dead-letters it, within an interval,
+    and tells its listener."""
+    heard: list[list[str]] = []
+    timer = WaitTimer(engine, expired=lambda jobs: heard.append([job.id for job in jobs]))
+    soon = (await engine.enqueue(T, NewJob(task_name="send", expires_in_seconds=0.5))).job
+    await engine.enqueue(T, NewJob(task_name="send", expires_in_seconds=30))
+    assert await timer.pause(0) == 0.5
+    clock.advance(0.5)
+    assert await timer.tick() == 1
+    assert heard == [[soon.id]]
+    assert (await engine.get_job(T, soon.id)).status is JobStatus.DEAD_LETTER
+    assert await timer.pause(1) == 1.0  # the next deadline is 29.5 s away: an interval
+    assert await timer.tick() == 0
+    assert heard == [[soon.id]]

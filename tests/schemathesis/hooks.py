@@ -8,7 +8,7 @@ never filtered. Loaded by tests/api/test_schemathesis.py, and by the CLI through
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemathesis
@@ -145,7 +145,7 @@ def _job_ok(job: Any) -> bool:
         return True
     if job.get("run_at") is not None and job.get("delay_seconds") is not None:
         return False
-    if not _unique_ok(job):
+    if not _unique_ok(job) or not _deadline_ok(job):
         return False
     backoff = {**DEFAULT_BACKOFF, **(job.get("backoff") or {})}
     return bool(backoff["max_seconds"] >= backoff["base_seconds"])
@@ -173,6 +173,23 @@ def _unique_ok(job: dict[str, Any]) -> bool:
     return not unique_errors(
         NewJob(task_name="t", run_at=run_at, delay_seconds=job.get("delay_seconds"), unique=unique)
     )
+
+
+def _deadline_ok(job: dict[str, Any]) -> bool:
+    """A deadline is one field of the two, later than the job's due time (its delay, its run_at, or now)."""
+    at, seconds = job.get("expires_at"), job.get("expires_in_seconds")
+    if at is not None and seconds is not None:
+        return False
+    if isinstance(seconds, int | float):
+        return seconds > (job.get("delay_seconds") or 0)
+    if not isinstance(at, str):
+        return True
+    try:
+        deadline = datetime.fromisoformat(at)
+        due = datetime.fromisoformat(job["run_at"]) if isinstance(job.get("run_at"), str) else datetime.now(UTC)
+        return deadline > max(due, datetime.now(UTC)) + timedelta(seconds=job.get("delay_seconds") or 0)
+    except (TypeError, ValueError, OverflowError):
+        return True  # not schema-valid: not this hook's to judge
 
 
 def _workflow_ok(steps: list[Any]) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -54,6 +54,8 @@ JOB_OPTIONS: dict[str, Any] = {
 DEBOUNCED = {"unique": {"key": "hook", "on_conflict": "replace", "debounce_seconds": 5, "debounce_max_seconds": 60},
              "queue_name": "hooks"}  # fmt: skip
 WINDOWED = {"unique": Unique(key="report", period_seconds=3600, on_conflict="error")}
+EXPIRING = {"expires_at": datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)}
+EXPIRING_IN = {"expires_in": timedelta(minutes=5)}
 WORKFLOW = steps.workflow(
     "etl",
     [
@@ -76,6 +78,9 @@ CALLS: list[tuple[str, Call[Any]]] = [
     ("enqueueJobs", _calls.enqueue_many([{"task_name": "send_email", "idempotency_key": "key-2", **JOB_OPTIONS}])),
     ("enqueueJob", _calls.enqueue({"task_name": "hook", **DEBOUNCED})),
     ("enqueueJobs", _calls.enqueue_many([{"task_name": "report", **WINDOWED}])),
+    ("enqueueJob", _calls.enqueue({"task_name": "offer", **EXPIRING_IN})),
+    ("enqueueJob", _calls.enqueue({"task_name": "offer", **EXPIRING})),
+    ("enqueueJobs", _calls.enqueue_many([{"task_name": "offer", **EXPIRING}, {"task_name": "offer", **EXPIRING_IN}])),
     ("getJob", _calls.get("job_1", 5.0)),
     ("listJobs", _calls.list_page(queue_name="emails", status="dead_letter", task_name="send_email",
                                  workflow_id="wf_1", metadata={"tenant": "acme"}, limit=10, cursor="c",

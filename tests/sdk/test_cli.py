@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -187,6 +188,15 @@ def test_enqueue_with_a_unique_key_skips_a_repeat_and_lists_by_key(cli: Cli) -> 
     cli("jobs", "enqueue", "sync", "--unique-key", "customer-1", "--on-conflict", "error", code=1)  # 409 duplicate
     assert [job["id"] for job in cli.json("jobs", "list", "--unique-key", "customer-1")] == [first["id"]]
     cli("jobs", "enqueue", "sync", "--on-conflict", "error", code=2)  # a rule flag without its key
+
+
+def test_enqueue_with_a_deadline(cli: Cli) -> None:
+    job = cli.json("jobs", "enqueue", "offer", "--expires-in", "90")
+    assert job["expires_at"] is not None
+    assert datetime.fromisoformat(job["expires_at"]) - datetime.fromisoformat(job["created_at"]) == timedelta(
+        seconds=90
+    )
+    cli("jobs", "enqueue", "offer", "--expires-in", "5", "--delay", "10", code=1)  # 400: not after its due time
 
 
 def test_endpoints_list(cli: Cli, http: TestClient[Litestar]) -> None:

@@ -56,6 +56,9 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--max-retries", type=int)
     enqueue.add_argument("--metadata", type=json_object, help="a JSON object")
     enqueue.add_argument("--idempotency-key")
+    enqueue.add_argument(
+        "--expires-in", type=float, help="seconds from now: a job not started by then is dead-lettered, never run"
+    )
     enqueue.add_argument("--unique-key", help="at most one job of this key that has not finished (see --on-conflict)")
     enqueue.add_argument(
         "--unique-states", type=lambda text: text.split(","), help="comma-separated statuses the key counts"
@@ -155,7 +158,16 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
     """The command's answer: one object or a list of them."""
     command = f"{args.command} {getattr(args, 'action', '')}".strip()
     if command == "jobs enqueue":
-        options = ("payload", "queue_name", "priority", "delay_seconds", "max_retries", "metadata", "idempotency_key")
+        options = (
+            "payload",
+            "queue_name",
+            "priority",
+            "delay_seconds",
+            "max_retries",
+            "metadata",
+            "idempotency_key",
+            "expires_in",
+        )
         return client.jobs.enqueue(
             args.task_name, unique=unique_of(args), **{name: getattr(args, name) for name in options}
         )

@@ -8,7 +8,7 @@ An option left out, or given as None, is not sent: the server's default applies.
 
 # No `from __future__ import annotations`: TypedDict reads `Required[...]` only from an evaluated annotation.
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Required, TypedDict
 
 from queueflow_client.types import Backoff, Unique
@@ -33,6 +33,10 @@ class EnqueueOptions(TypedDict, total=False):
     concurrency_key: str | None
     unique: Unique | Mapping[str, Any] | None
     """At most one job of its key in the given states (or period): `Unique(key=..., on_conflict=...)`."""
+    expires_at: datetime | None
+    """Not started by then, the job is never started: it is dead-lettered ("expired: not started by …")."""
+    expires_in: float | timedelta | None
+    """`expires_at` as seconds (or a timedelta) from the enqueue, by the server's clock; not with `expires_at`."""
 
 
 class JobOptions(EnqueueOptions, total=False):

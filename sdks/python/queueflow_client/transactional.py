@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Unpack
 
 from queueflow_client.options import EnqueueOptions
@@ -48,9 +49,14 @@ _TYPES = {
     "idempotency_key": "text",
     "concurrency_key": "text",
     "unique": "jsonb",
+    "expires_at": "timestamptz",
+    "expires_in": "double precision",
 }
 # An option whose SQL parameter is named otherwise (`unique` is a reserved word in SQL).
 _SQL_NAMES = {"unique": "unique_rule"}
+# An option the function takes as another parameter, computed in the database: `expires_in` is `expires_at` from
+# the database's clock, as the HTTP route counts it from the server's.
+_SQL_EXPRESSIONS = {"expires_in": "expires_at => clock_timestamp() + make_interval(secs => {value})"}
 
 
 async def enqueue_in(
@@ -113,6 +119,8 @@ def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, 
     unknown = set(options) - EnqueueOptions.__optional_keys__
     if unknown:
         raise TypeError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
+    if options.get("expires_at") is not None and options.get("expires_in") is not None:
+        raise TypeError("expires_in cannot be combined with expires_at")
     given: dict[str, Any] = {"tenant_id": tenant_id, "task_name": task_name, "payload": payload, **options}
     params: dict[str, Any] = {}
     for name, sql_type in _TYPES.items():
@@ -121,6 +129,8 @@ def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, 
             continue
         if isinstance(value, Backoff | Unique):
             value = value.to_json()
+        if isinstance(value, timedelta):
+            value = value.total_seconds()
         if sql_type == "jsonb":
             value = json.dumps(value, ensure_ascii=False, allow_nan=False)
         elif sql_type == "double precision":
@@ -131,7 +141,9 @@ def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, 
 
 def _statement(params: Mapping[str, Any], placeholder: Any) -> tuple[str, list[Any]]:
     arguments = ", ".join(
-        f"{_SQL_NAMES.get(name, name)} => CAST({placeholder(index, name)} AS {_TYPES[name]})"
+        _SQL_EXPRESSIONS.get(name, f"{_SQL_NAMES.get(name, name)} => {{value}}").format(
+            value=f"CAST({placeholder(index, name)} AS {_TYPES[name]})"
+        )
         for index, name in enumerate(params, start=1)
     )
     return f"SELECT queueflow.enqueue({arguments})", list(params.values())

@@ -141,6 +141,8 @@ class Job:
     """W3C trace context of the job's enqueue: the Worker's task span continues that trace."""
     unique_key: str | None = None
     """The key of the `unique` rule it was enqueued with (None if none)."""
+    expires_at: datetime | None = None
+    """Its deadline (None if none): not started by then, it is never started."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Job:
@@ -214,6 +216,7 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "idempotency_key": data.get("idempotency_key"),
         "concurrency_key": data.get("concurrency_key"),
         "unique_key": data.get("unique_key"),
+        "expires_at": _time(data.get("expires_at")),
         "created_at": _required_time(data["created_at"]),
         "started_at": _time(data.get("started_at")),
         "completed_at": _time(data.get("completed_at")),

@@ -39,6 +39,10 @@ export interface TransactionalJob {
   concurrency_key?: string;
   /** Sent as the function's `unique_rule` (`unique` is a reserved word in SQL). */
   unique?: Unique;
+  /** Not started by then, the job is never started: it is dead-lettered ("expired: not started by …"). */
+  expires_at?: Date | string;
+  /** `expires_at` as seconds from now, by the database's clock (not with `expires_at`). */
+  expires_in_seconds?: number;
 }
 
 const TYPES: Record<keyof TransactionalJob, string> = {
@@ -56,18 +60,29 @@ const TYPES: Record<keyof TransactionalJob, string> = {
   idempotency_key: "text",
   concurrency_key: "text",
   unique: "jsonb",
+  expires_at: "timestamptz",
+  expires_in_seconds: "double precision",
 };
 /** A field whose SQL parameter is named otherwise. */
 const SQL_NAMES: Partial<Record<keyof TransactionalJob, string>> = { unique: "unique_rule" };
+/** A field the function takes as another parameter, computed in the database (`$` is the value's placeholder). */
+const SQL_EXPRESSIONS: Partial<Record<keyof TransactionalJob, string>> = {
+  expires_in_seconds: "expires_at => clock_timestamp() + make_interval(secs => $)",
+};
 
 /** Enqueue `job` in `client`'s current transaction; resolves to the job's id (the original one for a repeated key). */
 export async function enqueueTx(client: Queryable, job: TransactionalJob): Promise<string> {
+  if (job.expires_at !== undefined && job.expires_in_seconds !== undefined) {
+    throw new TypeError("expires_in_seconds cannot be combined with expires_at");
+  }
   const names: string[] = [];
   const values: unknown[] = [];
   for (const [name, type] of Object.entries(TYPES) as Array<[keyof TransactionalJob, string]>) {
     const value = job[name];
     if (value === undefined) continue; // the function's default applies
-    names.push(`${SQL_NAMES[name] ?? name} => $${values.length + 1}::${type}`);
+    const placeholder = `$${values.length + 1}::${type}`;
+    const expression = SQL_EXPRESSIONS[name];
+    names.push(expression ? expression.replace("$", placeholder) : `${SQL_NAMES[name] ?? name} => ${placeholder}`);
     if (type === "jsonb") values.push(JSON.stringify(value));
     else if (value instanceof Date) values.push(value.toISOString());
     else values.push(value);

@@ -3,6 +3,7 @@
  * for time to pass), and a logger that keeps its lines.
  */
 
+import { QueueFlow } from "../src/client.js";
 import type { WorkerLogger } from "../src/outcomes.js";
 import { traced } from "../src/tracing.js";
 import type { NewStep } from "../src/steps.js";
@@ -366,4 +367,15 @@ export function nodeWarnings(): () => Promise<string[]> {
     await settle(); // a warning is emitted on the next tick
     return warnings.map((warning) => `${warning.name}: ${warning.message}`);
   };
+}
+
+/** A client whose every request is recorded in `sent` and answered with `status` and `body`, as the server would. */
+export function answering(status: number, body: unknown): { client: QueueFlow; sent: Request[] } {
+  const sent: Request[] = [];
+  const fetch = async (input: string | URL | Request): Promise<Response> => {
+    sent.push(input as Request);
+    const headers = { "content-type": status >= 400 ? "application/problem+json" : "application/json" };
+    return new Response(JSON.stringify(body), { status, headers });
+  };
+  return { client: new QueueFlow({ baseUrl: "http://queueflow.test", fetch, maxRetries: 0 }), sent };
 }

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 
 import pg from "pg";
 
-import { enqueueTx } from "../src/index.js";
+import { enqueueTx, type Queryable } from "../src/index.js";
 
 const url = process.env.QUEUEFLOW_TEST_PG_URL;
 const skip = url ? false : "QUEUEFLOW_TEST_PG_URL is not set (the pytest wrapper sets it)";
@@ -109,4 +109,32 @@ test("a concurrency key out of bounds rejects with SQLSTATE 22023 naming concurr
       return true;
     });
   }
+});
+
+test("a deadline is stored, as a time or as seconds from the database's now", { skip }, async () => {
+  const at = new Date("2031-05-06T07:08:09Z");
+  const byTime = await enqueueTx(pool, { tenant_id: "ts-acme", task_name: "offer", expires_at: at });
+  const bySeconds = await enqueueTx(pool, { tenant_id: "ts-acme", task_name: "offer", expires_in_seconds: 90 });
+  const rows = await pool.query(
+    "SELECT id, expires_at, extract(epoch FROM expires_at - created_at) AS ahead FROM queueflow.jobs WHERE id = ANY($1)",
+    [[byTime, bySeconds]],
+  );
+  const byId = new Map(rows.rows.map((row) => [row.id as string, row]));
+  assert.equal((byId.get(byTime)!.expires_at as Date).toISOString(), at.toISOString());
+  const ahead = Number(byId.get(bySeconds)!.ahead);
+  assert.ok(ahead > 89.9 && ahead <= 90, String(ahead));
+  await assert.rejects(
+    enqueueTx(pool, { tenant_id: "ts-acme", task_name: "offer", delay_seconds: 60, expires_in_seconds: 30 }),
+    (error: unknown) => (error as { code?: string; column?: string }).column === "expires_at",
+  );
+});
+
+test("both forms of a deadline are refused before anything is sent", async () => {
+  const nothing: Queryable = {
+    query: () => Promise.reject(new Error("sent")),
+  };
+  await assert.rejects(
+    enqueueTx(nothing, { tenant_id: "t", task_name: "offer", expires_at: "2031-01-01T00:00:00Z", expires_in_seconds: 5 }),
+    /expires_in_seconds cannot be combined with expires_at/,
+  );
 });

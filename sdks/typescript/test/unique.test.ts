@@ -7,17 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { DuplicateError, InvalidStateError, LeaseLostError, QueueFlow } from "../src/index.js";
-
-function answering(status: number, body: unknown): { client: QueueFlow; sent: Request[] } {
-  const sent: Request[] = [];
-  const fetch = async (input: string | URL | Request): Promise<Response> => {
-    sent.push(input as Request);
-    const headers = { "content-type": status >= 400 ? "application/problem+json" : "application/json" };
-    return new Response(JSON.stringify(body), { status, headers });
-  };
-  return { client: new QueueFlow({ baseUrl: "http://queueflow.test", fetch, maxRetries: 0 }), sent };
-}
+import { DuplicateError, InvalidStateError, LeaseLostError } from "../src/index.js";
+import { answering } from "./fakes.js";
 
 const JOB = { id: "job_1", unique_key: "customer-1" };
 

@@ -77,6 +77,12 @@ class Metrics:
             ["queue", "outcome"],
             registry=self.registry,
         )
+        self.expired = Counter(
+            "queueflow_jobs_expired",
+            "Jobs dead-lettered by the timer, not started by their expires_at, by queue",
+            ["queue"],
+            registry=self.registry,
+        )
         self.completed = Counter("queueflow_jobs_completed", "Jobs completed", ["queue"], registry=self.registry)
         self.failed = Counter(
             "queueflow_jobs_failed", "Failed deliveries reported by workers", ["queue"], registry=self.registry
@@ -159,6 +165,7 @@ class Metrics:
         self._failed, self._dead_lettered = Children(self.failed), Children(self.dead_lettered)
         self._lease_wait = Children(self.lease_wait)
         self._unique = Children(self.unique)
+        self._expired = Children(self.expired)
         self._deliveries = Children(self.deliveries)
 
     def delivery_ended(self, endpoint: Endpoint, outcome: str, seconds: float) -> None:
@@ -172,10 +179,7 @@ class Metrics:
             self._trigger_starts(started.trigger, "job" if started.job_id is not None else "workflow").inc()
 
     def jobs_enqueued(self, jobs: Iterable[Queued]) -> None:
-        counts: dict[str, int] = defaultdict(int)
-        for job in jobs:
-            counts[job.queue_name] += 1
-        for queue, count in counts.items():
+        for queue, count in _by_queue(jobs).items():
             self._enqueued(queue).inc(count)
 
     def jobs_unique(self, results: Iterable[Enqueued]) -> None:
@@ -186,6 +190,12 @@ class Metrics:
                 counts[result.job.queue_name, result.unique.value] += 1
         for (queue, outcome), count in counts.items():
             self._unique(queue, outcome).inc(count)
+
+    def jobs_expired(self, jobs: Iterable[Job]) -> None:
+        """Count the jobs the timer expired (`runtime.waits`), by queue; each is a dead-lettered job too."""
+        for queue, count in _by_queue(jobs).items():
+            self._expired(queue).inc(count)
+            self._dead_lettered(queue).inc(count)
 
     def jobs_leased(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
@@ -240,6 +250,13 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _by_queue(jobs: Iterable[Queued]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for job in jobs:
+        counts[job.queue_name] += 1
+    return counts
 
 
 VERSION_HEADER = (b"queueflow-version", __version__.encode())

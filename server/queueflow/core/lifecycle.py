@@ -8,6 +8,7 @@
     pending | retrying | running ──cancel──▶ cancelled
 
     ∅ ──enqueue──▶ pending (due now) | pending with a future scheduled_at (delayed)
+    pending | retrying, not started by expires_at ──timer──▶ dead_letter (`core.deadlines`)
 
 A delivery is one claim. `retry_count` counts failed deliveries that were given another try, so a job is
 delivered at most `max_retries + 1` times before it dead-letters.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from queueflow.core.backoff import RandomSource, backoff_delay
+from queueflow.core.deadlines import expires_at_of
 from queueflow.core.ids import new_id
 from queueflow.core.types import Job, JobStatus, NewJob
 
@@ -54,6 +56,7 @@ def pending_row(tenant_id: str, job: NewJob, now: datetime, job_id: str) -> Job:
         idempotency_key=job.idempotency_key,
         concurrency_key=job.concurrency_key,
         unique_key=job.unique.key if job.unique is not None else None,
+        expires_at=expires_at_of(job, now),
         created_at=now,
         trace_context=job.trace_context,
     )

@@ -108,6 +108,11 @@ def trigger_errors(trigger: NewTrigger) -> list[FieldError]:
             # An event inserts its triggers' jobs in its own statements, outside the key locks a unique rule needs:
             # refused rather than stored and ignored.
             errors.append(FieldError(("task", "unique"), "is not supported on a trigger's task"))
+        for name in ("expires_at", "expires_in_seconds"):
+            if getattr(trigger.task, name) is not None:
+                # The same: an event's jobs are inserted without the engine's check of a deadline against their
+                # scheduled_at, and a fixed expires_at would pass for every later event.
+                errors.append(FieldError(("task", name), "is not supported on a trigger's task"))
     elif trigger.workflow is not None:
         errors += [replace(error, loc=("workflow", *error.loc)) for error in new_workflow_errors(trigger.workflow)]
     if not isinstance(trigger.enabled, bool):

@@ -127,6 +127,10 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     """The group a `key_concurrency_limit` counts it in (e.g. a user id); None: not limited by key."""
     unique: UniqueRule | None = None
     """Which other jobs of the tenant keep this one from being created (`core.unique`); None: no rule."""
+    expires_at: datetime | None = None
+    """Not started by then, never started: dead-lettered instead (`core.deadlines`); not with `expires_in_seconds`."""
+    expires_in_seconds: float | None = None
+    """`expires_at` as seconds from the enqueue."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,6 +153,8 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     concurrency_key: str | None = None
     unique_key: str | None = None
     """The key of the `unique` rule it was enqueued with (None if none): a later enqueue's rule finds it by this."""
+    expires_at: datetime | None = None
+    """Its deadline (None if none): not started by then, it is never started (`core.deadlines`)."""
     locked_until: datetime | None = None
     lease_token: str | None = None
     delivery_count: int = 0

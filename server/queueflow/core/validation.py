@@ -86,10 +86,7 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
     errors += object_errors(job.payload, (*loc, "payload"))
     errors += int_errors(job.priority, (*loc, "priority"), -1000, 1000)
     if job.run_at is not None:
-        if not isinstance(job.run_at, datetime) or job.run_at.utcoffset() is None:
-            errors.append(FieldError((*loc, "run_at"), "must be a date-time with a UTC offset"))
-        elif not _in_utc_range(job.run_at):
-            errors.append(FieldError((*loc, "run_at"), "is out of range once converted to UTC"))
+        errors += _moment_errors(job.run_at, (*loc, "run_at"))
         if job.delay_seconds is not None:
             errors.append(FieldError((*loc, "delay_seconds"), "cannot be combined with run_at"))
     if job.delay_seconds is not None:
@@ -105,7 +102,21 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
         errors += text_errors(job.concurrency_key, (*loc, "concurrency_key"), max_len=200)
     if job.unique is not None:
         errors += unique_errors(job, loc)
+    if job.expires_at is not None:
+        errors += _moment_errors(job.expires_at, (*loc, "expires_at"))
+        if job.expires_in_seconds is not None:
+            errors.append(FieldError((*loc, "expires_in_seconds"), "cannot be combined with expires_at"))
+    if job.expires_in_seconds is not None:
+        errors += number_errors(job.expires_in_seconds, (*loc, "expires_in_seconds"), 0.001, MAX_DELAY_SECONDS)
     return errors
+
+
+def _moment_errors(moment: datetime, loc: Loc) -> list[FieldError]:
+    if not isinstance(moment, datetime) or moment.utcoffset() is None:
+        return [FieldError(loc, "must be a date-time with a UTC offset")]
+    if not _in_utc_range(moment):
+        return [FieldError(loc, "is out of range once converted to UTC")]
+    return []
 
 
 def _in_utc_range(moment: datetime) -> bool:
@@ -133,7 +144,16 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
 
 
 _SETTINGS = operator.attrgetter(
-    "task_name", "queue_name", "priority", "run_at", "delay_seconds", "max_retries", "backoff", "timeout_seconds"
+    "task_name",
+    "queue_name",
+    "priority",
+    "run_at",
+    "delay_seconds",
+    "max_retries",
+    "backoff",
+    "timeout_seconds",
+    "expires_at",
+    "expires_in_seconds",
 )
 
 

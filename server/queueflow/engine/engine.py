@@ -10,7 +10,7 @@ import random
 from collections.abc import Sequence
 from datetime import datetime
 
-from queueflow.core import validation
+from queueflow.core import deadlines, validation
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
@@ -100,6 +100,8 @@ class Engine(WorkflowFacade):
         rows = [
             pending_job(tenant_id, job, now, self.rng, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
         ]
+        if any(row.expires_at is not None for row in rows):
+            validation.check(deadlines.row_errors(jobs, rows))
         rules = [job.unique for job in jobs] if any(job.unique is not None for job in jobs) else None
         return [
             Enqueued(job, created) if isinstance(created, bool) else Enqueued(job, False, created)
@@ -140,7 +142,7 @@ class Engine(WorkflowFacade):
         return job
 
     async def retry_job(self, tenant_id: str, job_id: str) -> Job:
-        """Replay a dead-lettered or cancelled job now, with a fresh retry budget.
+        """Replay a dead-lettered or cancelled job now, with a fresh retry budget and no deadline.
 
         A workflow step's job runs again, but its step stays as it ended (see `queueflow.engine.workflows`)."""
         job = await self.store.job_retry(job_id, tenant_id=tenant_id, now=self.clock.now())
@@ -391,7 +393,7 @@ class Engine(WorkflowFacade):
         when = retry_at(
             job, now, retryable=request.retryable, rng=self.rng, retry_after_seconds=request.retry_after_seconds
         )
-        return Failure(request.job_id, request.lease_token, request.error, when)
+        return deadlines.failure(job, request.lease_token, request.error, when)
 
     async def _lease_lost(self, job_id: str) -> Exception:
         job = await self.store.job_get(job_id)
@@ -422,11 +424,8 @@ class Engine(WorkflowFacade):
             limit=self.settings.sweep_limit, relock_seconds=self.settings.janitor_lease_seconds, now=now
         )
         failures = [
-            Failure(
-                job.id,
-                job.lease_token or "",
-                expiry_reason(job, now),
-                retry_at(job, now, retryable=True, rng=self.rng),
+            deadlines.failure(
+                job, job.lease_token or "", expiry_reason(job, now), retry_at(job, now, retryable=True, rng=self.rng)
             )
             for job in expired
         ]
@@ -451,6 +450,22 @@ class Engine(WorkflowFacade):
             healed=healed,
             deleted_events=deleted_events,
         )
+
+    async def expire_due_jobs(self, limit: int) -> list[Job]:
+        """Dead-letter up to `limit` jobs not started by their deadline (`core.deadlines`); the jobs it ended. The
+        wait timer's pass (`runtime.waits`), so that each ends within its interval of its time."""
+        now = self.clock.now()
+        due = await self.store.job_expiring(limit=limit, now=now)
+        expiries = [decided for job in due if (decided := deadlines.expiry(job, now)) is not None]
+        if not expiries:
+            return []
+        expired = await self.store.job_expire_many(expiries, now=now)
+        await self._workflows.on_jobs_finished(expired)
+        return expired
+
+    async def next_expiry(self) -> datetime | None:
+        """The earliest deadline of a job not started yet (None: no job has one), for the timer to sleep until."""
+        return await self.store.job_next_expiry()
 
     # ---- schedules ----------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """WaitTimer: ends workflow waits when they are due — a sleep over, a signal's timeout passed, a signal kept but not
-yet acted on (its request's process died before it ended the step) — and running workflows past their deadline
-(`core.children.time_out`, a row too: `workflows.deadline`), within `interval` seconds of their time.
+yet acted on (its request's process died before it ended the step) —, running workflows past their deadline
+(`core.children.time_out`, a row too: `workflows.deadline`) and jobs not started by their `expires_at`
+(`core.deadlines`: dead-lettered), within `interval` seconds of their time.
 
 Waits are rows with a due time (`workflow_steps.due_at`), like a delayed job's `scheduled_at`: nothing is held in
 memory, so a restart loses nothing. A pass reads the due rows (`Engine.end_due_waits`) and ends each by a
@@ -14,8 +15,10 @@ until the next due time, or `interval` at most, so a wait made by another proces
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from queueflow.core.types import Job
 from queueflow.engine import Engine
 from queueflow.runtime.service import PeriodicService
 
@@ -35,22 +38,37 @@ def pause_until(next_due: datetime | None, now: datetime, interval: float) -> fl
 class WaitTimer(PeriodicService[int]):
     name = "wait-timer"
 
-    def __init__(self, engine: Engine, *, interval: float = DEFAULT_INTERVAL) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        expired: Callable[[Sequence[Job]], None] | None = None,
+    ) -> None:
+        """`expired` hears each pass's expired jobs (the HTTP API's metrics, in all mode)."""
         super().__init__(interval=interval)
         self.engine = engine
+        self.expired = expired
 
     async def once(self) -> int:
-        ended = await self.engine.end_due_waits(self.engine.settings.sweep_limit)
+        limit = self.engine.settings.sweep_limit
+        ended = await self.engine.end_due_waits(limit)
         if ended:
             self.log.debug("wait timer: %d waits ended", ended)
-        return ended
+        expired = await self.engine.expire_due_jobs(limit)
+        if expired:
+            self.log.info("wait timer: %d jobs expired, not started by their deadline", len(expired))
+            if self.expired is not None:
+                self.expired(expired)
+        return max(ended, len(expired))  # either one at the limit is a backlog
 
     def backlog(self, result: int) -> bool:
         return result >= self.engine.settings.sweep_limit
 
     async def pause(self, result: int | None) -> float:
         try:
-            next_due = await self.engine.next_wait_due()
+            due = [await self.engine.next_wait_due(), await self.engine.next_expiry()]
+            next_due = min((moment for moment in due if moment is not None), default=None)
         except Exception:  # the pass logs the store's outage; the next one is only an interval away
             return self.interval
         return pause_until(next_due, self.engine.clock.now(), self.interval)

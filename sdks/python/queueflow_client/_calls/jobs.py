@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from queueflow_client._calls.arguments import (
@@ -39,7 +39,6 @@ def job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     for name in (
         "queue_name",
         "priority",
-        "run_at",
         "delay_seconds",
         "max_retries",
         "timeout_seconds",
@@ -47,8 +46,13 @@ def job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     ):
         if options.get(name) is not None:
             fields[name] = options[name]
-    if isinstance(fields.get("run_at"), datetime):
-        fields["run_at"] = fields["run_at"].isoformat()
+    for name in ("run_at", "expires_at"):
+        if isinstance(options.get(name), datetime):
+            fields[name] = options[name].isoformat()
+        elif options.get(name) is not None:
+            fields[name] = options[name]
+    if options.get("expires_in") is not None:
+        fields["expires_in_seconds"] = expires_in_seconds(options["expires_in"])
     if options.get("payload") is not None:
         fields["payload"] = json_object(options["payload"], f"{where}payload")
     if options.get("metadata") is not None:
@@ -59,6 +63,11 @@ def job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     if options.get("unique") is not None:
         fields["unique"] = unique_json(options["unique"], f"{where}unique")
     return fields
+
+
+def expires_in_seconds(value: float | timedelta) -> float:
+    """`expires_in` as the API's `expires_in_seconds`."""
+    return value.total_seconds() if isinstance(value, timedelta) else value
 
 
 def enqueue(options: Mapping[str, Any]) -> Call[Job]:

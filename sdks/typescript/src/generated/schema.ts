@@ -767,6 +767,8 @@ export interface components {
             /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
             concurrency_key?: string | null;
             delay_seconds?: number | null;
+            expires_at?: string | null;
+            expires_in_seconds?: number | null;
             idempotency_key?: string | null;
             /** @default 3 */
             max_retries?: number;
@@ -899,6 +901,8 @@ export interface components {
             /** @description The group a queue's key_concurrency_limit counts this job in, e.g. a user id */
             concurrency_key?: string | null;
             delay_seconds?: number | null;
+            expires_at?: string | null;
+            expires_in_seconds?: number | null;
             /** @default 3 */
             max_retries?: number;
             metadata?: {
@@ -984,6 +988,7 @@ export interface components {
             created_at: string;
             delivery_count: number;
             error_message: string | null;
+            expires_at?: string | null;
             id: string;
             idempotency_key: string | null;
             locked_until: string | null;
@@ -1068,6 +1073,7 @@ export interface components {
             deadline: string | null;
             delivery_count: number;
             error_message: string | null;
+            expires_at?: string | null;
             id: string;
             idempotency_key: string | null;
             lease_token: string;

@@ -180,6 +180,7 @@ export function localContext(
     idempotency_key: null,
     concurrency_key: null,
     unique_key: null,
+    expires_at: null,
     created_at: now,
     started_at: now,
     completed_at: null,

@@ -106,8 +106,8 @@ class Unique(RequestBody):
 
 
 class JobFields(TaskFields):
-    """A job as it is enqueued, but for a `unique` rule: what a trigger's `task` takes (a rule about which jobs
-    exist is the enqueuer's to state, not an event's; core.triggers refuses one)."""
+    """A job as it is enqueued, but for a `unique` rule and a deadline: what a trigger's `task` takes (core.triggers
+    refuses both: an event's jobs are enqueued without the engine's checks of either)."""
 
     run_at: AwareDateTime | None = None
     delay_seconds: DelaySeconds | None = None
@@ -132,10 +132,19 @@ class JobFields(TaskFields):
 
 class EnqueueJob(JobFields):
     unique: Unique | None = None
+    expires_at: AwareDateTime | None = None
+    """Not started by then, the job is never started: it becomes dead_letter ("expired: not started by …"). Later
+    than its scheduled_at; not with expires_in_seconds."""
+    expires_in_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DELAY_SECONDS)] | None = None
+    """expires_at as seconds from now."""
 
     def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
-        job = super().to_domain(idempotency_key)
-        return job if self.unique is None else msgspec.structs.replace(job, unique=self.unique.to_domain())
+        return msgspec.structs.replace(
+            super().to_domain(idempotency_key),
+            unique=None if self.unique is None else self.unique.to_domain(),
+            expires_at=self.expires_at,
+            expires_in_seconds=self.expires_in_seconds,
+        )
 
 
 class BatchItem(EnqueueJob):
@@ -180,6 +189,8 @@ class Job(Struct, kw_only=True):
     concurrency_key: str | None
     unique_key: str | None = None
     """The key of the `unique` rule it was enqueued with, if any."""
+    expires_at: datetime | None = None
+    """Its deadline, if any: not started by then, it is never started. A replay clears it."""
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -219,6 +230,7 @@ def job_fields(job: domain.Job) -> dict[str, Any]:
         "idempotency_key": job.idempotency_key,
         "concurrency_key": job.concurrency_key,
         "unique_key": job.unique_key,
+        "expires_at": job.expires_at,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,

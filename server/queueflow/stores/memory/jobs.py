@@ -86,6 +86,7 @@ class MemoryJobs(MemoryUnique):
             if job.queue_name in wanted
             and job.status in CLAIMABLE
             and job.scheduled_at <= now
+            and (job.expires_at is None or job.expires_at > now)
             and (tasks is None or job.task_name in tasks)
             and (tenant_id is None or job.tenant_id == tenant_id)
         ]
@@ -296,6 +297,7 @@ class MemoryJobs(MemoryUnique):
             scheduled_at=now,
             next_retry_at=None,
             completed_at=None,
+            expires_at=None,
         )
         return self._out(job)
 

@@ -8,6 +8,7 @@ awaiting, so on one event loop every call is atomic. Its parts share one `Tables
 from __future__ import annotations
 
 from queueflow.core.pressure import Pressure
+from queueflow.stores.memory.deadlines import MemoryDeadlines
 from queueflow.stores.memory.endpoints import MemoryEndpoints
 from queueflow.stores.memory.events import MemoryEvents
 from queueflow.stores.memory.jobs import MemoryJobs
@@ -16,7 +17,9 @@ from queueflow.stores.memory.schedules import MemorySchedules
 from queueflow.stores.memory.workflows import MemoryWorkflows
 
 
-class InMemoryJobStore(MemoryJobs, MemoryQueues, MemoryEvents, MemoryWorkflows, MemorySchedules, MemoryEndpoints):
+class InMemoryJobStore(
+    MemoryJobs, MemoryDeadlines, MemoryQueues, MemoryEvents, MemoryWorkflows, MemorySchedules, MemoryEndpoints
+):
     """The `Store` in memory. Given `wakeups` (a `WorkSignal`: the server's wake-up hub), it announces inserted work
     as PostgreSQL's NOTIFY trigger does. `rng` (seed it for repeatable ids) makes the ids of steps' jobs."""
 

@@ -15,12 +15,16 @@ from queueflow.stores.postgres.sql import insert_sql
 def job_insert(jobs: Sequence[Job], *, returning: bool = False, unique: bool = False) -> tuple[str, list[Any]]:
     """The statement and parameters that insert `jobs` (at least one), each column every row shares sent once
     (`sql.insert_sql`). A list's `count` compares in C, equal objects by identity first: a batch's shared values are
-    mostly the same objects. With `unique`, the rows' `unique_key` too (`sql.insert_sql`)."""
+    mostly the same objects. With `unique`, the rows' `unique_key` too, and their `expires_at` when one has a
+    deadline (`sql.insert_sql`)."""
     columns = insert_columns(jobs)
     if unique:
         columns.append([job.unique_key for job in jobs])
+    expires = any(job.expires_at is not None for job in jobs)
+    if expires:
+        columns.append([job.expires_at for job in jobs])
     shared = tuple(column.count(column[0]) == len(column) for column in columns)
-    return insert_sql(shared, returning=returning, unique=unique), [
+    return insert_sql(shared, returning=returning, unique=unique, expires=expires), [
         column[0] if one else column for column, one in zip(columns, shared, strict=True)
     ]
 
@@ -113,4 +117,5 @@ def job_from_row(row: asyncpg.Record) -> Job:
         progress=row["progress"],
         trace_context=row["trace_context"],
         unique_key=row["unique_key"],
+        expires_at=row["expires_at"],
     )

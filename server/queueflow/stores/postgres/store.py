@@ -17,6 +17,7 @@ from __future__ import annotations
 from queueflow.core.backoff import RandomSource
 from queueflow.ports import WorkSignal
 from queueflow.stores.postgres.claim import PostgresClaims
+from queueflow.stores.postgres.deadlines import PostgresDeadlines
 from queueflow.stores.postgres.endpoints import PostgresEndpoints
 from queueflow.stores.postgres.events import PostgresEvents
 from queueflow.stores.postgres.jobs import PostgresJobs
@@ -32,6 +33,7 @@ from queueflow.stores.postgres.workflows import PostgresWorkflows
 class PostgresJobStore(
     PostgresJobs,
     PostgresClaims,
+    PostgresDeadlines,
     PostgresQueues,
     PostgresWorkflows,
     PostgresWorkflowGrowth,

@@ -39,9 +39,12 @@ def lease(p: Placeholders) -> str:
 
 
 def claimable(p: Placeholders) -> str:
-    """A job any claim may take: due, of the tasks a worker can run."""
+    """A job any claim may take: due, not past its deadline (`core.deadlines`: never started late, whether or not
+    the timer has dead-lettered it yet), of the tasks a worker can run. The deadline is a filter on the row the
+    claim reads anyway (to lock it), not an index condition: a job without one costs one null test."""
     return (
         f"j.status IN ('pending', 'retrying') AND j.scheduled_at <= {p.now}"
+        f" AND (j.expires_at IS NULL OR j.expires_at > {p.now})"
         f" AND ({p.task_names} IS NULL OR j.task_name = ANY({p.task_names}))"
     )
 
