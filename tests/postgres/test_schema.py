@@ -54,7 +54,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0015"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0016"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -76,6 +76,7 @@ BUILT = {
     "0013": "fdbcccdeed9a605bd742d5e1efe547d17b20288ea184131cf20baa7e7d3bba41",
     "0014": "84efdcb043691a6cb8254fc34a5afa65ee673b59e8da5c77ac34ae55c53dfc10",
     "0015": "0ae8d3798065ba4a775b616c7af507c6f25d67a7e4e60f4118c8c5b5e80b1be9",
+    "0016": "b890113d7ba22e60247bd440b0dedd9ae110fa879077a6882552210e7de2e394",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -174,7 +175,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0015"
+        assert pg.blocking(version) == "0016"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -211,8 +212,10 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         " scheduled_at, created_at, id)"
         " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (config ? 'concurrency_key'::text))"
     )
+    # Retention's ranges, one per (tenant, queue), and the skip scan that finds the queues (migration 0016).
     assert indexes["idx_jobs_finished"] == (
-        "btree (completed_at) WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
+        "btree (tenant_id, queue_name, completed_at)"
+        " WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
     )
     # Every index is one a statement or the janitor reads: each costs a write on every non-HOT update.
     assert sorted(indexes) == [
@@ -306,7 +309,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0015"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0016"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -406,4 +409,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0015"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0016"

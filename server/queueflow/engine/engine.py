@@ -437,11 +437,7 @@ class Engine(WorkflowFacade):
         )
         await self._workflows.on_jobs_finished(reclaimed)
         healed = await self._workflows.heal(self.settings.sweep_limit)
-        deleted = 0
-        if self.settings.retention is not None:
-            deleted = await self.store.job_delete_finished(
-                before=now - self.settings.retention, limit=self.settings.sweep_limit
-            )
+        deleted = await self._apply_retention(now)
         deleted_events = await self.triggers.forget_old_events(self.settings.sweep_limit)
         return MaintenanceReport(
             reclaimed=len(reclaimed),
@@ -451,6 +447,19 @@ class Engine(WorkflowFacade):
             healed=healed,
             deleted_events=deleted_events,
         )
+
+    async def _apply_retention(self, now: datetime) -> int:
+        """Delete the expired jobs (`core.retention`) in batches, each its own short transaction, until one finds
+        fewer than a full batch or the sweep's share of batches is spent; how many went."""
+        deleted = 0
+        for _ in range(self.settings.retention_batches):
+            batch = await self.store.job_delete_finished(
+                now=now, default_retention=self.settings.retention, limit=self.settings.retention_batch
+            )
+            deleted += batch
+            if batch < self.settings.retention_batch:
+                break
+        return deleted
 
     # ---- schedules ----------------------------------------------------------------------------------
 
