@@ -11,7 +11,9 @@ queue keeps it, and no young row. Which queues it visits:
 
 The rows are taken `FOR UPDATE SKIP LOCKED`, and the statement is its own transaction: no row a claim, an ack or a
 cancel has locked is waited for, and what it locks (finished rows only) no claim or ack reads — an ack matches a
-lease token a finished row no longer has, so it passes over the row without locking it.
+lease token a finished row no longer has, so it passes over the row without locking it. (One wait remains, as any
+delete has it: an enqueue that reuses the idempotency key of a job in the batch waits for the batch's commit, a few
+milliseconds, since the unique index can call the key taken or free only then.)
 
 `id = ANY(ARRAY(...))`, not `id IN (...)`: the array is an InitPlan, run once. As a semi-join the planner may run
 the LIMITed subquery more than once (a nested loop rescans it), and one DELETE then removed more rows than its
