@@ -3,7 +3,8 @@
 Each queue's expired rows are one range of idx_jobs_finished, (tenant_id, queue_name, completed_at) over finished
 rows: `tenant_id = … AND queue_name = … AND completed_at < that queue's cutoff`, read oldest first. So a batch
 reads the expired rows of the queues it visits and nothing else — not another queue's history, however long that
-queue keeps it, and no young row. Which queues it visits:
+queue keeps it, and no young row (besides what any delete leaves: until vacuum, the entries of rows deleted
+before, and a running workflow's step jobs, which stay). Which queues it visits:
 - with a server default (`--retention-hours`), every (tenant, queue) that has finished jobs, found by a skip scan
   of the same index (one descent per queue: the next (tenant_id, queue_name) after the last), with the queue's own
   retention, if it has one, instead of the default;
@@ -12,7 +13,7 @@ queue keeps it, and no young row. Which queues it visits:
 The rows are taken `FOR UPDATE SKIP LOCKED`, and the statement is its own transaction: no row a claim, an ack or a
 cancel has locked is waited for, and what it locks (finished rows only) no claim or ack reads — an ack matches a
 lease token a finished row no longer has, so it passes over the row without locking it. (One wait remains, as any
-delete has it: an enqueue that reuses the idempotency key of a job in the batch waits for the batch's commit, a few
+delete has it: an enqueue that reuses the idempotency key of a job in the batch waits for the batch's commit, tens of
 milliseconds, since the unique index can call the key taken or free only then.)
 
 `id = ANY(ARRAY(...))`, not `id IN (...)`: the array is an InitPlan, run once. As a semi-join the planner may run
