@@ -35,7 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serving.add_argument("--janitor-interval", help="seconds between janitor sweeps (default 5)")
     serving.add_argument("--scheduler-interval", help="seconds between cron scheduler ticks (default 1)")
     serving.add_argument("--safety-poll", help="seconds between polls when a wake-up may be lost (default 5)")
-    serving.add_argument("--retention-hours", help="delete finished jobs older than this (default: keep)")
+    serving.add_argument(
+        "--retention-hours",
+        help="delete finished jobs older than this where a queue sets no retention_seconds (default: keep)",
+    )
     serving.add_argument("--data-dir", help="where the embedded database keeps its files (default .queueflow)")
     serving.add_argument("--max-body-bytes", help="largest request body accepted (default 4 MiB)")
     serving.add_argument("--lease-wait-limit", help="longest a lease long-polls, in seconds (default 60)")

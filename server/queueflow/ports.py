@@ -7,7 +7,7 @@ resolves to (`Resolver`, for push deliveries; `queueflow.runtime.resolver`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from queueflow.core.advance import AdvanceRequest, ChildStart
@@ -377,9 +377,13 @@ class JobStore(Protocol):
         """The earliest expires_at of a pending | retrying job (passed or not), or None. Reads only."""
         ...
 
-    async def job_delete_finished(self, *, before: datetime, limit: int) -> int:
-        """Delete up to `limit` completed | dead_letter | cancelled jobs finished (completed_at) before `before`,
-        the longest finished first, except those of a running workflow (its self-heal reads them); how many."""
+    async def job_delete_finished(self, *, default_retention: timedelta | None, limit: int, now: datetime) -> int:
+        """Delete up to `limit` expired jobs (`core.retention.expired` at `now`): completed | dead_letter | cancelled
+        jobs whose completed_at is older than their queue's retention (the tenant's `retention_seconds` for the
+        queue, else `default_retention`; neither: kept), except those of a running workflow (its self-heal reads
+        them); how many. One batch, in a short transaction of its own that skips rows others hold: it never holds
+        a lock that a claim, an enqueue or an ack waits for. Which expired jobs go first is the store's (within a
+        queue, the longest finished first)."""
         ...
 
 

@@ -235,7 +235,13 @@ async def test_retry_replays_dead_letter_and_cancelled_jobs_only(client: AsyncCl
     assert (replayed["status"], replayed["retry_count"]) == ("pending", 0)
 
 
-UNCONFIGURED = {"paused": False, "concurrency_limit": None, "key_concurrency_limit": None, "rate_limit": None}
+UNCONFIGURED = {
+    "paused": False,
+    "concurrency_limit": None,
+    "key_concurrency_limit": None,
+    "rate_limit": None,
+    "retention_seconds": None,
+}
 
 
 async def test_queue_counts(client: AsyncClient) -> None:

@@ -11,7 +11,13 @@ from httpx import AsyncClient
 from tests.api.conftest import TENANT_A, TENANT_B, WORKER, assert_problem, enqueue, lease
 from tests.inprocess import WatchedWakeups
 
-DEFAULTS = {"paused": False, "concurrency_limit": None, "key_concurrency_limit": None, "rate_limit": None}
+DEFAULTS = {
+    "paused": False,
+    "concurrency_limit": None,
+    "key_concurrency_limit": None,
+    "rate_limit": None,
+    "retention_seconds": None,
+}
 
 
 async def test_every_queue_shows_its_settings(client: AsyncClient) -> None:
@@ -61,12 +67,30 @@ async def test_patch_configures_a_queue_with_no_jobs_yet_and_only_for_its_tenant
         {"rate_limit": {"jobs": 1}},
         {"rate_limit": {"jobs": 1, "per_seconds": 1, "burst": 2}},
         {"concurrency": 3},
+        {"retention_seconds": 59},
+        {"retention_seconds": 315_360_001},
+        {"retention_seconds": 3600.5},
+        {"retention_seconds": "1h"},
         [],
     ],
 )
 async def test_bad_settings_are_a_400_and_change_nothing(client: AsyncClient, body: Any) -> None:
     assert_problem(await client.patch("/v1/queues/q", json=body, headers=TENANT_A), 400, "validation_error")
     assert (await client.get("/v1/queues", headers=TENANT_A)).json() == {"queues": []}
+
+
+async def test_retention_is_set_kept_by_other_patches_and_removed_with_null(client: AsyncClient) -> None:
+    response = await client.patch("/v1/queues/reports", json={"retention_seconds": 86_400}, headers=TENANT_A)
+    assert response.status_code == 200, response.text
+    assert response.json()["retention_seconds"] == 86_400
+    await client.patch("/v1/queues/reports", json={"paused": True}, headers=TENANT_A)
+    (listed,) = (await client.get("/v1/queues", headers=TENANT_A)).json()["queues"]
+    assert (listed["retention_seconds"], listed["paused"]) == (86_400, True)
+    for bound in (60, 315_360_000):
+        response = await client.patch("/v1/queues/reports", json={"retention_seconds": bound}, headers=TENANT_A)
+        assert response.json()["retention_seconds"] == bound
+    response = await client.patch("/v1/queues/reports", json={"retention_seconds": None}, headers=TENANT_A)
+    assert response.json()["retention_seconds"] is None
 
 
 async def test_a_bad_queue_name_is_a_400_and_workers_may_not_configure(client: AsyncClient) -> None:

@@ -204,3 +204,9 @@ async def test_another_tenants_queue_settings_are_untouched(signed_in: Browser) 
     await signed_in.submit("/ui/queues/shared/limits", **NO_LIMITS)
     assert await settings(signed_in, "shared", TENANT_B) == theirs_before
     assert (await settings(signed_in, "theirs", TENANT_B))["key_concurrency_limit"] == 2
+
+
+async def test_the_queue_page_says_finished_jobs_are_kept_without_a_retention(signed_in: Browser) -> None:
+    await api(signed_in, "POST", "/v1/jobs", task_name="t", queue_name="reports")
+    page = (await signed_in.get("/ui/queues/reports")).text
+    assert "<dd data-retention>kept: neither this queue nor the server sets a retention</dd>" in page

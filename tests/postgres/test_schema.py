@@ -54,7 +54,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0016"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0017"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -77,6 +77,7 @@ BUILT = {
     "0014": "84efdcb043691a6cb8254fc34a5afa65ee673b59e8da5c77ac34ae55c53dfc10",
     "0015": "0ae8d3798065ba4a775b616c7af507c6f25d67a7e4e60f4118c8c5b5e80b1be9",
     "0016": "f235b5131f3c67cd9988c96059688a0fb6fb209b8c3ab40e730a8593e1294050",
+    "0017": "4ab117ed8f0065a85269bafec191a3cbaa870c168e09b895dff2638c876ce0f9",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -175,7 +176,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0016"
+        assert pg.blocking(version) == "0017"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -212,8 +213,10 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         " scheduled_at, created_at, id)"
         " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (config ? 'concurrency_key'::text))"
     )
+    # Retention's ranges, one per (tenant, queue), and the skip scan that finds the queues (migration 0017).
     assert indexes["idx_jobs_finished"] == (
-        "btree (completed_at) WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
+        "btree (tenant_id, queue_name, completed_at)"
+        " WHERE (status = ANY (ARRAY['completed'::text, 'dead_letter'::text, 'cancelled'::text]))"
     )
     # Only unstarted jobs with a deadline, which the wait timer expires (migration 0016).
     assert indexes["idx_jobs_expiry"] == (
@@ -313,7 +316,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0016"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0017"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -413,4 +416,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0016"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0017"

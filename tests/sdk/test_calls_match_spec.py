@@ -90,7 +90,7 @@ CALLS: list[tuple[str, Call[Any]]] = [
     ("listQueues", _calls.queues()),
     ("getQueue", _calls.get_queue("emails")),
     ("updateQueue", _calls.update_queue("emails", paused=True, concurrency_limit=5, key_concurrency_limit=1,
-                                       rate_limit=RateLimit(10, 1.0))),
+                                       rate_limit=RateLimit(10, 1.0), retention_seconds=86_400)),
     ("createSchedule", _calls.create_schedule("nightly", {**SCHEDULE, "cron": "0 3 * * *", "task_name": "etl"})),
     ("createSchedule", _calls.create_schedule("nightly_etl", {"cron": "0 3 * * *", "workflow": WORKFLOW})),
     ("getSchedule", _calls.get_schedule("nightly")),

@@ -171,6 +171,18 @@ async def test_queue_settings(client: AsyncQueueFlow) -> None:
         await client.queues.update("exports", concurrency_limit=0)
 
 
+async def test_a_queue_s_retention(client: AsyncQueueFlow) -> None:
+    queue = await client.queues.update("reports", retention_seconds=7 * 86_400)
+    assert (queue.retention_seconds, queue.paused) == (7 * 86_400, False)
+    assert (await client.queues.pause("reports")).retention_seconds == 7 * 86_400  # what is not given stays
+    assert [queue.retention_seconds for queue in await client.queues.list()] == [7 * 86_400]
+    # None: the server's --retention-hours applies again (or finished jobs are kept).
+    assert (await client.queues.update("reports", retention_seconds=None)).retention_seconds is None
+    with pytest.raises(ValidationError) as caught:
+        await client.queues.update("reports", retention_seconds=59)
+    assert [error.field for error in caught.value.errors] == ["retention_seconds"]
+
+
 # ---- errors from the real app ----------------------------------------------------------------------
 
 

@@ -237,8 +237,9 @@ class RateLimit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Queue:
-    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json) and the tenant's flow-control
-    settings for it (README.md, "Flow control"); None is "no limit"."""
+    """One queue's counts (disjoint by state: `GET /v1/queues` in spec/openapi.json) and the tenant's settings for
+    it: flow control (README.md, "Flow control"; None is "no limit") and retention (README.md, "Retention"; None:
+    the server's `--retention-hours`, or keep)."""
 
     name: str
     pending: int
@@ -253,6 +254,7 @@ class Queue:
     concurrency_limit: int | None = None
     key_concurrency_limit: int | None = None
     rate_limit: RateLimit | None = None
+    retention_seconds: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Queue:
@@ -271,6 +273,7 @@ class Queue:
             concurrency_limit=data.get("concurrency_limit"),
             key_concurrency_limit=data.get("key_concurrency_limit"),
             rate_limit=RateLimit.from_json(rate) if rate is not None else None,
+            retention_seconds=data.get("retention_seconds"),
         )
 
 

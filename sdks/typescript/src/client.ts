@@ -164,7 +164,7 @@ export class Queues {
     return answer.queues;
   }
 
-  /** One queue's counts and flow-control settings (`NotFoundError` when it has neither jobs nor settings). */
+  /** One queue's counts and settings (`NotFoundError` when it has neither jobs nor settings). */
   get(name: string, options: RequestOptions = {}): Promise<Queue> {
     return this.#transport.call(
       (signal) => this.#transport.api.GET("/v1/queues/{name}", { params: { path: { name } }, signal }),
@@ -172,7 +172,7 @@ export class Queues {
     );
   }
 
-  /** Change the settings given and leave the others (`null` removes a limit); the same change twice is harmless, so it is retried. */
+  /** Change the settings given and leave the others (`null` removes a limit, or the queue's own `retention_seconds`); the same change twice is harmless, so it is retried. */
   update(name: string, changes: UpdateQueue, options: RequestOptions = {}): Promise<Queue> {
     return this.#transport.call(
       (signal) => this.#transport.api.PATCH("/v1/queues/{name}", { params: { path: { name } }, body: changes, signal }),

@@ -14,11 +14,13 @@ export type EnqueueJob = Schemas["EnqueueJob"];
 export type Unique = Schemas["Unique"];
 /** An item of `jobs.enqueueMany`: an `EnqueueJob` with its own optional `idempotency_key`. */
 export type BatchItem = Schemas["BatchItem"];
-/** A queue's counts and the tenant's flow-control settings for it (`null`: no limit). */
+/** A queue's counts and the tenant's settings for it: flow control (`null`: no limit) and `retention_seconds`
+ * (`null`: the server's `--retention-hours`, or finished jobs are kept). */
 export type Queue = Schemas["Queue"];
 /** At most `jobs` leases per `per_seconds`, across all workers (a token bucket: burst `jobs`). */
 export type RateLimit = Schemas["RateLimit"];
-/** A PATCH of a queue's settings: an absent field stays as it is, `null` removes a limit. */
+/** A PATCH of a queue's settings: an absent field stays as it is, `null` removes a limit (or the queue's own
+ * retention). */
 export type UpdateQueue = Schemas["UpdateQueue"];
 export type AckResult = Schemas["AckResult"];
 /** One item of a batched heartbeat: `ok` with the lease's new end, or `lease_lost` (`locked_until` null). */

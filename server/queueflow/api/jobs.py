@@ -195,13 +195,13 @@ class QueuesController(Controller):
 
     @get("/", operation_id="listQueues", responses=problem_responses(*TENANT_ERRORS))
     async def list_queues(self, request: Request[Any, Any, Any]) -> QueueList:
-        """Count the tenant's jobs per queue and state, with each queue's flow-control settings."""
+        """Count the tenant's jobs per queue and state, with each queue's flow-control and retention settings."""
         services = services_of(request)
         return QueueList([Queue.from_domain(stats) for stats in await services.engine.queue_stats(tenant_of(request))])
 
     @get("/{name:str}", operation_id="getQueue", responses=problem_responses(400, *TENANT_ERRORS, 404))
     async def get_queue(self, request: Request[Any, Any, Any], name: QueueNamePath) -> Queue:
-        """Get one queue's counts and flow-control settings."""
+        """Get one queue's counts and its flow-control and retention settings."""
         services = services_of(request)
         return Queue.from_domain(await services.engine.get_queue(tenant_of(request), name))
 
@@ -218,7 +218,7 @@ class QueuesController(Controller):
         name: QueueNamePath,
         data: JSONBody[UpdateQueue],
     ) -> Queue:
-        """Pause or resume a queue, or change its limits (a queue with no jobs yet too)."""
+        """Pause or resume a queue, or change its limits or retention (a queue with no jobs yet too)."""
         services = services_of(request)
         return Queue.from_domain(await services.engine.configure_queue(tenant_of(request), name, data.to_domain()))
 

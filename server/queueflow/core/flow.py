@@ -1,7 +1,7 @@
 """Flow control, as data: a tenant's settings for one queue (README.md, "Flow control") and a change to them.
 
-No I/O here. The stores keep the settings and honour them in the claim; the engine validates a change with
-`patch_errors` before any store sees it.
+No I/O here. The stores keep the settings and honour them in the claim (and, for `retention_seconds`, in the
+janitor's retention: `core.retention`); the engine validates a change with `patch_errors` before any store sees it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from queueflow.core.errors import FieldError
+from queueflow.core.retention import retention_errors
 
 MAX_LIMIT = 100_000
 MAX_RATE_JOBS = 100_000
@@ -38,12 +39,15 @@ class RateLimit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueueSettings:
-    """One tenant's flow control of one queue; the defaults are a queue nobody configured."""
+    """One tenant's flow control of one queue, and how long it keeps finished jobs; the defaults are a queue nobody
+    configured."""
 
     paused: bool = False
     concurrency_limit: int | None = None
     key_concurrency_limit: int | None = None
     rate_limit: RateLimit | None = None
+    retention_seconds: int | None = None
+    """Finished jobs older than this are deleted (`core.retention`); None: the server's default applies."""
 
     @property
     def restricts(self) -> bool:
@@ -64,6 +68,7 @@ class QueueSettingsPatch:
     concurrency_limit: int | Keep | None = KEEP
     key_concurrency_limit: int | Keep | None = KEEP
     rate_limit: RateLimit | Keep | None = KEEP
+    retention_seconds: int | Keep | None = KEEP
 
     def applied_to(self, settings: QueueSettings) -> QueueSettings:
         return QueueSettings(
@@ -75,6 +80,9 @@ class QueueSettingsPatch:
                 settings.key_concurrency_limit if self.key_concurrency_limit is KEEP else self.key_concurrency_limit
             ),
             rate_limit=settings.rate_limit if self.rate_limit is KEEP else self.rate_limit,
+            retention_seconds=(
+                settings.retention_seconds if self.retention_seconds is KEEP else self.retention_seconds
+            ),
         )
 
 
@@ -150,7 +158,8 @@ def next_token_at(rate: RateLimit, tokens: float, refilled_at: datetime, now: da
 
 
 def patch_errors(patch: QueueSettingsPatch) -> list[FieldError]:
-    """What is out of bounds in `patch` (limits 1–100,000; rate 1–100,000 jobs per 0.001–86,400 s)."""
+    """What is out of bounds in `patch` (limits 1–100,000; rate 1–100,000 jobs per 0.001–86,400 s; retention 60 s
+    to ten years)."""
     errors: list[FieldError] = []
     for name in ("concurrency_limit", "key_concurrency_limit"):
         value = getattr(patch, name)
@@ -166,4 +175,6 @@ def patch_errors(patch: QueueSettingsPatch) -> list[FieldError]:
                     ("rate_limit", "per_seconds"), f"must be between {MIN_RATE_SECONDS} and {MAX_RATE_SECONDS:g}"
                 )
             )
+    if not isinstance(patch.retention_seconds, Keep):
+        errors += retention_errors(patch.retention_seconds, ("retention_seconds",))
     return errors

@@ -1,4 +1,5 @@
-"""A queue's flow control: its page, the Pause / Resume button, and the form that sets or clears its limits.
+"""A queue's flow control: its page, the Pause / Resume button, and the form that sets or clears its limits. The
+page also says how long the queue keeps its finished jobs (its retention, or the server's default).
 
 Every change goes through `Engine.configure_queue`, the call behind `PATCH /v1/queues/{name}`, so the page and
 the API accept exactly the same values. The form turns its text into numbers; what is not a number, and what the
@@ -26,7 +27,8 @@ from queueflow.core.flow import (
     RateLimit,
     patch_errors,
 )
-from queueflow.dashboard.look import limits
+from queueflow.core.retention import retention_of
+from queueflow.dashboard.look import limits, retention
 from queueflow.dashboard.session import Flash
 from queueflow.dashboard.web import UI, redirect, render, safe_next, tenant_of
 from queueflow.engine import Engine
@@ -52,7 +54,7 @@ BOUNDS = {
 async def queue_page(request: Request[Any, Any, Any], engine: NamedDependency[Engine], name: FromPath[str]) -> Template:
     """A queue's flow control as it is, with Pause / Resume and the limits form filled in."""
     queue = await engine.get_queue(tenant_of(request), name)
-    return _page(request, name, queue.settings, form_values(queue.settings), [])
+    return _page(request, engine, name, queue.settings, form_values(queue.settings), [])
 
 
 @post("/queues/{name:str}/pause", name="dashboard-queue-pause")
@@ -86,7 +88,7 @@ async def set_limits(
             settings = (await engine.get_queue(tenant, name)).settings
         except NotFound:  # a queue with no jobs that nobody configured yet: as it would be
             settings = QueueSettings()
-        return _page(request, name, settings, values, [_said(error) for error in errors], status=400)
+        return _page(request, engine, name, settings, values, [_said(error) for error in errors], status=400)
     settings = (await engine.configure_queue(tenant, name, patch)).settings
     said = limits(settings) or "no limits"
     return redirect(request, f"{UI}/queues/{name}", Flash("ok", f"Queue {name!r} limits saved: {said}."))
@@ -144,6 +146,7 @@ def _said(error: FieldError) -> str:
 
 def _page(
     request: Request[Any, Any, Any],
+    engine: Engine,
     name: str,
     settings: QueueSettings,
     values: Mapping[str, str],
@@ -154,6 +157,8 @@ def _page(
     context = {
         "name": name,
         "settings": settings,
+        "retention": retention(settings, engine.settings.retention),
+        "retains": retention_of(settings.retention_seconds, engine.settings.retention) is not None,
         "values": values,
         "errors": errors,
         "labels": FIELDS,

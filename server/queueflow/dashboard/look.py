@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,15 @@ def seconds(value: float | None) -> str:
 
 def count(value: int) -> str:
     return f"{value:,}"
+
+
+def retention(settings: QueueSettings, default: timedelta | None) -> str:
+    """How long a queue keeps its finished jobs, and whose setting says so ("7 d, this queue's own")."""
+    if settings.retention_seconds is not None:
+        return f"{seconds(settings.retention_seconds)}, this queue's own"
+    if default is not None:
+        return f"{seconds(default.total_seconds())}, the server's --retention-hours"
+    return "kept: neither this queue nor the server sets a retention"
 
 
 def limits(settings: QueueSettings) -> str:

@@ -436,11 +436,7 @@ class Engine(WorkflowFacade):
         )
         await self._workflows.on_jobs_finished(reclaimed)
         healed = await self._workflows.heal(self.settings.sweep_limit)
-        deleted = 0
-        if self.settings.retention is not None:
-            deleted = await self.store.job_delete_finished(
-                before=now - self.settings.retention, limit=self.settings.sweep_limit
-            )
+        deleted = await self._apply_retention(now)
         deleted_events = await self.triggers.forget_old_events(self.settings.sweep_limit)
         return MaintenanceReport(
             reclaimed=len(reclaimed),
@@ -466,6 +462,19 @@ class Engine(WorkflowFacade):
     async def next_expiry(self) -> datetime | None:
         """The earliest deadline of a job not started yet (None: no job has one), for the timer to sleep until."""
         return await self.store.job_next_expiry()
+
+    async def _apply_retention(self, now: datetime) -> int:
+        """Delete the expired jobs (`core.retention`) in batches, each its own short transaction, until one finds
+        fewer than a full batch or the sweep's share of batches is spent; how many went."""
+        deleted = 0
+        for _ in range(self.settings.retention_batches):
+            batch = await self.store.job_delete_finished(
+                now=now, default_retention=self.settings.retention, limit=self.settings.retention_batch
+            )
+            deleted += batch
+            if batch < self.settings.retention_batch:
+                break
+        return deleted
 
     # ---- schedules ----------------------------------------------------------------------------------
 

@@ -48,7 +48,11 @@ async def test_a_patch_changes_only_the_fields_it_names_and_null_removes_a_limit
     assert after.settings == QueueSettings(paused=True, concurrency_limit=3, key_concurrency_limit=1, rate_limit=rate)
     after = await engine.configure_queue(T, "q", QueueSettingsPatch(concurrency_limit=None, paused=False))
     assert after.settings == QueueSettings(key_concurrency_limit=1, rate_limit=rate)
+    after = await engine.configure_queue(T, "q", QueueSettingsPatch(retention_seconds=3600))
+    assert after.settings == QueueSettings(key_concurrency_limit=1, rate_limit=rate, retention_seconds=3600)
     after = await engine.configure_queue(T, "q", QueueSettingsPatch(rate_limit=None, key_concurrency_limit=None))
+    assert after.settings == QueueSettings(retention_seconds=3600)
+    after = await engine.configure_queue(T, "q", QueueSettingsPatch(retention_seconds=None))
     assert after.settings == QueueSettings()
     assert [queue.name for queue in await engine.queue_stats(T)] == ["q"]  # configured once, still listed
 
@@ -62,6 +66,8 @@ async def test_a_patch_changes_only_the_fields_it_names_and_null_removes_a_limit
         (QueueSettingsPatch(rate_limit=RateLimit(0, 1)), "rate_limit.jobs"),
         (QueueSettingsPatch(rate_limit=RateLimit(1, 0.0001)), "rate_limit.per_seconds"),
         (QueueSettingsPatch(rate_limit=RateLimit(1, float("nan"))), "rate_limit.per_seconds"),
+        (QueueSettingsPatch(retention_seconds=59), "retention_seconds"),
+        (QueueSettingsPatch(retention_seconds=315_360_001), "retention_seconds"),
     ],
 )
 async def test_out_of_bounds_settings_are_refused_and_change_nothing(

@@ -6,10 +6,13 @@ The lease methods (claim, heartbeat, complete, fail, lease_expired) are in test_
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from msgspec.structs import replace
 from queueflow.core.advance import AdvanceRequest, Transition
 from queueflow.core.errors import ValidationError
+from queueflow.core.flow import ConfigureRequest, QueueSettingsPatch
 from queueflow.core.jsonvalue import MAX_DEPTH
 from queueflow.core.types import (
     BackoffPolicy,
@@ -250,8 +253,15 @@ async def test_retry_answers_none_for_other_states_missing_or_foreign_jobs_and_c
 
 # --- job_delete_finished -----------------------------------------------------------------------------------
 
+MINUTE = timedelta(minutes=1)
 
-async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant_before_the_cutoff(
+
+async def configured(store: Store, queue: str, retention_seconds: int | None, tenant: str = T) -> None:
+    patch = QueueSettingsPatch(retention_seconds=retention_seconds)
+    await store.queue_configure(ConfigureRequest(tenant_id=tenant, queue_name=queue, patch=patch, now=START))
+
+
+async def test_delete_finished_deletes_the_jobs_of_every_tenant_older_than_the_default_retention(
     store: Store,
 ) -> None:
     done_10 = await in_status(store, COMPLETED, "a", now=at(10))
@@ -260,11 +270,13 @@ async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant
     (theirs,) = await inserted(store, replace(job(tenant=OTHER, idempotency_key="k"), id="job_theirs"))
     await store.job_cancel(theirs.id, tenant_id=OTHER, now=at(15))
     unfinished = [await in_status(store, status, now=at(0)) for status in (PENDING, RUNNING, RETRYING)]
+    expired = {done_10.id, dead_20.id, theirs.id}
 
-    assert await store.job_delete_finished(before=at(30), limit=2) == 2
-    assert set(await store.job_get_many([done_10.id, theirs.id, dead_20.id])) == {dead_20.id}
-    assert await store.job_delete_finished(before=at(30), limit=10) == 1  # completed_at = at(30) is not before at(30)
-    assert await store.job_delete_finished(before=at(30), limit=10) == 0
+    # At 90 s a minute's retention reaches back to 30 s: completed_at = at(30) is not older than that.
+    assert await store.job_delete_finished(now=at(90), default_retention=MINUTE, limit=2) == 2
+    assert len(set(await store.job_get_many(list(expired)))) == 1
+    assert await store.job_delete_finished(now=at(90), default_retention=MINUTE, limit=10) == 1
+    assert await store.job_delete_finished(now=at(90), default_retention=MINUTE, limit=10) == 0
     assert {row.id for row in await jobs_of(store)} == {cancelled_30.id} | {row.id for row in unfinished}
     # A deleted job's idempotency key is free again.
     (again, created) = (await store.job_insert_many([job(tenant=OTHER, idempotency_key="k")]))[0]
@@ -272,13 +284,57 @@ async def test_delete_finished_deletes_the_longest_finished_jobs_of_every_tenant
     assert again.id != theirs.id
 
 
+async def test_delete_finished_takes_a_queue_s_longest_finished_jobs_first(store: Store) -> None:
+    older = await in_status(store, COMPLETED, "mail", now=at(10))
+    younger = await in_status(store, COMPLETED, "mail", now=at(20))
+    assert await store.job_delete_finished(now=at(200), default_retention=MINUTE, limit=1) == 1
+    assert set(await store.job_get_many([older.id, younger.id])) == {younger.id}
+
+
+async def test_delete_finished_keeps_everything_without_a_retention(store: Store) -> None:
+    await in_status(store, COMPLETED, "mail", now=at(0))
+    await configured(store, "mail", None)
+    assert await store.job_delete_finished(now=at(10**8), default_retention=None, limit=10) == 0
+    assert len(await jobs_of(store)) == 1
+
+
+async def test_delete_finished_applies_a_queue_s_own_retention_before_the_default(store: Store) -> None:
+    await configured(store, "short", 60)
+    await configured(store, "long", 3600)
+    short = await in_status(store, COMPLETED, "short", now=at(0))
+    long = await in_status(store, DEAD_LETTER, "long", now=at(0))
+    plain = await in_status(store, CANCELLED, "plain", now=at(0))
+    (theirs,) = await inserted(store, job(tenant=OTHER, queue_name="short"))  # their "short" has no retention
+    await store.job_cancel(theirs.id, tenant_id=OTHER, now=at(0))
+
+    # Without a default only the queues with a retention of their own lose jobs, each by its own.
+    assert await store.job_delete_finished(now=at(61), default_retention=None, limit=10) == 1
+    assert await store.job_get(short.id) is None
+    assert await store.job_delete_finished(now=at(3600), default_retention=None, limit=10) == 0
+    assert await store.job_delete_finished(now=at(3601), default_retention=None, limit=10) == 1
+    assert await store.job_get(long.id) is None
+    assert await store.job_delete_finished(now=at(10**8), default_retention=None, limit=10) == 0
+
+    # With a default, the rest go by it; a queue's own retention still wins where it is longer.
+    await configured(store, "long", 7200)
+    longer = await in_status(store, COMPLETED, "long", now=at(0))
+    two_minutes = 2 * MINUTE
+    assert await store.job_delete_finished(now=at(121), default_retention=two_minutes, limit=10) == 2
+    assert set(await store.job_get_many([plain.id, longer.id])) == {longer.id}
+    assert await store.job_get(theirs.id, tenant_id=OTHER) is None
+    assert await store.job_delete_finished(now=at(7201), default_retention=two_minutes, limit=10) == 1
+    assert await jobs_of(store) == []
+
+
 async def test_delete_finished_keeps_the_finished_jobs_of_a_running_workflow(store: Store) -> None:
     workflow = await stored_workflow(store, step("a"))
     (held,) = await store.job_claim(ClaimRequest(queues=["default"], max_jobs=1, now=START, lease_seconds=LEASE))
     await store.job_complete_many([Completion(held.id, held.lease_token or "")], now=at(1))
-    assert await store.job_delete_finished(before=at(100), limit=10) == 0
+    await configured(store, "default", 60)
+    assert await store.job_delete_finished(now=at(100), default_retention=MINUTE, limit=10) == 0
+    assert await store.job_delete_finished(now=at(100), default_retention=None, limit=10) == 0
     assert await store.job_get(held.id) is not None
     finish = Transition(workflow_status=WorkflowStatus.COMPLETED)
     await store.workflow_advance(AdvanceRequest(workflow_id=workflow.id, decide=lambda _: finish, now=at(2)))
-    assert await store.job_delete_finished(before=at(100), limit=10) == 1
+    assert await store.job_delete_finished(now=at(100), default_retention=None, limit=10) == 1
     assert await store.job_get(held.id) is None

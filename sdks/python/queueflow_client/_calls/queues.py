@@ -26,9 +26,10 @@ def update_queue(
     concurrency_limit: int | Unchanged | None,
     key_concurrency_limit: int | Unchanged | None,
     rate_limit: RateLimit | Unchanged | None,
+    retention_seconds: int | Unchanged | None,
 ) -> Call[Queue]:
-    # PATCH: an UNCHANGED setting is not sent, None is sent as null (no limit). Replayable: the same settings twice
-    # leave the same queue.
+    # PATCH: an UNCHANGED setting is not sent, None is sent as null (no limit, or the server's retention).
+    # Replayable: the same settings twice leave the same queue.
     settings: dict[str, Any] = {
         "paused": paused,
         "concurrency_limit": concurrency_limit,
@@ -36,6 +37,7 @@ def update_queue(
         "rate_limit": rate_limit
         if not isinstance(rate_limit, RateLimit)
         else {"jobs": rate_limit.jobs, "per_seconds": rate_limit.per_seconds},
+        "retention_seconds": retention_seconds,
     }
     body = {name: value for name, value in settings.items() if value is not UNCHANGED}
     return call(UPDATE_QUEUE.request(name, body=body), Queue.from_json, replayable=True)

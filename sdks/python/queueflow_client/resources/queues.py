@@ -1,4 +1,5 @@
-"""`client.queues`: a tenant's queues, their counts and flow-control settings (`Queues` sync, `AsyncQueues` async)."""
+"""`client.queues`: a tenant's queues, their counts and settings — flow control and retention (`Queues` sync,
+`AsyncQueues` async)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ __all__ = ["AsyncQueues", "QueueSettings", "Queues"]
 
 
 class QueueSettings(TypedDict, total=False):
-    """A queue's flow-control settings, as `queues.update` changes them: what is not given (or is UNCHANGED)
-    stays, None removes a limit."""
+    """A queue's settings, as `queues.update` changes them: what is not given (or is UNCHANGED) stays, None removes
+    a limit (or the queue's own retention: the server's `--retention-hours` applies, or finished jobs are kept)."""
 
     paused: bool | Unchanged
     concurrency_limit: int | Unchanged | None
     key_concurrency_limit: int | Unchanged | None
     rate_limit: RateLimit | Unchanged | None
+    retention_seconds: int | Unchanged | None
+    """Finished jobs older than this (60 s to ten years) are deleted, at the latest an hour later."""
 
 
 def _update_call(name: str, settings: Mapping[str, Any]) -> Call[Queue]:
@@ -33,6 +36,7 @@ def _update_call(name: str, settings: Mapping[str, Any]) -> Call[Queue]:
         concurrency_limit=settings.get("concurrency_limit", UNCHANGED),
         key_concurrency_limit=settings.get("key_concurrency_limit", UNCHANGED),
         rate_limit=settings.get("rate_limit", UNCHANGED),
+        retention_seconds=settings.get("retention_seconds", UNCHANGED),
     )
 
 
@@ -43,12 +47,12 @@ class Queues(Resource):
         return result
 
     def get(self, name: str) -> Queue:
-        """One queue's counts and flow-control settings (NotFoundError: no jobs and no settings)."""
+        """One queue's counts and settings (NotFoundError: no jobs and no settings)."""
         result: Queue = self._send(_calls.get_queue(name))
         return result
 
     def update(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:
-        """Change some of a queue's flow-control settings: what is not given stays, None removes a limit."""
+        """Change some of a queue's settings: what is not given stays, None removes a limit or its own retention."""
         result: Queue = self._send(_update_call(name, settings))
         return result
 
@@ -70,12 +74,12 @@ class AsyncQueues(Resource):
         return result
 
     async def get(self, name: str) -> Queue:
-        """One queue's counts and flow-control settings (NotFoundError: no jobs and no settings)."""
+        """One queue's counts and settings (NotFoundError: no jobs and no settings)."""
         result: Queue = await self._send(_calls.get_queue(name))
         return result
 
     async def update(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:
-        """Change some of a queue's flow-control settings: what is not given stays, None removes a limit."""
+        """Change some of a queue's settings: what is not given stays, None removes a limit or its own retention."""
         result: Queue = await self._send(_update_call(name, settings))
         return result
 

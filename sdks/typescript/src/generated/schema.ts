@@ -270,7 +270,7 @@ export interface paths {
         };
         /**
          * ListQueues
-         * @description Count the tenant's jobs per queue and state, with each queue's flow-control settings.
+         * @description Count the tenant's jobs per queue and state, with each queue's flow-control and retention settings.
          */
         get: operations["listQueues"];
         put?: never;
@@ -290,7 +290,7 @@ export interface paths {
         };
         /**
          * GetQueue
-         * @description Get one queue's counts and flow-control settings.
+         * @description Get one queue's counts and its flow-control and retention settings.
          */
         get: operations["getQueue"];
         put?: never;
@@ -300,7 +300,7 @@ export interface paths {
         head?: never;
         /**
          * UpdateQueue
-         * @description Pause or resume a queue, or change its limits (a queue with no jobs yet too).
+         * @description Pause or resume a queue, or change its limits or retention (a queue with no jobs yet too).
          */
         patch: operations["updateQueue"];
         trace?: never;
@@ -1160,6 +1160,8 @@ export interface components {
             paused: boolean;
             pending: number;
             rate_limit: components["schemas"]["RateLimit"] | null;
+            /** @description Finished jobs (completed, dead_letter, cancelled) of this queue whose completed_at is older than this are deleted, at the latest an hour after that age (workflow step jobs once their workflow has finished); null: the server's --retention-hours applies, or, without it, they are kept */
+            retention_seconds?: number | null;
             retrying: number;
             running: number;
             scheduled: number;
@@ -1305,6 +1307,8 @@ export interface components {
             key_concurrency_limit?: number | null;
             paused?: boolean;
             rate_limit?: components["schemas"]["RateLimit"] | null;
+            /** @description Finished jobs (completed, dead_letter, cancelled) of this queue whose completed_at is older than this are deleted, at the latest an hour after that age (workflow step jobs once their workflow has finished); null: the server's --retention-hours applies, or, without it, they are kept */
+            retention_seconds?: number | null;
         };
         /** UpdateSchedule */
         UpdateSchedule: {

@@ -1,4 +1,4 @@
-"""The wire shapes of queues: their counts and flow-control settings, and a PATCH of those settings."""
+"""The wire shapes of queues: their counts and settings (flow control, retention), and a PATCH of those settings."""
 
 from __future__ import annotations
 
@@ -8,10 +8,22 @@ from litestar.params import PathParameter
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from queueflow.api.schemas.common import RequestBody
-from queueflow.core import flow, validation
+from queueflow.core import flow, retention, validation
 from queueflow.core import types as domain
 
 Limit = Annotated[int, Meta(ge=1, le=flow.MAX_LIMIT)]
+RetentionSeconds = Annotated[
+    int,
+    Meta(
+        ge=retention.MIN_RETENTION_SECONDS,
+        le=retention.MAX_RETENTION_SECONDS,
+        description=(
+            "Finished jobs (completed, dead_letter, cancelled) of this queue whose completed_at is older than this"
+            " are deleted, at the latest an hour after that age (workflow step jobs once their workflow has"
+            " finished); null: the server's --retention-hours applies, or, without it, they are kept"
+        ),
+    ),
+]
 
 
 class RateLimit(RequestBody):
@@ -23,7 +35,7 @@ class RateLimit(RequestBody):
 
 
 class Queue(Struct, kw_only=True):
-    """A queue's job counts (disjoint by state) and the tenant's flow-control settings for it."""
+    """A queue's job counts (disjoint by state) and the tenant's settings for it: flow control and retention."""
 
     name: str
     pending: int
@@ -38,6 +50,8 @@ class Queue(Struct, kw_only=True):
     concurrency_limit: int | None
     key_concurrency_limit: int | None
     rate_limit: RateLimit | None
+    retention_seconds: RetentionSeconds | None = None
+    """Optional in the spec: a field added after 0.2.0, which an older server leaves out."""
 
     @classmethod
     def from_domain(cls, stats: domain.QueueStats) -> Queue:
@@ -57,6 +71,7 @@ class Queue(Struct, kw_only=True):
             concurrency_limit=settings.concurrency_limit,
             key_concurrency_limit=settings.key_concurrency_limit,
             rate_limit=RateLimit(jobs=rate.jobs, per_seconds=rate.per_seconds) if rate is not None else None,
+            retention_seconds=settings.retention_seconds,
         )
 
 
@@ -65,12 +80,14 @@ class QueueList(Struct):
 
 
 class UpdateQueue(RequestBody):
-    """A PATCH of a queue's settings: an absent field stays as it is; `null` removes a limit."""
+    """A PATCH of a queue's settings: an absent field stays as it is; `null` removes a limit (or the queue's own
+    retention)."""
 
     paused: bool | UnsetType = UNSET
     concurrency_limit: Limit | UnsetType | None = UNSET
     key_concurrency_limit: Limit | UnsetType | None = UNSET
     rate_limit: RateLimit | UnsetType | None = UNSET
+    retention_seconds: RetentionSeconds | UnsetType | None = UNSET
 
     def to_domain(self) -> flow.QueueSettingsPatch:
         rate = self.rate_limit
@@ -85,6 +102,7 @@ class UpdateQueue(RequestBody):
                 if rate is not None
                 else None
             ),
+            retention_seconds=flow.KEEP if self.retention_seconds is UNSET else self.retention_seconds,
         )
 
 

@@ -20,6 +20,7 @@ from queueflow.core.jsonvalue import (
     progress_errors,
 )
 from queueflow.core.lifecycle import holds_lease, lease_until
+from queueflow.core.retention import expired, retention_of
 from queueflow.core.turns import in_turns, last_keys
 from queueflow.core.types import (
     CANCELLABLE,
@@ -316,16 +317,19 @@ class MemoryJobs(MemoryUnique):
             relocked.append(self._out(job))
         return relocked
 
-    async def job_delete_finished(self, *, before: datetime, limit: int) -> int:
+    async def job_delete_finished(self, *, default_retention: timedelta | None, limit: int, now: datetime) -> int:
+        def retention(job: Job) -> timedelta | None:
+            settings = self._queue_settings.get((job.tenant_id, job.queue_name), QueueSettings())
+            return retention_of(settings.retention_seconds, default_retention)
+
         doomed = [
             job
             for job in self._jobs.values()
             if job.status in FINISHED
-            and job.completed_at is not None
-            and job.completed_at < before
+            and expired(job.completed_at, retention(job), now)
             and not self._in_running_workflow(job)
         ]
-        doomed.sort(key=lambda job: job.completed_at or before)
+        doomed.sort(key=lambda job: job.completed_at or now)
         for job in doomed[:limit]:
             del self._jobs[job.id]
             self._started_before.pop(job.id, None)

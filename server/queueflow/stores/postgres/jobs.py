@@ -34,13 +34,13 @@ from queueflow.core.types import (
 from queueflow.core.unique import rule_mismatch_errors
 from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
+from queueflow.stores.postgres.retention_sql import DELETE_EXPIRED, DELETE_EXPIRED_OWN
 from queueflow.stores.postgres.rows import job_from_row, job_insert
 from queueflow.stores.postgres.sql import (
     CANCEL,
     COLUMNS,
     COMPLETE,
     COMPLETE_ONE,
-    DELETE_FINISHED,
     FAIL,
     HEARTBEAT,
     HEARTBEAT_MANY,
@@ -327,9 +327,12 @@ class PostgresJobs(Pooled):
         rows.sort(key=lambda row: (row["expired_at"], row["id"]))
         return [job_from_row(row) for row in rows]
 
-    async def job_delete_finished(self, *, before: datetime, limit: int) -> int:
+    async def job_delete_finished(self, *, default_retention: timedelta | None, limit: int, now: datetime) -> int:
         async with self._connection() as db:
-            status = await db.execute(DELETE_FINISHED, before, limit)
+            if default_retention is None:
+                status = await db.execute(DELETE_EXPIRED_OWN, now, limit)
+            else:
+                status = await db.execute(DELETE_EXPIRED, now, limit, default_retention.total_seconds())
         return int(status.split()[-1])  # "DELETE <n>"
 
 

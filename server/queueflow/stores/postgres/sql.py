@@ -216,17 +216,3 @@ UPDATE queueflow.jobs AS j SET locked_until = $1 + $3::interval, lease_token = g
   FROM expired WHERE j.id = expired.id
 RETURNING {J_COLUMNS}, expired.locked_until AS expired_at
 """
-
-# A running workflow's finished step jobs stay: its self-heal reads their outcomes.
-# `id = ANY(ARRAY(...))`, not `id IN (...)`: the array is an InitPlan, run once. As a semi-join the planner may run
-# the LIMITed subquery more than once (a nested loop rescans it), and one DELETE then removed 3 rows with LIMIT 2.
-DELETE_FINISHED = """
-DELETE FROM queueflow.jobs
- WHERE id = ANY(ARRAY(SELECT j.id FROM queueflow.jobs AS j
-                       WHERE j.status IN ('completed', 'dead_letter', 'cancelled') AND j.completed_at < $1
-                         AND NOT EXISTS (SELECT FROM queueflow.workflows AS w
-                                          WHERE w.id = j.workflow_id AND w.status = 'running')
-                       ORDER BY j.completed_at
-                       LIMIT $2
-                       FOR UPDATE SKIP LOCKED))
-"""
