@@ -87,7 +87,9 @@ class Profile:
     event_triggers: int = 0
     """The tenant's triggers when events that match 2 of them are sent by 8 clients (÷ single enqueues)."""
     event_requests: int = 0
-    """Events sent (and single jobs enqueued) for that rate."""
+    """Events sent (and single jobs enqueued) for one pair of those rates."""
+    event_rate_pairs: int = 0
+    """Pairs of those rates (events/s, enqueues/s), measured one beside the other."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -139,7 +141,8 @@ FULL = Profile(
     event_width=1_000,
     event_pairs=9,
     event_triggers=10_000,
-    event_requests=4_000,
+    event_requests=2_000,
+    event_rate_pairs=7,
 )
 
 SMOKE = Profile(
@@ -183,6 +186,7 @@ SMOKE = Profile(
     event_pairs=1,
     event_triggers=40,
     event_requests=16,
+    event_rate_pairs=1,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

@@ -424,7 +424,7 @@ async def _events(profile: Profile, results: Results, step: Steps, server: Queue
 
         async def measured() -> None:
             wide = await bench.wide_versus_batch(profile.event_width, profile.event_pairs)
-            rates = await bench.rates(profile.event_triggers, profile.event_requests)
+            rates = await bench.rates(profile.event_triggers, profile.event_requests, profile.event_rate_pairs)
             workflow_figures.events(results, wide, profile.event_width, rates, profile.event_triggers)
 
         await step(
