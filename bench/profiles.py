@@ -90,6 +90,8 @@ class Profile:
     """Events sent (and single jobs enqueued) for one pair of those rates."""
     event_rate_pairs: int = 0
     """Pairs of those rates (events/s, enqueues/s), measured one beside the other."""
+    deadline_samples: int = 0
+    """Workflows with a 1 s deadline created at once, for how late after it they end (0: not run)."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -143,6 +145,7 @@ FULL = Profile(
     event_triggers=10_000,
     event_requests=2_000,
     event_rate_pairs=7,
+    deadline_samples=200,
 )
 
 SMOKE = Profile(
@@ -187,6 +190,7 @@ SMOKE = Profile(
     event_triggers=40,
     event_requests=16,
     event_rate_pairs=1,
+    deadline_samples=3,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

@@ -31,6 +31,7 @@ from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
 from bench.scenarios.unique import DEBOUNCE_KEYS
 from bench.scenarios.worker_drains import PeerDrain, WorkerDrain
+from bench.scenarios.workflow_deadlines import deadline_lateness
 from bench.scenarios.workflow_growth import GrowthBench
 from bench.scenarios.workflows import (
     CONCURRENCY,
@@ -386,6 +387,14 @@ async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path
             await _growth(profile, results, step, server, database)
         if profile.event_width:
             await _events(profile, results, step, server)
+        if profile.deadline_samples:
+
+            async def deadlines() -> None:
+                latencies = await deadline_lateness(server, database, profile.deadline_samples)
+                label = "a workflow past its deadline (timeout_seconds 1), ended after it"
+                figures.latency(results, label, latencies, p99=1000)
+
+            await step(f"workflows that end on time: {profile.deadline_samples} 1 s deadlines at once", deadlines)
         # Every healed step belonged to a workflow its run waited for, so the sweep that healed it ended (and
         # logged it) within moments of that run: the delayed jobs' seconds since the last run are ample.
         queueflow.log.healed()

@@ -44,6 +44,7 @@ FIGURES = [
     "a seconds wait's end (its dependent enqueued) after its due time, p99",
     "one event starting 20 triggers' jobs: time (ratio ÷ a batch enqueue of 20)",
     "events/s, 8 clients, each event matching 2 of 40 triggers",
+    "a workflow past its deadline (timeout_seconds 1), ended after it, p99",
 ]
 
 
