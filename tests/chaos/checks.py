@@ -102,6 +102,14 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
             " FROM queueflow.workflow_steps AS s LEFT JOIN queueflow.workflows AS c ON c.id = s.child_workflow_id"
             " WHERE s.child IS NOT NULL"
         )
+        # Each parent: its own status, its children's, and its `after` step's (`load.create_parent`).
+        parents = await connection.fetch(
+            "SELECT p.id, p.status, array_agg(c.status) AS children,"
+            " (SELECT a.status FROM queueflow.workflow_steps AS a WHERE a.workflow_id = p.id AND a.name = 'after')"
+            " AS after FROM queueflow.workflows AS p JOIN queueflow.workflow_steps AS s ON s.workflow_id = p.id"
+            " LEFT JOIN queueflow.workflows AS c ON c.id = s.child_workflow_id WHERE s.child IS NOT NULL"
+            " GROUP BY p.id, p.status"
+        )
         cron = await connection.fetch(
             "SELECT tenant_id, metadata->>'schedule' AS schedule, metadata->>'occurrence' AS occurrence, count(*) AS n"
             " FROM queueflow.jobs WHERE metadata ? 'schedule' GROUP BY 1, 2, 3"
@@ -183,6 +191,17 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
         if row["status"] != ("completed" if row["child_status"] == "completed" else "failed")
     ]
     out.require(not unlike, f"{len(unlike)} child steps that did not end as their child: {_sample(unlike)}")
+    # And every parent as its children did: completed when they all did (and its last step), partially failed
+    # otherwise (its child steps fail with `continue`, so none halts it).
+    astray = [
+        row["id"]
+        for row in parents
+        if row["status"]
+        != (
+            "completed" if row["after"] == "completed" and set(row["children"]) == {"completed"} else "partially_failed"
+        )
+    ]
+    out.require(not astray, f"{len(astray)} parents that did not end as their children: {_sample(astray)}")
 
     out.workflows = len(workflows)
     out.workflows_unfinished = sum(row["status"] == "running" for row in workflows)

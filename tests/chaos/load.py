@@ -189,9 +189,18 @@ async def create_triggers(api: Api) -> None:
                     raise
 
 
-async def send_event(api: Api, n: int) -> None:
-    """The event `evt-<n>`: a retry whose first attempt landed starts nothing again (the id is idempotent)."""
+async def send_event(api: Api, n: int) -> list[dict[str, str]]:
+    """The event `evt-<n>`: a retry whose first attempt landed starts nothing again (the id is idempotent). What it
+    started, as the answer names it."""
     body = {"name": "chaos.order", "payload": {"n": n}, "id": f"evt-{n}"}
     accepted = await api.call("POST", "/v1/events", TENANTS[n % 2], json=body)
-    if len(accepted["started"]) != len(EVENT_TRIGGERS):
-        raise RuntimeError(f"event evt-{n} started {accepted['started']!r}")
+    started: list[dict[str, str]] = accepted["started"]
+    if len(started) != len(EVENT_TRIGGERS):
+        raise RuntimeError(f"event evt-{n} started {started!r}")
+    return started
+
+
+async def resend_events(api: Api, first: dict[int, list[dict[str, str]]]) -> list[str]:
+    """Every event of `first` (its number → what its first answer named) sent again, while the faults go on: the
+    ids whose repeat answered other starts than the first (it must name the same job and workflow, started once)."""
+    return [f"evt-{n}" for n, started in first.items() if await send_event(api, n) != started]

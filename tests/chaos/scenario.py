@@ -41,6 +41,7 @@ from tests.chaos.load import (
     create_workflow,
     delete_schedules,
     enqueue_jobs,
+    resend_events,
     send_event,
     send_signal,
 )
@@ -295,10 +296,14 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         await create_triggers(api)
         started = time.time()
         task_ms = ROLLING_TASK_MS if name == "rolling_restarts" else 0
-        loading = asyncio.create_task(_load(api, ledger, profile, rng, task_ms))
+        events: dict[int, list[dict[str, str]]] = {}
+        loading = asyncio.create_task(_load(api, ledger, profile, rng, events, task_ms))
         faults = asyncio.create_task(_inject(fault, c, ledger, rng, profile, loading)) if fault else None
         await loading
         phases.mark("load")
+        # Every event once more, from a driver that cannot tell whether its first send landed (as after a kill),
+        # while the faults go on: the same starts, and nothing started again (`checks`).
+        changed = await resend_events(api, events)
         if faults is not None:
             await faults
         await asyncio.gather(*c.watchers)
@@ -313,6 +318,7 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         outcome.phases = phases.took
         outcome.workers = " + ".join(sorted(c.kinds))
         outcome.stranded = c.stranded
+        outcome.require(not changed, f"{len(changed)} events re-sent answered other starts: {', '.join(changed[:5])}")
         outcome.require(
             max(c.stranded, default=0) <= STRANDED_LIMIT,
             f"a killed process's job stayed running {max(c.stranded, default=0):.1f} s under its dead lease",
@@ -350,8 +356,16 @@ def _clean_up(work: Path, kept: list[Outcome]) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random, task_ms: int = 0) -> None:
-    """Enqueue the jobs at an even pace over `load_seconds` (so faults land while work flows), and the workflows."""
+async def _load(
+    api: Api,
+    ledger: Ledger,
+    profile: Profile,
+    rng: random.Random,
+    events: dict[int, list[dict[str, str]]],
+    task_ms: int = 0,
+) -> None:
+    """Enqueue the jobs at an even pace over `load_seconds` (so faults land while work flows), the workflows, and
+    the events (into `events`: each one's number → what its answer named)."""
     batches = range(0, profile.jobs, BATCH)
     pause = profile.load_seconds / max(len(batches), 1)
     workflows_per_batch = -(-profile.workflows // max(len(batches), 1))
@@ -365,7 +379,7 @@ async def _load(api: Api, ledger: Ledger, profile: Profile, rng: random.Random, 
             if made % GROWING_EVERY == GROWING_EVERY - 1:
                 await send_signal(api, made, workflow_id)
                 ledger.enqueued([workflow_id], "signal")
-            await send_event(api, made)
+            events[made] = await send_event(api, made)
             ledger.enqueued([f"evt-{made}"], "event")
             made += 1
         await asyncio.sleep(pause)  # the pace of the load, not a wait for a condition
