@@ -7,8 +7,9 @@ import pytest
 
 from bench.machine import Machine
 from bench.report import Figure, Results
+from bench.scenarios.workflow_growth import Pairs, Timed
 from bench.scenarios.workflows import Shape, WorkflowRun
-from bench.workflow_figures import by_shape, workflows
+from bench.workflow_figures import by_shape, events, workflows
 
 SMALL, NARROW, WIDE, WIDEST, CHAIN = (
     Shape("workflows", 1000),
@@ -91,3 +92,17 @@ def test_the_child_workflows_figure_is_seconds_with_dbos_over_queueflow_against_
     assert figure.value == pytest.approx(1.0)  # seconds
     assert figure.ratio == pytest.approx(2.5)
     assert figure.met
+
+
+def test_the_events_rate_is_the_median_of_its_pairs_ratios_not_the_ratio_of_medians() -> None:
+    # The machine's speed drifts between pairs: each rate is compared with the one measured beside it.
+    event_rates = {0: 400.0, 1: 800.0, 2: 1600.0}
+    enqueue_rates = {0: 500.0, 1: 2000.0, 2: 1800.0}  # pairs' ratios 0.8, 0.4, 0.889; medians' ratio 0.444
+    wide = Pairs(value={0: Timed(0.03, 0.01)}, baseline={0: Timed(0.02, 0.01)})
+    results = Results("test", Machine("now", 2, 1.0, "cpu", "0 0 0", "PostgreSQL 15", "abc"))
+    events(results, wide, 1000, (event_rates, enqueue_rates), 10_000)
+    [rate] = [figure for figure in results.figures if figure.label.startswith("events/s")]
+    assert (rate.value, rate.baseline) == (pytest.approx(800.0), pytest.approx(1800.0))
+    assert rate.ratio == pytest.approx(0.8)
+    assert rate.met
+    assert "0.800, 0.400, 0.889 (each pair's ratio" in "\n".join(results.details)
