@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import AsyncExitStack
+from typing import Any
 
+import pytest
 from queueflow.clocks import TestClock
-from queueflow.core.events import NewEvent
+from queueflow.core.events import NewEvent, Starts
 from queueflow.core.triggers import NewTrigger, TriggerPatch
 from queueflow.core.types import JobQuery, NewJob
 from queueflow.core.workflow import NewStep, NewWorkflow
@@ -60,6 +62,31 @@ async def test_every_edit_of_a_narrow_names_triggers_is_seen_by_the_next_event(
     # Each event's jobs, the last one's workflow's first step included: none twice, none missing.
     assert len(jobs) == 2 + 1 + 2 + 1 + 2 + 1 + 0 + 1 + 2
     assert number == 9
+
+
+async def test_an_unchanged_narrow_names_events_take_the_one_statement_way(
+    postgres_url: str, postgres_store: PostgresJobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin = engine_on(postgres_store, TestClock(START))
+    await admin.triggers.create(T, NewTrigger(name="a", event="order.paid", task=NewJob(task_name="a")))
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
+        written: list[bool] = []
+        guarded = store._guarded
+
+        async def recorded(*args: Any) -> Starts | None:
+            made = await guarded(*args)
+            written.append(made is not None)
+            return made
+
+        monkeypatch.setattr(store, "_guarded", recorded)
+        sender = engine_on(store, TestClock(START), seed=3)
+        for _ in range(3):
+            await sender.triggers.send(T, NewEvent(name="order.paid"))
+        await admin.triggers.create(T, NewTrigger(name="b", event="order.*", task=NewJob(task_name="b")))
+        for _ in range(2):
+            await sender.triggers.send(T, NewEvent(name="order.paid"))
+    # The first event reads the candidates and writes with them; a trigger created since fails the guard once.
+    assert written == [True, True, True, False, True]
 
 
 async def test_a_name_wider_than_narrow_starts_every_trigger(postgres_store: PostgresJobStore) -> None:
