@@ -35,6 +35,7 @@ class Tables:
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._unique: dict[tuple[str, str], set[str]] = {}  # (tenant_id, unique_key) → its jobs' ids
+        self._sequences: dict[tuple[str, str], set[str]] = {}  # (tenant_id, sequence_key) → its jobs' ids
         self._workflows: dict[str, Workflow] = {}
         self._workflow_keys: dict[tuple[str, str], str] = {}
         # Per workflow: each step's position in its steps (a finish finds its rows by name, as PostgreSQL's key
@@ -123,6 +124,8 @@ class Tables:
             self._idempotency[job.tenant_id, job.idempotency_key] = job.id
         if job.unique_key is not None:
             self._unique.setdefault((job.tenant_id, job.unique_key), set()).add(job.id)
+        if job.sequence_key is not None:
+            self._sequences.setdefault((job.tenant_id, job.sequence_key), set()).add(job.id)
         return stored
 
     def _slot_freed(self, job: Job) -> None:

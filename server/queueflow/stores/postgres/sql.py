@@ -10,7 +10,7 @@ COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
     " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
-    " progress, trace_context, unique_key, expires_at"
+    " progress, trace_context, unique_key, expires_at, sequence_key, sequence_halt"
 )
 # The key of a job's `config` where a claim keeps the started_at it overwrites, an earlier delivery's, for a release
 # to put back (`fair_sql.lease`).
@@ -28,10 +28,13 @@ INSERT_COLUMNS = (
 """The columns an insert of jobs writes, in the order of its parameters (`rows.insert_columns`), with their types."""
 UNIQUE_INSERT_COLUMN = ("unique_key", "text")
 EXPIRES_INSERT_COLUMN = ("expires_at", "timestamptz")
+SEQUENCE_INSERT_COLUMNS = (("sequence_key", "text"), ("sequence_halt", "boolean"))
 
 
 @functools.lru_cache(maxsize=128)
-def insert_sql(shared: tuple[bool, ...], *, returning: bool, unique: bool = False, expires: bool = False) -> str:
+def insert_sql(
+    shared: tuple[bool, ...], *, returning: bool, unique: bool = False, expires: bool = False, sequence: bool = False
+) -> str:
     """The INSERT of jobs whose parameters are `INSERT_COLUMNS` in order: a column `shared` by every row is one
     value, the others are arrays unnested row by row. A batch of one task repeats its tenant, queue, task, policy,
     times and empty metadata on every row; each array element is encoded by asyncpg (with an ABC isinstance check
@@ -45,11 +48,13 @@ def insert_sql(shared: tuple[bool, ...], *, returning: bool, unique: bool = Fals
     With `unique`, the rows' `unique_key` is a last column (`UNIQUE_INSERT_COLUMN`): only an enqueue with rules
     writes it, so the other inserts (a workflow's, whose statements number `INSERT_COLUMNS`) stay as they were. With
     `expires`, the rows' `expires_at` after that (`EXPIRES_INSERT_COLUMN`), for the same reason: only a batch with a
-    deadline sends it."""
+    deadline sends it. With `sequence`, the rows' `sequence_key` and `sequence_halt` last (`SEQUENCE_INSERT_COLUMNS`),
+    sent only by a batch with a job of a sequence."""
     columns = (
         *INSERT_COLUMNS,
         *((UNIQUE_INSERT_COLUMN,) if unique else ()),
         *((EXPIRES_INSERT_COLUMN,) if expires else ()),
+        *(SEQUENCE_INSERT_COLUMNS if sequence else ()),
     )
     values, arrays, names = [], [], []
     for number, ((name, kind), one) in enumerate(zip(columns, shared, strict=True), start=1):
@@ -195,7 +200,8 @@ RETRY = f"""
 WITH replayed AS (
     UPDATE queueflow.jobs
        SET status = 'pending', retry_count = 0, scheduled_at = $3, next_retry_at = NULL, completed_at = NULL,
-           expires_at = NULL
+           expires_at = NULL,
+           sequence_halt = CASE WHEN sequence_key IS NOT NULL THEN config->>'sequence_on_failure' = 'halt' END
      WHERE id = $2 AND tenant_id = $1 AND status IN ('dead_letter', 'cancelled')
     RETURNING {COLUMNS})
 SELECT *, pg_notify('queueflow_work', queue_name) FROM replayed
