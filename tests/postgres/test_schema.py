@@ -78,7 +78,7 @@ BUILT = {
     "0015": "0ae8d3798065ba4a775b616c7af507c6f25d67a7e4e60f4118c8c5b5e80b1be9",
     "0016": "f235b5131f3c67cd9988c96059688a0fb6fb209b8c3ab40e730a8593e1294050",
     "0017": "4ab117ed8f0065a85269bafec191a3cbaa870c168e09b895dff2638c876ce0f9",
-    "0018": "514e36112a02c5756ae1a1b58d7e9cd0a180818c3c3a5c2106c0b1c2e4fade91",
+    "0018": "b61421beb2ec31c24aa9bd7b867957a9afaeb9580dc2c5edebe5ac14c8bcb206",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.

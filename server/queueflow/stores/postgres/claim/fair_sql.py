@@ -22,14 +22,17 @@ J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
 # `core.sequences.free_to_start` for the job `j` of a sequence: no earlier job of it holds it, and none of it runs.
 # Each is one probe of a partial index that holds only jobs of sequences (migration 0018): idx_jobs_sequence (the
 # holding ones, by id: the first entry of the key's range below j.id answers) and idx_jobs_sequence_running (at most
-# one entry per key, unless a replay overlaps). Exact under concurrent claims: a job only stops holding by finishing
-# (or a resume), so a snapshot that shows it holding is at worst stale in the conservative direction.
+# one entry per key, unless a replay overlaps). OFFSET 0 keeps the second a probe per job: without it the planner
+# hashed every running job of the table once per claim, read through idx_jobs_lease_expiry. Exact under concurrent
+# claims: a job stops holding only by finishing (or a resume), so a snapshot that shows it holding is at worst stale
+# in the conservative direction.
 SEQUENCE_FREE = """NOT EXISTS (SELECT FROM queueflow.jobs AS s
                     WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.id < j.id
                       AND (s.status IN ('pending', 'retrying', 'running')
                            OR (s.status = 'dead_letter' AND s.sequence_halt)))
    AND NOT EXISTS (SELECT FROM queueflow.jobs AS s
-                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running')"""
+                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'
+                   OFFSET 0)"""
 
 
 def lease(p: Placeholders) -> str:

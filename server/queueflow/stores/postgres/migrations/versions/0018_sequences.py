@@ -824,10 +824,11 @@ tenant AS (
                  $3::timestamptz) AND ($5::text[] IS NULL OR j.task_name = ANY($5::text[])) AND (j.sequence_key IS
                  NULL OR NOT EXISTS (SELECT FROM queueflow.jobs AS s
                     WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.id < j.id
-                      AND (s.status IN ('pending', 'retrying', 'running') OR (s.status = 'dead_letter' AND
-                          s.sequence_halt)))
+                      AND (s.status IN ('pending', 'retrying', 'running')
+                           OR (s.status = 'dead_letter' AND s.sequence_halt)))
    AND NOT EXISTS (SELECT FROM queueflow.jobs AS s
-                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'))
+                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'
+                   OFFSET 0))
              ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id LIMIT 1)
 ),
 share AS (SELECT ceil($2::int::float8 / greatest(count(DISTINCT tenant_id), 1))::int AS per_tenant,
@@ -850,10 +851,11 @@ picked AS (
                                       NULL OR j.task_name = ANY($5::text[])) AND (j.sequence_key IS NULL OR NOT
                                       EXISTS (SELECT FROM queueflow.jobs AS s
                     WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.id < j.id
-                      AND (s.status IN ('pending', 'retrying', 'running') OR (s.status = 'dead_letter' AND
-                          s.sequence_halt)))
+                      AND (s.status IN ('pending', 'retrying', 'running')
+                           OR (s.status = 'dead_letter' AND s.sequence_halt)))
    AND NOT EXISTS (SELECT FROM queueflow.jobs AS s
-                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'))
+                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'
+                   OFFSET 0))
                                 ORDER BY j.priority DESC, j.scheduled_at, j.created_at, j.id
                                 LIMIT $2::int
                                 FOR UPDATE SKIP LOCKED) AS ahead
