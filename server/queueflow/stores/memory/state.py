@@ -131,12 +131,13 @@ class Tables:
     def _slot_freed(self, job: Job) -> None:
         """`job` has just ended. If its tenant caps how many of its jobs run in its queue, a slot came free: the
         queue is announced, so a lease the cap held back takes the next job at once (as the PostgreSQL store's
-        NOTIFY does; a cancelled job may not have been running, and a spare wake-up is harmless)."""
+        NOTIFY does; a cancelled job may not have been running, and a spare wake-up is harmless). A job of a
+        sequence announces its queue too: the next job of its sequence may wait there."""
         settings = self._queue_settings.get((job.tenant_id, job.queue_name))
         capped = settings is not None and (
             settings.concurrency_limit is not None or settings.key_concurrency_limit is not None
         )
-        if capped and self._wakeups is not None:
+        if (capped or job.sequence_key is not None) and self._wakeups is not None:
             self._wakeups.notify(job.queue_name)
 
     def _announce_finished(self, object_ids: Iterable[str]) -> None:

@@ -94,15 +94,17 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # 1,000 outcomes outlived the statement timeout on a 100,000-job backlog (tests/postgres/test_claim_plan.py).
 HOLDS_LEASE = "CASE WHEN j.status = 'running' THEN j.lease_token END = {token} AND j.locked_until > {now}"
 
-# A job of queue {queue} has just ended. If some tenant caps how many of its jobs run there, a slot came free: the
+# A job of queue {row}.queue_name has just ended. If some tenant caps how many of its jobs run there, a slot came free: the
 # queue is announced, and a lease the cap held back takes the next job at once rather than on the safety poll. (A
 # cancelled job may not have been running; a spare wake-up is harmless.) One probe of
 # idx_queue_settings_restricting per row, which finds nothing on a queue nobody configured; identical
-# notifications of one transaction fold into one.
-SLOT_FREED = """CASE WHEN EXISTS (SELECT FROM queueflow.queue_settings AS fs
-                    WHERE fs.queue_name = {queue}
+# notifications of one transaction fold into one. A job of a sequence ({row} its row's alias) announces its queue
+# too: the next job of its sequence may wait there (one in another queue waits for that queue's next wake-up).
+SLOT_FREED = """CASE WHEN {row}.sequence_key IS NOT NULL
+                 OR EXISTS (SELECT FROM queueflow.queue_settings AS fs
+                    WHERE fs.queue_name = {row}.queue_name
                       AND (fs.concurrency_limit IS NOT NULL OR fs.key_concurrency_limit IS NOT NULL))
-          THEN pg_notify('queueflow_work', {queue}) END"""
+          THEN pg_notify('queueflow_work', {row}.queue_name) END"""
 
 HEARTBEAT = f"""
 UPDATE queueflow.jobs AS j
@@ -157,7 +159,7 @@ UPDATE queueflow.jobs AS j
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
 RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id, j.workflow_step_id,
-          {SLOT_FREED.format(queue="j.queue_name")}
+          {SLOT_FREED.format(row="j")}
 """
 
 # One job's completion, answering its whole row: `POST .../complete` returns the Job, and reading it afresh would
@@ -166,7 +168,7 @@ COMPLETE_ONE = f"""
 UPDATE queueflow.jobs AS j
    SET status = 'completed', result = $3::jsonb, completed_at = $4, lease_token = NULL, locked_until = NULL
  WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2::uuid", now="$4")}
-RETURNING {J_COLUMNS}, {SLOT_FREED.format(queue="j.queue_name")}
+RETURNING {J_COLUMNS}, {SLOT_FREED.format(row="j")}
 """
 
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
@@ -184,7 +186,7 @@ WITH failed AS (
      WHERE j.id = f.id AND {HOLDS_LEASE.format(token="f.lease_token", now="$5")}
     RETURNING {J_COLUMNS}, f.lease_token::text AS held_token)
 SELECT failed.*, CASE WHEN status = 'retrying' THEN pg_notify('queueflow_work', queue_name) END,
-       {SLOT_FREED.format(queue="failed.queue_name")}
+       {SLOT_FREED.format(row="failed")}
   FROM failed
 """
 
@@ -192,7 +194,7 @@ CANCEL = f"""
 UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $3
  WHERE j.id = $2 AND j.tenant_id = $1 AND j.status IN ('pending', 'retrying', 'running')
-RETURNING {J_COLUMNS}, {SLOT_FREED.format(queue="j.queue_name")}
+RETURNING {J_COLUMNS}, {SLOT_FREED.format(row="j")}
 """
 
 # An UPDATE does not fire the insert trigger, so a replayed job announces itself.
