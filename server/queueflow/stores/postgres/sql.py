@@ -94,9 +94,9 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # 1,000 outcomes outlived the statement timeout on a 100,000-job backlog (tests/postgres/test_claim_plan.py).
 HOLDS_LEASE = "CASE WHEN j.status = 'running' THEN j.lease_token END = {token} AND j.locked_until > {now}"
 
-# A job of queue {row}.queue_name has just ended. If some tenant caps how many of its jobs run there, a slot came free: the
-# queue is announced, and a lease the cap held back takes the next job at once rather than on the safety poll. (A
-# cancelled job may not have been running; a spare wake-up is harmless.) One probe of
+# A job (the row aliased {row}) has just ended. If some tenant caps how many of its jobs run in its queue, a slot
+# came free: the queue is announced, and a lease the cap held back takes the next job at once rather than on the
+# safety poll. (A cancelled job may not have been running; a spare wake-up is harmless.) One probe of
 # idx_queue_settings_restricting per row, which finds nothing on a queue nobody configured; identical
 # notifications of one transaction fold into one. A job of a sequence ({row} its row's alias) announces its queue
 # too: the next job of its sequence may wait there (one in another queue waits for that queue's next wake-up).
