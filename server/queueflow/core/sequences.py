@@ -25,8 +25,12 @@ def holds(job: Job) -> bool:
 
 def free_to_start(job: Job, others: Iterable[Job]) -> bool:
     """Whether the sequence lets `job` be claimed, given the other jobs of its sequence (`others`, any order)."""
-    return all(not (other.id != job.id and (other.status is JobStatus.RUNNING or (other.id < job.id and holds(other))))
-               for other in others)  # fmt: skip
+    for other in others:
+        if other.id == job.id:
+            continue
+        if other.status is JobStatus.RUNNING or (other.id < job.id and holds(other)):
+            return False
+    return True
 
 
 def blocked_by(job: Job, others: Iterable[Job]) -> str | None:
