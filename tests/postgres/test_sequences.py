@@ -177,3 +177,21 @@ async def test_the_claims_probe_of_a_sequence_is_an_index_probe(
 
 def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(node for child in plan.get("Plans", []) for node in _nodes(child))]
+
+
+async def test_a_finished_job_wakes_the_queue_of_its_sequences_next_job(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """The next job of a sequence may wait in another queue: a lease parked there learns at once (NOTIFY
+    queueflow_work with that queue's name), not on the safety poll."""
+    engine = engine_on(postgres_store, TestClock(START))
+    first = (await engine.enqueue(T, NewJob(task_name="t", queue_name="a", sequence=SequenceRule(key="k")))).job
+    await engine.enqueue(T, NewJob(task_name="t", queue_name="b", sequence=SequenceRule(key="k")))
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    async with pg.connect(postgres_url) as listener:
+        await listener.add_listener("queueflow_work", lambda *args: heard.put_nowait(args[-1]))
+        [leased] = await engine.lease(["a", "b"])
+        assert leased.id == first.id
+        await engine.complete(first.id, leased.lease_token or "")
+        assert await asyncio.wait_for(heard.get(), 5.0) == "b"
+    assert [job.queue_name for job in await engine.lease(["a", "b"])] == ["b"]

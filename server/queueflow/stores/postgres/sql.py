@@ -98,13 +98,20 @@ HOLDS_LEASE = "CASE WHEN j.status = 'running' THEN j.lease_token END = {token} A
 # came free: the queue is announced, and a lease the cap held back takes the next job at once rather than on the
 # safety poll. (A cancelled job may not have been running; a spare wake-up is harmless.) One probe of
 # idx_queue_settings_restricting per row, which finds nothing on a queue nobody configured; identical
-# notifications of one transaction fold into one. A job of a sequence ({row} its row's alias) announces its queue
-# too: the next job of its sequence may wait there (one in another queue waits for that queue's next wake-up).
-SLOT_FREED = """CASE WHEN {row}.sequence_key IS NOT NULL
-                 OR EXISTS (SELECT FROM queueflow.queue_settings AS fs
+# notifications of one transaction fold into one. Otherwise a job of a sequence announces the queue of its
+# sequence's next unstarted job (one probe of idx_jobs_sequence; its own queue if none), which may be another queue:
+# a lease parked there takes that job at once. (A sequence job of a capped queue announces only its own queue.)
+SLOT_FREED = """CASE WHEN EXISTS (SELECT FROM queueflow.queue_settings AS fs
                     WHERE fs.queue_name = {row}.queue_name
                       AND (fs.concurrency_limit IS NOT NULL OR fs.key_concurrency_limit IS NOT NULL))
-          THEN pg_notify('queueflow_work', {row}.queue_name) END"""
+          THEN pg_notify('queueflow_work', {row}.queue_name)
+          WHEN {row}.sequence_key IS NOT NULL
+          THEN pg_notify('queueflow_work', coalesce(
+                   (SELECT n.queue_name FROM queueflow.jobs AS n
+                     WHERE n.tenant_id = {row}.tenant_id AND n.sequence_key = {row}.sequence_key AND n.id > {row}.id
+                       AND n.status IN ('pending', 'retrying')
+                     ORDER BY n.id LIMIT 1),
+                   {row}.queue_name)) END"""
 
 HEARTBEAT = f"""
 UPDATE queueflow.jobs AS j
