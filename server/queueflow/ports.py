@@ -276,7 +276,19 @@ class JobStore(Protocol):
 
     async def job_retry(self, job_id: str, *, tenant_id: str, now: datetime) -> Job | None:
         """dead_letter | cancelled → pending at now (scheduled_at), retry_count = 0, next_retry_at, completed_at and
-        expires_at cleared (a replay has no deadline), error kept. None if missing (for the tenant) or other."""
+        expires_at cleared (a replay has no deadline), `sequence_halt` as its `sequence_on_failure` says (a replayed
+        halting job halts again if it dies again), error kept. None if missing (for the tenant) or other."""
+        ...
+
+    async def sequence_blocked_by(self, job_ids: Sequence[str], *, tenant_id: str) -> dict[str, str]:
+        """For each of `job_ids` (the tenant's) that is pending or retrying behind a halt of its sequence, the id of
+        the job it waits behind: the earliest dead-lettered job before it whose `sequence_halt` holds
+        (`core.sequences.blocked_by`). The others are left out. Reads only."""
+        ...
+
+    async def sequence_resume(self, key: str, *, tenant_id: str) -> bool | None:
+        """Move the tenant's sequence `key` past its halt: every dead-lettered job of it whose `sequence_halt`
+        holds no longer does. True if one did; False if none did (nothing blocked it); None if the key has no jobs."""
         ...
 
     # --- the worker's lease lifecycle: claim, heartbeat, release, complete, fail ----------------------------------
@@ -297,7 +309,9 @@ class JobStore(Protocol):
         its `key_concurrency_limit` of one `concurrency_key`), and never more than its rate limit's token bucket
         holds at `now` (each claimed job spends a token), however many claims run concurrently. A job held back
         is skipped, never waited for: the claim takes what lies behind it. The task and tenant filters hold on a
-        flow-controlled queue too.
+        flow-controlled queue too. A job of a sequence is held back while its sequence holds it
+        (`core.sequences.free_to_start`: an earlier job of it pending, retrying, running or halting, or any of it
+        running), exactly under any number of concurrent claims: no two jobs of a sequence ever run at once.
         All or nothing, as every method here: a claim that fails leaves every job as it was."""
         ...
 

@@ -13,7 +13,8 @@ JOB_FIELDS = {
     "id", "tenant_id", "queue_name", "task_name", "payload", "status", "priority", "scheduled_at", "locked_until",
     "delivery_count", "retry_count", "max_retries", "backoff", "timeout_seconds", "next_retry_at", "result",
     "error_message", "workflow_id", "workflow_step_id", "metadata", "idempotency_key", "created_at", "started_at",
-    "completed_at", "progress", "trace_context", "concurrency_key", "unique_key", "expires_at",
+    "completed_at", "progress", "trace_context", "concurrency_key", "unique_key", "expires_at", "sequence_key",
+    "blocked_by",
 }  # fmt: skip
 
 

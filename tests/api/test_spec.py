@@ -17,6 +17,7 @@ OPERATIONS = {
     ("get", "/v1/jobs/{job_id}"): "getJob",
     ("post", "/v1/jobs/{job_id}/cancel"): "cancelJob",
     ("post", "/v1/jobs/{job_id}/retry"): "retryJob",
+    ("post", "/v1/sequences/{key}/resume"): "resumeSequence",
     ("get", "/v1/queues"): "listQueues",
     ("get", "/v1/queues/{name}"): "getQueue",
     ("patch", "/v1/queues/{name}"): "updateQueue",

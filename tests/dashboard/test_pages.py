@@ -153,6 +153,24 @@ async def test_a_jobs_unique_key_is_shown_and_lists_the_keys_jobs(signed_in: Bro
     assert set(re.findall(r'<tr data-job="(job_\w+)">', listing)) == {keyed["id"]}
 
 
+async def test_a_blocked_job_links_its_blocker_and_resumes_its_sequence(signed_in: Browser) -> None:
+    dead = await dead_letter(signed_in, sequence={"key": "account <7>", "on_failure": "halt"})
+    held = await api(signed_in, "POST", "/v1/jobs", task_name="post", sequence={"key": "account <7>"})
+    page = (await signed_in.get(f"/ui/jobs/{held['id']}")).text
+    assert 'href="/ui/jobs?sequence_key=account+%3C7%3E"' in page
+    assert f'<dt>Blocked by</dt><dd><a class="mono" href="/ui/jobs/{dead["id"]}"' in page
+    assert f'action="/ui/jobs/{held["id"]}/resume-sequence"' in page
+    listing = (await signed_in.get("/ui/jobs?sequence_key=account+%3C7%3E")).text
+    assert set(re.findall(r'<tr data-job="(job_\w+)">', listing)) == {dead["id"], held["id"]}
+    await signed_in.submit(f"/ui/jobs/{held['id']}/resume-sequence")
+    after = (await signed_in.get(f"/ui/jobs/{held['id']}")).text
+    assert flash(after) == "Sequence resumed: the jobs the halt held may run."
+    assert "<dt>Blocked by</dt>" not in after
+    assert "resume-sequence" not in after
+    await signed_in.submit(f"/ui/jobs/{held['id']}/resume-sequence")
+    assert "nothing blocks sequence" in (flash((await signed_in.get(f"/ui/jobs/{held['id']}")).text) or "")
+
+
 async def test_a_jobs_page_shows_its_deadline(signed_in: Browser) -> None:
     expiring = await api(signed_in, "POST", "/v1/jobs", task_name="offer", expires_at="2099-01-02T03:04:05Z")
     plain = await api(signed_in, "POST", "/v1/jobs", task_name="offer")

@@ -295,7 +295,7 @@ async def test_the_enqueuer_role_may_enqueue_and_nothing_else(
             "CREATE FUNCTION queueflow.mine() RETURNS int LANGUAGE sql AS 'SELECT 1'",
             "SELECT * FROM alembic_version",
             "ALTER FUNCTION queueflow.enqueue(text, text, jsonb, text, integer, timestamptz, double precision, integer,"
-            " jsonb, double precision, jsonb, text, text, jsonb, timestamptz) SECURITY INVOKER",
+            " jsonb, double precision, jsonb, text, text, jsonb, timestamptz, jsonb) SECURITY INVOKER",
         ]
         for sql in refused:
             with pytest.raises(asyncpg.PostgresError) as raised:

@@ -22,7 +22,7 @@ import pytest
 from queueflow_client import _calls, steps
 from queueflow_client._calls import routes
 from queueflow_client._transport import Call
-from queueflow_client.types import Backoff, RateLimit, Unique, Wait
+from queueflow_client.types import Backoff, RateLimit, Sequence, Unique, Wait
 from queueflow_worker import Outcome
 
 SPEC = json.loads((Path(__file__).resolve().parents[2] / "spec" / "openapi.json").read_text())
@@ -81,11 +81,14 @@ CALLS: list[tuple[str, Call[Any]]] = [
     ("enqueueJob", _calls.enqueue({"task_name": "offer", **EXPIRING_IN})),
     ("enqueueJob", _calls.enqueue({"task_name": "offer", **EXPIRING})),
     ("enqueueJobs", _calls.enqueue_many([{"task_name": "offer", **EXPIRING}, {"task_name": "offer", **EXPIRING_IN}])),
+    ("enqueueJob", _calls.enqueue({"task_name": "post", "sequence": Sequence("account-7", on_failure="halt")})),
+    ("enqueueJobs", _calls.enqueue_many([{"task_name": "post", "sequence": {"key": "account-7"}}])),
     ("getJob", _calls.get("job_1", 5.0)),
     ("listJobs", _calls.list_page(queue_name="emails", status="dead_letter", task_name="send_email",
                                  workflow_id="wf_1", metadata={"tenant": "acme"}, limit=10, cursor="c",
-                                 unique_key="customer-1")),
+                                 unique_key="customer-1", sequence_key="account-7")),
     ("cancelJob", _calls.cancel("job_1")),
+    ("resumeSequence", _calls.resume_sequence("account/7")),
     ("retryJob", _calls.retry("job_1")),
     ("listQueues", _calls.queues()),
     ("getQueue", _calls.get_queue("emails")),

@@ -190,6 +190,15 @@ def test_enqueue_with_a_unique_key_skips_a_repeat_and_lists_by_key(cli: Cli) -> 
     cli("jobs", "enqueue", "sync", "--on-conflict", "error", code=2)  # a rule flag without its key
 
 
+def test_enqueue_in_a_sequence_and_list_it(cli: Cli) -> None:
+    first = cli.json("jobs", "enqueue", "post", "--sequence-key", "account-7", "--sequence-on-failure", "halt")
+    second = cli.json("jobs", "enqueue", "post", "--sequence-key", "account-7")
+    assert (first["sequence_key"], second["blocked_by"]) == ("account-7", None)
+    listed = cli.json("jobs", "list", "--sequence-key", "account-7")
+    assert [job["id"] for job in listed] == [second["id"], first["id"]]
+    cli("jobs", "enqueue", "post", "--sequence-on-failure", "halt", code=2)  # the policy without its key
+
+
 def test_enqueue_with_a_deadline(cli: Cli) -> None:
     job = cli.json("jobs", "enqueue", "offer", "--expires-in", "90")
     assert job["expires_at"] is not None

@@ -48,6 +48,7 @@ RESPONSE_TYPES: dict[str, type] = {
     "Trigger": public.Trigger,
     "TriggerPage": public.Page,
     "EventAccepted": public.EventAccepted,
+    "SequenceResumed": public.SequenceResumed,
     "StartedItem": public.Started,
 }
 # The client answers only this field of these objects (a list, or the heartbeat's new lock time).

@@ -86,9 +86,26 @@ def test_the_ids_of_one_batch_are_each_the_encoding_of_its_value() -> None:
         rng = random.Random(0)
         rng.getrandbits = lambda k, low=low: (2 ** (k - 1)) | low  # type: ignore[method-assign]
         start = (int(t0.timestamp() * 1000) << 80) | (2**78) | low
-        expected = [_encode("job", start + offset) for offset in range(1000)]
-        assert new_ids("job", t0, rng, 1000) == expected
+        # A prefix of its own: ids of one millisecond and prefix increase in the order made (`ids._after_last`).
+        expected = [_encode(f"b{low}", start + offset) for offset in range(1000)]
+        assert new_ids(f"b{low}", t0, rng, 1000) == expected
     assert new_ids("job", t0, random.Random(0), 0) == []
+
+
+def test_ids_of_one_millisecond_increase_in_the_order_they_are_made() -> None:
+    t0 = datetime(2026, 1, 2, tzinfo=UTC)
+    falling = iter([2**79, 2**60, 5, 2**79 - 1])  # random parts that would order them backwards
+
+    class Falling(random.Random):
+        def getrandbits(self, k: int) -> int:
+            return next(falling)
+
+    made = [new_id("seq", t0, Falling()), new_id("seq", t0, Falling()), *new_ids("seq", t0, Falling(), 2)]
+    assert made == sorted(made)
+    assert len(set(made)) == 4
+    # A later millisecond starts from its own random part.
+    later = new_id("seq", t0 + timedelta(milliseconds=1), random.Random(1))
+    assert later > made[-1]
 
 
 def test_cursor_round_trip_and_garbage() -> None:
@@ -125,7 +142,7 @@ class _FixedBits(random.Random):
 @pytest.mark.parametrize("bits", [0, 1, 2**80 - 1, 0x0123456789ABCDEF0123, 31 << 75])
 def test_ids_are_ulids_in_crockford_base32(bits: int) -> None:
     moment = datetime(2026, 11, 30, 23, 59, 59, 999000, tzinfo=UTC)
-    text = new_id("job", moment, _FixedBits(bits)).removeprefix("job_")
+    text = new_id(f"u{bits}", moment, _FixedBits(bits)).removeprefix(f"u{bits}_")
     value = 0
     for char in text:  # decoded one digit at a time, as the ULID spec writes it
         value = value * 32 + "0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(char)

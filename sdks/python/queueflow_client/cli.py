@@ -31,6 +31,7 @@ import httpx
 from queueflow_client.client import QueueFlow
 from queueflow_client.errors import ArgumentError, QueueFlowError
 from queueflow_client.types import Endpoint, Job, JobStatus, Queue, Schedule, Trigger, Unique, Workflow
+from queueflow_client.types import Sequence as InSequence
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 STATUSES = list(get_args(JobStatus))
@@ -67,6 +68,12 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--on-conflict", choices=("skip", "replace", "error"), help="default skip")
     enqueue.add_argument("--debounce", type=float, help="run this long after the last enqueue of the key")
     enqueue.add_argument("--debounce-max", type=float, help="never later than this after the first")
+    enqueue.add_argument("--sequence-key", help="run after every earlier job of this key, one at a time")
+    enqueue.add_argument(
+        "--sequence-on-failure",
+        choices=("continue", "halt"),
+        help="halt: a dead job holds the later ones (default continue)",
+    )
     for action in ("get", "cancel", "retry"):
         jobs.add_parser(action, help=f"{action} one job").add_argument("job_id")
     listing = jobs.add_parser("list", help="the newest jobs, filtered")
@@ -115,6 +122,7 @@ def add_filters(command: argparse.ArgumentParser, limit: int | None = 20) -> Non
     command.add_argument("--task", dest="task_name")
     command.add_argument("--metadata", type=json_object, help="jobs whose metadata contains this JSON object")
     command.add_argument("--unique-key", help="jobs enqueued with this unique key")
+    command.add_argument("--sequence-key", help="jobs of this sequence")
     if limit is not None:
         command.add_argument("--limit", type=int, default=limit, help=f"at most this many (default {limit})")
 
@@ -169,7 +177,10 @@ def run(client: QueueFlow, args: argparse.Namespace) -> Any:
             "expires_in",
         )
         return client.jobs.enqueue(
-            args.task_name, unique=unique_of(args), **{name: getattr(args, name) for name in options}
+            args.task_name,
+            unique=unique_of(args),
+            sequence=sequence_of(args),
+            **{name: getattr(args, name) for name in options},
         )
     if command in ("jobs get", "jobs cancel", "jobs retry"):
         action: Callable[[str], Job] = getattr(client.jobs, args.action)
@@ -219,10 +230,21 @@ def unique_of(args: argparse.Namespace) -> Unique | None:
     return Unique(key=args.unique_key, **{name: value for name, value in rule.items() if value is not None})
 
 
+def sequence_of(args: argparse.Namespace) -> InSequence | None:
+    """The sequence the enqueue's flags give; None without --sequence-key (--sequence-on-failure alone: an error)."""
+    if args.sequence_key is None:
+        if args.sequence_on_failure is not None:
+            raise ArgumentError("--sequence-on-failure needs --sequence-key")
+        return None
+    return InSequence(key=args.sequence_key, on_failure=args.sequence_on_failure or "continue")
+
+
 def matching(client: QueueFlow, args: argparse.Namespace, status: Any, *, page_size: int) -> Iterable[Job]:
     filters = {"queue_name": args.queue_name, "task_name": args.task_name, "metadata": args.metadata}
     if getattr(args, "unique_key", None) is not None:
         filters["unique_key"] = args.unique_key
+    if getattr(args, "sequence_key", None) is not None:
+        filters["sequence_key"] = args.sequence_key
     return client.jobs.list(status=status, page_size=page_size, **filters)
 
 

@@ -27,6 +27,7 @@ from queueflow_client.resources import (
     AsyncJobs,
     AsyncQueues,
     AsyncSchedules,
+    AsyncSequences,
     AsyncTriggers,
     AsyncWorkflows,
     Endpoints,
@@ -34,6 +35,7 @@ from queueflow_client.resources import (
     Jobs,
     Queues,
     Schedules,
+    Sequences,
     Triggers,
     Workflows,
 )
@@ -66,6 +68,7 @@ class QueueFlow:
         self.endpoints = Endpoints(self._transport)
         self.triggers = Triggers(self._transport)
         self.events = Events(self._transport)
+        self.sequences = Sequences(self._transport)
 
     def close(self) -> None:
         self._transport.close()
@@ -99,6 +102,7 @@ class AsyncQueueFlow:
         self.endpoints = AsyncEndpoints(self._transport)
         self.triggers = AsyncTriggers(self._transport)
         self.events = AsyncEvents(self._transport)
+        self.sequences = AsyncSequences(self._transport)
 
     async def aclose(self) -> None:
         await self._transport.aclose()

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Required, TypedDict
 
-from queueflow_client.types import Backoff, Unique
+from queueflow_client.types import Backoff, Sequence, Unique
 
 __all__ = ["EnqueueOptions", "JobOptions"]
 
@@ -37,6 +37,8 @@ class EnqueueOptions(TypedDict, total=False):
     """Not started by then, the job is never started: it is dead-lettered ("expired: not started by …")."""
     expires_in: float | timedelta | None
     """`expires_at` as seconds (or a timedelta) from the enqueue, by the server's clock; not with `expires_at`."""
+    sequence: Sequence | Mapping[str, Any] | None
+    """Run after every earlier job of its key, one at a time: `Sequence(key=..., on_failure="halt")`."""
 
 
 class JobOptions(EnqueueOptions, total=False):

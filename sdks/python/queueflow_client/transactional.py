@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import Any, Unpack
 
 from queueflow_client.options import EnqueueOptions
-from queueflow_client.types import Backoff, Unique
+from queueflow_client.types import Backoff, Sequence, Unique
 
 # Parameter → its SQL type. CAST(... AS type) rather than `::type`, which SQLAlchemy's text() does not parse
 # after a bind parameter.
@@ -51,6 +51,7 @@ _TYPES = {
     "unique": "jsonb",
     "expires_at": "timestamptz",
     "expires_in": "double precision",
+    "sequence": "jsonb",
 }
 # An option whose SQL parameter is named otherwise (`unique` is a reserved word in SQL).
 _SQL_NAMES = {"unique": "unique_rule"}
@@ -127,7 +128,7 @@ def _params(tenant_id: str, task_name: str, payload: Any, options: Mapping[str, 
         value: Any = given.get(name)
         if value is None:
             continue
-        if isinstance(value, Backoff | Unique):
+        if isinstance(value, Backoff | Unique | Sequence):
             value = value.to_json()
         if isinstance(value, timedelta):
             value = value.total_seconds()

@@ -7,7 +7,8 @@ datetimes are aware (UTC). Fields a newer server adds are ignored.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections import abc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -80,7 +81,7 @@ class Unique:
     but never later than `debounce_max_seconds` after it was created (the `Unique` schema of spec/openapi.json)."""
 
     key: str
-    states: Sequence[JobStatus] | None = None
+    states: abc.Sequence[JobStatus] | None = None
     period_seconds: int | None = None
     on_conflict: OnConflict = "skip"
     debounce_seconds: float | None = None
@@ -94,6 +95,31 @@ class Unique:
             if getattr(self, name) is not None:
                 body[name] = getattr(self, name)
         return body
+
+
+SequenceOnFailure = Literal["continue", "halt"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sequence:
+    """Jobs of one tenant with the same `key` run one at a time, in the order they were enqueued, across every queue
+    and worker. `on_failure`: when this job ends dead_letter, "continue" lets the next one run; "halt" holds every
+    later one (their `blocked_by` names this job) until it is replayed or `sequences.resume(key)` is called (the
+    `Sequence` schema of spec/openapi.json)."""
+
+    key: str
+    on_failure: SequenceOnFailure = "continue"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "on_failure": self.on_failure}
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceResumed:
+    """A sequence after `sequences.resume`: nothing blocks it any more."""
+
+    key: str
+    blocked_by: None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +169,10 @@ class Job:
     """The key of the `unique` rule it was enqueued with (None if none)."""
     expires_at: datetime | None = None
     """Its deadline (None if none): not started by then, it is never started."""
+    sequence_key: str | None = None
+    """The sequence it runs in (None if none)."""
+    blocked_by: str | None = None
+    """While a halted sequence holds it: the dead-lettered job it waits behind."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Job:
@@ -217,6 +247,8 @@ def _job_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "concurrency_key": data.get("concurrency_key"),
         "unique_key": data.get("unique_key"),
         "expires_at": _time(data.get("expires_at")),
+        "sequence_key": data.get("sequence_key"),
+        "blocked_by": data.get("blocked_by"),
         "created_at": _required_time(data["created_at"]),
         "started_at": _time(data.get("started_at")),
         "completed_at": _time(data.get("completed_at")),
@@ -386,8 +418,8 @@ class Step:
     wait: Wait | None = None
     workflow: Mapping[str, Any] | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
-    depends_on: Sequence[str] = ()
-    required_by: Sequence[str] = ()
+    depends_on: abc.Sequence[str] = ()
+    required_by: abc.Sequence[str] = ()
     on_failure: OnFailure = "halt"
     queue_name: str | None = None
     priority: int | None = None

@@ -1,4 +1,4 @@
-/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules, endpoints, triggers, events), each a thin typed layer over the transport. */
+/** `QueueFlow`: the tenant-side client (jobs, queues, workflows, schedules, endpoints, triggers, events, sequences), each a thin typed layer over the transport. */
 
 import { randomUUID } from "node:crypto";
 
@@ -8,7 +8,7 @@ import { Endpoints } from "./endpoints.js";
 import { Schedules } from "./schedules.js";
 import { Events, Triggers } from "./triggers.js";
 import { type RequestOptions, Transport } from "./transport.js";
-import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue, UpdateQueue } from "./types.js";
+import type { BatchItem, EnqueueJob, Job, ListJobsParams, Page, Queue, SequenceResumed, UpdateQueue } from "./types.js";
 import { FINISHED_JOB, type WaitOptions, waitUntil } from "./waiting.js";
 import { Workflows } from "./workflows.js";
 
@@ -41,6 +41,7 @@ export class QueueFlow {
   readonly endpoints: Endpoints;
   readonly triggers: Triggers;
   readonly events: Events;
+  readonly sequences: Sequences;
   /** The typed openapi-fetch client underneath, for routes these wrappers do not cover. */
   readonly api: Transport["api"];
 
@@ -54,6 +55,7 @@ export class QueueFlow {
     this.endpoints = new Endpoints(transport);
     this.triggers = new Triggers(transport);
     this.events = new Events(transport);
+    this.sequences = new Sequences(transport);
   }
 }
 
@@ -143,6 +145,23 @@ export class Jobs {
   retry(jobId: string, options: RequestOptions = {}): Promise<Job> {
     return this.#transport.call(
       (signal) => this.#transport.api.POST("/v1/jobs/{job_id}/retry", { params: { path: { job_id: jobId } }, signal }),
+      { ...options, safe: false },
+    );
+  }
+}
+
+export class Sequences {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** Move the sequence `key` past the dead-lettered `halt` job that holds it (`NotFoundError`: no job has the key;
+   * `InvalidStateError`: nothing blocks it). */
+  resume(key: string, options: RequestOptions = {}): Promise<SequenceResumed> {
+    return this.#transport.call(
+      (signal) => this.#transport.api.POST("/v1/sequences/{key}/resume", { params: { path: { key } }, signal }),
       { ...options, safe: false },
     );
   }

@@ -1,6 +1,6 @@
 /** `@queueflow/client`: a typed client and worker for QueueFlow's HTTP API. */
 
-export { QueueFlow, Jobs, Queues } from "./client.js";
+export { QueueFlow, Jobs, Queues, Sequences } from "./client.js";
 export { Workflows } from "./workflows.js";
 export { Schedules } from "./schedules.js";
 export { Endpoints } from "./endpoints.js";

@@ -15,7 +15,7 @@
  * (`code` "22023", the message naming every bad field), which aborts the transaction as any failed statement does.
  */
 
-import type { Backoff, Unique } from "./types.js";
+import type { Backoff, Sequence, Unique } from "./types.js";
 
 /** What `enqueueTx` needs of a client: `pg`'s `Client`, `PoolClient` and `Pool` all have it. */
 export interface Queryable {
@@ -43,6 +43,8 @@ export interface TransactionalJob {
   expires_at?: Date | string;
   /** `expires_at` as seconds from now, by the database's clock (not with `expires_at`). */
   expires_in_seconds?: number;
+  /** Run after every earlier job of its key, one at a time (`{ key, on_failure }`). */
+  sequence?: Sequence;
 }
 
 const TYPES: Record<keyof TransactionalJob, string> = {
@@ -62,6 +64,7 @@ const TYPES: Record<keyof TransactionalJob, string> = {
   unique: "jsonb",
   expires_at: "timestamptz",
   expires_in_seconds: "double precision",
+  sequence: "jsonb",
 };
 /** A field whose SQL parameter is named otherwise. */
 const SQL_NAMES: Partial<Record<keyof TransactionalJob, string>> = { unique: "unique_rule" };

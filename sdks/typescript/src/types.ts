@@ -12,6 +12,12 @@ export type EnqueueJob = Schemas["EnqueueJob"];
 /** `unique` of an enqueue: at most one job per tenant and `key` in `states` (or per `period_seconds` window); what
  * an enqueue that meets one does is `on_conflict`; `debounce_seconds` runs it that long after the last enqueue. */
 export type Unique = Schemas["Unique"];
+/** `sequence` of an enqueue: jobs of one tenant with the same `key` run one at a time, in the order they were
+ * enqueued; `on_failure: "halt"` holds the later ones behind a dead-lettered job until it is replayed or
+ * `sequences.resume(key)` is called. */
+export type Sequence = Schemas["Sequence"];
+/** The answer of `sequences.resume`: nothing blocks the sequence any more. */
+export type SequenceResumed = Schemas["SequenceResumed"];
 /** An item of `jobs.enqueueMany`: an `EnqueueJob` with its own optional `idempotency_key`. */
 export type BatchItem = Schemas["BatchItem"];
 /** A queue's counts and the tenant's settings for it: flow control (`null`: no limit) and `retention_seconds`

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Endpoints, Events, Jobs, QueueFlow, Queues, Schedules, Triggers, Worker, Workflows } from "../src/index.js";
+import { Endpoints, Events, Jobs, QueueFlow, Queues, Schedules, Sequences, Triggers, Worker, Workflows } from "../src/index.js";
 
 /** Every property name (string or symbol) an instance answers, own or from its class, without Object's. */
 function surface(instance: object): string[] {
@@ -28,7 +28,7 @@ test("a Worker shows only its documented API: no run(), lease(), held, options, 
 
 test("QueueFlow and its resources show only their documented API", () => {
   const client = new QueueFlow(options);
-  assert.deepEqual(surface(client), ["api", "endpoints", "events", "jobs", "queues", "schedules", "triggers", "workflows"]);
+  assert.deepEqual(surface(client), ["api", "endpoints", "events", "jobs", "queues", "schedules", "sequences", "triggers", "workflows"]);
   assert.ok(client.triggers instanceof Triggers && client.events instanceof Events);
   assert.ok(client.jobs instanceof Jobs && client.queues instanceof Queues);
   assert.ok(client.workflows instanceof Workflows && client.schedules instanceof Schedules);
@@ -40,4 +40,6 @@ test("QueueFlow and its resources show only their documented API", () => {
   assert.deepEqual(surface(client.endpoints), ["create", "delete", "get", "iterate", "list", "rotateSecret", "update"]);
   assert.deepEqual(surface(client.triggers), ["create", "delete", "get", "iterate", "list", "update"]);
   assert.deepEqual(surface(client.events), ["send"]);
+  assert.ok(client.sequences instanceof Sequences);
+  assert.deepEqual(surface(client.sequences), ["resume"]);
 });

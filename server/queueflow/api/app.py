@@ -20,6 +20,7 @@ from queueflow.api.openapi import StrictStructSchemaPlugin
 from queueflow.api.ops import health, prometheus_metrics, ready
 from queueflow.api.problems import EXCEPTION_HANDLERS
 from queueflow.api.schedules import SchedulesController, schedule_options, schedules_options
+from queueflow.api.sequences import SequencesController
 from queueflow.api.services import STATE_KEY, Services
 from queueflow.api.tracing import otel_middleware
 from queueflow.api.triggers import EventsController, TriggersController, trigger_options, triggers_options
@@ -76,6 +77,7 @@ def create_app(
             trigger_options,
             TriggersController,
             EventsController,
+            SequencesController,
         ],
         before_request=authenticator(keyring),
         security=[{SECURITY_SCHEME: []}],

@@ -129,6 +129,9 @@ class JobsController(Controller):
         unique_key: Annotated[
             str | None, QueryParameter(min_length=1, max_length=255, pattern=NO_NUL, description="A unique rule's key")
         ] = None,
+        sequence_key: Annotated[
+            str | None, QueryParameter(min_length=1, max_length=255, pattern=NO_NUL, description="A sequence's key")
+        ] = None,
         metadata: Annotated[
             str | None,
             QueryParameter(
@@ -146,6 +149,7 @@ class JobsController(Controller):
             task_name=task_name,
             workflow_id=workflow_id,
             unique_key=unique_key,
+            sequence_key=sequence_key,
             metadata=_json_object(metadata, "metadata") if metadata is not None else None,
         )
         page = await services.engine.list_jobs(tenant_of(request), where, limit=limit, cursor=cursor)

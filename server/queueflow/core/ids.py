@@ -13,9 +13,27 @@ _PAIRS = [high + low for high in _ALPHABET for low in _ALPHABET]
 _PAIR_SHIFTS = range(115, 4, -10)  # the 24 digits between the first and the last, two at a time
 
 
+# Per prefix, the last value this process made: ids made within one millisecond increase in the order they are
+# made (a monotonic ULID), so that jobs one process enqueues one after another are in id order — the order a
+# sequence runs them in (`core.sequences`). Two processes' ids of one millisecond still interleave at random: their
+# enqueues are concurrent, with no order to keep.
+_last: dict[str, int] = {}
+
+
+def _after_last(prefix: str, value: int, count: int = 1) -> int:
+    """`value`, or just after the last value made for `prefix` if that is of the same millisecond and not below
+    it; records the last of the `count` values that start there."""
+    last = _last.get(prefix)
+    if last is not None and last >> 80 == value >> 80 and value <= last:
+        value = last + 1
+    _last[prefix] = value + count - 1
+    return value
+
+
 def new_id(prefix: str, now: datetime, rng: RandomSource) -> str:
-    """48 bits of milliseconds since the epoch, then 80 random bits, as 26 base32 characters."""
-    return _encode(prefix, (int(now.timestamp() * 1000) << 80) | rng.getrandbits(80))
+    """48 bits of milliseconds since the epoch, then 80 random bits, as 26 base32 characters; after the last id of
+    the same millisecond and prefix, if it would fall before it."""
+    return _encode(prefix, _after_last(prefix, (int(now.timestamp() * 1000) << 80) | rng.getrandbits(80)))
 
 
 def id_stream(prefix: str, now: datetime, rng: RandomSource) -> Iterator[str]:
@@ -32,7 +50,7 @@ def new_ids(prefix: str, now: datetime, rng: RandomSource, count: int) -> list[s
     parts ordered a batch at random: here one random draw starts a run of consecutive values. 79 random bits, so
     the run never overflows into the time part; two batches of one millisecond overlap with odds of about
     count / 2^79."""
-    start = (int(now.timestamp() * 1000) << 80) | rng.getrandbits(79)
+    start = _after_last(prefix, (int(now.timestamp() * 1000) << 80) | rng.getrandbits(79), count)
     ids: list[str] = []
     value, end = start, start + count
     while value < end:

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from queueflow.core.backoff import RandomSource, backoff_delay
 from queueflow.core.deadlines import expires_at_of
 from queueflow.core.ids import new_id
-from queueflow.core.types import Job, JobStatus, NewJob
+from queueflow.core.types import Job, JobStatus, NewJob, OnFailure
 
 
 def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *, job_id: str | None = None) -> Job:
@@ -59,6 +59,9 @@ def pending_row(tenant_id: str, job: NewJob, now: datetime, job_id: str) -> Job:
         expires_at=expires_at_of(job, now),
         created_at=now,
         trace_context=job.trace_context,
+        sequence_key=job.sequence.key if job.sequence is not None else None,
+        sequence_on_failure=job.sequence.on_failure if job.sequence is not None else None,
+        sequence_halt=job.sequence is not None and job.sequence.on_failure is OnFailure.HALT,
     )
 
 

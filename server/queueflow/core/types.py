@@ -98,6 +98,21 @@ class UniqueRule(msgspec.Struct, frozen=True, kw_only=True):
     """None: the smaller of 10 × `debounce_seconds` and 86,400 (`core.unique.debounce_cap`)."""
 
 
+class OnFailure(StrEnum):
+    """What a sequence does when one of its jobs ends `dead_letter` (`core.sequences`): the dead job's own setting
+    decides."""
+
+    CONTINUE = "continue"
+    HALT = "halt"
+
+
+class SequenceRule(msgspec.Struct, frozen=True, kw_only=True):
+    """`sequence` on an enqueue: jobs of one tenant and `key` run one at a time, in id order (`core.sequences`)."""
+
+    key: str
+    on_failure: OnFailure = OnFailure.CONTINUE
+
+
 class UniqueOutcome(StrEnum):
     """What an item of an enqueue with `unique` became (`skipped` and `replaced` are the `QueueFlow-Unique`
     header's values)."""
@@ -131,6 +146,8 @@ class NewJob(msgspec.Struct, frozen=True, kw_only=True):
     """Not started by then, never started: dead-lettered instead (`core.deadlines`); not with `expires_in_seconds`."""
     expires_in_seconds: float | None = None
     """`expires_at` as seconds from the enqueue."""
+    sequence: SequenceRule | None = None
+    """The sequence it runs in, after every earlier job of it (`core.sequences`); None: none."""
 
 
 class Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,6 +172,15 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     """The key of the `unique` rule it was enqueued with (None if none): a later enqueue's rule finds it by this."""
     expires_at: datetime | None = None
     """Its deadline (None if none): not started by then, it is never started (`core.deadlines`)."""
+    sequence_key: str | None = None
+    """The sequence it runs in (None if none): not claimable while an earlier job of it holds it (`core.sequences`)."""
+    sequence_on_failure: OnFailure | None = None
+    """Its sequence's `on_failure` (None without a sequence): `halt` holds the later jobs once this one is dead."""
+    sequence_halt: bool = False
+    """Dead-lettered, it holds its sequence: `on_failure` is halt and no resume has moved the sequence past it."""
+    blocked_by: str | None = None
+    """Not a column: the engine's reads fill it in (`core.sequences.blocked_by`), the halted job this one waits
+    behind; None when no halt holds it (and in what stores return)."""
     locked_until: datetime | None = None
     lease_token: str | None = None
     delivery_count: int = 0
@@ -195,6 +221,7 @@ class JobFilter:
     task_name: str | None = None
     workflow_id: str | None = None
     unique_key: str | None = None
+    sequence_key: str | None = None
     metadata: dict[str, JSON] | None = None
     """Jobs whose metadata contains this object (JSONB `@>` semantics)."""
 

@@ -108,6 +108,8 @@ def new_job_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:
             errors.append(FieldError((*loc, "expires_in_seconds"), "cannot be combined with expires_at"))
     if job.expires_in_seconds is not None:
         errors += number_errors(job.expires_in_seconds, (*loc, "expires_in_seconds"), 0.001, MAX_DELAY_SECONDS)
+    if job.sequence is not None:
+        errors += text_errors(job.sequence.key, (*loc, "sequence", "key"), max_len=255)
     return errors
 
 

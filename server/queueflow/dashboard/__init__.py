@@ -43,6 +43,7 @@ PAGES = [
     jobs.job_page,
     jobs.cancel_job,
     jobs.retry_job,
+    jobs.resume_sequence,
     dead_letters.dead_letters_page,
     dead_letters.replay_matching,
     flows.workflows_page,

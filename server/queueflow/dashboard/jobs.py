@@ -61,7 +61,10 @@ class Filters:
 
     @classmethod
     def parse(cls, query: Mapping[str, str], *, status: JobStatus | None = None) -> Filters:
-        values = {name: query.get(name, "").strip() for name in ("queue", "status", "task", "metadata", "unique_key")}
+        values = {
+            name: query.get(name, "").strip()
+            for name in ("queue", "status", "task", "metadata", "unique_key", "sequence_key")
+        }
         errors = [f"The {name} filter is not valid text." for name, value in values.items() if not _text_ok(value)]
         if errors:
             return cls(values, JobFilter(status=status), errors)
@@ -85,6 +88,7 @@ class Filters:
             task_name=values["task"] or None,
             metadata=metadata,
             unique_key=values["unique_key"] or None,
+            sequence_key=values["sequence_key"] or None,
         )
         return cls(values, where, errors)
 
@@ -160,6 +164,21 @@ async def retry_job(
     return await _act(
         request, job_id, engine.retry_job, "Job replayed: it is pending again, with a fresh retry budget."
     )
+
+
+@post("/jobs/{job_id:str}/resume-sequence", name="dashboard-job-resume-sequence")
+async def resume_sequence(
+    request: Request[Any, Any, Any], engine: NamedDependency[Engine], job_id: FromPath[str]
+) -> Redirect:
+    """Resume the sequence a job waits in behind a halt (its page offers this while `blocked_by` is set)."""
+
+    async def resume(tenant_id: str, job_id: str) -> None:
+        job = await engine.get_job(tenant_id, job_id)
+        if job.sequence_key is None:
+            raise InvalidState(f"job {job_id} is in no sequence")
+        await engine.resume_sequence(tenant_id, job.sequence_key)
+
+    return await _act(request, job_id, resume, "Sequence resumed: the jobs the halt held may run.")
 
 
 async def _act(request: Request[Any, Any, Any], job_id: str, action: Any, done: str) -> Redirect:

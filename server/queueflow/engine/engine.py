@@ -10,6 +10,8 @@ import random
 from collections.abc import Sequence
 from datetime import datetime
 
+from msgspec.structs import replace
+
 from queueflow.core import deadlines, validation
 from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
@@ -21,6 +23,7 @@ from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.pressure import Pressure
 from queueflow.core.schedule import NewSchedule, Schedule, SchedulePatch
 from queueflow.core.types import (
+    CLAIMABLE,
     JSON,
     UNCHANGED,
     AckOutcome,
@@ -112,7 +115,23 @@ class Engine(WorkflowFacade):
         job = await self.store.job_get(job_id, tenant_id=tenant_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
-        return job
+        return (await self._with_blockers(tenant_id, [job]))[0]
+
+    async def _with_blockers(self, tenant_id: str, jobs: list[Job]) -> list[Job]:
+        """`jobs` with `blocked_by` filled in: one store read, and only when one of them may wait behind a halt."""
+        waiting = [job.id for job in jobs if job.sequence_key is not None and job.status in CLAIMABLE]
+        if not waiting:
+            return jobs
+        blockers = await self.store.sequence_blocked_by(waiting, tenant_id=tenant_id)
+        return [replace(job, blocked_by=blockers[job.id]) if job.id in blockers else job for job in jobs]
+
+    async def resume_sequence(self, tenant_id: str, key: str) -> None:
+        """Move the sequence `key` past its halt: the jobs a dead-lettered `halt` job held may run."""
+        resumed = await self.store.sequence_resume(key, tenant_id=tenant_id)
+        if resumed is None:
+            raise NotFound(f"no job in sequence {key!r}")
+        if not resumed:
+            raise InvalidState(f"nothing blocks sequence {key!r}")
 
     async def watch_job(self, tenant_id: str, job_id: str) -> Job:
         """The job, with its finish announced to every process from now on (`JobStore.job_watch`)."""
@@ -130,7 +149,7 @@ class Engine(WorkflowFacade):
         rows = await self.store.job_list(
             JobQuery(tenant_id=tenant_id, where=where or JobFilter(), limit=limit + 1, after=after)
         )
-        return page(rows, limit)
+        return page(await self._with_blockers(tenant_id, rows), limit)
 
     async def cancel_job(self, tenant_id: str, job_id: str) -> Job:
         """Cancel a job that has not finished; a running job's lease token stops working at once."""

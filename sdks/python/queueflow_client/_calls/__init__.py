@@ -11,7 +11,7 @@ from queueflow_client._calls.endpoints import (
     rotate_endpoint_secret,
     update_endpoint,
 )
-from queueflow_client._calls.jobs import cancel, enqueue, enqueue_many, get, list_page, retry
+from queueflow_client._calls.jobs import cancel, enqueue, enqueue_many, get, list_page, resume_sequence, retry
 from queueflow_client._calls.queues import get_queue, queues, update_queue
 from queueflow_client._calls.schedules import (
     create_schedule,
@@ -84,6 +84,7 @@ __all__ = [
     "new_idempotency_key",
     "queues",
     "release",
+    "resume_sequence",
     "retry",
     "retry_workflow",
     "rotate_endpoint_secret",

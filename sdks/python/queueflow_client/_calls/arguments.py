@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, get_args
 
 from queueflow_client.errors import ArgumentError
-from queueflow_client.types import Backoff, BackoffStrategy, JobStatus, OnConflict, Unique
+from queueflow_client.types import Backoff, BackoffStrategy, JobStatus, OnConflict, Sequence, SequenceOnFailure, Unique
 
 _BACKOFF_FIELDS = ("strategy", "base_seconds", "max_seconds", "jitter")
 
@@ -47,6 +47,23 @@ def unique_json(value: Unique | Mapping[str, Any], where: str = "unique") -> dic
         check_choice(data["on_conflict"], OnConflict, "unique on_conflict")
     for state in data.get("states") or ():
         check_choice(state, JobStatus, "job status")
+    return data
+
+
+_SEQUENCE_FIELDS = ("key", "on_failure")
+
+
+def sequence_json(value: Sequence | Mapping[str, Any], where: str = "sequence") -> dict[str, Any]:
+    """The sequence as the API takes it (a mapping's fields checked for their names and choices)."""
+    if isinstance(value, Sequence):
+        data = value.to_json()
+    elif isinstance(value, Mapping):
+        reject_unknown(value, _SEQUENCE_FIELDS, "sequence", f" in {where}")
+        data = {name: value[name] for name in _SEQUENCE_FIELDS if value.get(name) is not None}
+    else:
+        raise ArgumentError(f"{where} must be a Sequence or a dict, not {value!r:.80}")
+    if "on_failure" in data:
+        check_choice(data["on_failure"], SequenceOnFailure, "sequence on_failure")
     return data
 
 

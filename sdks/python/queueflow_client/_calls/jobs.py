@@ -12,14 +12,23 @@ from queueflow_client._calls.arguments import (
     check_choice,
     new_idempotency_key,
     reject_unknown,
+    sequence_json,
     unique_json,
 )
-from queueflow_client._calls.routes import CANCEL_JOB, ENQUEUE_JOB, ENQUEUE_JOBS, GET_JOB, LIST_JOBS, RETRY_JOB
+from queueflow_client._calls.routes import (
+    CANCEL_JOB,
+    ENQUEUE_JOB,
+    ENQUEUE_JOBS,
+    GET_JOB,
+    LIST_JOBS,
+    RESUME_SEQUENCE,
+    RETRY_JOB,
+)
 from queueflow_client._json import json_object
 from queueflow_client._transport import Call, call
 from queueflow_client.errors import ArgumentError
 from queueflow_client.options import JobOptions
-from queueflow_client.types import Job, JobStatus, Page
+from queueflow_client.types import Job, JobStatus, Page, SequenceResumed
 
 
 def job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
@@ -62,6 +71,8 @@ def job_fields(options: Mapping[str, Any], where: str = "") -> dict[str, Any]:
         fields["backoff"] = backoff
     if options.get("unique") is not None:
         fields["unique"] = unique_json(options["unique"], f"{where}unique")
+    if options.get("sequence") is not None:
+        fields["sequence"] = sequence_json(options["sequence"], f"{where}sequence")
     return fields
 
 
@@ -103,6 +114,7 @@ def list_page(
     limit: int,
     cursor: str | None,
     unique_key: str | None = None,
+    sequence_key: str | None = None,
 ) -> Call[Page[Job]]:
     if status is not None:
         check_choice(status, JobStatus, "job status")
@@ -112,6 +124,7 @@ def list_page(
         "task_name": task_name,
         "workflow_id": workflow_id,
         "unique_key": unique_key,
+        "sequence_key": sequence_key,
         "metadata": json.dumps(json_object(metadata, "metadata"), separators=(",", ":"))
         if metadata is not None
         else None,
@@ -132,3 +145,8 @@ def cancel(job_id: str) -> Call[Job]:
 
 def retry(job_id: str) -> Call[Job]:
     return call(RETRY_JOB.request(job_id), Job.from_json, replayable=False)
+
+
+def resume_sequence(key: str) -> Call[SequenceResumed]:
+    # Safe to repeat only in effect (a second resume is a 409): not replayed, as a retry is not.
+    return call(RESUME_SEQUENCE.request(key), lambda data: SequenceResumed(key=data["key"]), replayable=False)

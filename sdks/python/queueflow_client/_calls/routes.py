@@ -50,6 +50,7 @@ ENQUEUE_JOBS = Route("enqueueJobs", "POST", "/v1/jobs/batch")
 GET_JOB = Route("getJob", "GET", "/v1/jobs/{job_id}")
 CANCEL_JOB = Route("cancelJob", "POST", "/v1/jobs/{job_id}/cancel")
 RETRY_JOB = Route("retryJob", "POST", "/v1/jobs/{job_id}/retry")
+RESUME_SEQUENCE = Route("resumeSequence", "POST", "/v1/sequences/{key}/resume")
 
 LIST_QUEUES = Route("listQueues", "GET", "/v1/queues")
 GET_QUEUE = Route("getQueue", "GET", "/v1/queues/{name}")

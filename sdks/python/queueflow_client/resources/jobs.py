@@ -26,6 +26,8 @@ class JobFilters(TypedDict, total=False):
     """Jobs whose metadata contains this object."""
     unique_key: str | None
     """Jobs enqueued with this `unique` key."""
+    sequence_key: str | None
+    """Jobs of this sequence."""
 
 
 def _list_call(filters: JobFilters, limit: int, cursor: str | None) -> Call[Page[Job]]:
@@ -36,6 +38,7 @@ def _list_call(filters: JobFilters, limit: int, cursor: str | None) -> Call[Page
         workflow_id=filters.get("workflow_id"),
         metadata=filters.get("metadata"),
         unique_key=filters.get("unique_key"),
+        sequence_key=filters.get("sequence_key"),
         limit=limit,
         cursor=cursor,
     )

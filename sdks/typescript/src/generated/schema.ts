@@ -357,6 +357,27 @@ export interface paths {
         patch: operations["updateSchedule"];
         trace?: never;
     };
+    "/v1/sequences/{key}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ResumeSequence
+         * @description Let the jobs a dead-lettered `halt` job holds run: the sequence moves past it (404: no job has this key;
+         *     409: nothing blocks it).
+         */
+        post: operations["resumeSequence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/triggers": {
         parameters: {
             query?: never;
@@ -783,6 +804,7 @@ export interface components {
             /** @default default */
             queue_name?: string;
             run_at?: string | null;
+            sequence?: components["schemas"]["Sequence"] | null;
             task_name: string;
             timeout_seconds?: number | null;
             unique?: components["schemas"]["Unique"] | null;
@@ -916,6 +938,7 @@ export interface components {
             /** @default default */
             queue_name?: string;
             run_at?: string | null;
+            sequence?: components["schemas"]["Sequence"] | null;
             task_name: string;
             timeout_seconds?: number | null;
             unique?: components["schemas"]["Unique"] | null;
@@ -982,6 +1005,7 @@ export interface components {
         /** Job */
         Job: {
             backoff: components["schemas"]["Backoff"];
+            blocked_by?: string | null;
             completed_at: string | null;
             concurrency_key: string | null;
             /** Format: date-time */
@@ -1007,6 +1031,7 @@ export interface components {
             retry_count: number;
             /** Format: date-time */
             scheduled_at: string;
+            sequence_key?: string | null;
             started_at: string | null;
             /** @enum {string} */
             status: "pending" | "running" | "retrying" | "completed" | "dead_letter" | "cancelled";
@@ -1064,6 +1089,7 @@ export interface components {
         /** LeasedJob */
         LeasedJob: {
             backoff: components["schemas"]["Backoff"];
+            blocked_by?: string | null;
             /** @default 0 */
             claimed_after_seconds?: number;
             completed_at: string | null;
@@ -1093,6 +1119,7 @@ export interface components {
             retry_count: number;
             /** Format: date-time */
             scheduled_at: string;
+            sequence_key?: string | null;
             started_at: string | null;
             /** @enum {string} */
             status: "pending" | "running" | "retrying" | "completed" | "dead_letter" | "cancelled";
@@ -1226,6 +1253,20 @@ export interface components {
             payload?: {
                 [key: string]: unknown;
             };
+        };
+        /** Sequence */
+        Sequence: {
+            key: string;
+            /**
+             * @default continue
+             * @enum {string}
+             */
+            on_failure?: "continue" | "halt";
+        };
+        /** SequenceResumed */
+        SequenceResumed: {
+            blocked_by?: null;
+            key: string;
         };
         /** SignalRequest */
         SignalRequest: {
@@ -1986,6 +2027,8 @@ export interface operations {
                 workflow_id?: string | null;
                 /** @description A unique rule's key */
                 unique_key?: string | null;
+                /** @description A sequence's key */
+                sequence_key?: string | null;
                 /** @description A JSON object: only jobs whose metadata contains it */
                 metadata?: string | null;
                 limit?: number;
@@ -2968,6 +3011,83 @@ export interface operations {
             };
             /** @description payload_too_large: the body is over the size limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the database cannot be reached; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeSequence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A sequence's key (URL-encoded) */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SequenceResumed"];
+                };
+            };
+            /** @description validation_error: the request is malformed or a value is out of range (see `errors`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthorized: missing or unknown credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description forbidden: this kind of key may not call this route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found: no such object for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost (stale or expired lease token), invalid_state (the object's state forbids this) or duplicate (a `unique` rule with on_conflict error met `existing_job_id`; in a batch, the item at `index`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

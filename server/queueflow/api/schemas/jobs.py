@@ -105,6 +105,18 @@ class Unique(RequestBody):
         )
 
 
+class Sequence(RequestBody):
+    """Jobs of one tenant with the same `key` run one at a time, in the order they were enqueued, across every queue
+    and worker. `on_failure`: when this job ends dead_letter, "continue" lets the next one run; "halt" holds every
+    later one (pending, with `blocked_by`) until it is replayed or the sequence is resumed."""
+
+    key: Annotated[str, Meta(min_length=1, max_length=255, pattern=NO_NUL)]
+    on_failure: Literal["continue", "halt"] = "continue"
+
+    def to_domain(self) -> domain.SequenceRule:
+        return domain.SequenceRule(key=self.key, on_failure=domain.OnFailure(self.on_failure))
+
+
 class JobFields(TaskFields):
     """A job as it is enqueued, but for a `unique` rule and a deadline: what a trigger's `task` takes (core.triggers
     refuses both: an event's jobs are enqueued without the engine's checks of either)."""
@@ -137,6 +149,7 @@ class EnqueueJob(JobFields):
     than its scheduled_at; not with expires_in_seconds."""
     expires_in_seconds: Annotated[float, Meta(ge=0.001, le=validation.MAX_DELAY_SECONDS)] | None = None
     """expires_at as seconds from now."""
+    sequence: Sequence | None = None
 
     def to_domain(self, idempotency_key: str | None) -> domain.NewJob:
         return msgspec.structs.replace(
@@ -144,6 +157,7 @@ class EnqueueJob(JobFields):
             unique=None if self.unique is None else self.unique.to_domain(),
             expires_at=self.expires_at,
             expires_in_seconds=self.expires_in_seconds,
+            sequence=None if self.sequence is None else self.sequence.to_domain(),
         )
 
 
@@ -191,6 +205,10 @@ class Job(Struct, kw_only=True):
     """The key of the `unique` rule it was enqueued with, if any."""
     expires_at: datetime | None = None
     """Its deadline, if any: not started by then, it is never started. A replay clears it."""
+    sequence_key: str | None = None
+    """The sequence it runs in, if any: one job of a sequence at a time, in the order they were enqueued."""
+    blocked_by: str | None = None
+    """While a halted sequence holds it: the dead-lettered job it waits behind (replay it, or resume the sequence)."""
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
@@ -231,6 +249,8 @@ def job_fields(job: domain.Job) -> dict[str, Any]:
         "concurrency_key": job.concurrency_key,
         "unique_key": job.unique_key,
         "expires_at": job.expires_at,
+        "sequence_key": job.sequence_key,
+        "blocked_by": job.blocked_by,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "completed_at": job.completed_at,

@@ -38,14 +38,16 @@ from queueflow.core.types import (
     JobFilter,
     JobQuery,
     JobStatus,
+    OnFailure,
     Unchanged,
     UniqueOutcome,
     UniqueRule,
 )
+from queueflow.stores.memory.sequences import MemorySequences
 from queueflow.stores.memory.unique import MemoryUnique
 
 
-class MemoryJobs(MemoryUnique):
+class MemoryJobs(MemoryUnique, MemorySequences):
     async def ping(self) -> None:
         """Always answers: memory is always there."""
 
@@ -107,6 +109,10 @@ class MemoryJobs(MemoryUnique):
         for job in due:
             if len(claimed) == request.max_jobs:
                 break
+            # Before the limits: a job its sequence holds back takes no token. Read from the jobs as this claim
+            # leaves them, so that it never takes two of one sequence.
+            if not self._sequence_free(job):
+                continue
             group = (job.tenant_id, job.queue_name)
             keyed = (job.tenant_id, job.queue_name, job.concurrency_key)
             settings = self._queue_settings.get(group)
@@ -299,6 +305,7 @@ class MemoryJobs(MemoryUnique):
             next_retry_at=None,
             completed_at=None,
             expires_at=None,
+            sequence_halt=job.sequence_on_failure is OnFailure.HALT,  # a resume moved past it, not past its replay
         )
         return self._out(job)
 
@@ -337,6 +344,8 @@ class MemoryJobs(MemoryUnique):
                 self._idempotency.pop((job.tenant_id, job.idempotency_key), None)
             if job.unique_key is not None:
                 self._unique[job.tenant_id, job.unique_key].discard(job.id)
+            if job.sequence_key is not None:
+                self._sequences[job.tenant_id, job.sequence_key].discard(job.id)
         return len(doomed[:limit])
 
 
@@ -358,5 +367,6 @@ def _matches(job: Job, where: JobFilter) -> bool:
         and (where.task_name is None or job.task_name == where.task_name)
         and (where.workflow_id is None or job.workflow_id == where.workflow_id)
         and (where.unique_key is None or job.unique_key == where.unique_key)
+        and (where.sequence_key is None or job.sequence_key == where.sequence_key)
         and (where.metadata is None or contains(job.metadata, where.metadata))
     )

@@ -24,7 +24,7 @@ from queueflow.core.flow import QueueSettings
 from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.schedule import Schedule
 from queueflow.core.triggers import Trigger
-from queueflow.core.types import Job, JobStatus, UniqueRule
+from queueflow.core.types import CLAIMABLE, Job, JobStatus, UniqueRule
 from queueflow.core.unique import rule_mismatch_errors
 from queueflow.core.workflow import Workflow, WorkflowStatus
 from queueflow.ports import WorkSignal
@@ -35,6 +35,7 @@ class Tables:
         self._jobs: dict[str, Job] = {}
         self._idempotency: dict[tuple[str, str], str] = {}
         self._unique: dict[tuple[str, str], set[str]] = {}  # (tenant_id, unique_key) → its jobs' ids
+        self._sequences: dict[tuple[str, str], set[str]] = {}  # (tenant_id, sequence_key) → its jobs' ids
         self._workflows: dict[str, Workflow] = {}
         self._workflow_keys: dict[tuple[str, str], str] = {}
         # Per workflow: each step's position in its steps (a finish finds its rows by name, as PostgreSQL's key
@@ -123,18 +124,28 @@ class Tables:
             self._idempotency[job.tenant_id, job.idempotency_key] = job.id
         if job.unique_key is not None:
             self._unique.setdefault((job.tenant_id, job.unique_key), set()).add(job.id)
+        if job.sequence_key is not None:
+            self._sequences.setdefault((job.tenant_id, job.sequence_key), set()).add(job.id)
         return stored
 
     def _slot_freed(self, job: Job) -> None:
         """`job` has just ended. If its tenant caps how many of its jobs run in its queue, a slot came free: the
         queue is announced, so a lease the cap held back takes the next job at once (as the PostgreSQL store's
-        NOTIFY does; a cancelled job may not have been running, and a spare wake-up is harmless)."""
+        NOTIFY does; a cancelled job may not have been running, and a spare wake-up is harmless). Otherwise a job of
+        a sequence announces the queue of its sequence's next unstarted job (its own if none)."""
         settings = self._queue_settings.get((job.tenant_id, job.queue_name))
         capped = settings is not None and (
             settings.concurrency_limit is not None or settings.key_concurrency_limit is not None
         )
-        if capped and self._wakeups is not None:
-            self._wakeups.notify(job.queue_name)
+        if self._wakeups is None:
+            return
+        if capped or job.sequence_key is None:
+            if capped:
+                self._wakeups.notify(job.queue_name)
+            return
+        ids = self._sequences.get((job.tenant_id, job.sequence_key), set())
+        waiting = [self._jobs[i] for i in ids if i > job.id and i in self._jobs and self._jobs[i].status in CLAIMABLE]
+        self._wakeups.notify(min(waiting, key=lambda other: other.id).queue_name if waiting else job.queue_name)
 
     def _announce_finished(self, object_ids: Iterable[str]) -> None:
         """As PostgreSQL's `queueflow_done` trigger does for awaited rows (here every finish costs nothing)."""

@@ -158,7 +158,7 @@ class PostgresJobs(Pooled):
 
     async def job_list(self, query: JobQuery) -> list[Job]:
         tenant_id, where, after = query.tenant_id, query.where, query.after
-        texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, where.unique_key]
+        texts = [tenant_id, where.queue_name, where.task_name, where.workflow_id, where.unique_key, where.sequence_key]
         texts.append(after.id if after else None)
         if not all(text is None or storable_text(text) for text in texts):
             return []
@@ -171,6 +171,7 @@ class PostgresJobs(Pooled):
             ("task_name", where.task_name),
             ("workflow_id", where.workflow_id),
             ("unique_key", where.unique_key),  # idx_jobs_unique_key
+            ("sequence_key", where.sequence_key),  # idx_jobs_sequence_key
         ):
             if value is not None:
                 args.append(value)

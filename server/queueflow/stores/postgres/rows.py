@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from queueflow.core.types import BackoffPolicy, Job, JobStatus
+from queueflow.core.types import BackoffPolicy, Job, JobStatus, OnFailure
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.sql import insert_sql
 
@@ -23,8 +23,12 @@ def job_insert(jobs: Sequence[Job], *, returning: bool = False, unique: bool = F
     expires = any(job.expires_at is not None for job in jobs)
     if expires:
         columns.append([job.expires_at for job in jobs])
+    sequence = any(job.sequence_key is not None for job in jobs)
+    if sequence:
+        columns.append([job.sequence_key for job in jobs])
+        columns.append([job.sequence_halt if job.sequence_key is not None else None for job in jobs])
     shared = tuple(column.count(column[0]) == len(column) for column in columns)
-    return insert_sql(shared, returning=returning, unique=unique, expires=expires), [
+    return insert_sql(shared, returning=returning, unique=unique, expires=expires, sequence=sequence), [
         column[0] if one else column for column, one in zip(columns, shared, strict=True)
     ]
 
@@ -38,11 +42,11 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
 
     # A batch's rows nearly always share one policy (`core.types.backoff_policy`): each distinct config is encoded
     # once.
-    configs: dict[tuple[BackoffPolicy, str | None], str] = {}
+    configs: dict[tuple[BackoffPolicy, str | None, OnFailure | None], str] = {}
 
     def config(job: Job, index: int) -> str:
-        text = configs[job.backoff, job.concurrency_key] = json_text(
-            job_config(job.backoff, job.concurrency_key), loc(index, "backoff")
+        text = configs[job.backoff, job.concurrency_key, job.sequence_on_failure] = json_text(
+            job_config(job.backoff, job.concurrency_key, job.sequence_on_failure), loc(index, "backoff")
         )
         return text
 
@@ -52,7 +56,8 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
         [job.queue_name for job in jobs],
         [job.task_name for job in jobs],
         [json_text(job.payload, loc(i, "payload")) for i, job in enumerate(jobs)],
-        [configs.get((job.backoff, job.concurrency_key)) or config(job, i) for i, job in enumerate(jobs)],
+        [configs.get((job.backoff, job.concurrency_key, job.sequence_on_failure)) or config(job, i)
+         for i, job in enumerate(jobs)],
         [job.priority for job in jobs],
         [job.scheduled_at for job in jobs],
         [job.max_retries for job in jobs],
@@ -67,21 +72,27 @@ def insert_columns(jobs: Sequence[Job]) -> list[list[Any]]:
     ]  # fmt: skip
 
 
-def job_config(backoff: BackoffPolicy, concurrency_key: str | None) -> dict[str, Any]:
+def job_config(
+    backoff: BackoffPolicy, concurrency_key: str | None, on_failure: OnFailure | None = None
+) -> dict[str, Any]:
     """The jobs table's `config` column (and a workflow step's, which becomes its job's): the job's policy that no
     index reads, read back by `job_from_row`. `concurrency_key` lives here, not in a column of its own: only the
     claim of a queue with a `key_concurrency_limit` reads it (`config->>'concurrency_key'`), and a column would
     widen every row and every insert for it. A claim adds the started_at of the delivery before it
-    (`sql.STARTED_BEFORE`), which nothing but a release reads."""
+    (`sql.STARTED_BEFORE`), which nothing but a release reads. A job of a sequence keeps its `on_failure` here
+    (`sequence_on_failure`), which only a replay reads (to restore `sequence_halt`)."""
     config: dict[str, Any] = {"backoff": backoff.to_json()}
     if concurrency_key is not None:
         config["concurrency_key"] = concurrency_key
+    if on_failure is not None:
+        config["sequence_on_failure"] = on_failure.value
     return config
 
 
 # Every claimed, completed or read job is built from a row: its status and backoff policy are looked up, not
 # constructed (an Enum call and a policy per row were a third of job_from_row's time; see `core.types.backoff_policy`).
 _STATUSES = {status.value: status for status in JobStatus}
+_ON_FAILURE: dict[object, OnFailure] = {value.value: value for value in OnFailure}
 
 
 def job_from_row(row: asyncpg.Record) -> Job:
@@ -118,4 +129,7 @@ def job_from_row(row: asyncpg.Record) -> Job:
         trace_context=row["trace_context"],
         unique_key=row["unique_key"],
         expires_at=row["expires_at"],
+        sequence_key=row["sequence_key"],
+        sequence_on_failure=_ON_FAILURE.get(config.get("sequence_on_failure")),
+        sequence_halt=bool(row["sequence_halt"]),
     )

@@ -10,7 +10,7 @@ COLUMNS = (
     "id, tenant_id, queue_name, task_name, payload, config, status, priority, scheduled_at, locked_until,"
     " lease_token, delivery_count, retry_count, max_retries, timeout_seconds, next_retry_at, workflow_id,"
     " workflow_step_id, result, error_message, metadata, idempotency_key, created_at, started_at, completed_at,"
-    " progress, trace_context, unique_key, expires_at"
+    " progress, trace_context, unique_key, expires_at, sequence_key, sequence_halt"
 )
 # The key of a job's `config` where a claim keeps the started_at it overwrites, an earlier delivery's, for a release
 # to put back (`fair_sql.lease`).
@@ -28,10 +28,13 @@ INSERT_COLUMNS = (
 """The columns an insert of jobs writes, in the order of its parameters (`rows.insert_columns`), with their types."""
 UNIQUE_INSERT_COLUMN = ("unique_key", "text")
 EXPIRES_INSERT_COLUMN = ("expires_at", "timestamptz")
+SEQUENCE_INSERT_COLUMNS = (("sequence_key", "text"), ("sequence_halt", "boolean"))
 
 
 @functools.lru_cache(maxsize=128)
-def insert_sql(shared: tuple[bool, ...], *, returning: bool, unique: bool = False, expires: bool = False) -> str:
+def insert_sql(
+    shared: tuple[bool, ...], *, returning: bool, unique: bool = False, expires: bool = False, sequence: bool = False
+) -> str:
     """The INSERT of jobs whose parameters are `INSERT_COLUMNS` in order: a column `shared` by every row is one
     value, the others are arrays unnested row by row. A batch of one task repeats its tenant, queue, task, policy,
     times and empty metadata on every row; each array element is encoded by asyncpg (with an ABC isinstance check
@@ -45,11 +48,13 @@ def insert_sql(shared: tuple[bool, ...], *, returning: bool, unique: bool = Fals
     With `unique`, the rows' `unique_key` is a last column (`UNIQUE_INSERT_COLUMN`): only an enqueue with rules
     writes it, so the other inserts (a workflow's, whose statements number `INSERT_COLUMNS`) stay as they were. With
     `expires`, the rows' `expires_at` after that (`EXPIRES_INSERT_COLUMN`), for the same reason: only a batch with a
-    deadline sends it."""
+    deadline sends it. With `sequence`, the rows' `sequence_key` and `sequence_halt` last (`SEQUENCE_INSERT_COLUMNS`),
+    sent only by a batch with a job of a sequence."""
     columns = (
         *INSERT_COLUMNS,
         *((UNIQUE_INSERT_COLUMN,) if unique else ()),
         *((EXPIRES_INSERT_COLUMN,) if expires else ()),
+        *(SEQUENCE_INSERT_COLUMNS if sequence else ()),
     )
     values, arrays, names = [], [], []
     for number, ((name, kind), one) in enumerate(zip(columns, shared, strict=True), start=1):
@@ -89,15 +94,24 @@ SELECT {COLUMNS} FROM queueflow.jobs
 # 1,000 outcomes outlived the statement timeout on a 100,000-job backlog (tests/postgres/test_claim_plan.py).
 HOLDS_LEASE = "CASE WHEN j.status = 'running' THEN j.lease_token END = {token} AND j.locked_until > {now}"
 
-# A job of queue {queue} has just ended. If some tenant caps how many of its jobs run there, a slot came free: the
-# queue is announced, and a lease the cap held back takes the next job at once rather than on the safety poll. (A
-# cancelled job may not have been running; a spare wake-up is harmless.) One probe of
+# A job (the row aliased {row}) has just ended. If some tenant caps how many of its jobs run in its queue, a slot
+# came free: the queue is announced, and a lease the cap held back takes the next job at once rather than on the
+# safety poll. (A cancelled job may not have been running; a spare wake-up is harmless.) One probe of
 # idx_queue_settings_restricting per row, which finds nothing on a queue nobody configured; identical
-# notifications of one transaction fold into one.
+# notifications of one transaction fold into one. Otherwise a job of a sequence announces the queue of its
+# sequence's next unstarted job (one probe of idx_jobs_sequence; its own queue if none), which may be another queue:
+# a lease parked there takes that job at once. (A sequence job of a capped queue announces only its own queue.)
 SLOT_FREED = """CASE WHEN EXISTS (SELECT FROM queueflow.queue_settings AS fs
-                    WHERE fs.queue_name = {queue}
+                    WHERE fs.queue_name = {row}.queue_name
                       AND (fs.concurrency_limit IS NOT NULL OR fs.key_concurrency_limit IS NOT NULL))
-          THEN pg_notify('queueflow_work', {queue}) END"""
+          THEN pg_notify('queueflow_work', {row}.queue_name)
+          WHEN {row}.sequence_key IS NOT NULL
+          THEN pg_notify('queueflow_work', coalesce(
+                   (SELECT n.queue_name FROM queueflow.jobs AS n
+                     WHERE n.tenant_id = {row}.tenant_id AND n.sequence_key = {row}.sequence_key AND n.id > {row}.id
+                       AND n.status IN ('pending', 'retrying')
+                     ORDER BY n.id LIMIT 1),
+                   {row}.queue_name)) END"""
 
 HEARTBEAT = f"""
 UPDATE queueflow.jobs AS j
@@ -152,7 +166,7 @@ UPDATE queueflow.jobs AS j
   FROM unnest($1::text[], $2::uuid[], $3::jsonb[]) AS c(id, lease_token, result)
  WHERE j.id = c.id AND {HOLDS_LEASE.format(token="c.lease_token", now="$4")}
 RETURNING j.id, c.lease_token::text AS held_token, j.queue_name, j.workflow_id, j.workflow_step_id,
-          {SLOT_FREED.format(queue="j.queue_name")}
+          {SLOT_FREED.format(row="j")}
 """
 
 # One job's completion, answering its whole row: `POST .../complete` returns the Job, and reading it afresh would
@@ -161,7 +175,7 @@ COMPLETE_ONE = f"""
 UPDATE queueflow.jobs AS j
    SET status = 'completed', result = $3::jsonb, completed_at = $4, lease_token = NULL, locked_until = NULL
  WHERE j.id = $1 AND {HOLDS_LEASE.format(token="$2::uuid", now="$4")}
-RETURNING {J_COLUMNS}, {SLOT_FREED.format(queue="j.queue_name")}
+RETURNING {J_COLUMNS}, {SLOT_FREED.format(row="j")}
 """
 
 # Both kinds of failure in one statement: a retry_at means retrying, none means dead_letter. A retry announces
@@ -179,7 +193,7 @@ WITH failed AS (
      WHERE j.id = f.id AND {HOLDS_LEASE.format(token="f.lease_token", now="$5")}
     RETURNING {J_COLUMNS}, f.lease_token::text AS held_token)
 SELECT failed.*, CASE WHEN status = 'retrying' THEN pg_notify('queueflow_work', queue_name) END,
-       {SLOT_FREED.format(queue="failed.queue_name")}
+       {SLOT_FREED.format(row="failed")}
   FROM failed
 """
 
@@ -187,7 +201,7 @@ CANCEL = f"""
 UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $3
  WHERE j.id = $2 AND j.tenant_id = $1 AND j.status IN ('pending', 'retrying', 'running')
-RETURNING {J_COLUMNS}, {SLOT_FREED.format(queue="j.queue_name")}
+RETURNING {J_COLUMNS}, {SLOT_FREED.format(row="j")}
 """
 
 # An UPDATE does not fire the insert trigger, so a replayed job announces itself.
@@ -195,7 +209,8 @@ RETRY = f"""
 WITH replayed AS (
     UPDATE queueflow.jobs
        SET status = 'pending', retry_count = 0, scheduled_at = $3, next_retry_at = NULL, completed_at = NULL,
-           expires_at = NULL
+           expires_at = NULL,
+           sequence_halt = CASE WHEN sequence_key IS NOT NULL THEN config->>'sequence_on_failure' = 'halt' END
      WHERE id = $2 AND tenant_id = $1 AND status IN ('dead_letter', 'cancelled')
     RETURNING {COLUMNS})
 SELECT *, pg_notify('queueflow_work', queue_name) FROM replayed

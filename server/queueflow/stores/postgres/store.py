@@ -24,6 +24,7 @@ from queueflow.stores.postgres.jobs import PostgresJobs
 from queueflow.stores.postgres.pressure import PostgresPressure
 from queueflow.stores.postgres.queues import PostgresQueues
 from queueflow.stores.postgres.schedules import PostgresSchedules
+from queueflow.stores.postgres.sequences import PostgresSequences
 from queueflow.stores.postgres.url import asyncpg_dsn
 from queueflow.stores.postgres.workflow_children import PostgresWorkflowChildren
 from queueflow.stores.postgres.workflow_growth import PostgresWorkflowGrowth
@@ -34,6 +35,7 @@ class PostgresJobStore(
     PostgresJobs,
     PostgresClaims,
     PostgresDeadlines,
+    PostgresSequences,
     PostgresQueues,
     PostgresWorkflows,
     PostgresWorkflowGrowth,

@@ -242,7 +242,7 @@ UPDATE queueflow.jobs AS j
    SET status = 'cancelled', lease_token = NULL, locked_until = NULL, completed_at = $2
   FROM locked
  WHERE j.id = locked.id
-RETURNING {SLOT_FREED.format(queue="j.queue_name")}
+RETURNING {SLOT_FREED.format(row="j")}
 """
 
 # ---- maintenance -----------------------------------------------------------------------------------------

@@ -19,6 +19,22 @@ CLAIM_ORDER = "priority DESC, scheduled_at, created_at, id"
 J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
 
 
+# `core.sequences.free_to_start` for the job `j` of a sequence: no earlier job of it holds it, and none of it runs.
+# Each is one probe of a partial index that holds only jobs of sequences (migration 0018): idx_jobs_sequence (the
+# holding ones, by id: the first entry of the key's range below j.id answers) and idx_jobs_sequence_running (at most
+# one entry per key, unless a replay overlaps). OFFSET 0 keeps the second a probe per job: without it the planner
+# hashed every running job of the table once per claim, read through idx_jobs_lease_expiry. Exact under concurrent
+# claims: a job stops holding only by finishing (or a resume), so a snapshot that shows it holding is at worst stale
+# in the conservative direction.
+SEQUENCE_FREE = """NOT EXISTS (SELECT FROM queueflow.jobs AS s
+                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.id < j.id
+                      AND (s.status IN ('pending', 'retrying', 'running')
+                           OR (s.status = 'dead_letter' AND s.sequence_halt)))
+   AND NOT EXISTS (SELECT FROM queueflow.jobs AS s
+                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'
+                   OFFSET 0)"""
+
+
 def lease(p: Placeholders) -> str:
     """What a claim writes into each job it takes. A lease never runs past the delivery's timeout (LEAST ignores a
     NULL timeout).
@@ -41,11 +57,13 @@ def lease(p: Placeholders) -> str:
 def claimable(p: Placeholders) -> str:
     """A job any claim may take: due, not past its deadline (`core.deadlines`: never started late, whether or not
     the timer has dead-lettered it yet), of the tasks a worker can run. The deadline is a filter on the row the
-    claim reads anyway (to lock it), not an index condition: a job without one costs one null test."""
+    claim reads anyway (to lock it), not an index condition: a job without one costs one null test. So is its
+    sequence (`SEQUENCE_FREE`): a job without one costs one more null test."""
     return (
         f"j.status IN ('pending', 'retrying') AND j.scheduled_at <= {p.now}"
         f" AND (j.expires_at IS NULL OR j.expires_at > {p.now})"
         f" AND ({p.task_names} IS NULL OR j.task_name = ANY({p.task_names}))"
+        f" AND (j.sequence_key IS NULL OR {SEQUENCE_FREE})"
     )
 
 
