@@ -88,6 +88,15 @@ class Profile:
     """The tenant's triggers when events that match 2 of them are sent by 8 clients (÷ single enqueues)."""
     event_requests: int = 0
     """Events sent (and single jobs enqueued) for that rate."""
+    push_jobs: int = 0
+    """No-op jobs of each drain of the push scenario (`bench.scenarios.push`): the Python SDK worker's, the push
+    drain at concurrency 50, and the push drain beside a hung endpoint (0: not run)."""
+    push_repetitions: int = 0
+    """Repetitions of those three drains, each one's ratios paired within it (0: `repetitions`)."""
+    push_latency_samples: int = 0
+    """Jobs enqueued one at a time to an idle endpoint, for enqueue → delivery received."""
+    push_two_servers_jobs: int = 0
+    """Jobs two servers push to one endpoint of concurrency 5, the receiver counting the requests in flight."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -140,6 +149,10 @@ FULL = Profile(
     event_pairs=9,
     event_triggers=10_000,
     event_requests=4_000,
+    push_jobs=20_000,
+    push_repetitions=5,
+    push_latency_samples=200,
+    push_two_servers_jobs=2_000,
 )
 
 SMOKE = Profile(
@@ -183,6 +196,10 @@ SMOKE = Profile(
     event_pairs=1,
     event_triggers=40,
     event_requests=16,
+    push_jobs=200,
+    push_repetitions=1,
+    push_latency_samples=5,
+    push_two_servers_jobs=40,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

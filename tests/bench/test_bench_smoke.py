@@ -44,6 +44,11 @@ FIGURES = [
     "a seconds wait's end (its dependent enqueued) after its due time, p99",
     "one event starting 20 triggers' jobs: time (ratio ÷ a batch enqueue of 20)",
     "events/s, 8 clients, each event matching 2 of 40 triggers",
+    "push drain, one endpoint at concurrency 50",
+    "push: server CPU per pushed job",
+    "push: an endpoint's drain while another answers after 10 s",
+    "push: enqueue → delivery received, idle endpoint, p99",
+    "push: requests in flight at the receiver over the endpoint's concurrency 5, two servers",
 ]
 
 
