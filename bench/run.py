@@ -347,7 +347,7 @@ async def _push(profile: Profile, results: Results, step: Steps, logs: Path) -> 
                 await rotate(step, title, ["sdk", "push", "beside slow"], repetitions, one)
 
                 async def latency() -> None:
-                    runs.latencies_ms = await bench.latencies(profile.push_latency_samples)
+                    runs.latencies_ms, runs.latencies_from_send_ms = await bench.latencies(profile.push_latency_samples)
 
                 async def two_servers() -> None:
                     runs.two_servers_jobs = profile.push_two_servers_jobs

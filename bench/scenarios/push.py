@@ -11,7 +11,9 @@ figure's jobs, nor the SDK worker's (it drains `worker_drains.QUEUE`).
   many to the `/` endpoint at concurrency 50; the ratio of each pair, and of the server's CPU per job.
 - **another endpoint's drain while one hangs**: the same push drain, beside an endpoint whose every request answers
   after SLOW_SECONDS (its concurrency full of them when the drain starts), ÷ the drain alone of that repetition.
-- **enqueue → delivery received** on an idle endpoint: a job at a time by `POST /v1/jobs`.
+- **enqueue → delivery received** on an idle endpoint: a job at a time by `POST /v1/jobs`, from its answer (the
+  job's commit; the wake-up figures count from there too) to the request's arrival at the receiver; the same from
+  the moment the enqueue was sent is in the details.
 - **two servers, concurrency 5**: a second server on the same database; both push to the `/hold` endpoint, and the
   receiver's peak of requests in flight is the figure.
 """
@@ -28,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import msgspec
 
 from bench.database import BenchDatabase
+from bench.httpclient import Connection
 from bench.scenarios import worker_drains
 from bench.scenarios.worker_drains import DrainRun, load
 from bench.server import TENANT_KEY, QueueFlowServer, free_port
@@ -151,6 +155,9 @@ class PushRuns:
     push: dict[int, PushDrain] = field(default_factory=dict)
     beside_slow: dict[int, PushDrain] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
+    """From the enqueue's answer (its commit) to the receiver's first byte of the request."""
+    latencies_from_send_ms: list[float] = field(default_factory=list)
+    """From sending the enqueue: its own request's time included."""
     two_servers_peak: int | None = None
     two_servers_jobs: int = 0
 
@@ -227,24 +234,31 @@ class PushBench:
                 raise TimeoutError(f"{path}: {count} requests not in flight within {within:.0f} s")
             await asyncio.sleep(0.05)
 
-    async def latencies(self, samples: int) -> list[float]:
-        """Enqueue → delivery received on the idle endpoint, ms: a job at a time, idle between samples."""
+    async def latencies(self, samples: int) -> tuple[list[float], list[float]]:
+        """Enqueue → delivery received on the idle endpoint, ms, a job at a time, idle between samples: from the
+        enqueue's answer (its commit, as the wake-up figures count), and from the moment it was sent."""
         queue = ENDPOINTS["idle"][1]
-        found: list[float] = []
-        for _ in range(samples):
-            sent = time.time()
-            answer = await self.http.post("/v1/jobs", json={"task_name": "noop", "queue_name": queue})
-            if answer.status_code != 201:
-                raise RuntimeError(f"POST /v1/jobs: {answer.status_code} {answer.text[:300]}")
-            job = answer.json()["id"]
-            deadline = time.monotonic() + 30
-            while job not in self.receiver.arrived:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"job {job} was not delivered within 30 s")
-                await asyncio.sleep(0.001)  # the receiver is another process: its output is polled
-            found.append((self.receiver.arrived[job] - sent) * 1000)
-            await asyncio.sleep(0.05)
-        return found
+        connection = await Connection("127.0.0.1", self.server.port, TENANT_KEY).open()
+        body = msgspec.json.encode({"task_name": "noop", "queue_name": queue})
+        committed: list[float] = []
+        sent: list[float] = []
+        try:
+            for _ in range(samples):
+                began = time.time()
+                job = (await connection.post("/v1/jobs", body, 201))["id"]
+                answered = time.time()
+                deadline = time.monotonic() + 30
+                while job not in self.receiver.arrived:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"job {job} was not delivered within 30 s")
+                    await asyncio.sleep(0.0005)  # the receiver is another process: its output is polled
+                arrived = self.receiver.arrived[job]
+                committed.append(max(0.0, arrived - answered) * 1000)
+                sent.append((arrived - began) * 1000)
+                await asyncio.sleep(0.05)
+        finally:
+            await connection.close()
+        return committed, sent
 
     async def two_servers(self, jobs: int) -> int:
         """The receiver's peak of `/hold` requests in flight while this server and a second one on the same

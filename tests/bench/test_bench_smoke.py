@@ -47,7 +47,7 @@ FIGURES = [
     "push drain, one endpoint at concurrency 50",
     "push: server CPU per pushed job",
     "push: an endpoint's drain while another answers after 10 s",
-    "push: enqueue → delivery received, idle endpoint, p99",
+    "push: enqueue (its answer) → delivery received, idle endpoint, p99",
     "push: requests in flight at the receiver over the endpoint's concurrency 5, two servers",
 ]
 
