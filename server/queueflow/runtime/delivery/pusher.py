@@ -195,11 +195,13 @@ class Pusher:
         except BaseException:
             await _quietly(self.engine.endpoints.release_slots(slots))
             raise
-        await _quietly(self.engine.endpoints.release_slots(slots[len(jobs) :]))  # the jobs claimed go out regardless
         for job, slot in zip(jobs, slots, strict=False):
             task = asyncio.create_task(self._deliver(endpoint, job, slot), name=f"queueflow-deliver-{job.id}")
             self.deliveries.add(task)
             task.add_done_callback(self._ended)
+        # The slots no job was found for go back while the requests are on their way, not before they start (on an
+        # idle endpoint that round trip was a sixth of enqueue → delivery received).
+        await _quietly(self.engine.endpoints.release_slots(slots[len(jobs) :]))
         return jobs
 
     def _ended(self, task: asyncio.Task[None]) -> None:
