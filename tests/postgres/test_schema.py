@@ -54,7 +54,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0017"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0018"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -78,6 +78,7 @@ BUILT = {
     "0015": "0ae8d3798065ba4a775b616c7af507c6f25d67a7e4e60f4118c8c5b5e80b1be9",
     "0016": "f235b5131f3c67cd9988c96059688a0fb6fb209b8c3ab40e730a8593e1294050",
     "0017": "4ab117ed8f0065a85269bafec191a3cbaa870c168e09b895dff2638c876ce0f9",
+    "0018": "56df4a7b0ee56696d89d9658cd7d3fdc8abb5d90d1753f773d9a66e553b6e917",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -176,7 +177,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0017"
+        assert pg.blocking(version) == "0018"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -316,7 +317,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0017"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0018"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -416,4 +417,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0017"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0018"
