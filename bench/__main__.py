@@ -1,4 +1,4 @@
-"""`python -m bench [--profile full|smoke] [--output FILE] [--only jobs|workers|workflows]`: run the benchmark,
+"""`python -m bench [--profile full|smoke] [--output FILE] [--only jobs|workers|push|workflows]`: run the benchmark,
 print its table, write its report.
 
 `make bench` is the full profile: it writes bench/RESULTS.md, which holds the latest run only, and the same report to

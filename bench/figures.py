@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from bench import stats
 from bench.peers import launch
 from bench.report import Figure, Results, Target
-from bench.scenarios import per_request, prefork, wakeup
+from bench.scenarios import per_request, prefork, push, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
 from bench.scenarios.unique import Burst
@@ -463,3 +463,83 @@ def workers_line(run: DrainRun) -> str:
 
 def spread(label: str, values: list[float], unit: str, digits: int = 0) -> str:
     return f"{label}: " + ", ".join(f"{value:,.{digits}f}" for value in values) + f" {unit} (each repetition)"
+
+
+def push_delivery(results: Results, runs: push.PushRuns) -> None:
+    """Issue 45's targets: the push drain and its server CPU per job ÷ the Python SDK worker's, the drain beside a
+    hung endpoint ÷ alone (each ratio the median of its repetitions' own, listed in the details), the idle
+    endpoint's latency, and the receiver's peak in flight with two servers."""
+    sdk = {number: run.rate for number, run in runs.sdk.items()}
+    pushed = {number: run.rate for number, run in runs.push.items()}
+    beside = {number: run.rate for number, run in runs.beside_slow.items()}
+    if pushed and sdk:
+        jobs = f"{next(iter(runs.push.values())).jobs:,} no-op jobs"
+        concurrency = push.DRAIN_CONCURRENCY
+        label = f"push drain, one endpoint at concurrency {concurrency}, {jobs} (÷ the Python SDK worker's)"
+        sdk_label = "Python SDK worker drain, default settings"
+        _paired_figure(results, label, pushed, sdk, "jobs/s", sdk_label, Target("ratio", ">=", 0.6))
+        push_cpu = {n: run.server_cpu / run.jobs * 1e6 for n, run in runs.push.items()}
+        sdk_cpu = {n: run.server_cpu / run.jobs * 1e6 for n, run in runs.sdk.items()}
+        label = "push: server CPU per pushed job (÷ per job leased and acked by the Python SDK worker)"
+        _paired_figure(results, label, push_cpu, sdk_cpu, "µs", "per leased job", Target("ratio", "<=", 1.5))
+        results.details.append(
+            "push drains: load average at each drain's end: " + "; ".join(run.load for run in runs.push.values())
+        )
+    if beside and pushed:
+        label = f"push: an endpoint's drain while another answers after {push.SLOW_SECONDS:.0f} s (÷ alone)"
+        _paired_figure(results, label, beside, pushed, "jobs/s", "alone", Target("ratio", ">=", 0.9))
+    if runs.latencies_ms:
+        label = "push: enqueue (its answer) → delivery received, idle endpoint"
+        ms = runs.latencies_ms
+        sent = runs.latencies_from_send_ms
+        results.details.append(
+            f"push, idle endpoint, from sending the enqueue → delivery received: p50 {stats.percentile(sent, 50):.1f}"
+            f" ms, p99 {stats.percentile(sent, 99):.1f} ms ({len(sent)} samples)"
+        )
+        results.add(Figure(f"{label}, p50", stats.percentile(ms, 50), "ms", target=Target("value", "<=", 5)))
+        results.add(Figure(f"{label}, p99", stats.percentile(ms, 99), "ms", target=Target("value", "<=", 20)))
+        results.add(Figure(f"{label}, max", max(ms), "ms"))
+    if runs.two_servers_peak is not None:
+        limit = push.TWO_SERVERS_CONCURRENCY
+        results.add(
+            Figure(
+                f"push: requests in flight at the receiver over the endpoint's concurrency {limit}, two servers",
+                max(0, runs.two_servers_peak - limit),
+                "",
+                target=Target("value", "<=", 0),
+            )
+        )
+        results.details.append(
+            f"push, two servers: {runs.two_servers_jobs:,} jobs, the receiver's peak in flight {runs.two_servers_peak}"
+            f" (the endpoint's concurrency {limit})"
+        )
+
+
+def _paired_figure(
+    results: Results,
+    label: str,
+    values: dict[int, float],
+    baselines: dict[int, float],
+    unit: str,
+    base: str,
+    target: Target,
+) -> None:
+    """`values` beside the `baselines` of their repetitions, the ratio their pairs' median; both sides and each
+    repetition's ratio in the details."""
+    pairs = stats.paired(values, baselines)
+    results.add(
+        Figure(
+            label,
+            stats.median(list(values.values())),
+            unit,
+            stats.median(list(baselines.values())),
+            base,
+            target,
+            list(values.values()),
+            paired_ratio=pairs.median,
+        )
+    )
+    short = label.split(" (")[0]
+    results.details.append(spread(short, list(values.values()), unit, digits=1 if unit == "µs" else 0))
+    results.details.append(spread(f"{short}: {base}", list(baselines.values()), unit))
+    results.details.append(f"{short}: {pairs.listed()} (each repetition's ratio; the table shows their median)")

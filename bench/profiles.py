@@ -92,6 +92,15 @@ class Profile:
     """Pairs of those rates (events/s, enqueues/s), measured one beside the other."""
     deadline_samples: int = 0
     """Workflows with a 1 s deadline created at once, for how late after it they end (0: not run)."""
+    push_jobs: int = 0
+    """No-op jobs of each drain of the push scenario (`bench.scenarios.push`): the Python SDK worker's, the push
+    drain at concurrency 50, and the push drain beside a hung endpoint (0: not run)."""
+    push_repetitions: int = 0
+    """Repetitions of those three drains, each one's ratios paired within it (0: `repetitions`)."""
+    push_latency_samples: int = 0
+    """Jobs enqueued one at a time to an idle endpoint, for enqueue → delivery received."""
+    push_two_servers_jobs: int = 0
+    """Jobs two servers push to one endpoint of concurrency 5, the receiver counting the requests in flight."""
 
     @property
     def workflow_shapes(self) -> list[Shape]:
@@ -146,6 +155,10 @@ FULL = Profile(
     event_requests=2_000,
     event_rate_pairs=7,
     deadline_samples=200,
+    push_jobs=20_000,
+    push_repetitions=5,
+    push_latency_samples=200,
+    push_two_servers_jobs=2_000,
 )
 
 SMOKE = Profile(
@@ -191,6 +204,10 @@ SMOKE = Profile(
     event_requests=16,
     event_rate_pairs=1,
     deadline_samples=3,
+    push_jobs=200,
+    push_repetitions=1,
+    push_latency_samples=5,
+    push_two_servers_jobs=40,
 )
 
 PROFILES = {profile.name: profile for profile in (FULL, SMOKE)}

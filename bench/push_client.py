@@ -1,9 +1,9 @@
 """Which HTTP client pushes jobs to endpoints (issue 45): httpx or aiohttp, measured the same way.
 
-A receiver (a minimal ASGI app under uvicorn with httptools, its own process) answers 200 `{}` at once; one
-client process POSTs a delivery-sized signed body from `concurrency` tasks over one keep-alive pool (HTTP/1.1),
-and counts requests per second and its own CPU per request (`time.process_time`: the receiver's CPU is not the
-client's). Rounds alternate between the clients, so the machine's other load falls on both alike.
+A receiver (the push scenario's: a minimal ASGI app under uvicorn with httptools, its own process) answers 200
+`{}` at once; one client process POSTs a delivery-sized signed body from `concurrency` tasks over one keep-alive
+pool (HTTP/1.1), and counts requests per second and its own CPU per request (`time.process_time`: the receiver's
+CPU is not the client's). Rounds alternate between the clients, so the machine's other load falls on both alike.
 
     .venv/bin/python -m bench.push_client [--requests 4000] [--concurrency 50] [--rounds 3]
 """
@@ -21,17 +21,7 @@ from collections.abc import Awaitable, Callable
 
 import uvloop
 
-RECEIVER = """
-async def app(scope, receive, send):
-    if scope["type"] != "http":
-        return
-    more = True
-    while more:
-        message = await receive()
-        more = message.get("more_body", False)
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": b"{}"})
-"""
+from bench.scenarios import push
 
 BODY = json.dumps({"job": {"id": "job_01JXYZ", "task_name": "noop", "payload": {"n": 1}}, "delivery": 1}).encode()
 HEADERS = {
@@ -97,13 +87,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=18765)
     args = parser.parse_args()
-    receiver = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            RECEIVER + f"\nimport uvicorn\nuvicorn.run(app, host='127.0.0.1', port={args.port},"
-            " loop='uvloop', http='httptools', log_level='warning', access_log=False)",
-        ],
+    receiver = subprocess.Popen(  # the push scenario's receiver: `/` answers at once
+        [sys.executable, "-c", push.RECEIVER, str(args.port), str(push.SLOW_SECONDS), str(push.HOLD_SECONDS)]
     )
     url = f"http://127.0.0.1:{args.port}/"
     try:

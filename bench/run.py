@@ -25,7 +25,7 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, per_request, prefork, raw, unique, wakeup, worker_drains
+from bench.scenarios import history, per_request, prefork, push, raw, unique, wakeup, worker_drains
 from bench.scenarios.events import EventsBench
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
@@ -65,9 +65,10 @@ class Steps:
         return True
 
 
-SECTIONS = ("jobs", "workers", "workflows")
-"""The parts of a run: the job side against pgbench (and Procrastinate), the worker drains against PgQueuer, the
-workflow scenarios against DBOS. `make bench` runs all three; one alone is for working on it."""
+SECTIONS = ("jobs", "workers", "push", "workflows")
+"""The parts of a run: the job side against pgbench (and Procrastinate), the worker drains against PgQueuer, push
+delivery against the Python SDK worker, the workflow scenarios against DBOS. `make bench` runs them all; one alone
+is for working on it."""
 
 
 async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[str] = SECTIONS) -> Results:
@@ -106,6 +107,8 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
 
         await step("peer: Procrastinate", procrastinate)
     figures.workers(results, drains, long_drains, pgqueuer["drain"])
+    if profile.push_jobs and "push" in sections:
+        await _push(profile, results, step, logs)
     if profile.small_workflows and "workflows" in sections:
         await _workflows(profile, results, step, logs)
     results.elapsed_seconds = time.monotonic() - started
@@ -315,6 +318,47 @@ async def _workers(
                 await step(f"workers: {profile.worker_long_jobs:,}-job drains (peak RSS)", long_runs)
         finally:
             server.stop()
+
+
+async def _push(profile: Profile, results: Results, step: Steps, logs: Path) -> None:
+    """Issue 45's targets (`bench.scenarios.push`): the SDK worker's drain, the push drain and the push drain beside
+    a hung endpoint in one rotation (each ratio pairs the runs of one repetition), then the idle endpoint's latency
+    and two servers pushing to one endpoint."""
+    runs = push.PushRuns()
+    async with BenchDatabase("push") as database:
+        database.migrate()
+        await database.connect()
+        server = QueueFlowServer(database.url, logs / "push-server.log", (*profile.server_args, *push.SERVER_ARGS))
+        try:
+            if not await step("start queueflow serve --allow-private-endpoints (push)", _sync(server.start)):
+                return
+            async with push.PushBench(database, server, logs) as bench:
+
+                async def one(entry: str, number: int) -> None:
+                    if entry == "sdk":
+                        runs.sdk[number] = await bench.sdk_drain(profile.push_jobs)
+                        print(f"  {worker_drains.describe(runs.sdk[number])}", flush=True)
+                        return
+                    run = await bench.push_drain(profile.push_jobs, beside_slow=entry == "beside slow")
+                    (runs.beside_slow if run.beside_slow else runs.push)[number] = run
+                    print(f"  {push.describe(run)}", flush=True)
+
+                repetitions = profile.push_repetitions or profile.repetitions
+                title = "push: the Python SDK worker's drain, the push drain, the push drain beside a hung endpoint"
+                await rotate(step, title, ["sdk", "push", "beside slow"], repetitions, one)
+
+                async def latency() -> None:
+                    runs.latencies_ms, runs.latencies_from_send_ms = await bench.latencies(profile.push_latency_samples)
+
+                async def two_servers() -> None:
+                    runs.two_servers_jobs = profile.push_two_servers_jobs
+                    runs.two_servers_peak = await bench.two_servers(profile.push_two_servers_jobs)
+
+                await step("push: enqueue → delivery received, idle endpoint", latency)
+                await step("push: two servers, one endpoint of concurrency 5", two_servers)
+        finally:
+            server.stop()
+    figures.push_delivery(results, runs)
 
 
 async def _workflows(profile: Profile, results: Results, step: Steps, logs: Path) -> None:

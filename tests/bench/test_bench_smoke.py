@@ -45,6 +45,11 @@ FIGURES = [
     "one event starting 20 triggers' jobs: time (ratio ÷ a batch enqueue of 20)",
     "events/s, 8 clients, each event matching 2 of 40 triggers",
     "a workflow past its deadline (timeout_seconds 1), ended after it, p99",
+    "push drain, one endpoint at concurrency 50",
+    "push: server CPU per pushed job",
+    "push: an endpoint's drain while another answers after 10 s",
+    "push: enqueue (its answer) → delivery received, idle endpoint, p99",
+    "push: requests in flight at the receiver over the endpoint's concurrency 5, two servers",
 ]
 
 

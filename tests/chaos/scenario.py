@@ -6,8 +6,9 @@ pg_terminate_backend bursts on our own database), `pg_restart` (a cluster of our
 (a snapshot held open mid-run; throughput before, during and after it: see `vacuum`), `pooler` (the soak with
 every server behind PgBouncer in transaction mode), `rolling_restarts` (a deploy: each worker in turn — Python SDK,
 TypeScript SDK, the in-process runner's server — SIGTERMed while its replacement starts at once, SIGKILLed if
-still alive `STOP_GRACE` later), and `mixed` (worker kills, server kills and database blips in turn: the short
-profile `make test` runs).
+still alive `STOP_GRACE` later), `push_kills` (push delivery's servers SIGKILLed mid-request and its receiver
+restarted: `tests.chaos.push`, on a fifth of the profile's jobs), and `mixed` (worker kills, server kills and
+database blips in turn: the short profile `make test` runs).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import asyncpg
 
 from tests import pgbouncer
-from tests.chaos import cluster, vacuum
+from tests.chaos import cluster, push, vacuum
 from tests.chaos.checks import Outcome, check
 from tests.chaos.ledger import Ledger
 from tests.chaos.ledger import now as ledger_now
@@ -72,7 +73,7 @@ class Profile:
 
 SHORT = Profile(jobs=5_000, workflows=40, schedules=10, sdk_workers=3, load_seconds=10, fault_every=1.5)
 FULL = Profile(jobs=10_000, workflows=100, schedules=20, sdk_workers=5, load_seconds=30, fault_every=2.5)
-"""Sized so that `make chaos` runs all seven scenarios in under 20 minutes on a 2-core machine (at 20,000 jobs a
+"""Sized so that `make chaos` runs all eight scenarios in under 20 minutes on a 2-core machine (at 20,000 jobs a
 scenario the six it then had took 43 minutes, when the cluster drained 100–200 jobs/s; since the batched workers,
 10,000 jobs take about 35 s of load a scenario)."""
 SOAK = replace(FULL, jobs=100_000, workflows=200, sdk_workers=7)
@@ -250,11 +251,14 @@ FAULTS: dict[str, Fault | None] = {
     "vacuum_pressure": None,
     "pooler": None,
     "rolling_restarts": restart_the_next_worker,
+    "push_kills": None,
     "mixed": any_fault,
 }
 
 
 async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
+    if name == "push_kills":  # a cluster of its own: delivering servers and a receiver, no SDK workers
+        return await push.run(profile.jobs // 5, profile.load_seconds, profile.fault_every, seed=seed)
     rng = random.Random(seed)
     fault = FAULTS[name]
     async with AsyncExitStack() as stack:

@@ -1,11 +1,14 @@
 """How the chaos checks count duplicate executions: an execution that ran after the job's work was done, not a
-retry after a delivery that failed (whether or not that failure's outcome reached the server)."""
+retry after a delivery that failed (whether or not that failure's outcome reached the server); and how the push
+scenario judges what its receivers saw."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
-from tests.chaos.checks import duplicate_executions
+from tests.chaos import push
+from tests.chaos.checks import Outcome, duplicate_executions
 from tests.chaos.ledger import Ledger
 from tests.chaos.tasks import draw, ends_the_job
 
@@ -33,3 +36,22 @@ def test_only_an_execution_after_one_that_settled_the_job_is_a_duplicate(tmp_pat
         ledger.executed(job_id, delivery, f"{job_id}-{delivery}")
     assert duplicate_executions(ledger) == 3
     ledger.close()
+
+
+def test_push_kills_allows_a_second_delivery_only_of_a_job_in_flight_at_a_fault() -> None:
+    def judged(arrivals: dict[str, int], exposed: set[str], peak: int, statuses: dict[str, str]) -> list[str]:
+        tally = push.Tally(Counter(arrivals), peak, exposed, faults=2)
+        return push.judge(Outcome("push_kills"), ["a", "b", "c"], statuses, tally, 5).problems
+
+    done = {"a": "completed", "b": "completed", "c": "completed"}
+    assert judged({"a": 1, "b": 2, "c": 1}, {"b"}, 5, done) == []
+    assert judged({"a": 1, "b": 2, "c": 1}, {"a"}, 5, done) == ["1 jobs delivered twice, none in flight"]
+    assert judged({"a": 1, "b": 1}, {"a"}, 5, done) == ["1 jobs lost (never delivered, or gone)"]
+    assert judged({"a": 1, "b": 1, "c": 1}, {"a"}, 6, done) == ["6 requests in flight at the receiver, over 5"]
+    assert judged({"a": 1, "b": 1, "c": 1}, set(), 5, done) == [
+        "no fault struck while a delivery was in flight: nothing was tested"
+    ]
+    assert judged({"a": 1, "b": 1, "c": 1}, {"a"}, 5, {**done, "c": "retrying"}) == [
+        "1 jobs not completed",
+        "1 jobs stuck unfinished",
+    ]

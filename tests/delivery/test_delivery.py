@@ -16,7 +16,7 @@ from queueflow.core.endpoints import EndpointPatch
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.engine import Engine
 from queueflow.resolver import StaticResolver
-from queueflow.runtime.delivery import Deliveries
+from queueflow.runtime.delivery import Deliveries, pusher
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory import InMemoryJobStore
 
@@ -255,3 +255,32 @@ async def test_a_name_that_resolves_inside_is_refused_at_delivery(
         " this server"
     )
     assert receiver.deliveries == []
+
+
+async def test_a_request_in_flight_has_its_lease_extended_until_it_is_answered(
+    engine: Engine,
+    store: InMemoryJobStore,
+    wakeups: Wakeups,
+    receiver: Receiver,
+    deliveries: Deliveries,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pusher, "HOLD_EVERY", 0.05)  # read at each of the holder's ticks
+    receiver.hold = asyncio.Event()
+    await endpoint(engine, receiver.url, timeout_seconds=60)
+    enqueued = await engine.enqueue(T, NewJob(task_name="send"))
+    await receiver.wait_for(1)
+
+    async def lease_end() -> object:
+        held = await store.job_get(enqueued.job.id)
+        assert held is not None
+        return held.locked_until
+
+    first = await lease_end()
+    assert first is not None
+    async with asyncio.timeout(5):
+        while await lease_end() == first:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)  # the holder ticks on the real clock: its effect is polled
+    receiver.hold.set()
+    job = await settled(engine, wakeups, enqueued.job.id)
+    assert (job.status, job.delivery_count) == (JobStatus.COMPLETED, 1)

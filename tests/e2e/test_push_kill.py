@@ -6,39 +6,21 @@ hold, as its leases do)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from collections import Counter
 
 from queueflow.core.endpoints import NewEndpoint
-from queueflow.core.types import JobStatus, NewJob
+from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
 
 from tests import pg
 from tests.delivery.conftest import engine_on
+from tests.delivery.live import all_completed, pushing_server
 from tests.delivery.receiver import receiving
-from tests.e2e.live import ROOT
 from tests.moments import T
 
 JOBS = 20
 CONCURRENCY = 5
-
-
-def worker(url: str) -> subprocess.Popen[bytes]:
-    """A `queueflow serve --mode worker` process: it delivers, with a fast janitor."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "queueflow.cli", "serve", "--mode", "worker", "--database-url", url,
-         "--allow-private-endpoints", "--janitor-interval", "0.5", "--safety-poll", "0.5"],
-        cwd=ROOT, env={**os.environ, "QUEUEFLOW_API_KEYS": "", "QUEUEFLOW_WORKER_KEYS": ""},
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-async def all_completed(store: PostgresJobStore, jobs: list[str]) -> bool:
-    found = await store.job_get_many(jobs)
-    return len(found) == len(jobs) and all(job.status is JobStatus.COMPLETED for job in found.values())
 
 
 async def test_a_server_killed_mid_request_loses_nothing_and_never_exceeds_the_concurrency(postgres_url: str) -> None:
@@ -52,7 +34,7 @@ async def test_a_server_killed_mid_request_loses_nothing_and_never_exceeds_the_c
                 T, NewEndpoint(name="hooks", url=first.url, concurrency=CONCURRENCY, timeout_seconds=2)
             )
             jobs = [enqueued.job.id for enqueued in await engine.enqueue_many(T, [NewJob(task_name="t")] * JOBS)]
-            doomed = worker(postgres_url)
+            doomed = pushing_server(postgres_url)
             try:
                 await first.wait_for(CONCURRENCY, within=60)
             finally:
@@ -61,7 +43,7 @@ async def test_a_server_killed_mid_request_loses_nothing_and_never_exceeds_the_c
             in_flight = {delivery.headers["queueflow-job-id"] for delivery in first.deliveries}
         # The receiver restarts on its port, and a new server takes over.
         async with receiving(port=port) as second:
-            survivor = worker(postgres_url)
+            survivor = pushing_server(postgres_url)
             try:
                 async with asyncio.timeout(90):
                     while not await all_completed(store, jobs):  # noqa: ASYNC110

@@ -8,8 +8,9 @@ task of its own. With nothing to claim it parks on the queues' wake-ups (or the 
 poll), as a long-polling lessee does; with no slot free, until one of its own deliveries ends or the poll
 (another process's may have ended).
 
-A delivery holds its job's lease and its slot while its request is in flight, extending both every third of the
-lease; the request is bounded by the endpoint's `timeout_seconds` and the job's deadline, whichever comes first.
+A delivery holds its job's lease and its slot while its request is in flight, the pusher extending those of every
+request in flight together every third of the longest lease (`_hold_loop`); the request is bounded by the
+endpoint's `timeout_seconds` and the job's deadline, whichever comes first.
 Its answer decides (`core.endpoints.answer_outcome`): complete with the JSON body as result, or fail with the
 job's backoff (`Retry-After` honoured), or dead-letter (`QueueFlow-Retryable: false`), recorded with the answers of
 the deliveries that ended beside it in one ack (and their slots and counters in one statement). A process that dies
@@ -29,7 +30,8 @@ from datetime import datetime
 from queueflow.core.endpoints import DeliveryVerdict, Endpoint, Outcome, answer_outcome
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
 from queueflow.core.jsonvalue import result_errors
-from queueflow.core.types import AckOutcome, Completion, FailureRequest, Job
+from queueflow.core.types import AckOutcome, Completion, FailureRequest, HeldLease, Job
+from queueflow.core.validation import MAX_BATCH
 from queueflow.engine import Engine
 from queueflow.runtime.delivery.client import Sender, describe
 from queueflow.runtime.wakeups import Wakeups, Watch
@@ -45,6 +47,8 @@ RECORD_SECONDS = 0.005
 """How long the recorder waits for more deliveries to end before it records those that have (`Pusher._flush`)."""
 GATHER_SECONDS = 0.005
 """How long a pusher with a few slots free waits for more deliveries to end before it claims (`Pusher._gather`)."""
+HOLD_EVERY = LEASE_SECONDS / 3
+"""How often the requests in flight have their leases and slots extended (`Pusher._hold_loop`)."""
 BUSY_POLL = 1.0
 """How soon a pusher with no slot free asks again (another process's deliveries may have ended)."""
 
@@ -71,6 +75,9 @@ class Pusher:
         self.observe = observe
         self.sender = Sender(engine.endpoints, max_body_bytes=max_body_bytes)
         self.deliveries: set[asyncio.Task[None]] = set()
+        self._requests: dict[str, _InFlight] = {}
+        """The requests in flight, by job id: their leases and slots, which `_hold_loop` extends."""
+        self._holding: asyncio.Task[None] | None = None
         self._unrecorded: list[_Answered] = []
         """Deliveries answered (or failed) whose outcome is not recorded yet: they still hold their slots."""
         self._to_record = asyncio.Event()
@@ -85,6 +92,7 @@ class Pusher:
     def start(self) -> None:
         self._recording = asyncio.create_task(self._record_loop(), name=f"queueflow-record-{self.endpoint.name}")
         self._claiming = asyncio.create_task(self._claim_loop(), name=f"queueflow-push-{self.endpoint.name}")
+        self._holding = asyncio.create_task(self._hold_loop(), name=f"queueflow-hold-{self.endpoint.name}")
 
     def update(self, endpoint: Endpoint) -> None:
         """The endpoint as read again; new queues or tasks are watched and claimed from the claim loop's next pass."""
@@ -110,6 +118,11 @@ class Pusher:
         """Wait for the deliveries in flight, record their outcomes, then close the pool."""
         if self.deliveries:
             await asyncio.gather(*self.deliveries, return_exceptions=True)
+        holding, self._holding = self._holding, None
+        if holding is not None:  # no request is left to hold
+            holding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await holding
         # The recorder ends once it has recorded what is left (cancelled, it could cut an ack short).
         task, self._recording = self._recording, None
         self._closing = True
@@ -195,11 +208,13 @@ class Pusher:
         except BaseException:
             await _quietly(self.engine.endpoints.release_slots(slots))
             raise
-        await _quietly(self.engine.endpoints.release_slots(slots[len(jobs) :]))  # the jobs claimed go out regardless
         for job, slot in zip(jobs, slots, strict=False):
             task = asyncio.create_task(self._deliver(endpoint, job, slot), name=f"queueflow-deliver-{job.id}")
             self.deliveries.add(task)
             task.add_done_callback(self._ended)
+        # The slots no job was found for go back while the requests are on their way, not before they start (on an
+        # idle endpoint that round trip was a sixth of enqueue → delivery received).
+        await _quietly(self.engine.endpoints.release_slots(slots[len(jobs) :]))
         return jobs
 
     def _ended(self, task: asyncio.Task[None]) -> None:
@@ -223,29 +238,44 @@ class Pusher:
 
     async def _post(self, endpoint: Endpoint, job: Job, slot: str) -> Outcome:
         seconds = request_seconds(endpoint, job, self.engine.clock.now())
-        holding = asyncio.create_task(self._hold(endpoint, job, slot))
+        assert job.lease_token is not None
+        self._requests[job.id] = _InFlight(job.id, job.lease_token, slot, lease_seconds(endpoint))
         try:
             answer = await self.sender.send(endpoint, job, seconds)
         except Exception as exc:  # a time-out, a refusal, any connection error: the delivery failed
             return Outcome(DeliveryVerdict.RETRY, error=describe(exc, seconds))
         finally:
-            holding.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await holding
+            del self._requests[job.id]
         return answer_outcome(answer.status, answer.headers, answer.body)
 
-    async def _hold(self, endpoint: Endpoint, job: Job, slot: str) -> None:
-        """Extend the job's lease and the slot every third of the lease, for as long as the request runs (the store
-        caps the lease at the job's deadline)."""
-        lease = lease_seconds(endpoint)
-        assert job.lease_token is not None
+    async def _hold_loop(self) -> None:
+        """Every `HOLD_EVERY` seconds, extend the lease and the slot of every request in flight, all in one
+        heartbeat and one slot statement per lease length (the store caps a lease at its job's deadline). A request
+        lasts at most the endpoint's `timeout_seconds`, and its lease that plus `GRACE_SECONDS` up to
+        `LEASE_SECONDS`: only a request of a longer timeout needs it, and a tick every third of the longest lease
+        reaches each before its lease ends. One loop, not a task per delivery: that was a task, a timer and a
+        cancellation for every request, nearly all of which ended before their first extension."""
         while True:
-            await asyncio.sleep(lease / 3)
-            try:
-                await self.engine.heartbeat(job.id, job.lease_token, lease_seconds=lease)
-                await self.engine.endpoints.hold_slots([slot], lease)
-            except QueueFlowError as exc:
-                log.warning("endpoint %s: job %s's lease could not be extended: %s", endpoint.name, job.id, exc)
+            await asyncio.sleep(HOLD_EVERY)
+            by_lease: dict[float, list[_InFlight]] = {}
+            for request in self._requests.values():
+                by_lease.setdefault(request.lease_seconds, []).append(request)
+            for lease, requests in by_lease.items():
+                for start in range(0, len(requests), MAX_BATCH):
+                    await self._extend(requests[start : start + MAX_BATCH], lease)
+
+    async def _extend(self, requests: list[_InFlight], lease: float) -> None:
+        try:
+            results = await self.engine.heartbeat_many(
+                [HeldLease(request.job_id, request.lease_token) for request in requests], lease_seconds=lease
+            )
+            await self.engine.endpoints.hold_slots([request.slot for request in requests], lease)
+        except QueueFlowError as exc:
+            log.warning("endpoint %s: %d leases could not be extended: %s", self.endpoint.name, len(requests), exc)
+            return
+        for result in results:
+            if result.locked_until is None:
+                log.warning("endpoint %s: job %s's lease was lost in flight", self.endpoint.name, result.id)
 
     # --- recording ------------------------------------------------------------------------------------------------
 
@@ -325,6 +355,14 @@ class _Answered:
     outcome: Outcome
     seconds: float
     """From the claim's hand-over to the answer (or its absence)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    job_id: str
+    lease_token: str
+    slot: str
+    lease_seconds: float
 
 
 def _same_work(endpoint: Endpoint, now: Endpoint) -> bool:

@@ -66,20 +66,10 @@ DELETE = "DELETE FROM queueflow.endpoints WHERE tenant_id = $1 AND name = $2"
 
 DELIVERABLE = f"SELECT {COLUMNS}, 0::bigint AS in_flight FROM queueflow.endpoints WHERE NOT paused ORDER BY id"
 
-LOCK = "SELECT concurrency FROM queueflow.endpoints WHERE id = $1 AND NOT paused FOR NO KEY UPDATE"
-
-# Run after LOCK, in its transaction, so its snapshot sees every slot committed before the lock was granted: the
-# expired slots go, and of the candidate ids ($3, in order) as many are inserted as `concurrency` ($5) leaves beside
-# the slots held at $2 (the DELETE's rows are not seen by the count, which skips them by their hold anyway).
-TAKE = """
-WITH swept AS (DELETE FROM queueflow.endpoint_slots WHERE endpoint_id = $1 AND held_until <= $2),
-     live AS (SELECT count(*) AS n FROM queueflow.endpoint_slots WHERE endpoint_id = $1 AND held_until > $2)
-INSERT INTO queueflow.endpoint_slots (id, endpoint_id, held_until)
-SELECT candidate.id, $1, $4
-  FROM unnest($3::text[]) WITH ORDINALITY AS candidate (id, n), live
- WHERE candidate.n <= $5 - live.n
-RETURNING id
-"""
+TAKE = "SELECT queueflow.endpoint_slots_take($1, $2, $3::text[], $4)"
+"""One call (migration 0019): the endpoint's row locked, then, in a new snapshot that sees every slot committed
+before the lock was granted, its expired slots deleted and as many of the candidate ids ($3, in order) inserted as
+its concurrency leaves beside the live ones; those inserted returned. None for a paused or deleted endpoint."""
 
 HOLD = "UPDATE queueflow.endpoint_slots SET held_until = $2 WHERE id = ANY($1::text[]) AND held_until > $3"
 
@@ -161,13 +151,10 @@ class PostgresEndpoints(Pooled):
             return []
         until = request.now + timedelta(seconds=request.hold_seconds)
         candidates = [uuid.uuid4().hex for _ in range(request.want)]
-        async with self._connection() as db, db.transaction():
-            concurrency = await db.fetchval(LOCK, request.endpoint_id)
-            if concurrency is None:
-                return []
-            rows = await db.fetch(TAKE, request.endpoint_id, request.now, candidates, until, concurrency)
+        async with self._connection() as db:
+            rows = await db.fetch(TAKE, request.endpoint_id, request.now, candidates, until)
         # RETURNING's order is the insert's, which is the candidates' (ordinality order), but say so explicitly.
-        taken = {row["id"] for row in rows}
+        taken = {row[0] for row in rows}
         return [slot_id for slot_id in candidates if slot_id in taken]
 
     async def endpoint_slots_hold(self, slot_ids: Sequence[str], *, until: datetime, now: datetime) -> int:
