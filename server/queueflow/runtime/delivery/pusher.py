@@ -257,12 +257,16 @@ class Pusher:
         cancellation for every request, nearly all of which ended before their first extension."""
         while True:
             await asyncio.sleep(HOLD_EVERY)
-            by_lease: dict[float, list[_InFlight]] = {}
-            for request in self._requests.values():
-                by_lease.setdefault(request.lease_seconds, []).append(request)
-            for lease, requests in by_lease.items():
-                for start in range(0, len(requests), MAX_BATCH):
-                    await self._extend(requests[start : start + MAX_BATCH], lease)
+            await self.hold_in_flight()
+
+    async def hold_in_flight(self) -> None:
+        """One tick of the hold: every request in flight has its lease and slot extended from now."""
+        by_lease: dict[float, list[_InFlight]] = {}
+        for request in self._requests.values():
+            by_lease.setdefault(request.lease_seconds, []).append(request)
+        for lease, requests in by_lease.items():
+            for start in range(0, len(requests), MAX_BATCH):
+                await self._extend(requests[start : start + MAX_BATCH], lease)
 
     async def _extend(self, requests: list[_InFlight], lease: float) -> None:
         try:
