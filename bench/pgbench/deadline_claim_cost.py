@@ -1,5 +1,5 @@
 """What the claim's deadline condition (issue 43, deadlines) costs a backlog of jobs without a deadline:
-`python bench/pgbench/deadline_claim_cost.py postgresql://…/scratch` on a database `queueflow migrate` built.
+`python -m bench.pgbench.deadline_claim_cost postgresql://…/scratch` on a database `queueflow migrate` built.
 
 The code's CLAIM against the same text without `(j.expires_at IS NULL OR j.expires_at > now)`, both prepared with
 generic plans (as the claim function runs), on 100,000 pending jobs in 10 tenants: a claim of 100, rolled back each
@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import statistics
 import sys
-import time
 
 import asyncpg
 from queueflow.stores.postgres.claim.args import ClaimArgs, TurnOf
 from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
 from queueflow.stores.postgres.params import sql_types
+
+from bench.pgbench.claim_probe import plan, timed
 
 CONDITION = " AND (j.expires_at IS NULL OR j.expires_at > $3::timestamptz)"
 WITHOUT = CLAIM.replace(CONDITION, "")
@@ -26,24 +27,8 @@ WARM_UP = 40
 ARGUMENTS = "'{default}', 100, now(), '30 s', NULL, '{default}'"
 
 
-async def timed(connection: asyncpg.Connection, name: str) -> float:
-    transaction = connection.transaction()
-    await transaction.start()
-    started = time.perf_counter()
-    rows = await connection.fetch(f"EXECUTE {name}({ARGUMENTS})")
-    elapsed = time.perf_counter() - started
-    await transaction.rollback()
-    assert len(rows) == 100
-    return elapsed
-
-
-async def plan(connection: asyncpg.Connection, name: str) -> str:
-    transaction = connection.transaction()
-    await transaction.start()
-    lines = [row[0] for row in await connection.fetch(f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE {name}({ARGUMENTS})")]
-    await transaction.rollback()
-    buffers = next(line.strip() for line in lines if "Buffers: shared" in line)
-    return f"idx_jobs_claim used: {any('idx_jobs_claim' in line for line in lines)}; {buffers}"
+def execute(name: str) -> str:
+    return f"EXECUTE {name}({ARGUMENTS})"
 
 
 async def main(url: str) -> None:
@@ -67,9 +52,10 @@ async def main(url: str) -> None:
     times: dict[str, list[float]] = {"with_deadline": [], "without_deadline": []}
     for pair in range(PAIRS):
         for name in sorted(times, reverse=pair % 2 == 1):
-            times[name].append(await timed(connection, name))
+            times[name].append(await timed(connection, execute(name)))
     for name, measured in times.items():
-        print(f"{name}: median {statistics.median(measured[WARM_UP:]) * 1000:.3f} ms; {await plan(connection, name)}")
+        median = statistics.median(measured[WARM_UP:]) * 1000
+        print(f"{name}: median {median:.3f} ms; {await plan(connection, execute(name))}")
     ratios = [a / b for a, b in zip(times["with_deadline"][WARM_UP:], times["without_deadline"][WARM_UP:], strict=True)]
     print(f"paired median ratio with ÷ without: {statistics.median(ratios):.3f}")
     await connection.close()

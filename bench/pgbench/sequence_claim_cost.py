@@ -1,4 +1,4 @@
-"""What sequences (issue 43) cost the claim: `python bench/pgbench/sequence_claim_cost.py postgresql://…/scratch` on a
+"""What sequences (issue 43) cost the claim: `python -m bench.pgbench.sequence_claim_cost postgresql://…/scratch` on a
 database `queueflow migrate` built. The scratch database's jobs are deleted first.
 
 Three queues of 100,000 pending jobs in 10 tenants: `plain` (no sequence), `spread` (1,000 sequences, job i in
@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import statistics
 import sys
-import time
 
 import asyncpg
 from queueflow.stores.postgres.claim.args import ClaimArgs, TurnOf
 from queueflow.stores.postgres.claim.fair_sql import SEQUENCE_FREE
 from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
 from queueflow.stores.postgres.params import sql_types
+
+from bench.pgbench.claim_probe import plan, timed
 
 CONDITION = f" AND (j.sequence_key IS NULL OR {SEQUENCE_FREE})"
 WITHOUT = CLAIM.replace(CONDITION, "")
@@ -38,25 +39,8 @@ def arguments(queue: str) -> str:
     return f"'{{{queue}}}', 100, now(), '30 s', NULL, '{{{queue}}}'"
 
 
-async def timed(connection: asyncpg.Connection, name: str, queue: str) -> float:
-    transaction = connection.transaction()
-    await transaction.start()
-    started = time.perf_counter()
-    rows = await connection.fetch(f"EXECUTE {name}({arguments(queue)})")
-    elapsed = time.perf_counter() - started
-    await transaction.rollback()
-    assert len(rows) == 100, (name, queue, len(rows))
-    return elapsed
-
-
-async def plan(connection: asyncpg.Connection, name: str, queue: str) -> str:
-    transaction = connection.transaction()
-    await transaction.start()
-    explain = f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE {name}({arguments(queue)})"
-    lines = [row[0] for row in await connection.fetch(explain)]
-    await transaction.rollback()
-    buffers = next(line.strip() for line in lines if "Buffers: shared" in line)
-    return f"idx_jobs_claim used: {any('idx_jobs_claim' in line for line in lines)}; {buffers}"
+def execute(name: str, queue: str) -> str:
+    return f"EXECUTE {name}({arguments(queue)})"
 
 
 async def main(url: str) -> None:
@@ -93,10 +77,10 @@ async def main(url: str) -> None:
     times: dict[str, list[float]] = {name: [] for name in runs}
     for pair in range(PAIRS):
         for name in sorted(times, reverse=pair % 2 == 1):
-            times[name].append(await timed(connection, *runs[name]))
+            times[name].append(await timed(connection, execute(*runs[name])))
     for name, measured in times.items():
         median = statistics.median(measured[WARM_UP:]) * 1000
-        print(f"{name}: median {median:.3f} ms; {await plan(connection, *runs[name])}")
+        print(f"{name}: median {median:.3f} ms; {await plan(connection, execute(*runs[name]))}")
 
     def ratio(a: str, b: str) -> float:
         pairs = zip(times[a][WARM_UP:], times[b][WARM_UP:], strict=True)
