@@ -78,17 +78,19 @@ async def parts(repetitions: int) -> None:
         python: dict[str, list[float]] = {}
         backend: dict[str, int] = {}
 
+        batch: dict[str, list[Job]] = {}  # each repetition's new rows, made before the clock starts
+
         async def plain_insert() -> None:
-            statement, values = job_insert(rows([None] * ROWS))
+            statement, values = job_insert(batch["plain"])
             await db.execute(statement, *values)
 
         async def unique_insert() -> None:
-            statement, values = job_insert(rows([secrets.token_hex(8) for _ in range(ROWS)]), unique=True)
+            statement, values = job_insert(batch["unique"], unique=True)
             await db.execute(statement, *values)
 
         async def lock_new() -> None:
             async with db.transaction():
-                await db.fetch(store.LOCK_KEYS, ["bench"] * ROWS, sorted(secrets.token_hex(8) for _ in range(ROWS)))
+                await db.fetch(store.LOCK_KEYS, ["bench"] * ROWS, sorted(job.unique_key for job in batch["unique"]))
 
         async def lock_existing() -> None:
             async with db.transaction():
@@ -110,8 +112,8 @@ async def parts(repetitions: int) -> None:
 
         steps: dict[str, Callable[[], Awaitable[None]]] = {
             "plain INSERT (no RETURNING)": plain_insert,
-            "INSERT with unique_key (new keys)": unique_insert,
             "LOCK_KEYS, new keys (+ BEGIN, COMMIT)": lock_new,
+            "INSERT with unique_key (those new keys)": unique_insert,
             "LOCK_KEYS, keys that exist (+ BEGIN, COMMIT)": lock_existing,
             "FOUND, keys with a job (+ SET LOCAL, BEGIN, COMMIT)": lookup_existing,
             "job_from_row of the found rows": decode,
@@ -119,6 +121,7 @@ async def parts(repetitions: int) -> None:
             "Job.from_domain (the response, every path)": respond,
         }
         for _ in range(repetitions):
+            batch.update(plain=rows([None] * ROWS), unique=rows([secrets.token_hex(8) for _ in range(ROWS)]))
             for name, step in steps.items():
                 ticks, began = _ticks(pid), time.process_time()
                 await step()
