@@ -54,7 +54,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0019"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0020"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -80,6 +80,7 @@ BUILT = {
     "0017": "4ab117ed8f0065a85269bafec191a3cbaa870c168e09b895dff2638c876ce0f9",
     "0018": "b61421beb2ec31c24aa9bd7b867957a9afaeb9580dc2c5edebe5ac14c8bcb206",
     "0019": "2f3b667be4aa25ab5b9b030b21e5895bba557862e9720eafa9ca99c1f91a2381",
+    "0020": "4c995722e0c04ae5682178123ec47551b2fd50b664a1049a5559acfb3cbbcab0",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -178,7 +179,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0019"
+        assert pg.blocking(version) == "0020"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -203,7 +204,8 @@ async def test_jobs_indexes(postgres_url: str) -> None:
     )
     unique = [row["indexname"] for row in rows if row["indexdef"].startswith("CREATE UNIQUE")]
     assert sorted(unique) == ["jobs_pkey", "uq_jobs_tenant_idempotency_key"]
-    assert indexes["idx_jobs_tenant_created"] == "btree (tenant_id, created_at DESC, id DESC)"
+    # Ascending: each new entry goes in at its tenant's right end, where a split leaves full pages (migration 0020).
+    assert indexes["idx_jobs_tenant_created"] == "btree (tenant_id, created_at, id)"
     assert indexes["idx_jobs_metadata"] == "gin (metadata jsonb_path_ops) WHERE (metadata <> '{}'::jsonb)"
     assert indexes["idx_jobs_due"] == (
         "btree (queue_name, scheduled_at)"
@@ -324,7 +326,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0019"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0020"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -424,4 +426,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0019"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0020"
