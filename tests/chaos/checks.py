@@ -244,7 +244,11 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
     out.sequence_jobs = len(sequenced)
     if sequences_after is not None:
         out.notes.append(f"the last job of a sequence finished {sequences_after:.1f} s after the last plain job")
-    out.sequence_out_of_order, out.sequence_overlaps = sequence_runs_violations(sequenced, ledger, overran)
+    out.sequence_out_of_order, out.sequence_overlaps, runs = sequence_runs_violations(sequenced, ledger, overran)
+    out.notes.append(
+        f"{len(runs)} executions of sequences' jobs, {sum(run.returned is not None for run in runs)} of them returned"
+        f" ({sum(run.lost_lease for run in runs)} overran their lease on purpose)"
+    )
     out.require(
         out.sequence_out_of_order == 0, f"{out.sequence_out_of_order} executions of sequences' jobs ran out of order"
     )
@@ -316,8 +320,10 @@ def sequence_violations(runs: Sequence[Run]) -> tuple[int, int]:
     return out_of_order, overlaps
 
 
-def sequence_runs_violations(sequenced: list[asyncpg.Record], ledger: Ledger, overran: set[str]) -> tuple[int, int]:
-    """`sequence_violations` summed over every sequence of the run (its jobs by tenant and key)."""
+def sequence_runs_violations(
+    sequenced: list[asyncpg.Record], ledger: Ledger, overran: set[str]
+) -> tuple[int, int, list[Run]]:
+    """`sequence_violations` summed over every sequence of the run (its jobs by tenant and key), and the runs."""
     returned = {str(nonce): float(str(at)) for nonce, at in ledger.rows("SELECT nonce, at FROM returns")}
     key_of = {row["id"]: (row["tenant_id"], row["sequence_key"]) for row in sequenced}
     runs: dict[tuple[str, str], list[Run]] = {}
@@ -327,7 +333,8 @@ def sequence_runs_violations(sequenced: list[asyncpg.Record], ledger: Ledger, ov
             run = Run(str(job_id), float(str(at)), returned.get(str(nonce)), lost)
             runs.setdefault(key_of[str(job_id)], []).append(run)
     totals = [sequence_violations(each) for each in runs.values()]
-    return sum(order for order, _ in totals), sum(overlaps for _, overlaps in totals)
+    every = [run for each in runs.values() for run in each]
+    return sum(order for order, _ in totals), sum(overlaps for _, overlaps in totals), every
 
 
 def overran_on_purpose(ledger: Ledger) -> set[str]:
