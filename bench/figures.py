@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from bench import stats
 from bench.peers import launch
 from bench.report import Figure, Results, Target
-from bench.scenarios import per_request, prefork, push, wakeup
+from bench.scenarios import expiring, per_request, prefork, push, sequence_drain, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
 from bench.scenarios.unique import Burst
@@ -210,6 +210,30 @@ def debounce(results: Results, burst: Burst) -> None:
         f"debounce burst: {burst.ran} jobs ran for {burst.keys} keys ({burst.last_payloads} with their key's last"
         f" payload, {burst.stored} in the table); the {burst.enqueues:,} enqueues took {burst.seconds:.1f} s"
     )
+
+
+def sequence(results: Results, drain: sequence_drain.SequenceDrain) -> None:
+    """Issue 43: one sequence drained by 8 workers runs one job at a time, in id order."""
+    what = f"a sequence of {drain.jobs:,} jobs drained by {sequence_drain.WORKERS} concurrent workers"
+    results.add(Figure(f"{what}: order violations", drain.order_violations, "", target=Target("value", "<=", 0)))
+    results.add(Figure(f"{what}: overlaps", drain.overlaps, "", target=Target("value", "<=", 0)))
+    results.add(Figure(f"{what}: jobs/s", drain.rate, "jobs/s"))
+    results.details.append(sequence_drain.describe(drain))
+
+
+def expiring_jobs(results: Results, run: expiring.Expiring) -> None:
+    """Issue 43: no job is leased after its deadline; the expired ones are dead-lettered within 1 s of it."""
+    what = f"{run.jobs:,} jobs expiring under load"
+    results.add(Figure(f"{what}: leased after their deadline", run.late, "", target=Target("value", "<=", 0)))
+    if run.lateness:
+        ms = [value * 1000 for value in run.lateness]
+        label = f"{what}: dead-lettered after the deadline ({run.expired:,} expired)"
+        results.add(Figure(f"{label}, p50", stats.percentile(ms, 50), "ms"))
+        results.add(Figure(f"{label}, p99", stats.percentile(ms, 99), "ms", target=Target("value", "<=", 1000)))
+        results.add(Figure(f"{label}, max", max(ms), "ms"))
+    results.details.append(expiring.describe(run))
+    if not run.lateness or run.other:
+        raise RuntimeError(f"{what}: {run.expired} expired, {run.other} neither completed nor expired")
 
 
 def peak_rss(results: Results, peaks: list[int]) -> None:

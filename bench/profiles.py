@@ -50,6 +50,15 @@ class Profile:
     """Enqueues per key in the debounce burst (on `DEBOUNCE_KEYS` keys: 100 × 100 = 10,000)."""
     debounce_seconds: float = 3.0
     """The burst's `debounce_seconds`: longer than any key's gap between two of its enqueues."""
+    sequence_jobs: int = 0
+    """Jobs of the one sequence 8 workers drain (`bench.scenarios.sequence_drain`; 0: not run)."""
+    expiring_jobs: int = 0
+    """Jobs with a deadline enqueued while slower workers drain them (`bench.scenarios.expiring`; 0: not run)."""
+    expiring_batches: int = 20
+    """The batches they are enqueued in, `expiring_batch_every` seconds apart."""
+    expiring_batch_every: float = 0.25
+    expiring_deadlines: tuple[float, float] = (1.0, 8.0)
+    """Each job's `expires_in_seconds`, drawn uniformly from this range."""
     session_settle: float = 1.2
     """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
@@ -137,6 +146,8 @@ FULL = Profile(
     worker_jobs=20_000,
     worker_repetitions=9,
     worker_long_jobs=200_000,
+    sequence_jobs=10_000,
+    expiring_jobs=10_000,
     small_workflows=1_000,
     # The widest fan-out is 9,998 wide: with its root and its join, a workflow of 10,000 steps (the limit).
     fanout_widths=(10, 100, 1_000, 9_998),
@@ -185,6 +196,11 @@ SMOKE = Profile(
     session_settle=0.2,
     debounce_rounds=3,
     debounce_seconds=0.5,
+    sequence_jobs=20,
+    expiring_jobs=200,
+    expiring_batches=2,
+    expiring_batch_every=0.05,
+    expiring_deadlines=(0.1, 0.3),
     server_args=("--safety-poll", "1"),
     small_workflows=5,
     fanout_widths=(5, 10),

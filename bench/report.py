@@ -50,6 +50,18 @@ HOW = f"""## How each figure is measured
   trip with N finished rows (one INSERT … SELECT generate_series, then VACUUM) ÷ the same with none. The two sides
   are two databases with a server each, measured in alternating rounds, so that a change in the machine's load
   falls on both.
+- **A sequence drained by 8 workers** (bench/scenarios/sequence_drain.py): one sequence's jobs enqueued in
+  1,000-job batches from one connection, then 8 workers of the harness's own HTTP client, each on its own
+  connection, lease up to 10 at a time with `wait_seconds` 0.5 and complete each job they get; each job's start (its
+  lease's answer read) and end (before its complete is sent) by the harness's clock. An order violation is a job
+  started before the previous job of the sequence (by id) ended, or before a job of a smaller id started; an overlap,
+  a job started while another was running. jobs/s: the jobs ÷ from the workers' start to the last completion.
+- **Jobs expiring under load** (bench/scenarios/expiring.py): jobs with `expires_in_seconds` drawn from the
+  profile's range, enqueued in batches at a steady pace while 4 workers of the harness's client lease 20 each every
+  0.2 s (slower than the enqueues) and ack them; once every deadline has passed the workers stop, the table is polled
+  until no job of the queue is unfinished, and every job is read back from the API. Leased after the deadline: a
+  lease answer's `started_at` at or after its `expires_at`, and the same of the jobs read back. Dead-lettered after
+  the deadline: each expired job's `completed_at` (the expiry pass's time) less its `expires_at`.
 - **Peak RSS**: VmHWM of the server, reset (clear_refs) after seeding, read after each batched drain; the largest.
 - **New sessions**: `pg_stat_database.sessions` of the bench database, before and after each timed phase (after the
   warm-up), the worst repetition.

@@ -25,7 +25,18 @@ from bench.peers import launch
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
-from bench.scenarios import history, per_request, prefork, push, raw, unique, wakeup, worker_drains
+from bench.scenarios import (
+    expiring,
+    history,
+    per_request,
+    prefork,
+    push,
+    raw,
+    sequence_drain,
+    unique,
+    wakeup,
+    worker_drains,
+)
 from bench.scenarios.events import EventsBench
 from bench.scenarios.http_throughput import HttpRun, Throughput
 from bench.scenarios.raw import RawRun
@@ -170,6 +181,21 @@ async def _queueflow(
             await step("debounce burst: one job per key, with its last payload", debounce)
     finally:
         await throughput.close()
+
+    async def sequence() -> None:
+        drain = await sequence_drain.measure(server, http_db, profile.sequence_jobs)
+        print(f"  {sequence_drain.describe(drain)}", flush=True)
+        figures.sequence(results, drain)
+
+    async def deadlines() -> None:
+        run = await expiring.expiring_run(profile, server, http_db)
+        print(f"  {expiring.describe(run)}", flush=True)
+        figures.expiring_jobs(results, run)
+
+    if profile.sequence_jobs:
+        await step(f"a sequence of {profile.sequence_jobs:,} jobs, {sequence_drain.WORKERS} workers", sequence)
+    if profile.expiring_jobs:
+        await step(f"{profile.expiring_jobs:,} jobs expiring under load", deadlines)
     # The drain across many tenants is measured against the one-tenant drain; every other one against pgbench.
     baselines: dict[str, list[RawRun] | list[HttpRun]] = {
         **raw_runs,

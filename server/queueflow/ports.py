@@ -93,8 +93,9 @@ class WorkflowStore(Protocol):
     dependents and the workflow's counters, and records what `core.finish.on_finish` decides on them; a change of
     the whole workflow (`workflow_advance`, `workflow_add_steps`) holds its exclusive row lock and records
     `core.advance.record` of what the caller's `decide` (a pure `core` function) picks on what it read under it.
-    The jobs a store makes for steps are `core.advance.new_step_job`s, their ids from the store's own `rng`. A
-    workflow's `context`, as read, is its initial context plus every satisfied step's result.
+    The jobs a store makes for steps are `core.advance.new_step_job`s, their ids from the store's own `IdSource` (on
+    the `rng` it is built with). A workflow's `context`, as read, is its initial context plus every satisfied step's
+    result.
     """
 
     # ---- reads: a tenant's workflows (and the dashboard's) --------------------------------------------------

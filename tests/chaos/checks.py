@@ -4,6 +4,7 @@ database once a run has settled."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -40,6 +41,12 @@ class Outcome:
     events: int = 0
     cron_duplicates: int = 0
     faults: int = 0
+    sequence_jobs: int = 0
+    sequence_out_of_order: int = 0
+    sequence_overlaps: int = 0
+    unique_jobs: int = 0
+    unique_twice_live: int = 0
+    """Unique keys that some snapshot of the jobs table (`scenario.KeyWatch`) showed with two live jobs."""
     recovery: list[float] = field(default_factory=list)
     throughput: float = 0.0
     stranded: list[float] = field(default_factory=list)
@@ -109,6 +116,16 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
             " AS after FROM queueflow.workflows AS p JOIN queueflow.workflow_steps AS s ON s.workflow_id = p.id"
             " LEFT JOIN queueflow.workflows AS c ON c.id = s.child_workflow_id WHERE s.child IS NOT NULL"
             " GROUP BY p.id, p.status"
+        )
+        sequenced = await connection.fetch(
+            "SELECT id, tenant_id, sequence_key FROM queueflow.jobs WHERE sequence_key IS NOT NULL"
+        )
+        out.unique_jobs = await connection.fetchval("SELECT count(*) FROM queueflow.jobs WHERE unique_key IS NOT NULL")
+        # How much longer the sequences took to finish than the other jobs (what they add to a run's settling).
+        sequences_after = await connection.fetchval(
+            "SELECT extract(epoch FROM max(completed_at) FILTER (WHERE sequence_key IS NOT NULL)"
+            " - max(completed_at) FILTER (WHERE sequence_key IS NULL AND workflow_id IS NULL))::float8"
+            " FROM queueflow.jobs"
         )
         cron = await connection.fetch(
             "SELECT tenant_id, metadata->>'schedule' AS schedule, metadata->>'occurrence' AS occurrence, count(*) AS n"
@@ -222,6 +239,23 @@ async def check(name: str, database_url: str, ledger: Ledger, *, started: float,
         out.require(not unstarted, f"{len(unstarted)} events never started their {kind}: {_sample(unstarted)}")
         out.require(not twice, f"{len(twice)} events started their {kind} more than once: {_sample(twice)}")
 
+    # Sequences (issue 43): by the ledger, no execution of a sequence's job started before an execution of an earlier
+    # job of it, and none ran while another job of it ran.
+    out.sequence_jobs = len(sequenced)
+    if sequences_after is not None:
+        out.notes.append(f"the last job of a sequence finished {sequences_after:.1f} s after the last plain job")
+    out.sequence_out_of_order, out.sequence_overlaps, runs = sequence_runs_violations(sequenced, ledger, overran)
+    out.notes.append(
+        f"{len(runs)} executions of sequences' jobs, {sum(run.returned is not None for run in runs)} of them returned"
+        f" ({sum(run.lost_lease for run in runs)} overran their lease on purpose)"
+    )
+    out.require(
+        out.sequence_out_of_order == 0, f"{out.sequence_out_of_order} executions of sequences' jobs ran out of order"
+    )
+    out.require(
+        out.sequence_overlaps == 0, f"{out.sequence_overlaps} executions overlapped another job of their sequence"
+    )
+
     # Recovery: from each fault to the first acknowledged outcome after it. Throughput: acknowledged outcomes
     # over the time they took.
     faults = [float(at) for (at,) in ledger.rows("SELECT at FROM faults ORDER BY at")]
@@ -251,6 +285,56 @@ def duplicate_executions(ledger: Ledger) -> int:
         if settling:
             duplicates += len(executions) - settling[0] - 1
     return duplicates
+
+
+@dataclass(frozen=True)
+class Run:
+    """One execution of a job of a sequence, as the ledger has it."""
+
+    job_id: str
+    started: float
+    returned: float | None
+    """When its task returned or raised; None if its process died first."""
+    lost_lease: bool = False
+    """A first delivery that overran its timeout on purpose: the job ran again while it still slept."""
+
+
+def sequence_violations(runs: Sequence[Run]) -> tuple[int, int]:
+    """(out of order, overlaps) of one sequence's executions. Out of order: an execution that started before an
+    execution of an earlier job (by id) of the sequence did — the server hands a job out only once every earlier one
+    has finished. An overlap: an execution that started while an execution of another job of the sequence ran, from
+    its start to its return; counted among the executions that held their lease to the end (not one whose process
+    died, which never returned, nor one that overran its timeout on purpose, whose job rightly ran again)."""
+    out_of_order, latest = 0, float("-inf")
+    starts: dict[str, list[float]] = {}
+    for run in runs:
+        starts.setdefault(run.job_id, []).append(run.started)
+    for job_id in sorted(starts):
+        out_of_order += sum(started < latest for started in starts[job_id])
+        latest = max(latest, *starts[job_id])
+    held = [run for run in runs if run.returned is not None and not run.lost_lease]
+    overlaps = sum(
+        any(other.job_id != run.job_id and other.started <= run.started < (other.returned or 0) for other in held)
+        for run in held
+    )
+    return out_of_order, overlaps
+
+
+def sequence_runs_violations(
+    sequenced: list[asyncpg.Record], ledger: Ledger, overran: set[str]
+) -> tuple[int, int, list[Run]]:
+    """`sequence_violations` summed over every sequence of the run (its jobs by tenant and key), and the runs."""
+    returned = {str(nonce): float(str(at)) for nonce, at in ledger.rows("SELECT nonce, at FROM returns")}
+    key_of = {row["id"]: (row["tenant_id"], row["sequence_key"]) for row in sequenced}
+    runs: dict[tuple[str, str], list[Run]] = {}
+    for job_id, delivery, nonce, at in ledger.rows("SELECT job_id, delivery, nonce, at FROM executions"):
+        if str(job_id) in key_of:
+            lost = str(job_id) in overran and int(str(delivery)) == 1
+            run = Run(str(job_id), float(str(at)), returned.get(str(nonce)), lost)
+            runs.setdefault(key_of[str(job_id)], []).append(run)
+    totals = [sequence_violations(each) for each in runs.values()]
+    every = [run for each in runs.values() for run in each]
+    return sum(order for order, _ in totals), sum(overlaps for _, overlaps in totals), every
 
 
 def overran_on_purpose(ledger: Ledger) -> set[str]:

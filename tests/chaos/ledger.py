@@ -18,6 +18,7 @@ ENV = "QUEUEFLOW_CHAOS_LEDGER"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS executions (job_id TEXT, delivery INT, nonce TEXT, pid INT, at REAL);
+CREATE TABLE IF NOT EXISTS returns (job_id TEXT, delivery INT, nonce TEXT, pid INT, at REAL);
 CREATE TABLE IF NOT EXISTS outcomes (job_id TEXT, kind TEXT, nonce TEXT, acked INT, pid INT, at REAL);
 CREATE TABLE IF NOT EXISTS enqueued (job_id TEXT, kind TEXT, at REAL);
 CREATE TABLE IF NOT EXISTS faults (kind TEXT, pid INT, at REAL);
@@ -39,6 +40,10 @@ class Ledger:
 
     def executed(self, job_id: str, delivery: int, nonce: str) -> None:
         self.db.execute("INSERT INTO executions VALUES (?, ?, ?, ?, ?)", (job_id, delivery, nonce, os.getpid(), now()))
+
+    def returned(self, job_id: str, delivery: int, nonce: str) -> None:
+        """An execution's task returned (or raised): for the jobs of sequences, whose executions must not overlap."""
+        self.db.execute("INSERT INTO returns VALUES (?, ?, ?, ?, ?)", (job_id, delivery, nonce, os.getpid(), now()))
 
     def outcome(self, job_id: str, kind: str, nonce: str | None, acked: bool) -> None:
         row = (job_id, kind, nonce, int(acked), os.getpid(), now())
@@ -64,9 +69,9 @@ class Ledger:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if row["table"] == "executions":
+            if row["table"] in ("executions", "returns"):
                 values = (row["job_id"], row["delivery"], row["nonce"], row["pid"], row["at"])
-                self.db.execute("INSERT INTO executions VALUES (?, ?, ?, ?, ?)", values)
+                self.db.execute(f"INSERT INTO {row['table']} VALUES (?, ?, ?, ?, ?)", values)
             else:
                 values = (row["job_id"], row["kind"], row["nonce"], row["acked"], row["pid"], row["at"])
                 self.db.execute("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?)", values)

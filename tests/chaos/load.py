@@ -56,9 +56,40 @@ class Api:
         await self.http.aclose()
 
 
+SEQUENCES = ("seq-0", "seq-1")
+"""Each tenant's sequences: every batch adds `SEQUENCED` jobs to them in turn, on any queue (issue 43)."""
+SEQUENCED = 6
+UNIQUE_KEYS = ("uniq-0", "uniq-1")
+"""Each tenant's unique keys: every batch enqueues `UNIQUE` jobs with them in turn (`skip`, the live states)."""
+UNIQUE = 4
+
+
 async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random, task_ms: int = 0) -> list[str]:
-    """`task_ms`: how long each job's task takes (milliseconds), beyond what its draw makes it do."""
+    """`task_ms`: how long each job's task takes (milliseconds), beyond what its draw makes it do. Beside the
+    `count` plain jobs, the batch holds `SEQUENCED` jobs of the tenant's sequences (`on_failure: continue`, so that
+    a dead one never holds the rest for good) and `UNIQUE` of its unique keys."""
     tenant = TENANTS[start // max(count, 1) % len(TENANTS)]
+    shaped = [
+        {
+            "task_name": "chaos",
+            "queue_name": rng.choice(QUEUES),
+            "payload": {"seq": True, **({"ms": task_ms} if task_ms else {})},
+            "idempotency_key": f"chaos-seq-{start}-{n}",
+            "sequence": {"key": SEQUENCES[n % len(SEQUENCES)], "on_failure": "continue"},
+            **POLICY,
+        }
+        for n in range(SEQUENCED)
+    ] + [
+        {
+            "task_name": "chaos",
+            "queue_name": rng.choice(QUEUES),
+            "payload": {"unique": n, **({"ms": task_ms} if task_ms else {})},
+            "idempotency_key": f"chaos-unique-{start}-{n}",
+            "unique": {"key": UNIQUE_KEYS[n % len(UNIQUE_KEYS)]},
+            **POLICY,
+        }
+        for n in range(UNIQUE)
+    ]
     items = [
         {
             "task_name": "chaos",
@@ -70,7 +101,7 @@ async def enqueue_jobs(api: Api, start: int, count: int, rng: random.Random, tas
         }
         for i in range(count)
     ]
-    body = await api.call("POST", "/v1/jobs/batch", tenant, json={"jobs": items})
+    body = await api.call("POST", "/v1/jobs/batch", tenant, json={"jobs": items + shaped})
     return [job["id"] for job in body["jobs"]]
 
 

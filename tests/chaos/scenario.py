@@ -301,6 +301,8 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         started = time.time()
         task_ms = ROLLING_TASK_MS if name == "rolling_restarts" else 0
         events: dict[int, list[dict[str, str]]] = {}
+        watch = KeyWatch(database_url)
+        watching = asyncio.create_task(watch.run())
         loading = asyncio.create_task(_load(api, ledger, profile, rng, events, task_ms))
         faults = asyncio.create_task(_inject(fault, c, ledger, rng, profile, loading)) if fault else None
         await loading
@@ -314,6 +316,8 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         held = await pressure if pressure is not None else None
         await delete_schedules(api, profile.schedules)
         settled = await _settle(database_url)
+        watch.stop.set()
+        await watching
         phases.mark("settle")
         for journal in sorted(work.glob("*.jsonl")):  # noqa: ASYNC240 - a handful of local files, once
             ledger.load_journal(journal)
@@ -326,6 +330,17 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         outcome.require(
             max(c.stranded, default=0) <= STRANDED_LIMIT,
             f"a killed process's job stayed running {max(c.stranded, default=0):.1f} s under its dead lease",
+        )
+        outcome.unique_twice_live = len(watch.unique_twice)
+        outcome.require(
+            not watch.unique_twice, f"unique keys with two live jobs at once: {sorted(watch.unique_twice)[:5]}"
+        )
+        outcome.require(
+            not watch.sequences_twice, f"sequences with two jobs running at once: {sorted(watch.sequences_twice)[:5]}"
+        )
+        outcome.notes.append(
+            f"{watch.snapshots} snapshots of the jobs table (every {KeyWatch.EVERY:g} s): unique keys with two live"
+            f" jobs {len(watch.unique_twice)}, sequences with two running {len(watch.sequences_twice)}"
         )
         outcome.sigterm_exits = {kind: max(times) for kind, times in c.sigterm_exits.items()}
         if name == "rolling_restarts" and c.sigterm_exits.get("worker"):
@@ -343,6 +358,47 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
             outcome.logs = str(work)
         return outcome
     raise AssertionError("unreachable")
+
+
+class KeyWatch:
+    """Snapshots of the jobs table while a run lasts (issue 43): a unique key with two live jobs, or a sequence with
+    two jobs running, in any one snapshot — one instant of the database — is a rule broken. A fault that takes the
+    database away only skips snapshots."""
+
+    EVERY = 0.25
+    UNIQUE_TWICE = (
+        "SELECT tenant_id, unique_key FROM queueflow.jobs WHERE unique_key IS NOT NULL"
+        " AND status IN ('pending', 'retrying', 'running') GROUP BY 1, 2 HAVING count(*) > 1"
+    )
+    SEQUENCE_TWICE = (
+        "SELECT tenant_id, sequence_key FROM queueflow.jobs WHERE sequence_key IS NOT NULL AND status = 'running'"
+        " GROUP BY 1, 2 HAVING count(*) > 1"
+    )
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self.stop = asyncio.Event()
+        self.snapshots = 0
+        self.unique_twice: set[tuple[str, str]] = set()
+        self.sequences_twice: set[tuple[str, str]] = set()
+
+    async def run(self) -> None:
+        connection = None
+        while not self.stop.is_set():
+            try:
+                if connection is None:
+                    connection = await asyncpg.connect(self.database_url)
+                async with connection.transaction(isolation="repeatable_read", readonly=True):  # one snapshot
+                    unique = await connection.fetch(self.UNIQUE_TWICE)
+                    sequences = await connection.fetch(self.SEQUENCE_TWICE)
+                self.snapshots += 1
+                self.unique_twice.update((row[0], row[1]) for row in unique)
+                self.sequences_twice.update((row[0], row[1]) for row in sequences)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                connection = None  # the database is away (a fault): the next snapshot reconnects
+            await asyncio.sleep(self.EVERY)  # the snapshots' cadence
+        if connection is not None:
+            await connection.close()
 
 
 class Phases:

@@ -67,18 +67,22 @@ registry = LedgerRegistry()
 async def chaos(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     nonce = uuid.uuid4().hex
     registry.ledger.executed(ctx.job_id, ctx.delivery_count, nonce)
-    if payload.get("ms"):
-        await asyncio.sleep(payload["ms"] / 1000)  # the task's own work
-    roll = draw(ctx.job_id, ctx.delivery_count)
-    if roll < 0.07:
-        raise RuntimeError("chaos: this delivery raised")
-    if roll < 0.12:
-        raise Retry("chaos: asked to retry", after=0.1)
-    if roll < OVERRUN[1] and ctx.delivery_count == 1:
-        await asyncio.sleep(TIMEOUT_SECONDS + 1)  # past the lease: the janitor reclaims it as timed out
-    if roll < 0.15:
-        raise Fatal("chaos: failed for good")
-    return {"nonce": nonce}
+    try:
+        if payload.get("ms"):
+            await asyncio.sleep(payload["ms"] / 1000)  # the task's own work
+        roll = draw(ctx.job_id, ctx.delivery_count)
+        if roll < 0.07:
+            raise RuntimeError("chaos: this delivery raised")
+        if roll < 0.12:
+            raise Retry("chaos: asked to retry", after=0.1)
+        if roll < OVERRUN[1] and ctx.delivery_count == 1:
+            await asyncio.sleep(TIMEOUT_SECONDS + 1)  # past the lease: the janitor reclaims it as timed out
+        if roll < 0.15:
+            raise Fatal("chaos: failed for good")
+        return {"nonce": nonce}
+    finally:
+        if payload.get("seq"):  # a job of a sequence: when each execution ended, for `checks.sequence_violations`
+            registry.ledger.returned(ctx.job_id, ctx.delivery_count, nonce)
 
 
 @registry.task("chaos_grow")

@@ -1,6 +1,6 @@
 """How the chaos checks count duplicate executions: an execution that ran after the job's work was done, not a
-retry after a delivery that failed (whether or not that failure's outcome reached the server); and how the push
-scenario judges what its receivers saw."""
+retry after a delivery that failed (whether or not that failure's outcome reached the server); how they judge a
+sequence's executions; and how the push scenario judges what its receivers saw."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.chaos import push
-from tests.chaos.checks import Outcome, duplicate_executions
+from tests.chaos.checks import Outcome, Run, duplicate_executions, sequence_violations
 from tests.chaos.ledger import Ledger
 from tests.chaos.tasks import draw, ends_the_job
 
@@ -55,3 +55,21 @@ def test_push_kills_allows_a_second_delivery_only_of_a_job_in_flight_at_a_fault(
         "1 jobs not completed",
         "1 jobs stuck unfinished",
     ]
+
+
+def test_a_sequence_breaks_only_by_an_earlier_job_run_late_or_two_jobs_running_at_once() -> None:
+    # Jobs a < b < c of one sequence, one after the other; a's first run died with its worker (it never returned)
+    # and its second overlapped it; b's first overran its lease on purpose and b ran again meanwhile, then c.
+    fine = [
+        Run("job_a", 1.0, None),
+        Run("job_a", 3.0, 3.1),
+        Run("job_a", 3.05, 3.2),  # a duplicate execution of a: the same job, no overlap of two jobs
+        Run("job_b", 3.3, 6.3, lost_lease=True),
+        Run("job_b", 5.6, 5.7),
+        Run("job_c", 5.8, 5.9),  # while b's overrun still slept: not an overlap
+    ]
+    assert sequence_violations(fine) == (0, 0)
+    # a ran again after b and c had started: each of their three executions started before it
+    assert sequence_violations([*fine, Run("job_a", 6.0, 6.1)]) == (3, 0)
+    assert sequence_violations([*fine[:5], Run("job_c", 5.65, 5.9)]) == (0, 1)  # c started while b ran
+    assert sequence_violations([Run("job_b", 1.0, 1.1), Run("job_a", 2.0, 2.1)]) == (1, 0)  # out of id order

@@ -58,13 +58,18 @@ const worker = new Worker({
 worker.task("chaos", async (payload, { job, signal }) => {
   const nonce = randomUUID().replaceAll("-", "");
   record("executions", { job_id: job.id, delivery: job.delivery_count, nonce });
-  if (payload.ms) await sleep(payload.ms, undefined, { signal }); // the task's own work
-  const roll = draw(job.id, job.delivery_count);
-  if (roll < 0.07) throw new Error("chaos: this delivery raised");
-  if (roll < 0.12) throw new RetryError(0.1, "chaos: asked to retry");
-  if (roll < 0.14 && job.delivery_count === 1) await sleep(TIMEOUT_MS + 1000, undefined, { signal });
-  if (roll < 0.15) throw new FatalError("chaos: failed for good");
-  return { nonce };
+  try {
+    if (payload.ms) await sleep(payload.ms, undefined, { signal }); // the task's own work
+    const roll = draw(job.id, job.delivery_count);
+    if (roll < 0.07) throw new Error("chaos: this delivery raised");
+    if (roll < 0.12) throw new RetryError(0.1, "chaos: asked to retry");
+    if (roll < 0.14 && job.delivery_count === 1) await sleep(TIMEOUT_MS + 1000, undefined, { signal });
+    if (roll < 0.15) throw new FatalError("chaos: failed for good");
+    return { nonce };
+  } finally {
+    // A job of a sequence: when each execution ended (tests/chaos/checks.py, sequence_violations).
+    if (payload.seq) record("returns", { job_id: job.id, delivery: job.delivery_count, nonce });
+  }
 });
 worker.stopOnSignals();
 const running = worker.start();

@@ -10,14 +10,14 @@ from typing import Any
 import asyncpg
 from msgspec.structs import replace
 from queueflow.clocks import TestClock
-from queueflow.core.ids import new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.types import BackoffPolicy, Job, JobStatus
 from queueflow.engine import Engine, EngineSettings
 from queueflow.ports import JobStore
 
 from tests.moments import START, T
 
-_rng = random.Random(3)
+_ids = IdSource(random.Random(3))
 
 
 def engine_on(store: JobStore, clock: TestClock, *, seed: int = 11, **settings: Any) -> Engine:
@@ -28,7 +28,7 @@ def engine_on(store: JobStore, clock: TestClock, *, seed: int = 11, **settings: 
 def row(**changes: Any) -> Job:
     """A valid pending job row as the engine would hand it to a store, with `changes` applied."""
     job = Job(
-        id=new_id("job", START, _rng),
+        id=_ids.new_id("job", START),
         tenant_id=T,
         queue_name="default",
         task_name="t",

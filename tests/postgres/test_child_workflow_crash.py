@@ -96,7 +96,7 @@ async def test_a_crash_between_a_child_steps_decision_and_its_childs_creation_cr
         assert [s.status for s in after_crash.steps] == [StepStatus.ENQUEUED, StepStatus.PENDING]
         assert (await engine.list_workflows(T, parent_id=workflow.id)).items == []
 
-        healer = Workflows(store, clock, engine.rng, engine.settings)
+        healer = Workflows(store, clock, engine.ids, engine.settings)
         clock.advance(engine.settings.heal_after.total_seconds() + 1)
         assert await healer.heal(100) == 1
         assert await healer.heal(100) == 0

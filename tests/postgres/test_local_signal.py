@@ -7,6 +7,7 @@ import random
 import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.errors import ValidationError
+from queueflow.core.ids import IdSource
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.types import Job, NewJob
 from queueflow.core.workflow import NewStep, NewWorkflow
@@ -26,7 +27,7 @@ class Heard:
 
 def row(queue: str, key: str | None = None) -> Job:
     job = NewJob(task_name="t", queue_name=queue, idempotency_key=key)
-    return pending_job("tenant", job, TestClock().now(), random.Random())
+    return pending_job("tenant", job, TestClock().now(), IdSource(random.Random()))
 
 
 async def test_inserted_queues_are_signalled_once_each_after_commit(postgres_url: str) -> None:

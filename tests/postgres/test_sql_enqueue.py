@@ -14,7 +14,7 @@ from queueflow.api.schemas.worker import LeaseRequest
 from queueflow.api.worker import lease_or_wait
 from queueflow.clocks import SystemClock
 from queueflow.core.flow import QueueSettingsPatch
-from queueflow.core.ids import new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.types import BackoffPolicy, BackoffStrategy, JobStatus, NewJob
 from queueflow.runtime.notifier import Notifier
 from queueflow.settings import Settings
@@ -246,17 +246,17 @@ async def test_every_bad_field_is_named_at_once(postgres_url: str, postgres_stor
 
 
 async def test_ids_sort_with_the_servers(postgres_url: str, postgres_store: PostgresJobStore) -> None:
-    rng = random.Random(5)
+    source = IdSource(random.Random(5))
     async with pg.connect(postgres_url) as connection:
         job_id = await connection.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't')", T)
     job = await postgres_store.job_get(job_id)
     assert job is not None
-    assert len(job_id) == len(new_id("job", job.created_at, rng))
+    assert len(job_id) == len(source.new_id("job", job.created_at))
     assert job_id.startswith("job_")
     # The same millisecond-prefix as the server's id for the same instant; ids a millisecond off sort around it.
-    assert job_id[:14] == new_id("job", job.created_at, rng)[:14]
-    assert new_id("job", job.created_at - timedelta(milliseconds=1), rng) < job_id
-    assert job_id < new_id("job", job.created_at + timedelta(milliseconds=1), rng)
+    assert job_id[:14] == source.new_id("job", job.created_at)[:14]
+    assert source.new_id("job", job.created_at - timedelta(milliseconds=1)) < job_id
+    assert job_id < source.new_id("job", job.created_at + timedelta(milliseconds=1))
     ids = set()
     async with pg.connect(postgres_url) as connection:
         for _ in range(50):

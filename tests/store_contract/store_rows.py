@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from queueflow.core.advance import record, settle
 from queueflow.core.cursor import Listed
-from queueflow.core.ids import id_stream, new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import Schedule
 from queueflow.core.types import (
@@ -37,7 +37,7 @@ from tests.store_contract.workflow_helpers import dag
 
 OTHER = "tenant-b"
 LEASE = 30.0
-RNG = random.Random(3)
+IDS = IdSource(random.Random(3))
 """Only ids come from it; no test depends on their random part."""
 PENDING, RUNNING, RETRYING = JobStatus.PENDING, JobStatus.RUNNING, JobStatus.RETRYING
 COMPLETED, DEAD_LETTER, CANCELLED = JobStatus.COMPLETED, JobStatus.DEAD_LETTER, JobStatus.CANCELLED
@@ -97,7 +97,7 @@ async def found_only_by_its_tenant(get: Callable[[str, str | None], Awaitable[Fo
 def job(now: datetime = START, tenant: str = T, **fields: JSON) -> Job:
     """A pending row, as `pending_job` makes it from a `NewJob` with `fields` (task_name defaults to "send")."""
     fields.setdefault("task_name", "send")
-    return pending_job(tenant, NewJob(**fields), now, RNG)
+    return pending_job(tenant, NewJob(**fields), now, IDS)
 
 
 async def inserted(store: Store, *rows: Job) -> list[Job]:
@@ -163,7 +163,7 @@ def workflow(
     """A new running workflow, its roots enqueued, and their jobs: what `workflow_insert` is handed (a root child
     step is left waiting without its child: the tests of children start them with `record_with_children`)."""
     new = dag(*steps, context=context, key=key)
-    workflow_id = new_id("wf", now, RNG)
+    workflow_id = IDS.new_id("wf", now)
     pending = Workflow(
         id=workflow_id,
         tenant_id=tenant,
@@ -174,7 +174,7 @@ def workflow(
         created_at=now,
         idempotency_key=key,
     )
-    recording = record(pending, settle(pending.steps), now, id_stream("job", now, RNG))
+    recording = record(pending, settle(pending.steps), now, IDS.stream("job", now))
     return recording.workflow, recording.jobs
 
 
@@ -209,7 +209,7 @@ def schedule(name: str = "nightly", now: datetime = START, tenant: str = T, **fi
         "updated_at": now,
     }
     values.update(fields)
-    return Schedule(id=new_id("sch", now, RNG), tenant_id=tenant, name=name, **values)
+    return Schedule(id=IDS.new_id("sch", now), tenant_id=tenant, name=name, **values)
 
 
 async def everything(store: Store, tenant: str = T) -> tuple[list[Job], list[Workflow], list[Schedule]]:

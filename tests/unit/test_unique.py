@@ -7,16 +7,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from msgspec.structs import replace
+from queueflow.core.ids import IdSource
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.types import Job, JobStatus, NewJob, OnConflict, UniqueOutcome, UniqueRule
 from queueflow.core.unique import Ask, Duplicate, debounce_cap, matches, resolve, window
 
 NOW = datetime(2026, 3, 1, 12, 34, 56, tzinfo=UTC)
-RNG = random.Random(1)
+IDS = IdSource(random.Random(1))
 
 
 def row(rule: UniqueRule, payload: dict[str, object] | None = None) -> Job:
-    return pending_job("t", NewJob(task_name="x", payload=payload or {}, unique=rule), NOW, RNG)
+    return pending_job("t", NewJob(task_name="x", payload=payload or {}, unique=rule), NOW, IDS)
 
 
 def test_a_window_is_the_epochs_floor_by_the_period() -> None:

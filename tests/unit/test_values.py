@@ -7,7 +7,7 @@ import pytest
 from queueflow.clocks import TestClock
 from queueflow.core.cursor import decode_cursor, encode_cursor
 from queueflow.core.errors import ValidationError
-from queueflow.core.ids import _encode, new_id, new_ids
+from queueflow.core.ids import IdSource, _encode
 from queueflow.core.jsonvalue import MAX_DEPTH, contains, storage_errors
 from queueflow.core.types import Cursor
 
@@ -61,7 +61,7 @@ def test_contains_follows_jsonb(container: object, contained: object, expected: 
 def test_ids_are_prefixed_and_time_sortable() -> None:
     rng = random.Random(1)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    ids = [new_id("job", t0 + timedelta(milliseconds=i), rng) for i in range(50)]
+    ids = [IdSource(rng).new_id("job", t0 + timedelta(milliseconds=i)) for i in range(50)]
     assert all(i.startswith("job_") and len(i) == 30 for i in ids)
     assert ids == sorted(ids)
     assert len(set(ids)) == 50
@@ -70,14 +70,14 @@ def test_ids_are_prefixed_and_time_sortable() -> None:
 def test_the_ids_of_one_batch_increase_in_its_order_within_one_millisecond() -> None:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     for seed in range(20):
-        ids = new_ids("job", t0, random.Random(seed), 1000)
+        ids = IdSource(random.Random(seed)).new_ids("job", t0, 1000)
         assert ids == sorted(ids)
         assert len(set(ids)) == 1000
-        assert {i[:14] for i in ids} == {new_id("job", t0, random.Random(0))[:14]}  # the time part: t0's
+        assert {i[:14] for i in ids} == {IdSource(random.Random(0)).new_id("job", t0)[:14]}  # the time part: t0's
     top = random.Random(0)
     top.getrandbits = lambda k: 2**k - 1  # type: ignore[method-assign]  # the highest start a run can have
-    highest = new_ids("job", t0, top, 1000)  # never carries into the time part
-    assert {i[:14] for i in highest} == {new_id("job", t0, random.Random(0))[:14]}
+    highest = IdSource(top).new_ids("job", t0, 1000)  # never carries into the time part
+    assert {i[:14] for i in highest} == {IdSource(random.Random(0)).new_id("job", t0)[:14]}
 
 
 def test_the_ids_of_one_batch_are_each_the_encoding_of_its_value() -> None:
@@ -86,10 +86,9 @@ def test_the_ids_of_one_batch_are_each_the_encoding_of_its_value() -> None:
         rng = random.Random(0)
         rng.getrandbits = lambda k, low=low: (2 ** (k - 1)) | low  # type: ignore[method-assign]
         start = (int(t0.timestamp() * 1000) << 80) | (2**78) | low
-        # A prefix of its own: ids of one millisecond and prefix increase in the order made (`ids._after_last`).
-        expected = [_encode(f"b{low}", start + offset) for offset in range(1000)]
-        assert new_ids(f"b{low}", t0, rng, 1000) == expected
-    assert new_ids("job", t0, random.Random(0), 0) == []
+        expected = [_encode("job", start + offset) for offset in range(1000)]
+        assert IdSource(rng).new_ids("job", t0, 1000) == expected
+    assert IdSource(random.Random(0)).new_ids("job", t0, 0) == []
 
 
 def test_ids_of_one_millisecond_increase_in_the_order_they_are_made() -> None:
@@ -100,12 +99,22 @@ def test_ids_of_one_millisecond_increase_in_the_order_they_are_made() -> None:
         def getrandbits(self, k: int) -> int:
             return next(falling)
 
-    made = [new_id("seq", t0, Falling()), new_id("seq", t0, Falling()), *new_ids("seq", t0, Falling(), 2)]
+    source = IdSource(Falling())
+    made = [source.new_id("seq", t0), source.new_id("seq", t0), *source.new_ids("seq", t0, 2)]
     assert made == sorted(made)
     assert len(set(made)) == 4
     # A later millisecond starts from its own random part.
-    later = new_id("seq", t0 + timedelta(milliseconds=1), random.Random(1))
+    later = IdSource(random.Random(1)).new_id("seq", t0 + timedelta(milliseconds=1))
     assert later > made[-1]
+
+
+def test_each_id_source_starts_its_own_order() -> None:
+    # What one source made before never moves another's ids: a source's first id of a millisecond is its random
+    # draw, whatever other sources made at that millisecond (each engine owns one, so one test's ids never depend on
+    # the tests before it in the process).
+    t0 = datetime(2026, 1, 2, tzinfo=UTC)
+    IdSource(_FixedBits(2**80 - 1)).new_id("job", t0)  # the highest value of t0's millisecond
+    assert IdSource(_FixedBits(0)).new_id("job", t0) == _encode("job", int(t0.timestamp() * 1000) << 80)
 
 
 def test_cursor_round_trip_and_garbage() -> None:
@@ -142,7 +151,7 @@ class _FixedBits(random.Random):
 @pytest.mark.parametrize("bits", [0, 1, 2**80 - 1, 0x0123456789ABCDEF0123, 31 << 75])
 def test_ids_are_ulids_in_crockford_base32(bits: int) -> None:
     moment = datetime(2026, 11, 30, 23, 59, 59, 999000, tzinfo=UTC)
-    text = new_id(f"u{bits}", moment, _FixedBits(bits)).removeprefix(f"u{bits}_")
+    text = IdSource(_FixedBits(bits)).new_id("job", moment).removeprefix("job_")
     value = 0
     for char in text:  # decoded one digit at a time, as the ULID spec writes it
         value = value * 32 + "0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(char)

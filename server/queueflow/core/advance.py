@@ -395,7 +395,7 @@ def new_step_job(workflow: Workflow, step: Step, now: datetime, job_id: str) -> 
 
 def record(workflow: Workflow, transition: Transition, now: datetime, job_ids: Iterator[str]) -> Recording:
     """What recording `transition` on the locked snapshot `workflow` writes: `apply_transition` plus the jobs, each
-    with the next of `job_ids` (the store's: `ids.id_stream`).
+    with the next of `job_ids` (the store's: `IdSource.stream`).
 
     Both stores record through this, so they differ only in how they write it: a snapshot read under the
     workflow's lock is the row's real state, and each changed row is written guarded by its status `before`.

@@ -38,9 +38,8 @@ from queueflow.core.advance import (
     retry_workflow,
     settle,
 )
-from queueflow.core.backoff import RandomSource
 from queueflow.core.finish import Finish
-from queueflow.core.ids import id_stream, new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.types import JSON
 from queueflow.core.waits import DueWait
@@ -67,12 +66,12 @@ def too_deep(level: int) -> str:
     return f"a child workflow here would be level {level}; levels 1–{MAX_DEPTH} are allowed"
 
 
-def new_workflow_recording(tenant_id: str, new: NewWorkflow, now: datetime, rng: RandomSource) -> Recording:
+def new_workflow_recording(tenant_id: str, new: NewWorkflow, now: datetime, ids: IdSource) -> Recording:
     """A validated new workflow's rows: the workflow, running, with its deadline, its root steps enqueued as jobs
     and the children of its root child steps (`Recording.children`, inserted with it) — a new workflow is a
     snapshot like any other: settling it starts the roots. Whoever creates workflows builds them here: the engine's
     create, an event's triggers."""
-    workflow_id = new_id("wf", now, rng)
+    workflow_id = ids.new_id("wf", now)
     pending = Workflow(
         id=workflow_id,
         tenant_id=tenant_id,
@@ -86,9 +85,7 @@ def new_workflow_recording(tenant_id: str, new: NewWorkflow, now: datetime, rng:
         timeout_seconds=new.timeout_seconds,
         deadline=deadline_after(now, new.timeout_seconds),
     )
-    return record_with_children(
-        pending, settle(pending.steps), now, id_stream("job", now, rng), id_stream("wf", now, rng)
-    )
+    return record_with_children(pending, settle(pending.steps), now, ids.stream("job", now), ids.stream("wf", now))
 
 
 def record_with_children(

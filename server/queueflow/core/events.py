@@ -3,7 +3,7 @@
 A store reads the tenant's enabled triggers whose `event` is one of `triggers.event_patterns(name)` (an index
 lookup per pattern), keeps those that `triggers.matches`, and records what `starts` makes of them: a pending job
 per job trigger (its payload gaining `_event`, its metadata `trigger` and `event`) and a running workflow per
-workflow trigger (its context gaining `event`), with ids from the store's own `rng`, in the triggers' order of
+workflow trigger (its context gaining `event`), with ids from the store's own `IdSource`, in the triggers' order of
 creation. The event is kept with what it started (`Event.started`), keyed on (tenant, id): a repeat of the id
 starts nothing and answers with that.
 
@@ -21,10 +21,9 @@ import msgspec
 from msgspec.structs import replace as replace_struct
 
 from queueflow.core.advance import Recording
-from queueflow.core.backoff import RandomSource
 from queueflow.core.children import new_workflow_recording
 from queueflow.core.errors import FieldError
-from queueflow.core.ids import new_id, new_ids
+from queueflow.core.ids import IdSource
 from queueflow.core.jsonvalue import MAX_DEPTH, storage_errors
 from queueflow.core.lifecycle import pending_row
 from queueflow.core.triggers import EVENT_KEY, Trigger, event_name_errors
@@ -113,19 +112,19 @@ def started_job_errors(event: Event) -> list[FieldError]:
     return storage_errors(event.payload, ("payload",), max_depth=MAX_DEPTH - 2)
 
 
-def received(tenant_id: str, event: NewEvent, now: datetime, rng: RandomSource) -> Event:
+def received(tenant_id: str, event: NewEvent, now: datetime, ids: IdSource) -> Event:
     """The row of a validated event received at `now`: its own id, or a new `evt_…` one."""
-    event_id = event.id if event.id is not None else new_id("evt", now, rng)
+    event_id = event.id if event.id is not None else ids.new_id("evt", now)
     return Event(tenant_id=tenant_id, id=event_id, name=event.name, payload=event.payload, received_at=now)
 
 
-def starts(event: Event, triggers: list[Trigger], rng: RandomSource) -> Starts:
+def starts(event: Event, triggers: list[Trigger], ids: IdSource) -> Starts:
     """What `event` starts: one job or workflow per trigger of `triggers` (those it matches), ordered by their
     creation, each with the event under `_event` (a job's payload) or `event` (a workflow's context)."""
     ordered = sorted(triggers, key=lambda trigger: (trigger.created_at, trigger.id))
     now, seen = event.received_at, _seen(event)
     tasks = [trigger for trigger in ordered if trigger.task is not None]
-    job_ids = iter(new_ids("job", now, rng, len(tasks)))
+    job_ids = iter(ids.new_ids("job", now, len(tasks)))
     jobs: list[Job] = []
     workflows: list[Recording] = []
     started: list[Started] = []
@@ -141,7 +140,7 @@ def starts(event: Event, triggers: list[Trigger], rng: RandomSource) -> Starts:
             started.append(Started(trigger=trigger.name, job_id=job.id))
         elif trigger.workflow is not None:
             workflow = replace(trigger.workflow, context={**trigger.workflow.context, CONTEXT_EVENT: seen})
-            recording = new_workflow_recording(event.tenant_id, workflow, now, rng)
+            recording = new_workflow_recording(event.tenant_id, workflow, now, ids)
             workflows.append(recording)
             started.append(Started(trigger=trigger.name, workflow_id=recording.workflow.id))
     return Starts(jobs=jobs, workflows=workflows, started=tuple(started))

@@ -20,14 +20,14 @@ from datetime import datetime, timedelta
 
 from queueflow.core.backoff import RandomSource, backoff_delay
 from queueflow.core.deadlines import expires_at_of
-from queueflow.core.ids import new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.types import Job, JobStatus, NewJob, OnFailure
 
 
-def pending_job(tenant_id: str, job: NewJob, now: datetime, rng: RandomSource, *, job_id: str | None = None) -> Job:
+def pending_job(tenant_id: str, job: NewJob, now: datetime, ids: IdSource, *, job_id: str | None = None) -> Job:
     """∅ → pending: the row a validated `job` is inserted as, due at its `run_at` or after its delay, with the id
     `job_id` (one of a batch's `new_ids`), or a new one."""
-    return pending_row(tenant_id, job, now, job_id if job_id is not None else new_id("job", now, rng))
+    return pending_row(tenant_id, job, now, job_id if job_id is not None else ids.new_id("job", now))
 
 
 def pending_row(tenant_id: str, job: NewJob, now: datetime, job_id: str) -> Job:

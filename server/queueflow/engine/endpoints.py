@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.endpoints import (
     SECRET_PREFIX,
@@ -35,7 +34,7 @@ from queueflow.core.endpoints import (
     rotated,
 )
 from queueflow.core.errors import FieldError, InvalidState, NotFound, ValidationError
-from queueflow.core.ids import new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.types import Page, Unchanged
 from queueflow.core.validation import check
 from queueflow.ports import Clock, Resolver, Store
@@ -53,12 +52,10 @@ class Refused(OSError):
 
 
 class Endpoints:
-    def __init__(
-        self, store: Store, clock: Clock, rng: RandomSource, resolver: Resolver, *, allow_private: bool
-    ) -> None:
+    def __init__(self, store: Store, clock: Clock, ids: IdSource, resolver: Resolver, *, allow_private: bool) -> None:
         self.store = store
         self.clock = clock
-        self.rng = rng
+        self.ids = ids
         self.resolver = resolver
         self.allow_private = allow_private
 
@@ -69,7 +66,7 @@ class Endpoints:
         await self._check_url(new.url)
         now = self.clock.now()
         endpoint = Endpoint(
-            id=new_id("ep", now, self.rng),
+            id=self.ids.new_id("ep", now),
             tenant_id=tenant_id,
             name=new.name,
             url=new.url,
@@ -179,5 +176,5 @@ class Endpoints:
 
 
 def new_secret() -> str:
-    """A signing secret: 256 bits from the OS's CSPRNG (never the engine's seeded `rng`)."""
+    """A signing secret: 256 bits from the OS's CSPRNG (never the engine's seeded ids' source)."""
     return SECRET_PREFIX + secrets.token_urlsafe(32)

@@ -17,7 +17,7 @@ from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import FieldError, InvalidState, LeaseLost, NotFound, ValidationError
 from queueflow.core.flow import QueueSettingsPatch
-from queueflow.core.ids import new_ids
+from queueflow.core.ids import IdSource
 from queueflow.core.jsonvalue import held_progress_errors, progress_errors, result_errors
 from queueflow.core.lifecycle import expiry_reason, pending_job, retry_at
 from queueflow.core.pressure import Pressure
@@ -75,18 +75,20 @@ class Engine(WorkflowFacade):
         # PostgreSQL's gen_random_uuid), and jitter needs no more: a generator seeded from the OS, not a system
         # call per id (SystemRandom was 4% of a batch enqueue's CPU).
         self.rng: RandomSource = rng or random.Random()
+        # Its ids, each made after the last one it made (`IdSource`): its own, not another engine's in the process.
+        self.ids = IdSource(self.rng)
         self.settings = settings or EngineSettings()
         self.queues = Queues(store, clock)
-        self._workflows = Workflows(store, clock, self.rng, self.settings)
-        self.schedules = Schedules(store, clock, self.rng, self.settings.sweep_limit, self._workflows.create)
+        self._workflows = Workflows(store, clock, self.ids, self.settings)
+        self.schedules = Schedules(store, clock, self.ids, self.settings.sweep_limit, self._workflows.create)
         self.endpoints = Endpoints(
             store,
             clock,
-            self.rng,
+            self.ids,
             resolver or SystemResolver(),
             allow_private=self.settings.allow_private_endpoints,
         )
-        self.triggers = Triggers(store, clock, self.rng)
+        self.triggers = Triggers(store, clock, self.ids)
 
     # ---- jobs (tenant side) -------------------------------------------------------------------------
 
@@ -99,9 +101,9 @@ class Engine(WorkflowFacade):
         """Insert every job or none, in one store operation."""
         validation.check_new_jobs(jobs)
         now = self.clock.now()
-        ids = new_ids("job", now, self.rng, len(jobs))  # increasing in the batch's order: the claim's last tie-break
+        ids = self.ids.new_ids("job", now, len(jobs))  # increasing in the batch's order: the claim's last tie-break
         rows = [
-            pending_job(tenant_id, job, now, self.rng, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
+            pending_job(tenant_id, job, now, self.ids, job_id=job_id) for job, job_id in zip(jobs, ids, strict=True)
         ]
         if any(row.expires_at is not None for row in rows):
             validation.check(deadlines.row_errors(jobs, rows))

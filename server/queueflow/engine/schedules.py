@@ -18,10 +18,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
 
-from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, NotFound, ValidationError
-from queueflow.core.ids import new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.lifecycle import pending_job
 from queueflow.core.schedule import (
     NewSchedule,
@@ -54,12 +53,12 @@ TICK = timedelta(microseconds=1)
 
 class Schedules:
     def __init__(
-        self, store: Store, clock: Clock, rng: RandomSource, tick_limit: int, start_workflow: StartWorkflow
+        self, store: Store, clock: Clock, ids: IdSource, tick_limit: int, start_workflow: StartWorkflow
     ) -> None:
         self.store = store
         self.start_workflow = start_workflow
         self.clock = clock
-        self.rng = rng
+        self.ids = ids
         self.tick_limit = tick_limit
         """Due schedules one tick fires at most."""
 
@@ -70,7 +69,7 @@ class Schedules:
         now = self.clock.now()
         fields = {name: getattr(new, name) for name in NewSchedule.__dataclass_fields__}
         schedule = Schedule(
-            id=new_id("sch", now, self.rng),
+            id=self.ids.new_id("sch", now),
             tenant_id=tenant_id,
             next_run_at=initial_next_run_at(new, now),
             last_run_at=None,
@@ -127,7 +126,7 @@ class Schedules:
                 else:
                     job = firing_job(schedule, firing.occurrence)
                     check_new_jobs([job])
-                    await self.store.job_insert_many([pending_job(schedule.tenant_id, job, now, self.rng)])
+                    await self.store.job_insert_many([pending_job(schedule.tenant_id, job, now, self.ids)])
             except ValidationError as exc:
                 # Not expected (the schedule was validated), but one bad row must not wedge every later tick.
                 log.error(

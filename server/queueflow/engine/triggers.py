@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from queueflow.core.backoff import RandomSource
 from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, NotFound
 from queueflow.core.events import EVENT_RETENTION, Event, NewEvent, new_event_errors, received
-from queueflow.core.ids import new_id
+from queueflow.core.ids import IdSource
 from queueflow.core.triggers import NewTrigger, Trigger, TriggerPatch, as_new, patched, trigger_errors
 from queueflow.core.types import Page
 from queueflow.core.validation import check
@@ -26,10 +25,10 @@ TICK = timedelta(microseconds=1)
 
 
 class Triggers:
-    def __init__(self, store: Store, clock: Clock, rng: RandomSource) -> None:
+    def __init__(self, store: Store, clock: Clock, ids: IdSource) -> None:
         self.store = store
         self.clock = clock
-        self.rng = rng
+        self.ids = ids
 
     # ---- triggers -----------------------------------------------------------------------------------------
 
@@ -39,9 +38,7 @@ class Triggers:
         check(trigger_errors(new))
         now = self.clock.now()
         fields = {name: getattr(new, name) for name in NewTrigger.__dataclass_fields__}
-        trigger = Trigger(
-            id=new_id("trg", now, self.rng), tenant_id=tenant_id, created_at=now, updated_at=now, **fields
-        )
+        trigger = Trigger(id=self.ids.new_id("trg", now), tenant_id=tenant_id, created_at=now, updated_at=now, **fields)
         return await self.store.trigger_insert(trigger)
 
     async def get(self, tenant_id: str, name: str) -> Trigger:
@@ -78,7 +75,7 @@ class Triggers:
         """Start every enabled trigger of the tenant that the event matches, in one transaction; a known event id
         starts nothing and returns the event as first recorded, with `False`."""
         check(new_event_errors(new))
-        return await self.store.event_insert(received(tenant_id, new, self.clock.now(), self.rng))
+        return await self.store.event_insert(received(tenant_id, new, self.clock.now(), self.ids))
 
     async def events(self, tenant_id: str, *, limit: int = 50, cursor: str | None = None) -> Page[Event]:
         """The tenant's last events (kept a day), newest first, each with what it started."""

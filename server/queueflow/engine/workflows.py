@@ -32,7 +32,6 @@ from queueflow.core.advance import (
     due_waits,
     retry_workflow,
 )
-from queueflow.core.backoff import RandomSource
 from queueflow.core.children import (
     RETRIABLE,
     child_ended,
@@ -44,6 +43,7 @@ from queueflow.core.cursor import page, page_after
 from queueflow.core.errors import InvalidState, LeaseLost, NotFound, StoreUnavailable, ValidationError
 from queueflow.core.finish import StepReport, result_errors, wait_report
 from queueflow.core.growth import Growth, GrowthRequest, GrowthView, grow, needs
+from queueflow.core.ids import IdSource
 from queueflow.core.jsonvalue import MAX_RESULT_DEPTH, storage_errors
 from queueflow.core.lifecycle import holds_lease
 from queueflow.core.types import FINISHED, JSON, Ended, Job, JobStatus, Page
@@ -104,10 +104,10 @@ def completed_step_report(ended: Ended | None, result: JSON) -> StepReport | Non
 
 
 class Workflows:
-    def __init__(self, store: Store, clock: Clock, rng: RandomSource, settings: EngineSettings) -> None:
+    def __init__(self, store: Store, clock: Clock, ids: IdSource, settings: EngineSettings) -> None:
         self.store = store
         self.clock = clock
-        self.rng = rng
+        self.ids = ids
         self.settings = settings
 
     async def create(self, tenant_id: str, new: NewWorkflow) -> tuple[Workflow, bool]:
@@ -115,7 +115,7 @@ class Workflows:
         if errors := new_workflow_errors(new):
             raise ValidationError.of(errors)
         now = self.clock.now()
-        recording = new_workflow_recording(tenant_id, new, now, self.rng)
+        recording = new_workflow_recording(tenant_id, new, now, self.ids)
         workflow, created = await self.store.workflow_insert(
             recording.workflow, recording.jobs, children=recording.children
         )

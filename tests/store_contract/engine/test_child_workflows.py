@@ -221,7 +221,7 @@ async def test_the_janitor_ends_a_parent_step_whose_child_ended_unheard(
     completion = Completion(job_id=job.id, lease_token=job.lease_token or "", result={"r": 1})
     finished = step_report(await store.job_complete(completion, now=clock.now()))
     assert finished is not None
-    bare = Workflows(store, clock, engine.rng, engine.settings)
+    bare = Workflows(store, clock, engine.ids, engine.settings)
     await store.workflow_step_finish(finished, now=clock.now())
     assert (await engine.get_workflow(T, kid.id)).status is WorkflowStatus.COMPLETED
     assert named(await engine.get_workflow(T, workflow.id), "ship").status is StepStatus.WAITING

@@ -31,7 +31,7 @@ T = "tenant-a"
 def reporter(engine: Engine) -> Workflows:
     """What ends the waits a sweep read, as a process of its own over the engine's store and clock (the engine's
     own `Workflows` is private to it)."""
-    return Workflows(engine.store, engine.clock, engine.rng, engine.settings)
+    return Workflows(engine.store, engine.clock, engine.ids, engine.settings)
 
 
 async def test_a_sleep_waits_its_time_holding_no_job_then_its_dependents_run(engine: Engine, clock: TestClock) -> None:

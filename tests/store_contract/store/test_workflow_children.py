@@ -8,13 +8,12 @@ from dataclasses import replace
 
 from queueflow.core.advance import AdvanceRequest, deadline_after, settle
 from queueflow.core.children import cancel_child, child_key, record_with_children, time_out
-from queueflow.core.ids import id_stream
 from queueflow.core.waits import DueWait
 from queueflow.core.workflow import NewStep, NewWorkflow, ParentRef, StepStatus, WorkflowQuery, WorkflowStatus
 from queueflow.ports import Store
 
 from tests.moments import START, T
-from tests.store_contract.store_rows import RNG, at, workflow
+from tests.store_contract.store_rows import IDS, at, workflow
 from tests.store_contract.workflow_helpers import dag, step
 
 
@@ -49,7 +48,7 @@ async def test_a_root_child_step_inserts_its_child_with_the_parent_and_lists_it_
     row, _ = workflow(NewStep(name="ship", workflow=parcel()), step("other"))
     pending = replace(row, steps=[replace(s, status=StepStatus.PENDING, job_id=None) for s in row.steps])
     recording = record_with_children(
-        pending, settle(pending.steps), START, id_stream("job", START, RNG), id_stream("wf", START, RNG)
+        pending, settle(pending.steps), START, IDS.stream("job", START), IDS.stream("wf", START)
     )
     (start,) = recording.children
     assert start.recording is not None

@@ -80,7 +80,7 @@ class MemoryEvents(MemoryWorkflows):
             for trigger_id in self._trigger_index.get((event.tenant_id, pattern), ())
         }
         matched = [self._triggers[trigger_id] for trigger_id in found]
-        made = starts(event, [trigger for trigger in matched if matches(trigger, event.name, event.payload)], self._rng)
+        made = starts(event, [trigger for trigger in matched if matches(trigger, event.name, event.payload)], self._ids)
         # Everything checked before anything is written: one bad job or workflow and the event starts nothing.
         check([error for recording in made.workflows for error in workflow_storage_errors(recording.workflow)])
         self._check_insert([*made.jobs, *(job for recording in made.workflows for job in recording.jobs)])

@@ -21,6 +21,7 @@ from queueflow.core.endpoints import Endpoint
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.events import Event
 from queueflow.core.flow import QueueSettings
+from queueflow.core.ids import IdSource
 from queueflow.core.jsonvalue import job_storage_errors
 from queueflow.core.schedule import Schedule
 from queueflow.core.triggers import Trigger
@@ -64,7 +65,7 @@ class Tables:
         self._started_before: dict[str, datetime] = {}
         self._wakeups = wakeups
         # The ids of the jobs that run steps, which the store makes as it records a workflow's advance.
-        self._rng: RandomSource = rng or random.Random()
+        self._ids = IdSource(rng or random.Random())
 
     def reset(self) -> None:
         """Forget every job, workflow, schedule, endpoint, trigger, event and queue setting."""

@@ -35,7 +35,6 @@ from queueflow.core.children import (
 from queueflow.core.errors import FieldError, ValidationError
 from queueflow.core.finish import StepReport, counted_status, finishes_alone, on_finish, on_report, result_errors
 from queueflow.core.growth import GrowthRequest, GrowthView
-from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import storage_errors
 from queueflow.core.types import CANCELLABLE, FINISHED, Job, JobStatus
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction
@@ -128,10 +127,10 @@ class MemoryWorkflows(Tables):
             parent_step = child_ended(recorded) if workflow.status is WorkflowStatus.RUNNING else None
             return (*due_waits(recorded, now), *([] if parent_step is None else [parent_step]))
         dependents = [steps[positions[name]] for name in step.dependents]
-        job_ids = id_stream("job", now, self._rng)
+        job_ids = self._ids.stream("job", now)
         finish = on_finish(report, workflow, dependents, now, job_ids)
         context = {**workflow.context, step.name: finish.result}
-        finish, starts = finish_children(finish, workflow, context, now, job_ids, id_stream("wf", now, self._rng))
+        finish, starts = finish_children(finish, workflow, context, now, job_ids, self._ids.stream("wf", now))
         if errors := result_errors(finish.result):
             raise ValidationError.of(errors)
         self._check_insert(finish.jobs)
@@ -309,7 +308,7 @@ class MemoryWorkflows(Tables):
         """Record `transition` on the stored `workflow` (`advance.record` on `snapshot`, the store's own copy of
         it), validated before anything is written."""
         recording = record_with_children(
-            snapshot, transition, now, id_stream("job", now, self._rng), id_stream("wf", now, self._rng)
+            snapshot, transition, now, self._ids.stream("job", now), self._ids.stream("wf", now)
         )
         # The finished step's result, and the new jobs, are all it writes that nobody checked.
         if errors := result_errors(transition.result):

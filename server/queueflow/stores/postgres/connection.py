@@ -21,6 +21,7 @@ import msgspec
 
 from queueflow.core.backoff import RandomSource
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
+from queueflow.core.ids import IdSource
 from queueflow.ports import EchoSignal, WorkSignal
 from queueflow.stores.postgres.errors import is_disconnect, translate
 from queueflow.stores.postgres.pool import Connect, ConnectionPool
@@ -111,7 +112,7 @@ class Pooled:
         self._echoes = wakeups if isinstance(wakeups, EchoSignal) else None
         self._opened: asyncio.Future[ConnectionPool] | None = None
         # The ids of the jobs that run steps, which the store makes as it records a workflow's advance.
-        self._rng: RandomSource = rng or random.Random()
+        self._ids = IdSource(rng or random.Random())
 
     @contextmanager
     def _announcing(self) -> Iterator[Callable[[Iterable[str]], None]]:

@@ -241,7 +241,7 @@ class PostgresEvents(Pooled):
                     matched = [
                         trigger for trigger in map(self._matched, rows) if matches(trigger, event.name, event.payload)
                     ]
-                    made = starts(event, matched, self._rng)
+                    made = starts(event, matched, self._ids)
                     if made.jobs:
                         # A started job is a stored trigger's task (storable as it was written) with the event under
                         # `_event`: its payload two levels down is all there is to check, once, not per job.
@@ -255,7 +255,7 @@ class PostgresEvents(Pooled):
                             for recording in made.workflows:
                                 await insert_workflow(db, recording.workflow, recording.jobs, announce)
                                 # A root child step's child, made with its parent (as `workflow_insert` makes it).
-                                await start_children(db, recording.children, event.received_at, self._rng, announce)
+                                await start_children(db, recording.children, event.received_at, self._ids, announce)
                             if made.jobs:
                                 statement, values = job_insert(made.jobs)
                                 await db.execute(statement, *values)
@@ -303,7 +303,7 @@ class PostgresEvents(Pooled):
         """The event and its jobs in one statement, written only if the name's candidates are still `candidates`;
         None when nothing was written (changed candidates, or an id kept already: the caller's MATCH way tells)."""
         matched = [trigger for trigger in candidates if matches(trigger, event.name, event.payload)]
-        made = starts(event, matched, self._rng)
+        made = starts(event, matched, self._ids)
         if made.jobs:
             check(started_job_errors(event))
         started = msgspec.json.encode(made.started).decode()

@@ -19,7 +19,6 @@ from queueflow.core.advance import Recording
 from queueflow.core.children import record_with_children
 from queueflow.core.errors import StoreUnavailable, ValidationError
 from queueflow.core.growth import Growth, GrowthRequest, GrowthView, Needs
-from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text, storage_errors
 from queueflow.core.waits import DueWait, KeptSignal, SignalAction, Wait
 from queueflow.core.workflow import (
@@ -86,11 +85,11 @@ class PostgresWorkflowGrowth(Pooled):
                         grown = replace(grown, context=context)
                     now = request.now
                     recording = record_with_children(
-                        grown, growth.transition, now, id_stream("job", now, self._rng), id_stream("wf", now, self._rng)
+                        grown, growth.transition, now, self._ids.stream("job", now), self._ids.stream("wf", now)
                     )
                     await _write(db, growth, recording, now)
                     announce(new.queue_name for new in recording.jobs)
-                    await start_children(db, recording.children, now, self._rng, announce)
+                    await start_children(db, recording.children, now, self._ids, announce)
         except _Raised as raised:
             raise raised.error from None
         return recording.workflow

@@ -27,7 +27,6 @@ from queueflow.core.advance import (
     due_waits,
     finished_status,
 )
-from queueflow.core.backoff import RandomSource
 from queueflow.core.children import (
     cancel_child,
     child_ended,
@@ -46,7 +45,7 @@ from queueflow.core.finish import (
     on_report,
     result_errors,
 )
-from queueflow.core.ids import id_stream
+from queueflow.core.ids import IdSource
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
 from queueflow.core.types import Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
@@ -95,7 +94,7 @@ class PostgresWorkflows(Pooled):
             async with self._connection() as db, db.transaction():
                 inserted, created = await insert_workflow(db, workflow, jobs, announce)
                 if created:
-                    await start_children(db, children, workflow.created_at, self._rng, announce)
+                    await start_children(db, children, workflow.created_at, self._ids, announce)
                 return inserted, created
 
     async def workflow_get(self, workflow_id: str, *, tenant_id: str | None = None) -> Workflow | None:
@@ -144,7 +143,7 @@ class PostgresWorkflows(Pooled):
             with self._announcing() as announce:
                 async with self._connection() as db, db.transaction():
                     workflow, _ = await _advance(
-                        db, workflow_id, tenant_id, request.decide, request.now, self._rng, announce
+                        db, workflow_id, tenant_id, request.decide, request.now, self._ids, announce
                     )
         except _Raised as raised:
             raise raised.error from None  # and the transaction rolled back
@@ -168,13 +167,13 @@ class PostgresWorkflows(Pooled):
                         alone = on_failure is not None and finishes_alone(report.outcome, _ON_FAILURE[on_failure])
                     async with begun(db, BEGIN_FINISH):
                         if alone:
-                            finished = await _finish(db, report, result, now, self._rng, announce)
+                            finished = await _finish(db, report, result, now, self._ids, announce)
                             jobs, due = finished if finished is not None else (None, ())
                             announce(job.queue_name for job in jobs or ())
                         else:
                             decide = partial(on_report, report=report)
                             after, enqueued = await _advance(
-                                db, report.workflow_id, None, decide, now, self._rng, announce, report
+                                db, report.workflow_id, None, decide, now, self._ids, announce, report
                             )
                             jobs = enqueued if after is not None else None
                             due = () if after is None else tuple(due_waits(after, now))
@@ -198,7 +197,7 @@ async def _advance(
     tenant_id: str | None,
     decide: Callable[[Workflow], Transition],
     now: datetime,
-    rng: RandomSource,
+    ids: IdSource,
     announce: Announce,
     report: StepReport | None = None,
     cancelling: list[str] | None = None,
@@ -218,15 +217,15 @@ async def _advance(
         transition = decide(snapshot)
     except Exception as exc:
         raise _Raised(exc) from exc
-    recording = record_with_children(snapshot, transition, now, id_stream("job", now, rng), id_stream("wf", now, rng))
+    recording = record_with_children(snapshot, transition, now, ids.stream("job", now), ids.stream("wf", now))
     await _write(db, snapshot, transition, recording, now)
     announce(job.queue_name for job in recording.jobs)
     top = cancelling is None
     cancelling = [] if cancelling is None else cancelling
     cancelling.extend(recording.cancel_jobs)  # the top's list: the children below add theirs to it
     for child_id in recording.cancel_children:
-        await _advance(db, child_id, None, cancel_child, now, rng, announce, None, cancelling)
-    await start_children(db, recording.children, now, rng, announce)
+        await _advance(db, child_id, None, cancel_child, now, ids, announce, None, cancelling)
+    await start_children(db, recording.children, now, ids, announce)
     if top and cancelling:
         await db.execute(CANCEL_STEP_JOBS, sorted(set(cancelling)), now)
     if report is not None and transition.finished is None:
@@ -235,7 +234,7 @@ async def _advance(
 
 
 async def _finish(
-    db: Db, report: StepReport, result: str, now: datetime, rng: RandomSource, announce: Announce
+    db: Db, report: StepReport, result: str, now: datetime, ids: IdSource, announce: Announce
 ) -> tuple[Sequence[Job], tuple[DueWait, ...]] | None:
     """`workflow_step_finish` of a finish that `core.finish` decides on the touched rows, in the caller's
     transaction, in `core.finish`'s lock order (FINISH, then COUNT): the jobs it enqueued and the waits due at once
@@ -261,14 +260,14 @@ async def _finish(
     locked = [_step(_dependent_columns(row), edges=False) for row in dependents]
     ctid = {row["d_name"]: row["dependent_ctid"] for row in dependents}
     # COUNT assembles the new jobs' `_context` as it inserts them.
-    job_ids = id_stream("job", now, rng)
+    job_ids = ids.stream("job", now)
     finish = on_finish(report, _head(head), locked, now, job_ids, with_context=False)
     if errors := job_storage_errors(finish.jobs):
         raise ValidationError.of(errors)
     if finish.children:
         context = await db.fetchval(WORKFLOW_CONTEXT, report.workflow_id)
-        finish, starts = finish_children(finish, _head(head), context, now, job_ids, id_stream("wf", now, rng))
-        await start_children(db, starts, now, rng, announce)
+        finish, starts = finish_children(finish, _head(head), context, now, job_ids, ids.stream("wf", now))
+        await start_children(db, starts, now, ids, announce)
     if len(finish.dependents) > WIDE_FINISH:
         await db.execute(CUSTOM_PLAN)
     counted = await db.fetchrow(
@@ -511,7 +510,7 @@ async def insert_workflow(db: Db, workflow: Workflow, jobs: Sequence[Job], annou
 
 
 async def start_children(
-    db: Db, starts: Sequence[ChildStart], now: datetime, rng: RandomSource, announce: Announce
+    db: Db, starts: Sequence[ChildStart], now: datetime, ids: IdSource, announce: Announce
 ) -> None:
     """What child steps that went waiting start, in the caller's transaction (their parent's, locked first): each
     new child inserted with its jobs and its own children (keyed `child:<parent>:<step>`, so a replay finds it), or
@@ -521,6 +520,6 @@ async def start_children(
             recording = start.recording
             _, created = await insert_workflow(db, recording.workflow, recording.jobs, announce)
             if created:
-                await start_children(db, recording.children, now, rng, announce)
+                await start_children(db, recording.children, now, ids, announce)
         elif start.retry is not None:
-            await _advance(db, start.retry, None, retry_child, now, rng, announce)
+            await _advance(db, start.retry, None, retry_child, now, ids, announce)
