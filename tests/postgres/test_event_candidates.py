@@ -119,3 +119,34 @@ async def test_concurrent_repeats_of_a_narrow_event_id_start_its_triggers_once(
             assert len(answers[0][0].started) == 2
     jobs = await postgres_store.job_list(JobQuery(tenant_id=T, limit=100))
     assert len(jobs) == 4 * 2
+
+
+async def test_a_narrow_names_event_statement_is_planned_once_then_reused(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """PostgreSQL plans a prepared statement's first five runs for their values, then keeps a generic plan unless
+    it looks dearer than those: the guard's patterns sent as an array made it look three times dearer (a
+    parameter array is estimated at ten elements), and every event was planned afresh."""
+    admin = engine_on(postgres_store, TestClock(START))
+    for name in ("a", "b"):
+        await admin.triggers.create(T, NewTrigger(name=name, event="order.paid", task=NewJob(task_name=name)))
+    async with postgres_store._connection() as db:
+        # The tenant's other triggers, as many as make the estimates count (the bench's 10,000 in miniature).
+        await db.execute(
+            "INSERT INTO queueflow.triggers (id, tenant_id, name, event, task, created_at, updated_at)"
+            " SELECT 'trg_' || n, $1, 'other-' || n, 'other.' || n, '{\"task_name\": \"o\"}', now(), now()"
+            " FROM generate_series(1, 2000) AS n",
+            T,
+        )
+        await db.execute("ANALYZE queueflow.triggers")
+    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
+        sender = engine_on(store, TestClock(START), seed=3)
+        for number in range(10):
+            event, _ = await sender.triggers.send(T, NewEvent(name="order.paid", payload={"n": number}))
+            assert len(event.started) == 2
+        async with store._connection() as db:
+            plans = await db.fetchrow(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH guard%'"
+            )
+    assert plans is not None
+    assert (plans["custom_plans"], plans["generic_plans"]) == (5, 5)
