@@ -10,6 +10,7 @@ from __future__ import annotations
 from queueflow.stores.postgres.claim.args import ClaimArgs, TenantScope, TurnOf
 from queueflow.stores.postgres.claim.fair_sql import (
     J_CLAIM_ORDER,
+    READY,
     RESTRICTING,
     claimable,
     lease,
@@ -117,11 +118,11 @@ RETURNING {COLUMNS}
 # those queues can take a job only if one is. One statement and no transaction, where a claim that finds nothing
 # takes four round trips (BEGIN, CLAIM, RESTRICTED_QUEUES, COMMIT): a lessee that found nothing asks this first
 # (`caches.IdleQueues`), as an idle worker polling an empty queue does again and again. Each queue's pending
-# range of idx_jobs_claim, read until its first due row.
-DUE_ANY = """
+# range of idx_jobs_claim, read until its first due row (a job waiting in its sequence is not due).
+DUE_ANY = f"""
 SELECT EXISTS (SELECT FROM unnest($1::text[]) AS queue(name),
                    LATERAL (SELECT FROM queueflow.jobs AS j
-                             WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+                             WHERE j.queue_name = queue.name AND {READY}
                                AND j.scheduled_at <= $2
                              LIMIT 1) AS due)
 """
