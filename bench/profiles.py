@@ -50,6 +50,10 @@ class Profile:
     """Enqueues per key in the debounce burst (on `DEBOUNCE_KEYS` keys: 100 × 100 = 10,000)."""
     debounce_seconds: float = 3.0
     """The burst's `debounce_seconds`: longer than any key's gap between two of its enqueues."""
+    sequence_jobs: int = 100_000
+    """Pending jobs a queue of each layout of the sequence claim's figure (`sequence_claim_cost`: sequences of 100)."""
+    sequence_pairs: int = 60
+    """Alternating claims of each layout (plain, plain without the condition, spread, runs); the first sixth warm up."""
     session_settle: float = 1.2
     """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
@@ -185,6 +189,8 @@ SMOKE = Profile(
     session_settle=0.2,
     debounce_rounds=3,
     debounce_seconds=0.5,
+    sequence_jobs=10_000,
+    sequence_pairs=6,
     server_args=("--safety-poll", "1"),
     small_workflows=5,
     fanout_widths=(5, 10),

@@ -22,6 +22,8 @@ FIGURES = [
     "HTTP unique batch enqueue (skip) over 1000 distinct keys",
     "HTTP unique batch enqueue (skip) with a new key per row",
     "debounce burst: 300 enqueues on 100 keys",
+    "claim of 100 over 10,000 pending jobs in 100 sequences, each head among the first in claim order",
+    "claim of 100 over 10,000 pending jobs in 100 sequences of 100 consecutive ids",
     "server peak RSS",
     "wake-up: enqueue",
     "a delayed job",
