@@ -1,6 +1,6 @@
 """What sequences (issue 43) cost the claim: `python -m bench.pgbench.sequence_claim_cost postgresql://…/scratch` on a
 database `queueflow migrate` built. The scratch database's jobs are deleted first (TRUNCATE: a DELETE of a backlog
-in sequences fires migration 0020's trigger for each holding job, each probing an index full of the statement's own
+in sequences fires migration 0021's trigger for each holding job, each probing an index full of the statement's own
 dead entries — minutes for this backlog). `make bench` runs `measure` on its
 raw database (`figures.sequence_claims`).
 
@@ -10,7 +10,7 @@ Three queues of 100,000 pending jobs in 10 tenants (job i in tenant i mod 10): `
 worst layout for a claim that reads what sequences hold back). A tenth of the issue's 1,000,000 jobs in 10,000
 sequences: the backlog is built in well under a minute, and the claim reads a tenant's range of idx_jobs_claim only as
 far as its share, so the ratio depends on the layout rather than the size (an index one level deeper at most). Jobs
-are inserted as enqueues write them: migration 0020's trigger flags those that wait behind an earlier job of their
+are inserted as enqueues write them: migration 0021's trigger flags those that wait behind an earlier job of their
 sequence. A claim of 100 (generic plans, as the claim function runs them), rolled back each time so that the backlog
 stays, in alternating pairs:
 

@@ -12,6 +12,7 @@ from queueflow.clocks import TestClock
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres import schema as pgschema
 from queueflow.stores.postgres.pool import ConnectionPool
 
 from tests import pg
@@ -96,21 +97,23 @@ async def waiting_for_a_lock(holder: asyncpg.Connection) -> None:
             await asyncio.sleep(0.01)
 
 
-async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_default_settings(postgres_url: str) -> None:
+async def test_a_claim_leaves_its_connection_outside_any_transaction_on_its_default_settings() -> None:
     # A claim begins its transaction and sets generic plans and an asynchronous commit in one round trip, and commits
     # by hand: the connection it hands back holds no open transaction and no setting a pooler's next client would
-    # inherit (an enqueue or an ack after it commits synchronously).
-    clock = TestClock()
-    async with PostgresJobStore.from_url(postgres_url, pool_size=1) as store:
-        engine = engine_on(store, clock)
-        await engine.enqueue("tenant", NewJob(task_name="noop", queue_name="pool-claim"))
-        (job,) = await engine.lease(["pool-claim"], max_jobs=5)
-        assert job.status is JobStatus.RUNNING
-        async with store._connection() as db:
-            assert not db.is_in_transaction()
-            assert await db.fetchval("SHOW plan_cache_mode") == "auto"
-            assert await db.fetchval("SHOW synchronous_commit") == "on"
-            assert await db.fetchval("SELECT status FROM queueflow.jobs WHERE id = $1", job.id) == "running"
+    # inherit (an enqueue or an ack after it commits synchronously). On a durable database of its own: the tests'
+    # databases commit asynchronously by default (tests.pg.create_database), which would hide a leaked setting.
+    async with pg.fresh_database(durable=True) as url:
+        await pgschema.upgrade_async(url)
+        async with PostgresJobStore.from_url(url, pool_size=1) as store:
+            engine = engine_on(store, TestClock())
+            await engine.enqueue("tenant", NewJob(task_name="noop", queue_name="pool-claim"))
+            (job,) = await engine.lease(["pool-claim"], max_jobs=5)
+            assert job.status is JobStatus.RUNNING
+            async with store._connection() as db:
+                assert not db.is_in_transaction()
+                assert await db.fetchval("SHOW plan_cache_mode") == "auto"
+                assert await db.fetchval("SHOW synchronous_commit") == "on"
+                assert await db.fetchval("SELECT status FROM queueflow.jobs WHERE id = $1", job.id) == "running"
 
 
 async def test_callers_waiting_on_a_pool_that_fails_to_open_each_get_the_database_s_reason() -> None:

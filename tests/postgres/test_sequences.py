@@ -168,7 +168,7 @@ async def test_the_claims_probe_of_a_sequence_is_an_index_probe(
         )
     plan = json.loads(explained)[0]["Plan"]
     names = {node.get("Index Name") for node in _nodes(plan)}
-    assert {"idx_jobs_sequence", "idx_jobs_claim"} <= names, [
+    assert {"idx_jobs_sequence", "idx_jobs_claim_ready"} <= names, [
         (n.get("Index Name"), n.get("Index Cond"), n.get("Filter")) for n in _nodes(plan) if "Index Name" in n
     ]
     assert not [
@@ -210,8 +210,8 @@ async def _waiting(postgres_url: str, *job_ids: str) -> list[bool | None]:
 async def test_a_job_behind_a_holding_one_waits_out_of_the_claim_index_until_it_may_start(
     postgres_url: str, postgres_store: PostgresJobStore
 ) -> None:
-    """Migration 0020's flag: a job enqueued behind a holding job of its sequence is written waiting (left out of
-    idx_jobs_claim), and the sequence's first unstarted job is woken whenever the job before it stops holding — by
+    """Migration 0021's flag: a job enqueued behind a holding job of its sequence is written waiting (left out of
+    idx_jobs_claim_ready), and the sequence's first unstarted job is woken whenever the job before it stops holding — by
     a resume past a halt, a completion, a cancel — while a job that is not first changes nothing by ending; a job
     cancelled while it waited and replayed later is not left waiting."""
     engine = engine_on(postgres_store, TestClock(START))

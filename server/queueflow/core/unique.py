@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 from msgspec.structs import replace
 
 from queueflow.core.errors import Duplicate, FieldError
@@ -28,8 +29,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Loc = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
+    """One per item of a batch that carries a rule (a Struct, not a frozen dataclass: a batch makes a thousand, and
+    a frozen dataclass's `__init__` costs ten times as much)."""
+
     job: Job
     """The new row to insert (CREATED), the existing job as it is (SKIPPED) or as it is to be written (REPLACED)."""
     outcome: Outcome
@@ -86,8 +89,7 @@ def decide(rule: UniqueRule, row: Job, existing: Job | None, *, index: int | Non
     return Decision(replaced, Outcome.REPLACED)
 
 
-@dataclass(frozen=True, slots=True)
-class Ask:
+class Ask(msgspec.Struct, frozen=True):
     """One item of a batch that carries a rule: its row, its position, and the key's existing job as the store read
     it under the lock (the newest job of the tenant and key the rule counts), before any of the batch was written."""
 

@@ -166,7 +166,8 @@ def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
     payload, metadata and key of each row (the per-row checks were a third of a batch enqueue's CPU). Any
     doubt, such as a value that cannot be hashed, answers False, and the caller checks row by row."""
     try:
-        shapes = {_SETTINGS(job): job for job in jobs}
+        # A `unique` rule is a setting but for its key, which is checked row by row below.
+        shapes = {(_SETTINGS(job), job.unique and _RULE_SETTINGS(job.unique)): job for job in jobs}
     except TypeError:
         return False
     if any(new_job_errors(job) for job in shapes.values()):
@@ -176,9 +177,14 @@ def _plainly_valid(jobs: Sequence[NewJob]) -> bool:
         or object_errors(job.metadata, ())
         or (job.idempotency_key is not None and text_errors(job.idempotency_key, (), max_len=255))
         or (job.concurrency_key is not None and text_errors(job.concurrency_key, (), max_len=200))
-        or (job.unique is not None and unique_errors(job, ()))
+        or (job.unique is not None and text_errors(job.unique.key, (), max_len=255))
         for job in jobs
     )
+
+
+_RULE_SETTINGS = operator.attrgetter(
+    "states", "period_seconds", "on_conflict", "debounce_seconds", "debounce_max_seconds"
+)  # fmt: skip
 
 
 def unique_errors(job: NewJob, loc: Loc = ()) -> list[FieldError]:

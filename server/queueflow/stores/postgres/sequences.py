@@ -1,7 +1,7 @@
 """The sequences part of the PostgreSQL store (`core.sequences`): which halted job a job waits behind, and a resume.
 The claim's own test is `claim.fair_sql.SEQUENCE_FREE`.
 
-Both read a key's jobs through idx_jobs_sequence_key and idx_jobs_sequence (migration 0020: only jobs of a sequence
+Both read a key's jobs through idx_jobs_sequence_key and idx_jobs_sequence (migration 0021: only jobs of a sequence
 are in them; the first leaves out running jobs, the second holds only the jobs that hold their sequence).
 """
 

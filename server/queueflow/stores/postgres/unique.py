@@ -19,12 +19,15 @@ from queueflow.stores.postgres.sql import COLUMNS, SELECT_BY_KEYS
 # Upserted rather than inserted: ON CONFLICT DO UPDATE locks the row whether it was there or not, in one statement.
 # In key order (the database's), as every enqueue takes them: two batches of the same keys never deadlock. A row
 # this statement inserted (xmax 0) is a key no enqueue ever committed before: it has no jobs to look up, since every
-# job with a key is inserted after its key's row, and key rows are never deleted.
+# job with a key is inserted after its key's row, and key rows are never deleted. Only the other keys come back:
+# a batch of new keys reads nothing back.
 LOCK_KEYS = """
-INSERT INTO queueflow.unique_keys (tenant_id, key)
-SELECT t, k FROM unnest($1::text[], $2::text[]) AS u(t, k) ORDER BY t, k
-ON CONFLICT (tenant_id, key) DO UPDATE SET key = excluded.key
-RETURNING tenant_id, key, xmax = 0 AS fresh
+WITH locked AS (
+    INSERT INTO queueflow.unique_keys (tenant_id, key)
+    SELECT t, k FROM unnest($1::text[], $2::text[]) AS u(t, k) ORDER BY t, k
+    ON CONFLICT (tenant_id, key) DO UPDATE SET key = excluded.key
+    RETURNING tenant_id, key, xmax = 0 AS fresh)
+SELECT tenant_id, key FROM locked WHERE NOT fresh
 """
 
 # Each item's existing job: the newest of its tenant and key in its states (a comma-joined list), or created in its
@@ -73,10 +76,9 @@ async def insert_unique(
     idempotency keys first, read each rule's existing job, `resolve`, then write. A `Duplicate` raised by `resolve`
     rolls the whole batch back."""
     keys = sorted({(job.tenant_id, rule.key) for job, rule in zip(jobs, rules, strict=True) if rule is not None})
-    locked = await db.fetch(LOCK_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])
-    fresh = {(row["tenant_id"], row["key"]) for row in locked if row["fresh"]}
+    known = {tuple(row) for row in await db.fetch(LOCK_KEYS, [tenant for tenant, _ in keys], [key for _, key in keys])}
     items = sort_items(jobs, rules, await _idempotent(db, jobs))
-    found = await _found(db, [ask for ask in items.asking if (ask[1].tenant_id, ask[2].key) not in fresh])
+    found = await _found(db, [ask for ask in items.asking if (ask[1].tenant_id, ask[2].key) in known])
     several = len(jobs) > 1
     asks = [Ask(job, rule, found.get(index), index if several else None) for index, job, rule in items.asking]
     decisions = {index: decision for (index, _, _), decision in zip(items.asking, resolve(asks), strict=True)}
@@ -101,11 +103,16 @@ async def _found(db: asyncpg.Connection, asking: Sequence[tuple[int, Job, Unique
         if not mine:
             continue
         args: list[list[Any]] = [[], [], [], [], []]
+        texts: dict[tuple[object, ...], str | None] = {}  # a rule's statuses as the lookup takes them, per shape
         for _, job, rule in mine:
-            states, bounds = states_of(rule), window(rule, job.created_at)
+            shape = (rule.states, rule.period_seconds)
+            if shape not in texts:
+                states = states_of(rule)
+                texts[shape] = None if states is None else ",".join(sorted(states))
+            bounds = window(rule, job.created_at)
             args[0].append(job.tenant_id)
             args[1].append(rule.key)
-            args[2].append(None if states is None else ",".join(sorted(states)))
+            args[2].append(texts[shape])
             args[3].append(None if bounds is None else bounds[0])
             args[4].append(None if bounds is None else bounds[1])
         rows = await db.fetch(FOUND_FOR_UPDATE if lock else FOUND, *args)
@@ -128,7 +135,13 @@ async def _write(
         )
     ]  # fmt: skip
     inserted: set[str] = set()
-    if new:
+    if new and all(job.idempotency_key is None for job in new):
+        # No idempotency key to conflict on: every row sent is inserted, and no id needs to come back.
+        statement, values = job_insert(new, unique=True)
+        await db.execute(statement, *values)
+        inserted = {job.id for job in new}
+        announce(job.queue_name for job in new)
+    elif new:
         statement, values = job_insert(new, returning=True, unique=True)
         inserted = {row["id"] for row in await db.fetch(statement, *values)}
         announce(job.queue_name for job in new if job.id in inserted)

@@ -48,7 +48,7 @@ from queueflow.core.finish import (
 )
 from queueflow.core.ids import id_stream
 from queueflow.core.jsonvalue import job_storage_errors, storable_text
-from queueflow.core.types import BackoffPolicy, Job
+from queueflow.core.types import Job
 from queueflow.core.waits import DueWait, KeptSignal, Wait
 from queueflow.core.workflow import (
     OnFailure,
@@ -62,7 +62,7 @@ from queueflow.core.workflow import (
 )
 from queueflow.stores.postgres.connection import Db, Pooled, begun
 from queueflow.stores.postgres.errors import json_text
-from queueflow.stores.postgres.rows import insert_columns, job_config, job_from_row, job_insert
+from queueflow.stores.postgres.rows import backoff_of, insert_columns, job_config, job_from_row, job_insert
 from queueflow.stores.postgres.workflow_sql import (
     BEGIN_FINISH,
     CANCEL_STEP_JOBS,
@@ -417,7 +417,7 @@ def _step(row: asyncpg.Record | Mapping[str, Any], *, edges: bool = True) -> Ste
         queue_name=row["queue_name"],
         priority=row["priority"],
         max_retries=row["max_retries"],
-        backoff=BackoffPolicy.from_json(row["config"]["backoff"]),
+        backoff=backoff_of(row["config"]),
         timeout_seconds=row["timeout_seconds"],
         job_id=row["job_id"],
         concurrency_key=row["config"].get("concurrency_key"),

@@ -2,8 +2,13 @@
 it may take, not every job its sequences hold back.
 
 - `jobs.sequence_waiting`: true while a job of a sequence is known to wait behind an earlier one (NULL or false
-  otherwise). `idx_jobs_claim` leaves such jobs out (its predicate gains `sequence_waiting IS NOT TRUE`), so the
-  claim, which walks it in claim order, no longer reads and tests a run of held-back jobs for each one it takes.
+  otherwise). The claim reads a new index, `idx_jobs_claim_ready`: idx_jobs_claim's columns, its predicate
+  with `sequence_waiting IS NOT TRUE`, so the claim, which walks it in claim order, no longer reads and tests a run
+  of held-back jobs for each one it takes.
+- Expand, then contract (docs/compatibility.md): `idx_jobs_claim` stays as it is, because release 0.2.0's claims,
+  which may run beside this one during a rolling deploy, are planned on it (`status IN ('pending', 'retrying')`);
+  rebuilt with the narrower predicate it would no longer serve them. The next release drops `idx_jobs_claim` (the
+  contract step); until then every job still to start is written into both claim indexes.
   The flag only spares reads: the claim still tests every job it reads (`claim.fair_sql.SEQUENCE_FREE`), so a flag
   that is false while the job waits costs a test, never an overlap. Only a flag left true after the job is free
   would matter (the job would never be claimed); the triggers below are written so that it cannot be.
@@ -21,14 +26,14 @@ it may take, not every job its sequences hold back.
   was two indexes. `idx_jobs_sequence_running` goes. `idx_jobs_sequence_key` leaves out running jobs (listings by
   key read it and idx_jobs_sequence): a claimed job of a sequence is written into one index of sequences, not three
   — the largest part of what a claim of sequence jobs cost beyond a plain one.
-- The claim changes (`SEQUENCE_FREE`, `READY`), so it is made anew as `queueflow.claim_0020`; `claim_0018` stays for
+- The claim changes (`SEQUENCE_FREE`, `READY`), so it is made anew as `queueflow.claim_0021`; `claim_0018` stays for
   a server of revision 0019 during a rolling deploy (its probes read the new indexes, slower, still exact: flags it
   does not read cannot make it wrong).
 
 A backlog's existing waiting jobs are flagged here, under the ALTER TABLE's lock, so no write races the backfill.
 
-Revision ID: 0020
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-07
 """
 
@@ -36,8 +41,8 @@ from collections.abc import Sequence
 
 from alembic import context, op
 
-revision: str = "0020"
-down_revision: str | None = "0019"
+revision: str = "0021"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -137,8 +142,8 @@ def holding(row: str) -> str:
 
 
 # The claim function of this revision: `claim.function.claim_function_ddl` of CLAIM (its text as it shipped).
-CLAIM_0020 = r"""
-CREATE FUNCTION queueflow.claim_0020(text[], int, timestamptz, interval, text[], text[])
+CLAIM_0021 = r"""
+CREATE FUNCTION queueflow.claim_0021(text[], int, timestamptz, interval, text[], text[])
 RETURNS TABLE ("id" text, "tenant_id" text, "queue_name" text, "task_name" text, "payload" jsonb, "config" jsonb,
     "status" text, "priority" integer, "scheduled_at" timestamp with time zone, "locked_until" timestamp with time
     zone, "lease_token" uuid, "delivery_count" integer, "retry_count" integer, "max_retries" integer,
@@ -256,9 +261,10 @@ UPGRADE = [
                     WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.id < j.id
                       AND s.sequence_key IS NOT NULL AND {holding("s")})
     """,
-    "DROP INDEX queueflow.idx_jobs_claim",
+    # idx_jobs_claim is kept for release 0.2.0's claims during a rolling deploy; the next release drops it (contract).
     """
-    CREATE INDEX idx_jobs_claim ON queueflow.jobs (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)
+    CREATE INDEX idx_jobs_claim_ready ON queueflow.jobs
+           (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)
      WHERE status IN ('pending', 'retrying') AND sequence_waiting IS NOT TRUE
     """,
     "DROP INDEX queueflow.idx_jobs_sequence",
@@ -296,11 +302,11 @@ UPGRADE = [
        FOR EACH ROW WHEN (OLD.sequence_key IS NOT NULL AND {holding("OLD")})
        EXECUTE FUNCTION queueflow.sequence_ended()
     """,
-    CLAIM_0020,
+    CLAIM_0021,
 ]
 
 DOWNGRADE = [
-    "DROP FUNCTION queueflow.claim_0020(text[], integer, timestamptz, interval, text[], text[])",
+    "DROP FUNCTION queueflow.claim_0021(text[], integer, timestamptz, interval, text[], text[])",
     "DROP TRIGGER jobs_sequence_deleted ON queueflow.jobs",
     "DROP TRIGGER jobs_sequence_ended ON queueflow.jobs",
     "DROP TRIGGER jobs_sequence_enqueued ON queueflow.jobs",
@@ -311,7 +317,8 @@ DOWNGRADE = [
     "DROP FUNCTION queueflow.sequence_enqueued()",
     "DROP INDEX queueflow.idx_jobs_sequence_key",
     "DROP INDEX queueflow.idx_jobs_sequence",
-    # 0018's indexes of sequences and 0005's claim index.
+    "DROP INDEX queueflow.idx_jobs_claim_ready",
+    # 0018's indexes of sequences.
     """
     CREATE INDEX idx_jobs_sequence ON queueflow.jobs (tenant_id, sequence_key, id)
      WHERE sequence_key IS NOT NULL
@@ -322,11 +329,6 @@ DOWNGRADE = [
      WHERE sequence_key IS NOT NULL AND status = 'running'
     """,
     "CREATE INDEX idx_jobs_sequence_key ON queueflow.jobs (tenant_id, sequence_key) WHERE sequence_key IS NOT NULL",
-    "DROP INDEX queueflow.idx_jobs_claim",
-    """
-    CREATE INDEX idx_jobs_claim ON queueflow.jobs (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)
-     WHERE status IN ('pending', 'retrying')
-    """,
     "ALTER TABLE queueflow.jobs DROP COLUMN sequence_waiting",
 ]
 
