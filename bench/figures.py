@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from bench import stats
 from bench.peers import launch
+from bench.pgbench import sequence_claim_cost as sequence_claim
 from bench.report import Figure, Results, Target
 from bench.scenarios import expiring, per_request, prefork, push, sequence_drain, wakeup
 from bench.scenarios.http_throughput import HttpRun
@@ -234,6 +235,33 @@ def expiring_jobs(results: Results, run: expiring.Expiring) -> None:
     results.details.append(expiring.describe(run))
     if not run.lateness or run.other:
         raise RuntimeError(f"{what}: {run.expired} expired, {run.other} neither completed nor expired")
+
+
+def sequence_claims(results: Results, measured: sequence_claim.Measured) -> None:
+    """Issue 43: a claim of 100 over a backlog in sequences ÷ the same backlog without (`sequence_claim_cost`), at a
+    tenth of the issue's scale (its docstring says why): the claim reads a tenant's range of idx_jobs_claim only as far
+    as its share, so the layout, not the backlog's size, sets the ratio."""
+    sequences = measured.jobs // 100
+    for name, key, layout in (
+        (sequence_claim.SPREAD, "spread", f"{sequences:,} sequences, each head among the first in claim order"),
+        (sequence_claim.RUNS, "runs", f"{sequences:,} sequences of 100 consecutive ids"),
+    ):
+        results.add(
+            Figure(
+                f"claim of 100 over {measured.jobs:,} pending jobs in {layout} (1/10 of the issue's scale)",
+                measured.medians_ms[name],
+                "ms",
+                measured.medians_ms[sequence_claim.PLAIN],
+                "no sequence",
+                Target("ratio", "<=", 1.5),
+                paired_ratio=measured.ratio(key),
+            )
+        )
+    results.details.append(
+        f"sequence claims ({measured.pairs} alternating pairs, generic plans, each claim rolled back): "
+        + "; ".join(f"{name}: {measured.medians_ms[name]:.2f} ms, {measured.plans[name]}" for name in measured.plans)
+        + f"; plain with ÷ without the sequence condition {measured.ratio('condition'):.3f}"
+    )
 
 
 def peak_rss(results: Results, peaks: list[int]) -> None:

@@ -59,6 +59,10 @@ class Profile:
     expiring_batch_every: float = 0.25
     expiring_deadlines: tuple[float, float] = (1.0, 8.0)
     """Each job's `expires_in_seconds`, drawn uniformly from this range."""
+    sequence_claim_jobs: int = 100_000
+    """Pending jobs a queue of each layout of the sequence claim's figure (`sequence_claim_cost`: sequences of 100)."""
+    sequence_claim_pairs: int = 60
+    """Alternating claims of each layout (plain, plain without the condition, spread, runs); the first sixth warm up."""
     session_settle: float = 1.2
     """Seconds to let backends flush their statistics before each session count."""
     server_args: tuple[str, ...] = ()
@@ -201,6 +205,8 @@ SMOKE = Profile(
     expiring_batches=2,
     expiring_batch_every=0.05,
     expiring_deadlines=(0.1, 0.3),
+    sequence_claim_jobs=10_000,
+    sequence_claim_pairs=6,
     server_args=("--safety-poll", "1"),
     small_workflows=5,
     fanout_widths=(5, 10),

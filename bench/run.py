@@ -22,6 +22,7 @@ from bench import figures, workflow_figures
 from bench.database import ADMIN_URL, BenchDatabase, SessionCounter
 from bench.machine import describe
 from bench.peers import launch
+from bench.pgbench import sequence_claim_cost
 from bench.profiles import Profile
 from bench.report import Results
 from bench.rotation import rotate
@@ -170,6 +171,16 @@ async def _queueflow(
         )
         figures.debounce(results, burst)
 
+    async def sequence_claims() -> None:
+        # The raw database is done with (its repetitions are over); the backlog is deleted afterwards.
+        measured = await sequence_claim_cost.measure(
+            raw_db.url,
+            jobs=profile.sequence_claim_jobs,
+            pairs=profile.sequence_claim_pairs,
+            warm_up=profile.sequence_claim_pairs // 6,
+        )
+        figures.sequence_claims(results, measured)
+
     try:
         if await step("warm-up", warm_up):
             for number in range(1, profile.repetitions + 1):
@@ -179,6 +190,7 @@ async def _queueflow(
                     repetition,
                 )
             await step("debounce burst: one job per key, with its last payload", debounce)
+            await step("claim over a backlog in sequences ÷ the same backlog without", sequence_claims)
     finally:
         await throughput.close()
 

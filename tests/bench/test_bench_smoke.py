@@ -27,6 +27,8 @@ FIGURES = [
     "a sequence of 20 jobs drained by 8 concurrent workers: jobs/s",
     "200 jobs expiring under load: leased after their deadline",
     "200 jobs expiring under load: dead-lettered after the deadline",
+    "claim of 100 over 10,000 pending jobs in 100 sequences, each head among the first in claim order",
+    "claim of 100 over 10,000 pending jobs in 100 sequences of 100 consecutive ids",
     "server peak RSS",
     "wake-up: enqueue",
     "a delayed job",

@@ -54,7 +54,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0020"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0021"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -81,6 +81,7 @@ BUILT = {
     "0018": "b61421beb2ec31c24aa9bd7b867957a9afaeb9580dc2c5edebe5ac14c8bcb206",
     "0019": "2f3b667be4aa25ab5b9b030b21e5895bba557862e9720eafa9ca99c1f91a2381",
     "0020": "4c995722e0c04ae5682178123ec47551b2fd50b664a1049a5559acfb3cbbcab0",
+    "0021": "0e05a9f5700c5fc8946699e970d32bf06c88bb4d983f852edce0a8c58ef8c543",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -179,7 +180,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0020"
+        assert pg.blocking(version) == "0021"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -194,9 +195,15 @@ async def test_jobs_indexes(postgres_url: str) -> None:
     async with pg.connect(postgres_url) as connection:
         rows = await connection.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs'")
     indexes = {row["indexname"]: row["indexdef"].split(" USING ", 1)[1] for row in rows}
+    # Jobs still to start: release 0.2.0's claims read it during a rolling deploy (migration 0021 keeps it).
     assert indexes["idx_jobs_claim"] == (
         "btree (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)"
         " WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]))"
+    )
+    # The claim's: the same, less the jobs known to wait in their sequence (migration 0021).
+    assert indexes["idx_jobs_claim_ready"] == (
+        "btree (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)"
+        " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (sequence_waiting IS NOT TRUE))"
     )
     assert indexes["idx_jobs_lease_expiry"] == "btree (locked_until) WHERE (status = 'running'::text)"
     assert indexes["uq_jobs_tenant_idempotency_key"] == (
@@ -227,17 +234,22 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         "btree (expires_at)"
         " WHERE ((expires_at IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'retrying'::text])))"
     )
-    # Only jobs of a sequence, those that hold it, by id: the claim's probe of what is before a job (0018).
+    # Only jobs of a sequence, those that hold it, the running ones first, then by id: the claim's probe, whose
+    # first entry answers (0021); and the rest of a sequence's jobs, less the running ones, for listings by key.
     assert indexes["idx_jobs_sequence"] == (
-        "btree (tenant_id, sequence_key, id) WHERE ((sequence_key IS NOT NULL)"
+        "btree (tenant_id, sequence_key, ((status <> 'running'::text)), id) WHERE ((sequence_key IS NOT NULL)"
         " AND ((status = ANY (ARRAY['pending'::text, 'retrying'::text, 'running'::text]))"
         " OR ((status = 'dead_letter'::text) AND sequence_halt)))"
     )
+    assert indexes["idx_jobs_sequence_key"] == (
+        "btree (tenant_id, sequence_key) WHERE ((sequence_key IS NOT NULL) AND (status <> 'running'::text))"
+    )
     # Every index is one a statement or the janitor reads: each costs a write on every non-HOT update.
     assert sorted(indexes) == [
-        "idx_jobs_claim", "idx_jobs_due", "idx_jobs_expiry", "idx_jobs_finished", "idx_jobs_keyed",
+        "idx_jobs_claim", "idx_jobs_claim_ready", "idx_jobs_due", "idx_jobs_expiry", "idx_jobs_finished",
+        "idx_jobs_keyed",
         "idx_jobs_lease_expiry",
-        "idx_jobs_metadata", "idx_jobs_sequence", "idx_jobs_sequence_key", "idx_jobs_sequence_running",
+        "idx_jobs_metadata", "idx_jobs_sequence", "idx_jobs_sequence_key",
         "idx_jobs_tenant_created", "idx_jobs_unique_key", "idx_jobs_workflow", "jobs_pkey",
         "uq_jobs_tenant_idempotency_key",
     ]  # fmt: skip
@@ -247,7 +259,7 @@ async def test_insert_trigger_notifies_the_queue(postgres_url: str) -> None:
     async with pg.connect(postgres_url) as connection:
         trigger = await connection.fetchval(
             "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = 'queueflow.jobs'::regclass"
-            " AND NOT tgisinternal"
+            " AND NOT tgisinternal AND tgname = 'jobs_notify_work'"
         )
         body = await connection.fetchval("SELECT prosrc FROM pg_proc WHERE proname = 'notify_work'")
     assert trigger == (
@@ -326,7 +338,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0020"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0021"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -426,4 +438,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0020"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0021"

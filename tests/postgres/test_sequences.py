@@ -17,8 +17,9 @@ from typing import Any
 import asyncpg
 import pytest
 from queueflow.clocks import TestClock
-from queueflow.core.types import JobStatus, NewJob, SequenceRule
+from queueflow.core.types import JobStatus, NewJob, OnFailure, SequenceRule
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.claim.function import CLAIM_FUNCTION
 from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
 
 from tests import pg
@@ -136,8 +137,8 @@ async def test_the_sql_function_takes_a_sequence_and_checks_it(
 async def test_the_claims_probe_of_a_sequence_is_an_index_probe(
     postgres_url: str, postgres_store: PostgresJobStore
 ) -> None:
-    """20,000 jobs in 200 sequences: the claim's test of a job's sequence reads idx_jobs_sequence and
-    idx_jobs_sequence_running, never the table by a scan."""
+    """20,000 jobs in 200 sequences: the claim's test of a job's sequence reads idx_jobs_sequence, never the table
+    by a scan."""
     await engine_on(postgres_store, TestClock(START)).enqueue_many(
         T, [NewJob(task_name="t", sequence=SequenceRule(key=f"k{n % 200}")) for n in range(1000)]
     )
@@ -155,7 +156,7 @@ async def test_the_claims_probe_of_a_sequence_is_an_index_probe(
         )
         await connection.execute("ANALYZE queueflow.jobs")
         claimed = await connection.fetch(
-            "SELECT id FROM queueflow.claim_0018('{default}', 100, $1, '30 s', NULL, '{default}')", START
+            f"SELECT id FROM {CLAIM_FUNCTION}('{{default}}', 100, $1, '30 s', NULL, '{{default}}')", START
         )
     assert len(claimed) == 100
     # The function's plan is opaque to EXPLAIN: its statement's, prepared as the function plans it, is read.
@@ -167,7 +168,7 @@ async def test_the_claims_probe_of_a_sequence_is_an_index_probe(
         )
     plan = json.loads(explained)[0]["Plan"]
     names = {node.get("Index Name") for node in _nodes(plan)}
-    assert {"idx_jobs_sequence", "idx_jobs_sequence_running", "idx_jobs_claim"} <= names, [
+    assert {"idx_jobs_sequence", "idx_jobs_claim_ready"} <= names, [
         (n.get("Index Name"), n.get("Index Cond"), n.get("Filter")) for n in _nodes(plan) if "Index Name" in n
     ]
     assert not [
@@ -195,3 +196,91 @@ async def test_a_finished_job_wakes_the_queue_of_its_sequences_next_job(
         await engine.complete(first.id, leased.lease_token or "")
         assert await asyncio.wait_for(heard.get(), 5.0) == "b"
     assert [job.queue_name for job in await engine.lease(["a", "b"])] == ["b"]
+
+
+async def _waiting(postgres_url: str, *job_ids: str) -> list[bool | None]:
+    async with pg.connect(postgres_url) as connection:
+        rows = await connection.fetch(
+            "SELECT id, sequence_waiting FROM queueflow.jobs WHERE id = ANY($1::text[])", list(job_ids)
+        )
+    flags = {row["id"]: row["sequence_waiting"] for row in rows}
+    return [flags[job_id] for job_id in job_ids]
+
+
+async def test_a_job_behind_a_holding_one_waits_out_of_the_claim_index_until_it_may_start(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """Migration 0021's flag: a job enqueued behind a holding job of its sequence is written waiting (left out of
+    idx_jobs_claim_ready), and the sequence's first unstarted job is woken whenever the job before it stops holding — by
+    a resume past a halt, a completion, a cancel — while a job that is not first changes nothing by ending; a job
+    cancelled while it waited and replayed later is not left waiting."""
+    engine = engine_on(postgres_store, TestClock(START))
+    rule = SequenceRule(key="acct", on_failure=OnFailure.HALT)
+    a, b, c, d = [
+        result.job.id
+        for result in await engine.enqueue_many(T, [NewJob(task_name="t", sequence=rule, max_retries=0)] * 4)
+    ]
+    assert await _waiting(postgres_url, a, b, c, d) == [False, True, True, True]
+    [leased] = await engine.lease(["default"], max_jobs=10)
+    assert leased.id == a
+    assert leased.lease_token is not None
+    await engine.fail(a, leased.lease_token, "boom")  # dead, and it halts the sequence
+    assert await _waiting(postgres_url, b, c, d) == [True, True, True]
+    assert await engine.lease(["default"], max_jobs=10) == []
+    await engine.resume_sequence(T, "acct")
+    assert await _waiting(postgres_url, b, c, d) == [False, True, True]
+    [leased] = await engine.lease(["default"], max_jobs=10)
+    assert leased.id == b
+    assert leased.lease_token is not None
+    await engine.cancel_job(T, d)  # not first: wakes nothing
+    assert await _waiting(postgres_url, c) == [True]
+    await engine.complete(b, leased.lease_token)
+    assert await _waiting(postgres_url, c) == [False]
+    e = (await engine.enqueue(T, NewJob(task_name="t", sequence=rule))).job.id
+    assert await _waiting(postgres_url, e) == [True]
+    await engine.cancel_job(T, c)  # first and unstarted: its end wakes the next
+    assert await _waiting(postgres_url, e) == [False]
+    [leased] = await engine.lease(["default"], max_jobs=10)
+    assert leased.id == e
+    assert leased.lease_token is not None
+    await engine.complete(e, leased.lease_token)
+    # d was cancelled while it waited; replayed into an idle sequence, it is claimable at once.
+    await engine.retry_job(T, d)
+    assert await _waiting(postgres_url, d) == [False]
+    assert [job.id for job in await engine.lease(["default"], max_jobs=10)] == [d]
+
+
+async def test_an_enqueue_behind_a_job_that_ends_meanwhile_is_woken_when_it_commits(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """The race a waiting flag invites: a job is enqueued behind the running job of its sequence, and that job ends
+    before the enqueue commits. The end's wake-up cannot see the new job yet; the enqueue locks the job it waits
+    behind (FOR SHARE) until it commits, so the end waits for it (here it gives up after its lock_timeout and comes
+    again after the commit), and then wakes the new job.
+
+    Checked to fail without the lock (FOR SHARE taken out of `queueflow.sequence_enqueued`): the end went through at
+    once, and the new job stayed waiting with nothing before it, never claimed."""
+    engine = engine_on(postgres_store, TestClock(START))
+    first = (await engine.enqueue(T, NewJob(task_name="t", sequence=SequenceRule(key="acct")))).job.id
+    [running] = await engine.lease(["default"], max_jobs=1)
+    assert running.id == first
+    end = "UPDATE queueflow.jobs SET status = 'cancelled' WHERE id = $1"  # any statement: the trigger is on the table
+    async with pg.connect(postgres_url) as enqueuing, pg.connect(postgres_url) as ending:
+        await ending.execute("SET lock_timeout = '50ms'")
+        transaction = enqueuing.transaction()
+        await transaction.start()
+        behind = await enqueuing.fetchval(
+            """SELECT queueflow.enqueue(tenant_id => $1, task_name => 't', sequence => '{"key": "acct"}')""", T
+        )
+        try:
+            await ending.execute(end, first)
+            ended_before_the_commit = True
+        except asyncpg.LockNotAvailableError:
+            ended_before_the_commit = False
+        await transaction.commit()
+        if not ended_before_the_commit:
+            await ending.execute(end, first)
+    assert await _waiting(postgres_url, behind) == [False]
+    # The ids of the SQL function are the database's clock's: claimed as of a minute after them.
+    later = engine_on(postgres_store, TestClock(datetime.now(UTC) + timedelta(minutes=1)))
+    assert [job.id for job in await later.lease(["default"], max_jobs=10)] == [behind]

@@ -6,7 +6,9 @@ The rule is a predicate on the jobs of a sequence, with no state of its own to k
 `on_failure: halt` until a resume moves the sequence past it (`sequence_halt`). A job is claimable only when no
 earlier job of its sequence holds it and none of it is running (a replayed earlier job must not overlap a later one
 already started). A cancelled job never holds. Both stores apply this predicate in their claim; PostgreSQL reads
-it from a partial index of the holding jobs (migration 0018).
+it from a partial index of the holding jobs (migrations 0018, 0021). PostgreSQL also keeps a job that waits behind
+an earlier one out of its claim index (`sequence_waiting`, migration 0021), so that a claim does not read every job
+a sequence holds back; that flag only spares reads, and the predicate alone decides what a claim takes.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
 from queueflow.stores.postgres.retention_sql import DELETE_EXPIRED, DELETE_EXPIRED_OWN
 from queueflow.stores.postgres.rows import job_from_row, job_insert
+from queueflow.stores.postgres.sequences import EVERY_STATUS
 from queueflow.stores.postgres.sql import (
     CANCEL,
     COLUMNS,
@@ -171,11 +172,13 @@ class PostgresJobs(Pooled):
             ("task_name", where.task_name),
             ("workflow_id", where.workflow_id),
             ("unique_key", where.unique_key),  # idx_jobs_unique_key
-            ("sequence_key", where.sequence_key),  # idx_jobs_sequence_key
+            ("sequence_key", where.sequence_key),  # EVERY_STATUS below
         ):
             if value is not None:
                 args.append(value)
                 conditions.append(f"{column} = ${len(args)}")
+        if where.sequence_key is not None:
+            conditions.append(EVERY_STATUS.replace("j.", ""))
         if where.metadata is not None:
             args.append(json_text(where.metadata, ("metadata",)))
             conditions.append(f"metadata @> ${len(args)}::jsonb")

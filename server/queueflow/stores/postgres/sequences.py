@@ -1,7 +1,8 @@
 """The sequences part of the PostgreSQL store (`core.sequences`): which halted job a job waits behind, and a resume.
 The claim's own test is `claim.fair_sql.SEQUENCE_FREE`.
 
-Both read a key's jobs through idx_jobs_sequence_key (migration 0018: only jobs of a sequence are in it).
+Both read a key's jobs through idx_jobs_sequence_key and idx_jobs_sequence (migration 0021: only jobs of a sequence
+are in them; the first leaves out running jobs, the second holds only the jobs that hold their sequence).
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from collections.abc import Sequence
 
 from queueflow.core.jsonvalue import storable_text
 from queueflow.stores.postgres.connection import Pooled
+
+# Every job of a key, as a condition the planner can answer from the two partial indexes of sequences (a BitmapOr):
+# idx_jobs_sequence_key leaves out the running jobs, which idx_jobs_sequence holds.
+EVERY_STATUS = "(j.status <> 'running' OR j.status = 'running')"
 
 # For each of the given jobs still to start, the earliest halting dead job of its sequence before it.
 BLOCKED_BY = """
@@ -23,7 +28,7 @@ SELECT j.id, (SELECT min(d.id) FROM queueflow.jobs AS d
 
 # A key with no jobs answers no row; otherwise `halted` counts the dead jobs that no longer hold it. The queues of
 # the key's unstarted jobs are woken: what the halt held back may be claimed now.
-RESUME = """
+RESUME = f"""
 WITH resumed AS (
     UPDATE queueflow.jobs AS j SET sequence_halt = false
      WHERE j.tenant_id = $1 AND j.sequence_key = $2 AND j.status = 'dead_letter' AND j.sequence_halt
@@ -34,7 +39,7 @@ woken AS (
              WHERE j.tenant_id = $1 AND j.sequence_key = $2 AND j.status IN ('pending', 'retrying')) AS q
      WHERE EXISTS (SELECT FROM resumed))
 SELECT (SELECT count(*) FROM resumed) AS halted, (SELECT count(*) FROM woken) AS woken
- WHERE EXISTS (SELECT FROM queueflow.jobs AS j WHERE j.tenant_id = $1 AND j.sequence_key = $2)
+ WHERE EXISTS (SELECT FROM queueflow.jobs AS j WHERE j.tenant_id = $1 AND j.sequence_key = $2 AND {EVERY_STATUS})
 """
 
 

@@ -99,7 +99,8 @@ HOLDS_LEASE = "CASE WHEN j.status = 'running' THEN j.lease_token END = {token} A
 # safety poll. (A cancelled job may not have been running; a spare wake-up is harmless.) One probe of
 # idx_queue_settings_restricting per row, which finds nothing on a queue nobody configured; identical
 # notifications of one transaction fold into one. Otherwise a job of a sequence announces the queue of its
-# sequence's next unstarted job (one probe of idx_jobs_sequence; its own queue if none), which may be another queue:
+# sequence's next unstarted job (one probe of idx_jobs_sequence, whose third column `status <> 'running'` the
+# redundant test fixes; its own queue if none), which may be another queue:
 # a lease parked there takes that job at once. (A sequence job of a capped queue announces only its own queue.)
 SLOT_FREED = """CASE WHEN EXISTS (SELECT FROM queueflow.queue_settings AS fs
                     WHERE fs.queue_name = {row}.queue_name
@@ -109,7 +110,7 @@ SLOT_FREED = """CASE WHEN EXISTS (SELECT FROM queueflow.queue_settings AS fs
           THEN pg_notify('queueflow_work', coalesce(
                    (SELECT n.queue_name FROM queueflow.jobs AS n
                      WHERE n.tenant_id = {row}.tenant_id AND n.sequence_key = {row}.sequence_key AND n.id > {row}.id
-                       AND n.status IN ('pending', 'retrying')
+                       AND n.status IN ('pending', 'retrying') AND n.status <> 'running'
                      ORDER BY n.id LIMIT 1),
                    {row}.queue_name)) END"""
 

@@ -18,7 +18,7 @@ bottom.
 
 4. **The claim's transaction** (`claims.PostgresClaims._claim_whole`, BEGIN_CLAIM … COMMIT). First the queues
    nobody restricts: CLAIM (`unrestricted_sql`), fair across tenants in one statement: the tenants with a
-   claimable job found by a skip scan of idx_jobs_claim, each tenant's share ceil(max_jobs / tenants), taken in
+   claimable job found by a skip scan of idx_jobs_claim_ready, each tenant's share ceil(max_jobs / tenants), taken in
    turns from the tenant after the one the last claim of these queues served last (the turn lives in
    queueflow.claim_turns, one for every process, and CLAIM moves it: `fair_sql.turn_moved`). A short claim in
    which some tenant filled its share goes round again (`claims.claim_in_turns`): that tenant may have more.

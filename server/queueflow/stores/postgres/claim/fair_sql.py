@@ -14,25 +14,32 @@ from queueflow.stores.postgres.sql import STARTED_BEFORE
 # Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
 RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL OR rate_jobs IS NOT NULL)"
 
-# Claim order within a tenant: idx_jobs_claim's order after (queue_name, tenant_id).
+# Claim order within a tenant: idx_jobs_claim_ready's order after (queue_name, tenant_id).
 CLAIM_ORDER = "priority DESC, scheduled_at, created_at, id"
 J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
 
 
-# `core.sequences.free_to_start` for the job `j` of a sequence: no earlier job of it holds it, and none of it runs.
-# Each is one probe of a partial index that holds only jobs of sequences (migration 0018): idx_jobs_sequence (the
-# holding ones, by id: the first entry of the key's range below j.id answers) and idx_jobs_sequence_running (at most
-# one entry per key, unless a replay overlaps). OFFSET 0 keeps the second a probe per job: without it the planner
-# hashed every running job of the table once per claim, read through idx_jobs_lease_expiry. Exact under concurrent
-# claims: a job stops holding only by finishing (or a resume), so a snapshot that shows it holding is at worst stale
-# in the conservative direction.
-SEQUENCE_FREE = """NOT EXISTS (SELECT FROM queueflow.jobs AS s
-                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.id < j.id
-                      AND (s.status IN ('pending', 'retrying', 'running')
-                           OR (s.status = 'dead_letter' AND s.sequence_halt)))
-   AND NOT EXISTS (SELECT FROM queueflow.jobs AS s
-                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND s.status = 'running'
-                   OFFSET 0)"""
+# A job still to start that idx_jobs_claim_ready holds: pending or retrying, and not known to wait in its sequence.
+# Every read of idx_jobs_claim_ready states it (the index's predicate, migration 0021), so that the planner may use
+# the index; idx_jobs_claim (status alone) stays for release 0.2.0's claims until the next release drops it.
+READY = "j.status IN ('pending', 'retrying') AND j.sequence_waiting IS NOT TRUE"
+
+# A job of a sequence holds it while pending, retrying or running, or dead-lettered and halting (`core.sequences`):
+# idx_jobs_sequence's predicate, for the job aliased `s`.
+HOLDS = "(s.status IN ('pending', 'retrying', 'running') OR (s.status = 'dead_letter' AND s.sequence_halt))"
+
+# `core.sequences.free_to_start` for the job `j` of a sequence: no earlier job of it holds it, and none of it runs —
+# that is, `j` is the first of its sequence's holding jobs when the running ones come first. One probe of
+# idx_jobs_sequence (tenant_id, sequence_key, status <> 'running', id; migration 0021), whose first entry in the
+# key's range answers. Exact under concurrent claims: a job stops holding only by finishing (or a resume), so a
+# snapshot that shows it holding is at worst stale in the conservative direction.
+#
+# It runs only for the jobs a claim reads off idx_jobs_claim_ready: a job enqueued behind a holding job of its sequence
+# is written with `sequence_waiting` (migration 0021's trigger), which keeps it out of that index until the job
+# that held it stops holding. The flag only spares reads; this test alone decides.
+SEQUENCE_FREE = f"""(SELECT s.id FROM queueflow.jobs AS s
+                    WHERE s.tenant_id = j.tenant_id AND s.sequence_key = j.sequence_key AND {HOLDS}
+                    ORDER BY s.status <> 'running', s.id LIMIT 1) = j.id"""
 
 
 def lease(p: Placeholders) -> str:
@@ -60,7 +67,7 @@ def claimable(p: Placeholders) -> str:
     claim reads anyway (to lock it), not an index condition: a job without one costs one null test. So is its
     sequence (`SEQUENCE_FREE`): a job without one costs one more null test."""
     return (
-        f"j.status IN ('pending', 'retrying') AND j.scheduled_at <= {p.now}"
+        f"{READY} AND j.scheduled_at <= {p.now}"
         f" AND (j.expires_at IS NULL OR j.expires_at > {p.now})"
         f" AND ({p.task_names} IS NULL OR j.task_name = ANY({p.task_names}))"
         f" AND (j.sequence_key IS NULL OR {SEQUENCE_FREE})"
@@ -72,9 +79,9 @@ def tenants_in_turn(p: Placeholders, queues: str, claimable: str, first_claimabl
     queues `queues` (a query of one column, `name`) with a job that `claimable` (a condition on `j`) holds for, and
     `share`, how many of `max_jobs` each tenant gets if all have enough: ceil(max_jobs / tenants).
 
-    The tenants are found by a skip scan of idx_jobs_claim (queue_name, tenant_id, …): one index descent per tenant
-    with pending or retrying jobs, each for the next tenant_id after the previous one, however many jobs each holds
-    — then kept if one of its jobs is claimable, which reads its jobs in claim order until the first one that is.
+    The tenants are found by a skip scan of idx_jobs_claim_ready (queue_name, tenant_id, …): one index descent per
+    tenant with pending or retrying jobs, each for the next tenant_id after the previous one, however many jobs each
+    holds — then kept if one of its jobs is claimable, which reads its jobs in claim order until the first one that is.
     Written so that no plan does otherwise: each subquery orders by the whole index order, which no other index
     gives (ordered by `tenant_id` alone, a generic plan walked idx_jobs_tenant_created filtering the queue, and an
     unordered check scanned the table), and the claimable check is a LIMIT 1 subquery, run per tenant (as EXISTS,
@@ -90,13 +97,13 @@ pending AS (
     SELECT queue.name AS queue_name, first.tenant_id, first.scheduled_at
       FROM queue,
            LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
-                     WHERE j.queue_name = queue.name AND j.status IN ('pending', 'retrying')
+                     WHERE j.queue_name = queue.name AND {READY}
                      ORDER BY j.tenant_id, {J_CLAIM_ORDER} LIMIT 1) AS first
     UNION ALL
     SELECT pending.queue_name, next.tenant_id, next.scheduled_at
       FROM pending,
            LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
-                     WHERE j.queue_name = pending.queue_name AND j.status IN ('pending', 'retrying')
+                     WHERE j.queue_name = pending.queue_name AND {READY}
                        AND j.tenant_id > pending.tenant_id
                      ORDER BY j.tenant_id, {J_CLAIM_ORDER} LIMIT 1) AS next
 ),
@@ -114,7 +121,7 @@ share AS (SELECT ceil({p.max_jobs}::float8 / greatest(count(DISTINCT tenant_id),
 
 def shares(p: Placeholders, columns: str, claimable: str) -> str:
     """`due`: for each (queue, tenant) of `tenants_in_turn`, its `columns` of up to `share.per_tenant` jobs that
-    `claimable` holds for, locked, read off idx_jobs_claim in claim order past the rows other claimers hold.
+    `claimable` holds for, locked, read off idx_jobs_claim_ready in claim order past the rows other claimers hold.
 
     The inner LIMIT max_jobs changes nothing (a share is at most that) but gives the planner a bound: under a LIMIT
     it cannot evaluate, it estimates a tenth of the index's rows per tenant, and on a backlog of 100,000 jobs the
