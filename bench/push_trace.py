@@ -44,11 +44,11 @@ from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres import connection as pg_connection
 
 from bench.database import BenchDatabase
+from bench.push_client import process_cpu
 from bench.scenarios import push, worker_drains
 
 TENANT = "bench"
 QUEUE = "push-trace"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class Statements:
@@ -103,11 +103,6 @@ class Stages:
         setattr(owner, name, timed)
 
 
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
 async def sample(deliveries: Deliveries, concurrency: int, every: float, into: list[tuple[int, ...]]) -> None:
     while True:
         await asyncio.sleep(every)
@@ -116,13 +111,15 @@ async def sample(deliveries: Deliveries, concurrency: int, every: float, into: l
                 continue
             requests = len(item._requests)
             claimed = max(0, len(item.deliveries) - requests)
-            unrecorded = len(item._unrecorded)
-            recording = getattr(item, "_recording_now", 0)
-            free = concurrency - requests - claimed - unrecorded - recording
-            into.append((requests, claimed, unrecorded, recording, free))
+            if hasattr(item, "_spare"):  # slots kept from the answer on, spare until a claim or the recorder
+                answered = len(item._spare)
+            else:  # a slot held until its delivery's record
+                answered = len(item._unrecorded) + getattr(item, "_recording_now", 0)
+            into.append((requests, claimed, answered, concurrency - requests - claimed - answered))
 
 
 def _count_recording() -> None:
+    """The code before issue 45's slot reuse held a delivery's slot until its record: count those being recorded."""
     real = pusher.Pusher._flush
 
     async def flush(self: Any) -> None:
@@ -154,7 +151,7 @@ async def main(args: argparse.Namespace) -> None:
         endpoints = engine.endpoints
         stages.wrap(endpoints, "take_slots", "take slots", lambda _id, want, _lease: want)
         stages.wrap(endpoints, "release_slots", "release slots", lambda slots: len(slots))
-        stages.wrap(endpoints, "finished", "finish slots+counters", lambda _id, done: len(done))
+        stages.wrap(endpoints, "finished", "finish slots+counters", lambda _id, done, *_: len(done))
         stages.wrap(engine, "lease", "claim (lease)", lambda *a, **k: k.get("max_jobs", 0))
         stages.wrap(engine, "ack", "ack", lambda complete, fail: len(complete) + len(fail))
         stages.wrap(engine, "heartbeat_many", "hold (heartbeat)", lambda leases, **k: len(leases))
@@ -178,9 +175,11 @@ async def main(args: argparse.Namespace) -> None:
             stages.seconds.clear()
             statements.on = True
             sampler = asyncio.create_task(sample(service, args.concurrency, args.sample_ms / 1000, samples))
-            cpu, receiver_cpu = time.process_time(), _cpu(receiver.process.pid)
+            cpu, receiver_cpu = time.process_time(), process_cpu(receiver.process.pid)
+            sched = _schedstat()
             seconds = await _drain(database, args.jobs)
-            cpu, receiver_cpu = time.process_time() - cpu, _cpu(receiver.process.pid) - receiver_cpu
+            cpu, receiver_cpu = time.process_time() - cpu, process_cpu(receiver.process.pid) - receiver_cpu
+            on_cpu, queued = (after - before for after, before in zip(_schedstat(), sched, strict=True))
             sampler.cancel()
             statements.on = False
             await asyncio.sleep(1.2)
@@ -192,6 +191,9 @@ async def main(args: argparse.Namespace) -> None:
                 f"CPU per job: this process (the server) {cpu / jobs * 1e6:.0f} µs,"
                 f" the receiver {receiver_cpu / jobs * 1e6:.0f} µs; commits per job {commits / jobs:.3f}"
             )
+            print(f"the event loop's thread over the drain: on a CPU {on_cpu / seconds:.0%}, runnable but waiting for"
+                  f" a CPU {queued / seconds:.0%}, asleep (waiting on PostgreSQL or the receiver) "
+                  f"{1 - (on_cpu + queued) / seconds:.0%}")  # fmt: skip
             print(f"statements per job {sum(statements.count.values()) / jobs:.3f}:")
             for key, count in statements.count.most_common():
                 print(f"  {count / jobs:7.3f}/job {statements.seconds[key] / count * 1e3:7.2f} ms  {key}")
@@ -203,7 +205,7 @@ async def main(args: argparse.Namespace) -> None:
                     f"  {times[len(times) // 2] * 1e3:6.2f} / {times[int(len(times) * 0.9)] * 1e3:6.2f}"
                 )
             if samples:
-                names = ("request in flight", "claimed, not sent", "answered, unrecorded", "recording", "free")
+                names = ("request in flight", "claimed, not sent", "answered, slot not free", "free")
                 print(f"slots over {len(samples)} samples (mean of {args.concurrency}):")
                 for index, name in enumerate(names):
                     values = [row[index] for row in samples]
@@ -218,6 +220,12 @@ async def main(args: argparse.Namespace) -> None:
             await notifier.stop()
             await store.aclose()
             receiver.stop()
+
+
+def _schedstat() -> tuple[float, float]:
+    """This process's main thread (the event loop's): seconds on a CPU, and seconds runnable but waiting for one."""
+    on_cpu, queued, _ = Path("/proc/self/schedstat").read_text().split()
+    return int(on_cpu) / 1e9, int(queued) / 1e9
 
 
 def _pct(values: list[int], q: float) -> int:
