@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 import pytest
 from prometheus_client import generate_latest
 from queueflow.api.observe import Metrics
-from queueflow.core.endpoints import EndpointPatch, SlotRequest
+from queueflow.core.endpoints import EndpointPatch
 from queueflow.core.types import JobStatus, NewJob
 from queueflow.engine import Engine
 from queueflow.resolver import StaticResolver
-from queueflow.runtime.delivery import Deliveries, pusher
+from queueflow.runtime.delivery import Deliveries
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.stores.memory import InMemoryJobStore
 
@@ -195,36 +195,6 @@ async def test_a_slow_endpoint_never_slows_another(
             assert (await settled(engine, wakeups, job.job.id)).status is JobStatus.COMPLETED
     assert receiver.in_flight == 2  # the slow one still holds its two, at its concurrency
     receiver.hold.set()
-
-
-async def test_an_answered_delivery_s_slot_carries_the_next_job_before_its_outcome_is_recorded(
-    engine: Engine,
-    store: InMemoryJobStore,
-    wakeups: Wakeups,
-    receiver: Receiver,
-    deliveries: Deliveries,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Records come late here: a slot that waited for its delivery's record would hold each next job back as long.
-    monkeypatch.setattr(pusher, "RECORD_SECONDS", 0.4)
-    taken: list[int] = []
-    take = store.endpoint_slots_take
-
-    async def counted(request: SlotRequest) -> list[str]:
-        slots = await take(request)
-        if len(receiver.deliveries) < 4:  # the takes while jobs wait (an idle endpoint's claims take slots too)
-            taken.append(len(slots))
-        return slots
-
-    monkeypatch.setattr(store, "endpoint_slots_take", counted)
-    await endpoint(engine, receiver.url, concurrency=1)
-    jobs = await engine.enqueue_many(T, [NewJob(task_name="send") for _ in range(4)])
-    for job in jobs:
-        assert (await settled(engine, wakeups, job.job.id)).status is JobStatus.COMPLETED
-    assert taken == [1]  # the first delivery's slot, then the same slot for the three after it
-    assert receiver.peak == 1
-    read = await engine.endpoints.get(T, "hooks")
-    assert (read.delivered, read.in_flight) == (4, 0)
 
 
 def _unpaused() -> EndpointPatch:

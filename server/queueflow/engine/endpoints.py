@@ -154,17 +154,16 @@ class Endpoints:
         if slot_ids:
             await self.store.endpoint_slots_release(slot_ids)
 
-    async def finished(self, endpoint_id: str, errors: Sequence[str | None], release: Sequence[str] = ()) -> None:
-        """Deliveries of the endpoint ended, each its error (None: answered 2xx): the endpoint's counters moved
-        (its `last_error` the last failure's), and the slots of `release` given back (a pusher keeps the others for
-        its next deliveries)."""
-        failures = [error for error in errors if error is not None]
+    async def finished(self, endpoint_id: str, ended: Sequence[tuple[str, str | None]]) -> None:
+        """Deliveries of the endpoint ended, each (slot, error; None: answered 2xx): their slots back, the
+        endpoint's counters moved (its `last_error` the last failure's)."""
+        errors = [error for _, error in ended if error is not None]
         finished = DeliveriesFinished(
             endpoint_id=endpoint_id,
-            slot_ids=list(release),
-            delivered=len(errors) - len(failures),
-            failed=len(failures),
-            last_error=error_text(failures[-1]) if failures else None,
+            slot_ids=[slot for slot, _ in ended],
+            delivered=len(ended) - len(errors),
+            failed=len(errors),
+            last_error=error_text(errors[-1]) if errors else None,
             now=self.clock.now(),
         )
         await self.store.endpoint_deliveries_finish(finished)

@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from queueflow.core.endpoints import DeliveryVerdict, Endpoint, Outcome, answer_outcome
 from queueflow.core.errors import QueueFlowError, StoreUnavailable
@@ -51,9 +51,6 @@ HOLD_EVERY = LEASE_SECONDS / 3
 """How often the requests in flight have their leases and slots extended (`Pusher._hold_loop`)."""
 BUSY_POLL = 1.0
 """How soon a pusher with no slot free asks again (another process's deliveries may have ended)."""
-REUSE_MARGIN = 1.0
-"""A kept slot carries a new request only while its hold outlasts the request (or the hold's next tick, for a long
-one) by this much at least."""
 
 Observer = Callable[[Endpoint, str, float], None]
 """(endpoint, outcome: completed | retrying | dead_letter | lease_lost, seconds): a delivery's end, for metrics."""
@@ -82,13 +79,7 @@ class Pusher:
         """The requests in flight, by job id: their leases and slots, which `_hold_loop` extends."""
         self._holding: asyncio.Task[None] | None = None
         self._unrecorded: list[_Answered] = []
-        """Deliveries answered (or failed) whose outcome is not recorded yet."""
-        self._held: dict[str, datetime] = {}
-        """Every slot this pusher holds, in use or spare, and until when the store holds it at least."""
-        self._spare: list[str] = []
-        """The slots held but carrying no request: the next claim's, before it takes any."""
-        self._busy = 0
-        """The slots carrying a request (claimed, not yet answered)."""
+        """Deliveries answered (or failed) whose outcome is not recorded yet: they still hold their slots."""
         self._to_record = asyncio.Event()
         self._freed = asyncio.Event()
         self._claiming: asyncio.Task[None] | None = None
@@ -124,8 +115,7 @@ class Pusher:
             self._watch.event.set()
 
     async def drain(self) -> None:
-        """Wait for the deliveries in flight, record their outcomes, give back the slots kept, then close the
-        pool."""
+        """Wait for the deliveries in flight, record their outcomes, then close the pool."""
         if self.deliveries:
             await asyncio.gather(*self.deliveries, return_exceptions=True)
         holding, self._holding = self._holding, None
@@ -140,9 +130,6 @@ class Pusher:
         if task is not None:
             await task
         await self._flush()
-        spare, self._spare = self._spare, []
-        self._forget(spare)
-        await _quietly(self.engine.endpoints.release_slots(spare))
         await self.sender.close()
 
     async def close(self) -> None:
@@ -170,7 +157,7 @@ class Pusher:
             await self._gather()
             self._freed.clear()  # before the claim: a slot freed while it runs wakes the wait below at once
             claimed_at = self.engine.clock.now()
-            room = self.endpoint.concurrency - self._busy
+            room = self.endpoint.concurrency - len(self.deliveries) - len(self._unrecorded)
             jobs = await self._claim(room) if room > 0 else None
         except StoreUnavailable as exc:
             log.warning("endpoint %s: cannot claim, the store is unavailable: %s", self.endpoint.name, exc)
@@ -195,7 +182,7 @@ class Pusher:
         not one job per ended delivery."""
         batch = max(1, self.endpoint.concurrency // 4)
         deadline = asyncio.get_running_loop().time() + GATHER_SECONDS
-        while self.deliveries and 0 < self.endpoint.concurrency - self._busy < batch:
+        while self.deliveries and 0 < self.endpoint.concurrency - len(self.deliveries) - len(self._unrecorded) < batch:
             self._freed.clear()
             try:
                 async with asyncio.timeout_at(deadline):
@@ -204,28 +191,10 @@ class Pusher:
                 return
 
     async def _claim(self, room: int) -> list[Job] | None:
-        """The jobs claimed, each already delivering; None when no slot was free. The slots are those this pusher
-        kept from its last deliveries first (no statement), then as many more as the endpoint's concurrency
-        leaves."""
+        """The jobs claimed, each already delivering; None when no slot was free."""
         endpoint = self.endpoint
         lease = lease_seconds(endpoint)
-        now = self.engine.clock.now()
-        slots: list[str] = []
-        stale: list[str] = []
-        while self._spare and len(slots) < room:
-            slot = self._spare.pop()
-            (slots if self._reusable(slot, now) else stale).append(slot)
-        if stale:
-            self._forget(stale)
-            await _quietly(self.engine.endpoints.release_slots(stale))
-        if len(slots) < room:
-            try:
-                taken = await self.engine.endpoints.take_slots(endpoint.id, room - len(slots), lease)
-            except BaseException:
-                self._spare.extend(slots)
-                raise
-            self._held.update(dict.fromkeys(taken, now + timedelta(seconds=lease)))
-            slots.extend(taken)
+        slots = await self.engine.endpoints.take_slots(endpoint.id, room, lease)
         if not slots:
             return None
         try:
@@ -237,32 +206,19 @@ class Pusher:
                 scope=endpoint.tenant_id,
             )
         except BaseException:
-            self._forget(slots)
             await _quietly(self.engine.endpoints.release_slots(slots))
             raise
         for job, slot in zip(jobs, slots, strict=False):
-            self._busy += 1
             task = asyncio.create_task(self._deliver(endpoint, job, slot), name=f"queueflow-deliver-{job.id}")
             self.deliveries.add(task)
             task.add_done_callback(self._ended)
         # The slots no job was found for go back while the requests are on their way, not before they start (on an
         # idle endpoint that round trip was a sixth of enqueue → delivery received).
-        unused = slots[len(jobs) :]
-        self._forget(unused)
-        await _quietly(self.engine.endpoints.release_slots(unused))
+        await _quietly(self.engine.endpoints.release_slots(slots[len(jobs) :]))
         return jobs
 
-    def _reusable(self, slot: str, now: datetime) -> bool:
-        """Whether a kept slot's hold outlasts any request it may carry now: the endpoint's whole timeout, or, for a
-        longer one, the hold's next tick (`hold_in_flight`), which extends it while the request is in flight."""
-        needed = min(float(self.endpoint.timeout_seconds), HOLD_EVERY) + REUSE_MARGIN
-        return self._held.get(slot, now) - now >= timedelta(seconds=needed)
-
-    def _forget(self, slots: list[str]) -> None:
-        for slot in slots:
-            self._held.pop(slot, None)
-
     def _ended(self, task: asyncio.Task[None]) -> None:
+        # Its slot is freed when its outcome is recorded (`_flush`, which wakes the claim loop), not now.
         self.deliveries.discard(task)
 
     async def _idle_wait(self, claimed_at: datetime) -> float:
@@ -275,18 +231,10 @@ class Pusher:
     # --- delivering -----------------------------------------------------------------------------------------------
 
     async def _deliver(self, endpoint: Endpoint, job: Job, slot: str) -> None:
-        """POST the job; once answered, its slot is spare at once (the next claim's) and its outcome is recorded
-        with those of the deliveries that ended beside it, off the way of the next request."""
         started = time.monotonic()
-        try:
-            outcome = await self._post(endpoint, job, slot)
-        finally:
-            self._busy -= 1
+        outcome = await self._post(endpoint, job, slot)
         self._unrecorded.append(_Answered(endpoint, job, slot, outcome, time.monotonic() - started))
-        if slot in self._held:
-            self._spare.append(slot)
         self._to_record.set()
-        self._freed.set()
 
     async def _post(self, endpoint: Endpoint, job: Job, slot: str) -> Outcome:
         seconds = request_seconds(endpoint, job, self.engine.clock.now())
@@ -322,29 +270,16 @@ class Pusher:
 
     async def _extend(self, requests: list[_InFlight], lease: float) -> None:
         try:
-            now = self.engine.clock.now()
             results = await self.engine.heartbeat_many(
                 [HeldLease(request.job_id, request.lease_token) for request in requests], lease_seconds=lease
             )
-            await self._hold_slots([request.slot for request in requests], lease, now)
+            await self.engine.endpoints.hold_slots([request.slot for request in requests], lease)
         except QueueFlowError as exc:
             log.warning("endpoint %s: %d leases could not be extended: %s", self.endpoint.name, len(requests), exc)
             return
         for result in results:
             if result.locked_until is None:
                 log.warning("endpoint %s: job %s's lease was lost in flight", self.endpoint.name, result.id)
-
-    async def _hold_slots(self, slots: list[str], lease: float, now: datetime) -> None:
-        """Extend the holds of those of `slots` this pusher still holds to `now` + `lease`. Should the store hold
-        fewer of them than asked (a hold that ended while the store was out of reach), none of them is reused."""
-        slots = [slot for slot in slots if slot in self._held]
-        if not slots:
-            return
-        held = await self.engine.endpoints.hold_slots(slots, lease)
-        until = now + timedelta(seconds=lease)
-        for slot in slots:
-            if slot in self._held:
-                self._held[slot] = until if held == len(slots) else min(self._held[slot], now)
 
     # --- recording ------------------------------------------------------------------------------------------------
 
@@ -367,16 +302,12 @@ class Pusher:
         batch, self._unrecorded = self._unrecorded, []
         if not batch:
             return
-        # The slots no claim has taken up since their answers go back, and the counters (which count answers) move,
-        # before the jobs' outcomes are visible: whoever sees a job finished sees the endpoint's counters moved and
-        # its slot free (or carrying another request). The slots carrying new requests already have their holds
-        # renewed, so that they stay fit to carry more (`_reusable`).
-        spare, self._spare = self._spare, []
-        self._forget(spare)
-        now = self.engine.clock.now()
-        errors = [item.outcome.error for item in batch]
-        await _quietly(self.engine.endpoints.finished(self.endpoint.id, errors, spare))
-        await _quietly(self._hold_slots([item.slot for item in batch], lease_seconds(self.endpoint), now))
+        # The requests are over: their slots are free, and the counters (which count answers) say so before the
+        # jobs' outcomes are visible, so whoever sees a job finished sees the endpoint's counters moved too.
+        await _quietly(
+            self.engine.endpoints.finished(self.endpoint.id, [(item.slot, item.outcome.error) for item in batch])
+        )
+        self._freed.set()
         statuses = await self._ack(batch)
         for item in batch:
             status = statuses.get(item.job.id, "unrecorded")
