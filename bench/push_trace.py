@@ -85,8 +85,8 @@ class Stages:
         self.calls: collections.Counter[str] = collections.Counter()
         self.items: collections.Counter[str] = collections.Counter()
         self.seconds: dict[str, list[float]] = collections.defaultdict(list)
-        self.recording = 0
-        """Deliveries whose records are being written now."""
+        self.events: list[tuple[str, float, float]] | None = None
+        """(stage, began, ended) of every call, wall clock, while a timeline is kept (the idle samples)."""
 
     def wrap(self, owner: Any, name: str, stage: str, size: Callable[..., int]) -> None:
         real = getattr(owner, name)
@@ -96,6 +96,8 @@ class Stages:
             try:
                 return await real(*args, **kwargs)
             finally:
+                if self.events is not None:
+                    self.events.append((stage, began - time.perf_counter() + time.time(), time.time()))
                 self.calls[stage] += 1
                 self.items[stage] += size(*args, **kwargs)
                 self.seconds[stage].append(time.perf_counter() - began)
@@ -255,12 +257,16 @@ async def _drain(database: BenchDatabase, jobs: int) -> float:
 
 
 async def _idle(engine: Engine, receiver: push.Receiver, samples: int, stages: Stages) -> None:
-    """Enqueue → received, a job at a time, through the engine (this process's commit and wake-up)."""
+    """Enqueue → received, a job at a time, through the engine (this process's commit and its local wake-up), with
+    each sample's timeline: the enqueue's answer, the claim pass's slot take and lease, the request's start, the
+    receiver's first byte."""
     for counter in (stages.calls, stages.items):
         counter.clear()
     stages.seconds.clear()
     latencies: list[float] = []
+    parts: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(samples):
+        stages.events = []
         (enqueued,) = await engine.enqueue_many(TENANT, [NewJob(task_name="noop", queue_name="idle")])
         answered = time.time()
         deadline = time.monotonic() + 30
@@ -268,14 +274,36 @@ async def _idle(engine: Engine, receiver: push.Receiver, samples: int, stages: S
             if time.monotonic() > deadline:
                 raise TimeoutError(f"job {enqueued.job.id} was not delivered within 30 s")
             await asyncio.sleep(0.0005)  # the receiver is another process: its output is polled
-        latencies.append((receiver.arrived[enqueued.job.id] - answered) * 1000)
+        arrived = receiver.arrived[enqueued.job.id]
+        latencies.append((arrived - answered) * 1000)
+        first: dict[str, tuple[float, float]] = {}
+        for stage, began, ended in stages.events:
+            if began >= answered - 0.0005 and stage not in first:
+                first[stage] = (began, ended)
+        if {"take slots", "claim (lease)", "request"} <= set(first):
+            take, lease, request = first["take slots"], first["claim (lease)"], first["request"]
+            parts["enqueue answered → slot take begins (wake-up)"].append(take[0] - answered)
+            parts["slot take"].append(take[1] - take[0])
+            parts["take's end → lease begins"].append(lease[0] - take[1])
+            parts["lease (BEGIN+SETs, claim, COMMIT)"].append(lease[1] - lease[0])
+            parts["lease's end → request begins"].append(request[0] - lease[1])
+            parts["request begins → receiver's first byte"].append(arrived - request[0])
         await asyncio.sleep(0.05)
+    stages.events = None
+    started = time.perf_counter()
+    for _ in range(samples):
+        await engine.store.ping()  # type: ignore[attr-defined]
+    round_trip = (time.perf_counter() - started) / samples
     latencies.sort()
     print(f"idle: enqueue's answer → received, {samples} samples: p50 {latencies[len(latencies) // 2]:.2f} ms,"
-          f" p90 {latencies[int(len(latencies) * 0.9)]:.2f} ms")  # fmt: skip
+          f" p90 {latencies[int(len(latencies) * 0.9)]:.2f} ms; a pooled round trip (SELECT 1) {round_trip * 1e3:.2f}"
+          " ms")  # fmt: skip
     for stage, calls in stages.calls.items():
         times = sorted(stages.seconds[stage])
         print(f"  {stage:24} {calls / samples:5.2f} calls/job  p50 {times[len(times) // 2] * 1e3:6.2f} ms")
+    print(f"  the path, per sample (p50 of {len(parts.get('slot take', []))}):")
+    for part, values in parts.items():
+        print(f"    {part:44} {statistics.median(values) * 1e3:6.2f} ms")
 
 
 def run(coroutine: Awaitable[None]) -> None:
