@@ -151,7 +151,45 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-CLIENTS = {"httpx": with_httpx, "aiohttp": with_aiohttp, "raw": with_raw}
+async def with_sender(url: str, requests: int, concurrency: int) -> tuple[float, float]:
+    """The server's own `Sender` (aiohttp, with the delivery's body, signature, timeouts and answer reading), over
+    jobs leased from an in-memory engine: what a delivery's request costs beside a bare aiohttp POST."""
+    import random
+    from datetime import UTC, datetime
+
+    from queueflow.clocks import SystemClock
+    from queueflow.core.endpoints import Endpoint
+    from queueflow.core.types import NewJob
+    from queueflow.engine import Engine, EngineSettings
+    from queueflow.runtime.delivery.client import Sender
+    from queueflow.stores.memory import InMemoryJobStore
+
+    engine = Engine(
+        InMemoryJobStore(), SystemClock(), rng=random.Random(), settings=EngineSettings(allow_private_endpoints=True)
+    )
+    await engine.enqueue_many("bench", [NewJob(task_name="noop", payload={"n": n}) for n in range(1000)])
+    jobs = await engine.lease(["default"], max_jobs=1000, lease_seconds=3600, scope="bench")
+    now = datetime.now(UTC)
+    endpoint = Endpoint(
+        id="ep", tenant_id="bench", name="bench", url=url, queues=("default",), task_names=None, concurrency=50,
+        timeout_seconds=30, paused=False, secret="s" * 43, previous_secret=None, previous_secret_until=None,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+    sender = Sender(engine.endpoints, max_body_bytes=1 << 20)
+    sent = 0
+
+    async def post() -> int:
+        nonlocal sent
+        sent += 1
+        return (await sender.send(endpoint, jobs[sent % len(jobs)], 30.0)).status
+
+    try:
+        return await drive(post, requests, concurrency)
+    finally:
+        await sender.close()
+
+
+CLIENTS = {"httpx": with_httpx, "aiohttp": with_aiohttp, "raw": with_raw, "sender": with_sender}
 
 
 def main() -> None:
