@@ -95,7 +95,7 @@ def job_config(
 
 
 DEFAULT_BACKOFF = BackoffPolicy.from_json(BackoffPolicy().to_json())
-"""The policy a job gets when it names none: the one `job_config` leaves out of a row."""
+"""The policy a job gets when it names none, and the one a row without a policy in its `config` reads as."""
 
 
 def backoff_of(config: dict[str, Any]) -> BackoffPolicy:
