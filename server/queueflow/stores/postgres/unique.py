@@ -139,8 +139,8 @@ async def _write(
         # Only an idempotency key can conflict: without one every row sent is inserted, and no id needs to come back.
         keyed = any(job.idempotency_key is not None for job in new)
         statement, values = job_insert(new, returning=keyed, unique=True)
-        rows = await db.fetch(statement, *values)
-        inserted = {row["id"] for row in rows} if keyed else {job.id for job in new}
+        answered = await db.fetch(statement, *values)
+        inserted = {row["id"] for row in answered} if keyed else {job.id for job in new}
         announce(job.queue_name for job in new if job.id in inserted)
     # The last decision of a job replaced twice in one batch is what it becomes.
     replaced = {d.job.id: d.job for d in decisions.values() if d.outcome is UniqueOutcome.REPLACED}
