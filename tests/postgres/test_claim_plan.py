@@ -201,12 +201,6 @@ async def test_a_batch_reaches_its_jobs_by_primary_key_however_many_run(
     every running job through idx_jobs_lease_expiry and hash them, on every ack: an in-process worker leasing ahead
     on a 100,000-job backlog slowed each ack further, until its acks outlived the statement timeout.)"""
     sql, types, arguments = BATCH_STATEMENTS[statement]
-    # The table and its indexes as compact as a quiet table's: the session's database has been emptied and vacuumed
-    # many times by now (`pg.empty`), and a near-empty primary key spread over hundreds of pages makes each probe
-    # look dearer than a scan of the table (statistics taken just after a mass deletion: a case of its own, which
-    # this test does not hold).
-    async with pg.connect(postgres_url) as connection:
-        await connection.execute("VACUUM FULL queueflow.jobs")
     await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
     async with pg.connect(postgres_url) as connection, statistics_frozen(connection):
         held = await connection.fetch(
