@@ -122,3 +122,30 @@ async def test_a_job_made_ready_again_after_its_generation_was_retired_is_claime
         assert await gen_of(db, job_id) in await live(db)
     clock.advance(3600)  # past any backoff
     assert [job.id for job in await engine.lease(["default"])] == [job_id]
+
+
+async def test_a_ready_job_left_in_a_retired_generation_is_moved_to_the_current_one_by_the_backstop(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """A REPEATABLE READ transaction that took its snapshot before a switch and inserts a job after the generation
+    it sees as current was retired (it held no lock on the jobs table meanwhile) writes that retired generation: no
+    claim reads it, until the backstop of a process's first rotation moves it."""
+    engine = engine_on(postgres_store, TestClock(START))
+    async with pg.connect(postgres_url) as db, pg.connect(postgres_url) as writer:
+        await writer.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        seen = await writer.fetchval("SELECT max(gen) FROM queueflow.claim_generations")
+        await rotated(postgres_store, 3)
+        assert seen not in await live(db)
+        await writer.execute(
+            """INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, config, scheduled_at, created_at)
+               VALUES ('job_late_writer', $1, 'default', 't', '{}', $2, $2)""",
+            T,
+            START,
+        )
+        await writer.execute("COMMIT")
+        assert await gen_of(db, "job_late_writer") == seen
+        assert await engine.lease(["default"]) == []  # no claim reads a retired generation
+        async with PostgresJobStore.from_url(postgres_url, pool_size=1) as starting:
+            await starting.rotate_generations(START)
+        assert await gen_of(db, "job_late_writer") in await live(db)
+    assert [leased.id for leased in await engine.lease(["default"])] == ["job_late_writer"]

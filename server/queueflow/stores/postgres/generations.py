@@ -36,8 +36,8 @@ A pass (`rotate_generations`, on every janitor sweep; each step its own statemen
    that is no longer in the registry moves to the current one. Step 3 leaves none, except from a writer that read
    the registry long before it locked the jobs table — a REPEATABLE READ transaction that began before a switch and
    writes a job afterwards, or a statement stalled between its snapshot and its lock; this bounds the delay of such
-   a job, which no claim would otherwise see. It reads every ready entry below the current generation, live or
-   dead, once per RESCUE_EVERY.
+   a job, which no claim would otherwise see. It reads the retired generations' ranges of the index (their dead
+   entries too, under a hold), not the live ones', once per RESCUE_EVERY.
 """
 
 from __future__ import annotations
@@ -112,13 +112,19 @@ UPDATE queueflow.jobs SET gen = 0
                        LIMIT $2 FOR UPDATE SKIP LOCKED))
 """
 
+# Step 5: the ready jobs of retired generations, read in the gaps between live ones (a range of idx_jobs_claim_gen
+# each), so that the live generations' jobs — a whole backlog after the migration — are not read.
 RESCUE = f"""
 UPDATE queueflow.jobs SET gen = (SELECT max(g.gen) FROM queueflow.claim_generations AS g)
- WHERE id = ANY(ARRAY(SELECT j.id FROM queueflow.jobs AS j
-                       WHERE j.gen > 0 AND j.gen < (SELECT max(g.gen) FROM queueflow.claim_generations AS g)
-                         AND {READY}
-                         AND NOT EXISTS (SELECT FROM queueflow.claim_generations AS g WHERE g.gen = j.gen)
-                       LIMIT $1 FOR UPDATE SKIP LOCKED))
+ WHERE id = ANY(ARRAY(
+       SELECT lost.id
+         FROM (SELECT g.gen AS low, lead(g.gen) OVER (ORDER BY g.gen) AS high
+                 FROM queueflow.claim_generations AS g) AS gap,
+              LATERAL (SELECT j.id FROM queueflow.jobs AS j
+                        WHERE j.gen > gap.low AND j.gen < gap.high AND {READY}
+                        LIMIT $1 FOR UPDATE SKIP LOCKED) AS lost
+        WHERE gap.high > gap.low + 1
+        LIMIT $1))
 """
 
 
