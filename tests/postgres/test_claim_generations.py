@@ -149,3 +149,12 @@ async def test_a_ready_job_left_in_a_retired_generation_is_moved_to_the_current_
             await starting.rotate_generations(START)
         assert await gen_of(db, "job_late_writer") in await live(db)
     assert [leased.id for leased in await engine.lease(["default"])] == ["job_late_writer"]
+
+
+async def test_the_sql_enqueue_parks_a_delayed_job_in_generation_0_and_writes_a_due_one_into_the_current_one(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    async with pg.connect(postgres_url) as db:
+        due = await db.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't')", T)
+        later = await db.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't', delay_seconds => 60)", T)
+        assert (await gen_of(db, due), await gen_of(db, later)) == (max(await live(db)), 0)

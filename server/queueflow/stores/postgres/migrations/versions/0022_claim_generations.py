@@ -34,7 +34,9 @@ Revises: 0021
 Create Date: 2026-12-07
 """
 
+import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
 
 from alembic import context, op
 
@@ -62,6 +64,37 @@ BEGIN
 END
 $fn$
 """
+
+
+def _revision_0018_enqueue() -> str:
+    """`queueflow.enqueue` as revision 0018 made it (its text is pinned there: tests/postgres/test_schema.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "queueflow_migration_0018", Path(__file__).with_name("0018_sequences.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text: str = module.ENQUEUE
+    return text.replace("CREATE FUNCTION queueflow.enqueue(", "CREATE OR REPLACE FUNCTION queueflow.enqueue(", 1)
+
+
+# `queueflow.enqueue` writes the generation as the store's inserts do (`sql.generation`): 0 for a job due later
+# than the lookahead, which would otherwise keep the current generation live until rotation parks it. The same
+# signature, so replaced in place (its grants stay); the downgrade puts 0018's text back.
+ENQUEUE_0018 = _revision_0018_enqueue()
+_INSERTED = """created_at, unique_key, expires_at, sequence_key, sequence_halt)"""
+_VALUES = """CASE WHEN seq_key IS NOT NULL THEN seq_on_failure = 'halt' END)
+        ON CONFLICT"""
+assert ENQUEUE_0018.count(_INSERTED) == 1
+assert ENQUEUE_0018.count(_VALUES) == 1
+ENQUEUE = ENQUEUE_0018.replace(_INSERTED, _INSERTED[:-1] + ", gen)").replace(
+    _VALUES,
+    """CASE WHEN seq_key IS NOT NULL THEN seq_on_failure = 'halt' END,
+                CASE WHEN scheduled > created + interval '5 seconds' THEN 0
+                     ELSE (SELECT max(g.gen) FROM queueflow.claim_generations AS g) END)
+        ON CONFLICT""",
+)
 
 CLAIM_0022 = r"""
 CREATE FUNCTION queueflow.claim_0022(text[], int, timestamptz, interval, text[], text[])
@@ -220,10 +253,12 @@ UPGRADE = [
        FOR EACH ROW WHEN ({ready("NEW")} AND NOT {ready("OLD")})
        EXECUTE FUNCTION queueflow.job_written_ready()
     """,
+    ENQUEUE,
     CLAIM_0022,
 ]
 
 DOWNGRADE = [
+    ENQUEUE_0018,
     "DROP FUNCTION queueflow.claim_0022(text[], integer, timestamptz, interval, text[], text[])",
     "DROP TRIGGER jobs_written_ready ON queueflow.jobs",
     "DROP FUNCTION queueflow.job_written_ready()",
