@@ -83,7 +83,7 @@ BUILT = {
     "0019": "2f3b667be4aa25ab5b9b030b21e5895bba557862e9720eafa9ca99c1f91a2381",
     "0020": "4c995722e0c04ae5682178123ec47551b2fd50b664a1049a5559acfb3cbbcab0",
     "0021": "0e05a9f5700c5fc8946699e970d32bf06c88bb4d983f852edce0a8c58ef8c543",
-    "0022": "169a178f4713370036ac2812a6231f3f418bf256225a2f20175b8f191c3ec9be",
+    "0022": "166af1602626ee6e6498a8f6f88003cd660696d6c7a17e1f586a2df827428522",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.

@@ -28,10 +28,12 @@ READY = "j.status COLLATE \"C\" IN ('pending', 'retrying') AND j.sequence_waitin
 # idx_jobs_claim_gen reads one (queue, generation) range at a time, so that it never reaches the dead entries of a
 # retired generation, which a held xmin horizon keeps. Their merge is exact: each range is in claim order, and
 # the claim merges ranges already (a tenant's queues; `shares`' row_number over the tenant in claim order).
-# Read through a function of migration 0022 that the planner estimates at 2 rows (its ROWS) whatever the registry's
+# Read through a function of migration 0022 that the planner estimates at 1 row (its ROWS) whatever the registry's
 # statistics say: scanned as a table, never analyzed (autovacuum off), it was estimated at 1,700 rows and the claim's
-# cost passed jit_above_cost; as unnest of an array, at 10, and a restricted claim's still did
-# (tests/postgres/test_claim_plan.py). STABLE: it reads the registry as of the claim's snapshot.
+# cost passed jit_above_cost; as unnest of an array, at 10, and a restricted claim's still did; at 2, a key-limited
+# claim's did on some statistics (100,465 against 100,000; tests/postgres/test_claim_plan.py). Costed as on one
+# generation, the plans are the claim's as they were (index probes per range, nested loops). STABLE: it reads the
+# registry as of the claim's snapshot.
 LIVE_GENERATIONS = "SELECT live.gen FROM queueflow.live_generations() AS live(gen)"
 
 # A job of a sequence holds it while pending, retrying or running, or dead-lettered and halting (`core.sequences`):

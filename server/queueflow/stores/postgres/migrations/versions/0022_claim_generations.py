@@ -225,9 +225,9 @@ UPGRADE = [
     AS 'SELECT max(gen) FROM queueflow.claim_generations'
     """,
     # The claims' read of the registry (`claim.fair_sql.LIVE_GENERATIONS`): PL/pgSQL, so that it is not inlined and
-    # the planner takes its ROWS (generation 0 and the current one, most of the time), not the table's statistics.
+    # the planner takes its ROWS, not the table's statistics (the claims' plans are costed as on one generation).
     """
-    CREATE FUNCTION queueflow.live_generations() RETURNS SETOF integer LANGUAGE plpgsql STABLE ROWS 2
+    CREATE FUNCTION queueflow.live_generations() RETURNS SETOF integer LANGUAGE plpgsql STABLE ROWS 1
     AS 'BEGIN RETURN QUERY SELECT g.gen FROM queueflow.claim_generations AS g; END'
     """,
     "ALTER TABLE queueflow.jobs ADD COLUMN IF NOT EXISTS gen integer NOT NULL DEFAULT 1",
