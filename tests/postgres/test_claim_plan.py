@@ -79,7 +79,9 @@ async def test_the_claim_uses_the_partial_claim_index(
         )
         await connection.execute("ANALYZE queueflow.jobs")
         explained = await plan(connection, plan_cache_mode)
-    assert "idx_jobs_claim_ready" in explained, explained
+    assert "idx_jobs_claim_gen" in explained, explained
+    # Never release 0.2.0's index (migration 0022): it holds every retired generation's dead entries.
+    assert "using idx_jobs_claim on" not in explained, explained
     assert "Seq Scan on jobs" not in explained, explained
     # A plan whose estimated cost passes jit_above_cost is compiled on every execution (tens of milliseconds).
     assert "JIT" not in explained, explained
@@ -90,7 +92,7 @@ async def test_a_burst_across_tenants_is_claimed_off_the_claim_index_before_any_
     postgres_url: str, postgres_store: PostgresJobStore, plan_cache_mode: str
 ) -> None:
     """100 tenants × 100 due jobs written since the last ANALYZE: every probe of the fair claim reads
-    idx_jobs_claim_ready. (On the statistics of an empty table the planner once took idx_jobs_due for them and
+    idx_jobs_claim_gen. (On the statistics of an empty table the planner once took idx_jobs_due for them and
     sorted the queue's pending rows in every probe: 2 s per single-job lease.)"""
     await engine_on(postgres_store, TestClock(START)).enqueue_many(T, [NewJob(task_name="t")])
     async with pg.connect(postgres_url) as connection, statistics_frozen(connection):
@@ -107,6 +109,7 @@ async def test_a_burst_across_tenants_is_claimed_off_the_claim_index_before_any_
         )
         explained = await plan(connection, plan_cache_mode)
     assert "idx_jobs_due" not in explained, explained
+    assert "using idx_jobs_claim on" not in explained, explained
     assert "Seq Scan on jobs" not in explained, explained
 
 

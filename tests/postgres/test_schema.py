@@ -20,6 +20,7 @@ from tests.postgres.helpers import engine_on
 from tests.postgres.helpers import row as job_row
 
 TABLES = [
+    "claim_generations",
     "claim_turns",
     "endpoint_slots",
     "endpoints",
@@ -33,7 +34,7 @@ TABLES = [
     "workflows",
 ]
 
-NEW_SINCE_0010 = ("unique_keys", "endpoint_slots", "endpoints", "triggers", "events")
+NEW_SINCE_0010 = ("unique_keys", "endpoint_slots", "endpoints", "triggers", "events", "claim_generations")
 
 
 async def tables(connection: asyncpg.Connection) -> list[str]:
@@ -54,7 +55,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0021"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0022"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -82,6 +83,7 @@ BUILT = {
     "0019": "2f3b667be4aa25ab5b9b030b21e5895bba557862e9720eafa9ca99c1f91a2381",
     "0020": "4c995722e0c04ae5682178123ec47551b2fd50b664a1049a5559acfb3cbbcab0",
     "0021": "0e05a9f5700c5fc8946699e970d32bf06c88bb4d983f852edce0a8c58ef8c543",
+    "0022": "166af1602626ee6e6498a8f6f88003cd660696d6c7a17e1f586a2df827428522",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -180,7 +182,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0021"
+        assert pg.blocking(version) == "0022"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -200,10 +202,13 @@ async def test_jobs_indexes(postgres_url: str) -> None:
         "btree (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)"
         " WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]))"
     )
-    # The claim's: the same, less the jobs known to wait in their sequence (migration 0021).
-    assert indexes["idx_jobs_claim_ready"] == (
-        "btree (queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)"
-        " WHERE ((status = ANY (ARRAY['pending'::text, 'retrying'::text])) AND (sequence_waiting IS NOT TRUE))"
+    # The claim's: by generation, then the same, less the jobs known to wait in their sequence (migrations 0021,
+    # 0022). Its status test is in the "C" collation, so that a claim that states it cannot be planned on
+    # idx_jobs_claim (a predicate proof needs the same collation), which holds every retired generation's entries.
+    assert indexes["idx_jobs_claim_gen"] == (
+        "btree (gen, queue_name, tenant_id, priority DESC, scheduled_at, created_at, id)"
+        " WHERE (((status COLLATE \"C\") = ANY (ARRAY['pending'::text, 'retrying'::text]))"
+        " AND (sequence_waiting IS NOT TRUE))"
     )
     assert indexes["idx_jobs_lease_expiry"] == "btree (locked_until) WHERE (status = 'running'::text)"
     assert indexes["uq_jobs_tenant_idempotency_key"] == (
@@ -246,7 +251,7 @@ async def test_jobs_indexes(postgres_url: str) -> None:
     )
     # Every index is one a statement or the janitor reads: each costs a write on every non-HOT update.
     assert sorted(indexes) == [
-        "idx_jobs_claim", "idx_jobs_claim_ready", "idx_jobs_due", "idx_jobs_expiry", "idx_jobs_finished",
+        "idx_jobs_claim", "idx_jobs_claim_gen", "idx_jobs_due", "idx_jobs_expiry", "idx_jobs_finished",
         "idx_jobs_keyed",
         "idx_jobs_lease_expiry",
         "idx_jobs_metadata", "idx_jobs_sequence", "idx_jobs_sequence_key",
@@ -338,7 +343,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0021"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0022"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -438,4 +443,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0021"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0022"

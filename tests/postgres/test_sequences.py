@@ -168,7 +168,7 @@ async def test_the_claims_probe_of_a_sequence_is_an_index_probe(
         )
     plan = json.loads(explained)[0]["Plan"]
     names = {node.get("Index Name") for node in _nodes(plan)}
-    assert {"idx_jobs_sequence", "idx_jobs_claim_ready"} <= names, [
+    assert {"idx_jobs_sequence", "idx_jobs_claim_gen"} <= names, [
         (n.get("Index Name"), n.get("Index Cond"), n.get("Filter")) for n in _nodes(plan) if "Index Name" in n
     ]
     assert not [

@@ -32,8 +32,8 @@ from queueflow.core.types import (
     UniqueRule,
 )
 from queueflow.core.unique import rule_mismatch_errors
-from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.errors import json_text
+from queueflow.stores.postgres.generations import PostgresGenerations
 from queueflow.stores.postgres.retention_sql import DELETE_EXPIRED, DELETE_EXPIRED_OWN
 from queueflow.stores.postgres.rows import job_from_row, job_insert
 from queueflow.stores.postgres.sequences import EVERY_STATUS
@@ -58,7 +58,7 @@ from queueflow.stores.postgres.unique import insert_unique
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-class PostgresJobs(Pooled):
+class PostgresJobs(PostgresGenerations):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sweep_floor = SweepFloor()
@@ -328,6 +328,9 @@ class PostgresJobs(Pooled):
         async with self._connection() as db:
             rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds), floor)
         self._sweep_floor.swept(now, floor, complete=len(rows) < limit)
+        # The janitor's sweep is where the claim index's generations rotate (`generations`): no other process
+        # needs to run, and the in-memory store, which has none, needs nothing.
+        await self.rotate_generations(now)
         rows.sort(key=lambda row: (row["expired_at"], row["id"]))
         return [job_from_row(row) for row in rows]
 

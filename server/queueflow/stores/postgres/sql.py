@@ -30,6 +30,22 @@ UNIQUE_INSERT_COLUMN = ("unique_key", "text")
 EXPIRES_INSERT_COLUMN = ("expires_at", "timestamptz")
 SEQUENCE_INSERT_COLUMNS = (("sequence_key", "text"), ("sequence_halt", "boolean"))
 
+LOOKAHEAD_SECONDS = 5
+"""How far ahead of its writing a job may be due and still go into the current generation of the claim's index
+(migration 0022 writes the same bound into its trigger): a few janitor passes' worth, so that a job due soon does not
+keep its generation live for long, and most jobs (due at once) never move."""
+
+
+def generation(scheduled_at: str, created_at: str) -> str:
+    """The generation of the claim's index (migration 0022, `generations`) a job written due at `scheduled_at` (an
+    SQL expression) at `created_at` goes in: 0 when it is due later than the lookahead (a delayed job must not keep
+    a generation live until it is due), else the current one, read once per statement (an InitPlan: the column's
+    default, `queueflow.current_generation()`, would read the registry once per row)."""
+    return (
+        f"CASE WHEN {scheduled_at} > {created_at} + interval '{LOOKAHEAD_SECONDS} seconds' THEN 0"
+        " ELSE (SELECT max(g.gen) FROM queueflow.claim_generations AS g) END"
+    )
+
 
 @functools.lru_cache(maxsize=128)
 def insert_sql(
@@ -65,9 +81,11 @@ def insert_sql(
             values.append(f"u.{name}{cast}")
             arrays.append(f"${number}::{sent}[]")
             names.append(name)
+    value_of = dict(zip((name for name, _ in columns), values, strict=True))
+    values.append(generation(value_of["scheduled_at"], value_of["created_at"]))
     rows = f"\n  FROM unnest({', '.join(arrays)}) AS u({', '.join(names)})" if arrays else ""
     return (
-        f"INSERT INTO queueflow.jobs ({', '.join(name for name, _ in columns)})\n"
+        f"INSERT INTO queueflow.jobs ({', '.join(name for name, _ in columns)}, gen)\n"
         f"SELECT {', '.join(values)}{rows}\n"
         "ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
         + ("\nRETURNING id" if returning else "")

@@ -5,7 +5,7 @@ change it makes. How a finish locks, and why, is `core.finish`'s docstring; the 
 """
 
 from queueflow.core.workflow import CONTEXT_KEY
-from queueflow.stores.postgres.sql import J_COLUMNS, SLOT_FREED
+from queueflow.stores.postgres.sql import J_COLUMNS, SLOT_FREED, generation
 
 # A step whose result is in the context (`core.advance.satisfied`), for a row aliased `s`.
 SATISFIED = "(s.status = 'completed' OR (s.status IN ('failed', 'cancelled') AND s.on_failure = 'continue'))"
@@ -203,11 +203,11 @@ WITH recorded AS (
 ), inserted AS (
     INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, config, priority, scheduled_at,
                                 max_retries, timeout_seconds, metadata, idempotency_key, created_at, workflow_id,
-                                workflow_step_id, trace_context)
+                                workflow_step_id, trace_context, gen)
     SELECT j.id, j.tenant_id, j.queue_name, j.task_name,
            j.payload || jsonb_build_object('{CONTEXT_KEY}', c.context), j.config, j.priority, j.scheduled_at,
            j.max_retries, j.timeout_seconds, j.metadata, j.idempotency_key, j.created_at, j.workflow_id,
-           j.workflow_step_id, j.trace_context
+           j.workflow_step_id, j.trace_context, {generation("j.scheduled_at", "j.created_at")}
       FROM c, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::int[],
                      $8::timestamptz[], $9::int[], $10::float8[], $11::jsonb[], $12::text[], $13::timestamptz[],
                      $14::text[], $15::text[], $16::jsonb[])

@@ -14,15 +14,27 @@ from queueflow.stores.postgres.sql import STARTED_BEFORE
 # Rows of queueflow.queue_settings that restrict leasing: the predicate of idx_queue_settings_restricting.
 RESTRICTING = "(paused OR concurrency_limit IS NOT NULL OR key_concurrency_limit IS NOT NULL OR rate_jobs IS NOT NULL)"
 
-# Claim order within a tenant: idx_jobs_claim_ready's order after (queue_name, tenant_id).
+# Claim order within a tenant: idx_jobs_claim_gen's order after (gen, queue_name, tenant_id).
 CLAIM_ORDER = "priority DESC, scheduled_at, created_at, id"
 J_CLAIM_ORDER = "j.priority DESC, j.scheduled_at, j.created_at, j.id"
 
 
-# A job still to start that idx_jobs_claim_ready holds: pending or retrying, and not known to wait in its sequence.
-# Every read of idx_jobs_claim_ready states it (the index's predicate, migration 0021), so that the planner may use
-# the index; idx_jobs_claim (status alone) stays for release 0.2.0's claims until the next release drops it.
-READY = "j.status IN ('pending', 'retrying') AND j.sequence_waiting IS NOT TRUE"
+# A job still to start that idx_jobs_claim_gen holds: pending or retrying, and not known to wait in its sequence.
+# Every read of idx_jobs_claim_gen states it (the index's predicate, migrations 0021 and 0022), so that the planner
+# may use the index; idx_jobs_claim (status alone) stays for release 0.2.0's claims until the next release drops it.
+READY = "j.status COLLATE \"C\" IN ('pending', 'retrying') AND j.sequence_waiting IS NOT TRUE"
+
+# The live generations of the claim's index (migration 0022, `stores.postgres.generations`): every read of
+# idx_jobs_claim_gen reads one (queue, generation) range at a time, so that it never reaches the dead entries of a
+# retired generation, which a held xmin horizon keeps. Their merge is exact: each range is in claim order, and
+# the claim merges ranges already (a tenant's queues; `shares`' row_number over the tenant in claim order).
+# Read through a function of migration 0022 that the planner estimates at 1 row (its ROWS) whatever the registry's
+# statistics say: scanned as a table, never analyzed (autovacuum off), it was estimated at 1,700 rows and the claim's
+# cost passed jit_above_cost; as unnest of an array, at 10, and a restricted claim's still did; at 2, a key-limited
+# claim's did on some statistics (100,465 against 100,000; tests/postgres/test_claim_plan.py). Costed as on one
+# generation, the plans are the claim's as they were (index probes per range, nested loops). STABLE: it reads the
+# registry as of the claim's snapshot.
+LIVE_GENERATIONS = "SELECT live.gen FROM queueflow.live_generations() AS live(gen)"
 
 # A job of a sequence holds it while pending, retrying or running, or dead-lettered and halting (`core.sequences`):
 # idx_jobs_sequence's predicate, for the job aliased `s`.
@@ -79,59 +91,62 @@ def tenants_in_turn(p: Placeholders, queues: str, claimable: str, first_claimabl
     queues `queues` (a query of one column, `name`) with a job that `claimable` (a condition on `j`) holds for, and
     `share`, how many of `max_jobs` each tenant gets if all have enough: ceil(max_jobs / tenants).
 
-    The tenants are found by a skip scan of idx_jobs_claim_ready (queue_name, tenant_id, …): one index descent per
-    tenant with pending or retrying jobs, each for the next tenant_id after the previous one, however many jobs each
-    holds — then kept if one of its jobs is claimable, which reads its jobs in claim order until the first one that is.
-    Written so that no plan does otherwise: each subquery orders by the whole index order, which no other index
-    gives (ordered by `tenant_id` alone, a generic plan walked idx_jobs_tenant_created filtering the queue, and an
-    unordered check scanned the table), and the claimable check is a LIMIT 1 subquery, run per tenant (as EXISTS,
-    the planner made it a semi-join over every due row).
+    The tenants are found by a skip scan of idx_jobs_claim_gen (gen, queue_name, tenant_id, …) per live generation:
+    one index descent per (generation, tenant) with pending or retrying jobs, each for the next tenant_id after the
+    previous one, however many jobs each holds — then kept if one of its jobs is claimable, which reads its jobs in
+    claim order until the first one that is. Written so that no plan does otherwise: each subquery orders by the
+    whole index order, which no other index gives (ordered by `tenant_id` alone, a generic plan walked
+    idx_jobs_tenant_created filtering the queue, and an unordered check scanned the table), and the claimable check
+    is a LIMIT 1 subquery, run per tenant (as EXISTS, the planner made it a semi-join over every due row).
 
     `first_claimable` (a condition on `pending.scheduled_at`, the tenant's first row in index order) spares that
     check when it holds: in a backlog a tenant's first pending job is usually due, and one probe per tenant fewer
     was a quarter of a 100-tenant claim (7.5 → 5.6 ms per claim of 100, measured).
     """
     return f"""
-WITH RECURSIVE queue AS ({queues}),
+WITH RECURSIVE queue AS (SELECT named.name, live.gen FROM ({queues}) AS named, ({LIVE_GENERATIONS}) AS live),
 pending AS (
-    SELECT queue.name AS queue_name, first.tenant_id, first.scheduled_at
+    SELECT queue.name AS queue_name, queue.gen, first.tenant_id, first.scheduled_at
       FROM queue,
            LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
-                     WHERE j.queue_name = queue.name AND {READY}
+                     WHERE j.gen = queue.gen AND j.queue_name = queue.name AND {READY}
                      ORDER BY j.tenant_id, {J_CLAIM_ORDER} LIMIT 1) AS first
     UNION ALL
-    SELECT pending.queue_name, next.tenant_id, next.scheduled_at
+    SELECT pending.queue_name, pending.gen, next.tenant_id, next.scheduled_at
       FROM pending,
            LATERAL (SELECT j.tenant_id, j.scheduled_at FROM queueflow.jobs AS j
-                     WHERE j.queue_name = pending.queue_name AND {READY}
+                     WHERE j.gen = pending.gen AND j.queue_name = pending.queue_name AND {READY}
                        AND j.tenant_id > pending.tenant_id
                      ORDER BY j.tenant_id, {J_CLAIM_ORDER} LIMIT 1) AS next
 ),
 tenant AS (
-    SELECT pending.queue_name, pending.tenant_id FROM pending
+    SELECT pending.queue_name, pending.gen, pending.tenant_id FROM pending
      WHERE {first_claimable}
         OR (SELECT true FROM queueflow.jobs AS j
-             WHERE j.queue_name = pending.queue_name AND j.tenant_id = pending.tenant_id AND {claimable}
+             WHERE j.gen = pending.gen AND j.queue_name = pending.queue_name AND j.tenant_id = pending.tenant_id
+               AND {claimable}
              ORDER BY {J_CLAIM_ORDER} LIMIT 1)
 ),
 share AS (SELECT ceil({p.max_jobs}::float8 / greatest(count(DISTINCT tenant_id), 1))::int AS per_tenant,
-                 array_agg(queue_name) AS queue_names, array_agg(tenant_id) AS tenant_ids
+                 array_agg(queue_name) AS queue_names, array_agg(gen) AS gens, array_agg(tenant_id) AS tenant_ids
             FROM tenant)"""
 
 
 def shares(p: Placeholders, columns: str, claimable: str) -> str:
-    """`due`: for each (queue, tenant) of `tenants_in_turn`, its `columns` of up to `share.per_tenant` jobs that
-    `claimable` holds for, locked, read off idx_jobs_claim_ready in claim order past the rows other claimers hold.
+    """`due`: for each (queue, generation, tenant) of `tenants_in_turn`, its `columns` of up to `share.per_tenant`
+    jobs that `claimable` holds for, locked, read off idx_jobs_claim_gen in claim order past the rows other claimers
+    hold. A tenant's share then comes from the first of them in claim order, across its queues and generations.
 
     The inner LIMIT max_jobs changes nothing (a share is at most that) but gives the planner a bound: under a LIMIT
     it cannot evaluate, it estimates a tenth of the index's rows per tenant, and on a backlog of 100,000 jobs the
     claim's estimated cost passed jit_above_cost, so that PostgreSQL compiled it on every execution.
     """
-    return f"""share, unnest(share.queue_names, share.tenant_ids) AS tenant(queue_name, tenant_id),
+    return f"""share, unnest(share.queue_names, share.gens, share.tenant_ids) AS tenant(queue_name, gen, tenant_id),
                       LATERAL (SELECT * FROM (
                                SELECT {columns}
                                  FROM queueflow.jobs AS j
-                                WHERE j.queue_name = tenant.queue_name AND j.tenant_id = tenant.tenant_id
+                                WHERE j.gen = tenant.gen AND j.queue_name = tenant.queue_name
+                                  AND j.tenant_id = tenant.tenant_id
                                   AND {claimable}
                                 ORDER BY {J_CLAIM_ORDER}
                                 LIMIT {p.max_jobs}

@@ -31,8 +31,8 @@ from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
 from queueflow.stores.postgres.connection import Db
 from queueflow.stores.postgres.params import Placeholders, sql_types
 
-CLAIM_FUNCTION = "queueflow.claim_0021"
-"""The function of migration 0021 (0011 made the first), made from the CLAIM below."""
+CLAIM_FUNCTION = "queueflow.claim_0022"
+"""The function of migration 0022 (0011 made the first), made from the CLAIM below."""
 
 _claim = Placeholders(ClaimArgs, TurnOf)
 CLAIM_CALL = (

@@ -133,6 +133,9 @@ def _keys_in_turn(p: Placeholders, claimable: str) -> str:
     key at its limit: `claimable` leaves those out). The scan stops once it has found `share` claimable keys, which
     are all a claim can reach (each gives one job then), so a queue with thousands of keys costs a claim the keys
     it serves, not all of them.
+
+    `tenant` holds a (queue, tenant) once per live generation with a ready job (migration 0022): `key_limited` is
+    DISTINCT, so that each pair's keys are scanned once.
     """
     after = f"""(SELECT {KEY} FROM queueflow.jobs AS j
                     WHERE j.queue_name = {{pair}}.queue_name AND j.tenant_id = {{pair}}.tenant_id AND {KEYED_PENDING}
@@ -147,7 +150,7 @@ def _keys_in_turn(p: Placeholders, claimable: str) -> str:
               ORDER BY {KEY}, {J_CLAIM_ORDER} LIMIT 1) IS NOT NULL"""
     return f""",
 key_limited AS (
-    SELECT tenant.queue_name, tenant.tenant_id, kl.key_limit, kl.key_turn
+    SELECT DISTINCT tenant.queue_name, tenant.tenant_id, kl.key_limit, kl.key_turn
       FROM tenant
       JOIN unnest({p.key_limited_tenants}, {p.key_limited_queues}, {p.key_limits}, {p.key_turns})
            AS kl(tenant_id, queue_name, key_limit, key_turn)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from queueflow.stores.postgres.claim.args import ClaimArgs, TenantScope, TurnOf
 from queueflow.stores.postgres.claim.fair_sql import (
     J_CLAIM_ORDER,
+    LIVE_GENERATIONS,
     READY,
     RESTRICTING,
     claimable,
@@ -52,7 +53,7 @@ _UNRESTRICTED_QUEUES = f"""SELECT q.name FROM unnest({_claim.queues}) AS q(name)
                          OFFSET 0"""
 
 # The claim, fair across tenants (README.md, "Fairness"). For each (queue, tenant) with a claimable job
-# (`tenants_in_turn`), the LATERAL subquery reads idx_jobs_claim_ready in claim order, skips rows another claimer holds
+# (`tenants_in_turn`), the LATERAL subquery reads idx_jobs_claim_gen in claim order, skips rows another claimer holds
 # and stops after the tenant's share; of a tenant's candidates from all its queues, its first `share` are its next
 # jobs in claim order (`nth`, across the queues), and of those the claim takes `max_jobs` in turns (`picked`): each
 # tenant's first, tenant after tenant starting after the turn's tenant in code-point order, then each one's second,
@@ -93,8 +94,8 @@ RETURNING {COLUMNS}, (SELECT per_tenant FROM share) AS fair_share, (SELECT after
 
 _for_tenant = Placeholders(ClaimArgs, TenantScope)
 
-# The claim of a tenant-scoped worker key: one tenant, so no turns; per queue, that tenant's range of
-# idx_jobs_claim_ready in claim order.
+# The claim of a tenant-scoped worker key: one tenant, so no turns; per queue and live generation, that tenant's
+# range of idx_jobs_claim_gen in claim order, merged in claim order.
 CLAIM_FOR_TENANT = f"""
 {lease(_for_tenant)}
  WHERE id = ANY(ARRAY(
@@ -103,8 +104,9 @@ CLAIM_FOR_TENANT = f"""
                 WHERE NOT EXISTS (SELECT FROM queueflow.queue_settings AS s
                                    WHERE s.queue_name = q.name AND {RESTRICTING})
                OFFSET 0) AS queue,
+              ({LIVE_GENERATIONS}) AS live,
               LATERAL (SELECT j.id, j.priority, j.scheduled_at, j.created_at FROM queueflow.jobs AS j
-                        WHERE j.queue_name = queue.name AND j.tenant_id = {_for_tenant.tenant}
+                        WHERE j.gen = live.gen AND j.queue_name = queue.name AND j.tenant_id = {_for_tenant.tenant}
                           AND {claimable(_for_tenant)}
                         ORDER BY {J_CLAIM_ORDER}
                         LIMIT {_for_tenant.max_jobs}
@@ -118,11 +120,12 @@ RETURNING {COLUMNS}
 # those queues can take a job only if one is. One statement and no transaction, where a claim that finds nothing
 # takes four round trips (BEGIN, CLAIM, RESTRICTED_QUEUES, COMMIT): a lessee that found nothing asks this first
 # (`caches.IdleQueues`), as an idle worker polling an empty queue does again and again. Each queue's pending
-# range of idx_jobs_claim_ready, read until its first due row (a job waiting in its sequence is not due).
+# range of idx_jobs_claim_gen in each live generation, read until its first due row (a job waiting in its sequence
+# is not due).
 DUE_ANY = f"""
-SELECT EXISTS (SELECT FROM unnest($1::text[]) AS queue(name),
+SELECT EXISTS (SELECT FROM unnest($1::text[]) AS queue(name), ({LIVE_GENERATIONS}) AS live,
                    LATERAL (SELECT FROM queueflow.jobs AS j
-                             WHERE j.queue_name = queue.name AND {READY}
+                             WHERE j.gen = live.gen AND j.queue_name = queue.name AND {READY}
                                AND j.scheduled_at <= $2
                              LIMIT 1) AS due)
 """

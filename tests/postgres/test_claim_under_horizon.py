@@ -1,0 +1,68 @@
+"""A claim's cost does not grow with dead tuples (issue 42): under a held xmin horizon, after N jobs went through
+(enqueue, lease, completion), a claim and the idle poll read as many index tuples and buffers after 8,000 as after
+2,000 — counts, not time (`tests/postgres/horizon.py`). Without generations both walked every dead entry the hold
+pinned at the front of the claim index's range: the claim twice (the tenant probe and the share), 2 index tuples
+per job pushed through; the idle poll once. With them (migration 0022, `stores.postgres.generations`) they read the
+live generations only, which the janitor rotates as it sweeps (here after every batch, as every few seconds of
+enqueues: a generation of 500 jobs). What they still read is bounded by the live generations' writes; the 10 jobs
+enqueued for each measurement are then completed, so that they do not stay as stragglers of their generation (whose
+dead entries every claim walks until rotation moves them, `generations`' step 4: bounded, and not measured here)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from queueflow.clocks import TestClock
+from queueflow.core.types import NewJob
+from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres import schema as pgschema
+from queueflow.stores.postgres.claim.args import ClaimArgs, TurnOf
+from queueflow.stores.postgres.claim.function import CLAIM_FUNCTION
+from queueflow.stores.postgres.claim.unrestricted_sql import DUE_ANY
+
+from tests import pg
+from tests.moments import START, T
+from tests.postgres.helpers import engine_on
+from tests.postgres.horizon import Counts, counts, holding, literal, pushed_through
+
+ROUNDS = (2_000, 8_000)
+GENERATION = 500
+
+
+def claim_of(max_jobs: int, now: datetime) -> str:
+    args = ClaimArgs(queues=["default"], max_jobs=max_jobs, now=now, lease=timedelta(seconds=30), task_names=None)
+    arguments = [*args, *TurnOf(turn_of=["default"])]
+    return f"SELECT * FROM {CLAIM_FUNCTION}({', '.join(literal(value) for value in arguments)})"
+
+
+async def test_a_claim_and_the_idle_poll_read_as_much_after_8_000_jobs_as_after_2_000_under_a_held_horizon() -> None:
+    read: dict[int, dict[str, Counts]] = {}
+    async with (
+        pg.fresh_database() as url,
+        PostgresJobStore.from_url(url, pool_size=2) as store,
+        pg.connect(url) as db,
+    ):
+        await pgschema.upgrade_async(url)
+        async with holding(url):
+            pushed = 0
+            for n in ROUNDS:
+                while pushed < n:
+                    await pushed_through(db, GENERATION, start=START, tenant=T, numbered_from=pushed)
+                    pushed += GENERATION
+                    await store.rotate_generations(START, period=timedelta(0))
+                now = START + timedelta(seconds=pushed / 1000 + 60)
+                await engine_on(store, TestClock(now), seed=n).enqueue_many(T, [NewJob(task_name="t")] * 10)
+                read[n] = {
+                    "claim": await counts(db, claim_of(1, now)),
+                    "due_any": await counts(
+                        db, DUE_ANY.replace("$1", literal(["default"])).replace("$2", literal(now))
+                    ),
+                }
+                await db.execute(
+                    "UPDATE queueflow.jobs SET status = 'completed', completed_at = $1 WHERE status = 'pending'", now
+                )
+    for name in ("claim", "due_any"):
+        before, after = read[ROUNDS[0]][name], read[ROUNDS[-1]][name]
+        summary = {n: (read[n][name].index_tuples, read[n][name].buffers) for n in ROUNDS}
+        assert after.index_tuples <= before.index_tuples * 1.5 + 100, (name, summary)
+        assert after.buffers <= before.buffers * 1.5 + 100, (name, summary)
