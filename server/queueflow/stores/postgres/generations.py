@@ -44,7 +44,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from queueflow.stores.postgres.claim.fair_sql import READY
 from queueflow.stores.postgres.connection import Pooled
+from queueflow.stores.postgres.sql import CURRENT_GENERATION
 
 PERIOD = timedelta(seconds=1)
 """How old the current generation must be before a pass opens the next one. The janitor's interval (5 s by
@@ -61,8 +63,6 @@ RESCUE_EVERY = timedelta(minutes=5)
 
 # An advisory lock's key of its own: "qfgen" in ASCII.
 LOCK = "pg_try_advisory_xact_lock(7037479779181)"
-
-READY = "j.status COLLATE \"C\" IN ('pending', 'retrying') AND j.sequence_waiting IS NOT TRUE"
 
 SWITCH = f"""
 INSERT INTO queueflow.claim_generations (gen, opened_at)
@@ -115,7 +115,7 @@ UPDATE queueflow.jobs SET gen = 0
 # Step 5: the ready jobs of retired generations, read in the gaps between live ones (a range of idx_jobs_claim_gen
 # each), so that the live generations' jobs — a whole backlog after the migration — are not read.
 RESCUE = f"""
-UPDATE queueflow.jobs SET gen = (SELECT max(g.gen) FROM queueflow.claim_generations AS g)
+UPDATE queueflow.jobs SET gen = {CURRENT_GENERATION}
  WHERE id = ANY(ARRAY(
        SELECT lost.id
          FROM (SELECT g.gen AS low, lead(g.gen) OVER (ORDER BY g.gen) AS high

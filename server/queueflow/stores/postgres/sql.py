@@ -36,6 +36,10 @@ LOOKAHEAD_SECONDS = 5
 keep its generation live for long, and most jobs (due at once) never move."""
 
 
+CURRENT_GENERATION = "(SELECT max(g.gen) FROM queueflow.claim_generations AS g)"
+"""The generation writers write (migration 0022): the registry's highest."""
+
+
 def generation(scheduled_at: str, created_at: str) -> str:
     """The generation of the claim's index (migration 0022, `generations`) a job written due at `scheduled_at` (an
     SQL expression) at `created_at` goes in: 0 when it is due later than the lookahead (a delayed job must not keep
@@ -43,7 +47,7 @@ def generation(scheduled_at: str, created_at: str) -> str:
     default, `queueflow.current_generation()`, would read the registry once per row)."""
     return (
         f"CASE WHEN {scheduled_at} > {created_at} + interval '{LOOKAHEAD_SECONDS} seconds' THEN 0"
-        " ELSE (SELECT max(g.gen) FROM queueflow.claim_generations AS g) END"
+        f" ELSE {CURRENT_GENERATION} END"
     )
 
 
