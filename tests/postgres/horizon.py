@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import asyncpg
+from queueflow.stores.postgres.claim.args import ClaimArgs, TurnOf
+from queueflow.stores.postgres.claim.function import CLAIM_FUNCTION
 from queueflow.stores.postgres.url import asyncpg_dsn
 
 BATCH = 5_000
@@ -72,6 +74,17 @@ async def counts(db: asyncpg.Connection, statement: str, *settings: str) -> Coun
         index_tuples=int(after - before),
         plan=json.dumps(plan),
     )
+
+
+def claim_arguments(max_jobs: int, now: datetime) -> str:
+    """A claim's arguments as SQL literals: `max_jobs` of queue "default", for any task, at `now`."""
+    args = ClaimArgs(queues=["default"], max_jobs=max_jobs, now=now, lease=timedelta(seconds=30), task_names=None)
+    return ", ".join(literal(value) for value in [*args, *TurnOf(turn_of=["default"])])
+
+
+def claim_of(max_jobs: int, now: datetime) -> str:
+    """A call of the claim function (`CLAIM_FUNCTION`), as the server makes it."""
+    return f"SELECT * FROM {CLAIM_FUNCTION}({claim_arguments(max_jobs, now)})"
 
 
 def literal(value: object) -> str:

@@ -10,29 +10,21 @@ dead entries every claim walks until rotation moves them, `generations`' step 4:
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from queueflow.clocks import TestClock
 from queueflow.core.types import NewJob
 from queueflow.stores.postgres import PostgresJobStore
 from queueflow.stores.postgres import schema as pgschema
-from queueflow.stores.postgres.claim.args import ClaimArgs, TurnOf
-from queueflow.stores.postgres.claim.function import CLAIM_FUNCTION
 from queueflow.stores.postgres.claim.unrestricted_sql import DUE_ANY
 
 from tests import pg
 from tests.moments import START, T
 from tests.postgres.helpers import engine_on
-from tests.postgres.horizon import Counts, counts, holding, literal, pushed_through
+from tests.postgres.horizon import Counts, claim_of, counts, holding, literal, pushed_through
 
 ROUNDS = (2_000, 8_000)
 GENERATION = 500
-
-
-def claim_of(max_jobs: int, now: datetime) -> str:
-    args = ClaimArgs(queues=["default"], max_jobs=max_jobs, now=now, lease=timedelta(seconds=30), task_names=None)
-    arguments = [*args, *TurnOf(turn_of=["default"])]
-    return f"SELECT * FROM {CLAIM_FUNCTION}({', '.join(literal(value) for value in arguments)})"
 
 
 async def test_a_claim_and_the_idle_poll_read_as_much_after_8_000_jobs_as_after_2_000_under_a_held_horizon() -> None:

@@ -55,7 +55,7 @@ async def test_upgrade_downgrade_upgrade() -> None:
         assert leftovers == 0
         await pgschema.upgrade_async(url)
         assert await tables(connection) == TABLES
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0022"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0023"
 
 
 # What each revision builds, pinned as the sha256 of its `CATALOG` when it shipped. A revision is the record of what
@@ -84,6 +84,7 @@ BUILT = {
     "0020": "4c995722e0c04ae5682178123ec47551b2fd50b664a1049a5559acfb3cbbcab0",
     "0021": "0e05a9f5700c5fc8946699e970d32bf06c88bb4d983f852edce0a8c58ef8c543",
     "0022": "166af1602626ee6e6498a8f6f88003cd660696d6c7a17e1f586a2df827428522",
+    "0023": "f12bb3df7f857f8886016beddadcebe0dd7644060511e106a4c2834f92832c46",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.
@@ -182,7 +183,7 @@ def test_queueflow_migrate_accepts_a_plain_postgresql_url(capsys: pytest.Capture
             async with pg.connect(url) as connection:
                 return await connection.fetchval("SELECT version_num FROM alembic_version")
 
-        assert pg.blocking(version) == "0022"
+        assert pg.blocking(version) == "0023"
     finally:
         pg.blocking(lambda: pg.drop_database(url))
 
@@ -343,7 +344,7 @@ async def test_an_existing_database_upgrades_to_head_with_its_jobs_intact() -> N
                 "SELECT queueflow.enqueue(tenant_id => $1, task_name => 'again', idempotency_key => 'k2')", T
             )
             assert repeat == rows[2].id
-            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0022"
+            assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0023"
 
 
 async def test_0007_backfills_running_workflows_so_they_keep_advancing_and_its_downgrade_keeps_the_results() -> None:
@@ -443,4 +444,4 @@ async def test_0009_is_expand_only_and_its_downgrade_drops_what_0008_cannot_hold
         ]  # fmt: skip
         assert await connection.fetchval("SELECT count(*) FROM queueflow.schedules") == 0
         await pgschema.upgrade_async(url)
-        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0022"
+        assert await connection.fetchval("SELECT version_num FROM alembic_version") == "0023"

@@ -22,7 +22,7 @@ from queueflow.stores.postgres.claim.fair_sql import (
 from queueflow.stores.postgres.params import Placeholders
 from queueflow.stores.postgres.sql import COLUMNS
 
-# A claim's transaction starts with two settings, in one round trip (a simple query of three statements; asyncpg's
+# A claim's transaction starts with its settings, in one round trip (a simple query of four statements; asyncpg's
 # transaction() and then a SET took two): a claim costs BEGIN+SETs, the claim, COMMIT — three round trips. SET LOCAL
 # ends with the transaction, so no session state leaks to a transaction-mode pooler's next client.
 #
@@ -31,13 +31,22 @@ from queueflow.stores.postgres.sql import COLUMNS
 # planned the claim anew on every execution, longer than running it (0.9 of a single-job lease's 1.6 ms,
 # measured). The generic plans are the ones tests/postgres/test_claim_plan.py checks.
 #
+# Without sequential scans: a session keeps the generic plan it made first, until an ANALYZE of `jobs` or DDL
+# invalidates it. Made as a server starts on a new or nearly empty table, it read the whole table to find the picked
+# ids (cheaper than a primary-key probe on a table costed at a few pages), and kept doing so as the table grew, for as
+# long as no ANALYZE ran: for ever with autovacuum off (migration 0023's docstring has the figures;
+# tests/postgres/test_claim_plan_kept.py). Every table the claim reads has the index it needs.
+#
 # An asynchronous commit: were PostgreSQL to crash before the WAL flush (a fraction of a second later), the claim
 # would be lost and the job pending again, as when a lease expires (with the rate-limit tokens it spent, and the key
 # turn it moved: the whole claim is one transaction); the worker's ack would then answer lease_lost, and the job
 # runs again (at-least-once, as after any crash). Any later synchronous commit (the job's own completion, for one)
 # flushes it first. The flush was half of a one-job claim's time (COMMIT 0.87 of 2.3 ms, measured; a round trip was
 # 0.47). Enqueues and acks keep synchronous commits.
-BEGIN_CLAIM = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL synchronous_commit = off"
+BEGIN_CLAIM = (
+    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off;"
+    " SET LOCAL synchronous_commit = off"
+)
 
 _claim = Placeholders(ClaimArgs, TurnOf)
 _CANDIDATE = "j.id, j.tenant_id, j.priority, j.scheduled_at, j.created_at"
