@@ -55,7 +55,7 @@ def main() -> int:
     logs = Path(tempfile.mkdtemp(prefix="queueflow-endurance-"))
     print(f"endurance, {profile.name} profile: logs in {logs}", flush=True)
     with contextlib.ExitStack() as stack:
-        own = None if args.shared_server else stack.enter_context(cluster.own_cluster())
+        own = None if args.shared_server else stack.enter_context(cluster.own_cluster(logs / "postgres.log"))
         admin_url = own.url if own is not None else database.ADMIN_URL
         where = f"its own cluster in {own.folder}" if own is not None else "a shared server"
         print(f"PostgreSQL: {where}, {admin_url}", flush=True)

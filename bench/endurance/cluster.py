@@ -12,6 +12,7 @@ initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -116,10 +117,12 @@ class Cluster:
 
 
 @contextmanager
-def own_cluster() -> Iterator[Cluster]:
-    """A new cluster, started; stopped and its folder removed when the block ends (an exception or Ctrl-C too)."""
+def own_cluster(keep_log: Path | None = None) -> Iterator[Cluster]:
+    """A new cluster, started; stopped and its folder removed when the block ends (an exception or Ctrl-C too), its
+    server log first copied to `keep_log` if given (the run's other logs are kept: so is the server's)."""
+    programs = bindir()
     folder = Path(tempfile.mkdtemp(prefix="queueflow-endurance-pg-"))
-    cluster = Cluster(folder, _free_port(), bindir())
+    cluster = Cluster(folder, _free_port(), programs)
     try:
         if os.geteuid() == 0:
             shutil.chown(folder, "postgres", "postgres")
@@ -131,6 +134,9 @@ def own_cluster() -> Iterator[Cluster]:
             if (cluster.data / "postmaster.pid").exists():
                 cluster.stop()
         finally:
+            if keep_log is not None:
+                with contextlib.suppress(OSError):  # no log (initdb failed) or nowhere to put it: remove the rest
+                    shutil.copyfile(cluster.log, keep_log)
             shutil.rmtree(folder, ignore_errors=True)
 
 
