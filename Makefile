@@ -84,9 +84,11 @@ bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 	$(BIN)/python -m bench --profile smoke
 
 # Issue 42's endurance run (bench/endurance): QueueFlow, PgQueuer and Procrastinate at 150 and 1,000 jobs/s offered
-# under a held xmin horizon, REPEATABLE READ readers, overload, cut connections and a killed worker, 10 minutes a
-# phase: hours, on a quiet machine. Writes docs/endurance.md and its plots in docs/endurance/. Not part of `make test`,
-# which runs its smoke profile (tests/bench/test_endurance_smoke.py); `ENDURANCE_PROFILE=short` holds 2 minutes.
+# under a held xmin horizon, REPEATABLE READ readers, overload, a PostgreSQL restart, a killed worker and cut
+# connections, 10 minutes a phase: hours, on a quiet machine, on a PostgreSQL cluster of its own with production's
+# defaults (autovacuum on; bench/endurance/cluster.py). Writes docs/endurance.md and its plots in docs/endurance/. Not
+# part of `make test`, which runs its smoke profile (tests/bench/test_endurance_smoke.py); `ENDURANCE_PROFILE=short`
+# holds 2 minutes.
 ENDURANCE_PROFILE ?= full
 endurance: $(INSTALLED) debs
 	$(BIN)/python -m bench.endurance --profile $(ENDURANCE_PROFILE)

@@ -47,15 +47,17 @@ def _url(base: str, database: str) -> str:
 class BenchDatabase:
     """A migrated database of our own, with one long-lived connection for seeding and statistics.
 
-    That connection is opened before any measurement, so it is never one of the sessions a scenario counts."""
+    That connection is opened before any measurement, so it is never one of the sessions a scenario counts.
+    `admin_url` names the server it is made on (the endurance run's own cluster; by default, ADMIN_URL's)."""
 
-    def __init__(self, purpose: str) -> None:
+    def __init__(self, purpose: str, admin_url: str = ADMIN_URL) -> None:
         self.name = f"queueflow_bench_{purpose}_{secrets.token_hex(4)}"
-        self.url = _url(ADMIN_URL, self.name)
+        self.url = _url(admin_url, self.name)
+        self._admin_url = admin_url
         self._db: asyncpg.Connection | None = None
 
     async def __aenter__(self) -> BenchDatabase:
-        await _admin(f'CREATE DATABASE "{self.name}"')
+        await _admin(self._admin_url, f'CREATE DATABASE "{self.name}"')
         return self
 
     async def __aexit__(
@@ -63,7 +65,7 @@ class BenchDatabase:
     ) -> None:
         if self._db is not None:
             await self._db.close()
-        await _admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        await _admin(self._admin_url, f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
     def migrate(self) -> None:
         """The schema as users get it: `queueflow migrate`."""
@@ -121,8 +123,8 @@ class BenchDatabase:
         return value
 
 
-async def _admin(sql: str) -> None:
-    connection = await asyncpg.connect(ADMIN_URL)
+async def _admin(url: str, sql: str) -> None:
+    connection = await asyncpg.connect(url)
     try:
         await connection.execute(sql)
     finally:

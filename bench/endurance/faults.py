@@ -1,8 +1,10 @@
 """The pressures a phase puts on a system, each started at the phase's start and ended at its end (`begin` returns
-the call that ends it). A PostgreSQL restart cannot be done here (others share the machine's server): its effect on
-the system, every connection of its database gone at once, is `pg_terminate_backend` of them all.
+the call that ends it). A PostgreSQL restart is a real one on the run's own cluster (`cluster`); on a server others
+share, which may not be restarted, its effect on the system, every connection of its database gone at once, is
+`pg_terminate_backend` of them all.
 
-The faults' own connections are named `endurance-fault`, the probe's `endurance-probe`: the probe is never cut.
+The faults' own connections are named `endurance-fault`, the probe's `endurance-probe`: the probe is never cut (a
+real restart ends it too, and it opens another).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Target:
     hot: tuple[str, ...]
     probe: Probe
     worker: Driver
+    restart: Callable[[], Awaitable[None]] | None
+    """Restarts the server, returning once it accepts connections again; None on a shared server."""
 
 
 async def _connect(url: str) -> asyncpg.Connection:
@@ -78,9 +82,14 @@ async def readers(target: Target) -> Stop:
     return stop
 
 
-async def cut_all(target: Target) -> Stop:
-    """What a PostgreSQL restart does to the system: every connection of its database gone at once."""
-    await target.probe.cut()
+async def restart(target: Target) -> Stop:
+    """A PostgreSQL restart (`pg_ctl restart -m fast`), over before the phase's first window; on a shared server, its
+    effect on the system instead: every connection of its database gone at once."""
+    if target.restart is None:
+        await target.probe.cut()
+        return _nothing
+    await target.probe.close()  # the restart ends it; the probe's next reading opens another
+    await target.restart()
     return _nothing
 
 
@@ -114,7 +123,7 @@ async def none(target: Target) -> Stop:
 FAULT: dict[str | None, Callable[[Target], Awaitable[Stop]]] = {
     "hold": hold,
     "readers": readers,
-    "cut-all": cut_all,
+    "restart": restart,
     "kill-worker": kill_worker,
     "churn": churn,
     None: none,

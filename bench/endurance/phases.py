@@ -1,7 +1,7 @@
 """The phases of one run (a system at an offered rate) and how one is measured.
 
-Each sustained fault lasts a phase and is followed by a recovery at the offered rate; the instant ones (every
-connection cut at once, the worker killed) start their phase, which is as long as a recovery. The overload offers
+Each sustained fault lasts a phase and is followed by a recovery at the offered rate; the instant ones (a PostgreSQL
+restart, the worker killed) start their phase, which is as long as a recovery. The overload offers
 1.5× the highest rate the system sustained in its ramp, whatever the run's rate.
 """
 
@@ -35,6 +35,8 @@ class Plan:
     drains: bool = False
     """Goes on past its length while the backlog of the phase before is still there (up to DRAIN_LIMIT phases):
     the phases after it would otherwise measure that backlog rather than their fault."""
+    shared_title: str | None = None
+    """The title on a shared server, where the fault is a stand-in (`faults.restart`)."""
 
 
 PLAN = (
@@ -45,7 +47,13 @@ PLAN = (
     Plan("after-readers", "recovery after the readers", None, recovery=True),
     Plan("overload", f"overload: {OVERLOAD}× the highest rate sustained in the ramp", None, overload=True),
     Plan("after-overload", "recovery after the overload, until its backlog is gone", None, recovery=True, drains=True),
-    Plan("cut-all", "every connection cut at once (what a restart does), then recovery", "cut-all", recovery=True),
+    Plan(
+        "restart",
+        "PostgreSQL restarted (pg_ctl restart -m fast), then recovery",
+        "restart",
+        recovery=True,
+        shared_title="every connection cut at once (what a restart does; the server is shared), then recovery",
+    ),
     Plan("kill-worker", "worker SIGKILL (started again at once), then recovery", "kill-worker", recovery=True),
     Plan("churn", "the system's connections cut every second", "churn"),
     Plan("after-churn", "recovery after the cuts", None, recovery=True),
@@ -105,7 +113,7 @@ class Session:
         span = recorder.counts().minus(before)
         return PhaseResult(
             name=plan.name,
-            title=plan.title,
+            title=self.title(plan),
             start=start - self.began,
             seconds=elapsed,
             offered=rate,
@@ -122,6 +130,11 @@ class Session:
             storage=await self.probe.storage() if exact else [],
             samples=samples,
         )
+
+    def title(self, plan: Plan) -> str:
+        if self.target.restart is None and plan.shared_title is not None:
+            return plan.shared_title
+        return plan.title
 
     def _left(self, start: float, seconds: float, drain_until: float | None, rate: float, every: float) -> float:
         """Seconds the phase has left (one more window while it drains a backlog)."""

@@ -6,8 +6,9 @@ at each phase's end, exact dead tuples of every table and index of the system (`
 The oldest transaction is looked for among the run's database's client backends (the horizon of its tables counts
 only those, and replication slots), as seconds open and as the age of its XID or snapshot. A snapshot's xmin is the
 oldest XID running anywhere on the server, though, so a long writing transaction in another database of a shared
-server holds the horizon back too, and shows here as an age in XIDs with no long transaction of our own: the full
-profile wants a quiet server as well as a quiet machine.
+server holds the horizon back too, and shows here as an age in XIDs with no long transaction of our own: one reason
+the run has a cluster of its own (`cluster`; with `--shared-server` it wants a quiet server as well as a quiet
+machine).
 """
 
 from __future__ import annotations

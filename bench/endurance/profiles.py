@@ -15,7 +15,7 @@ class Profile:
     phase_seconds: float
     """The clean phase, and each sustained fault: the held horizon, the readers, the overload, the cut connections."""
     recovery_seconds: float
-    """After each sustained fault, and after each instant one (all connections cut at once, the worker killed)."""
+    """After each sustained fault, and after each instant one (a PostgreSQL restart, the worker killed)."""
     sample_seconds: float
     """One window of the figures over time: pickup percentiles, completions/s, depth, dead tuples, size."""
     ramp_start: float

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.endurance.cluster import SETTINGS
 from bench.endurance.faults import READERS
 from bench.endurance.phases import DRAIN_LIMIT, OVERLOAD
 from bench.endurance.profiles import Profile
@@ -30,6 +31,27 @@ def _fmt(value: float | None, spec: str = ".2f") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _server(server: dict[str, Any]) -> str:
+    settings = ", ".join(f"`{name} = {server[name]}`" for name in SETTINGS if name in server)
+    if server.get("own_cluster"):
+        return (
+            "PostgreSQL: a cluster of the run's own (initdb, removed after the run) with PostgreSQL's defaults, as in "
+            f"production ({settings}): autovacuum vacuums and analyses the tables as it would there, and the restart "
+            "phase restarts it (`pg_ctl restart -m fast`)."
+        )
+    off = (
+        " With autovacuum off nothing vacuums or analyses the tables, unlike production: a recovery after the hold "
+        "cannot recover, and a plan made on an empty table is kept."
+        if server.get("autovacuum") == "off"
+        else ""
+    )
+    return (
+        f"PostgreSQL: a server shared with others (`--shared-server`; {settings}).{off} It may not be restarted: "
+        "its effect on the system, every connection of its database cut at once (`pg_terminate_backend`), stands in "
+        "for the restart."
+    )
+
+
 def _header(results: Results, profile: Profile) -> list[str]:
     machine = results.machine
     return [
@@ -38,6 +60,8 @@ def _header(results: Results, profile: Profile) -> list[str]:
         f"`make endurance` (bench/endurance, issue 42), **{profile.name} profile**, {machine['date']}: "
         f"{machine['cores']} cores ({machine['cpu_model']}), {machine['ram_gib']:.1f} GiB, load average "
         f"{machine['load_average']} at the start, {machine['postgres_version']}, commit {machine['commit']}.",
+        "",
+        _server(results.server),
         "",
         f"Each system runs on a database of its own: a producer offers jobs at a fixed rate paced on wall-clock time "
         f"(every {TICK * 1000:g} ms at most, all that is due in one enqueue, up to {SENDERS} in flight; "
@@ -50,9 +74,8 @@ def _header(results: Results, profile: Profile) -> list[str]:
         f"for each recovery and each instant fault; figures over time in {profile.sample_seconds:g} s windows. "
         f"The overload offers {OVERLOAD}× the highest rate the system kept up with in its ramp; the recovery after it "
         f"goes on until its backlog is worked off (at most {DRAIN_LIMIT} phases), so that the faults after it are "
-        "measured without it. A PostgreSQL restart "
-        "cannot be made here (the server is shared): its effect, every connection of the database cut at once "
-        "(`pg_terminate_backend`), stands in for it. The harness's own statistics connection is never cut. "
+        "measured without it. The harness's own statistics connection is never one the faults cut (a restart ends "
+        "it too, and it opens another). "
         "*Oldest transaction*: the longest open among the database's client backends, and in brackets the oldest "
         "XID or snapshot's age, which a writing transaction in another database of the server also holds back.",
         "",

@@ -139,6 +139,8 @@ class SystemResult:
 class Results:
     profile: str
     machine: dict[str, Any]
+    server: dict[str, Any]
+    """The PostgreSQL server: whether it was the run's own cluster, and `cluster.SETTINGS` as it reported them."""
     systems: list[SystemResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 

@@ -1,6 +1,7 @@
-"""One endurance run: for each system, on a database of its own, first the ramp (the highest rate it sustains, whose
-1.5× its overload phase offers), then for each offered rate every phase of `phases.PLAN`, on tables emptied before
-the rate, then a drain and the count of jobs never finished.
+"""One endurance run: for each system, on a database of its own (on the run's own cluster, `cluster`, unless it is
+given a shared server), first the ramp (the highest rate it sustains, whose 1.5× its overload phase offers), then
+for each offered rate every phase of `phases.PLAN`, on tables emptied before the rate, then a drain and the count of
+jobs never finished.
 
 A system that cannot keep up with a rate in the clean phase is reported as falling behind at that rate and is not
 put under the faults at it (its figures would measure its backlog, not the fault). A step that fails is recorded
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bench.database import ADMIN_URL
-from bench.endurance import faults
+from bench.endurance import cluster, faults
 from bench.endurance.phases import DRAIN_LIMIT, OVERLOAD, PLAN, Plan, Session, seconds_of
 from bench.endurance.probe import Probe
 from bench.endurance.processes import Driver
@@ -35,7 +36,9 @@ GIVE_UP_SECONDS = 60
 
 
 @asynccontextmanager
-async def _session(deployment: Deployment, probe: Probe, logs: Path) -> AsyncIterator[Session]:
+async def _session(
+    deployment: Deployment, probe: Probe, logs: Path, restart: Callable[[], Awaitable[None]] | None
+) -> AsyncIterator[Session]:
     """The system's producer and worker, reporting to one recorder for the ramp and every rate (started once: each
     takes seconds to import on a loaded machine)."""
     recorder, system = Recorder(), deployment.system
@@ -53,7 +56,11 @@ async def _session(deployment: Deployment, probe: Probe, logs: Path) -> AsyncIte
     try:
         await asyncio.gather(worker.start(), producer.start())
         yield Session(
-            recorder, producer, worker, probe, faults.Target(deployment.database.url, system.hot, probe, worker)
+            recorder,
+            producer,
+            worker,
+            probe,
+            faults.Target(deployment.database.url, system.hot, probe, worker, restart),
         )
     finally:
         await producer.stop()
@@ -121,12 +128,15 @@ async def _run_rate(session: Session, system: System, profile: Profile, rate: fl
     return result
 
 
-async def _system(system: System, found: SystemResult, profile: Profile, logs: Path) -> None:
+async def _system(
+    system: System, found: SystemResult, profile: Profile, logs: Path, admin_url: str, own: cluster.Cluster | None
+) -> None:
     """Fills `found` as it goes: what was measured before a failure is still reported."""
-    async with deploy(system, logs, profile.lease_seconds) as deployment:
+    async with deploy(system, logs, profile.lease_seconds, admin_url) as deployment:
         probe = await Probe(deployment.database.url, system).open()
+        restart = functools.partial(cluster.restart, own) if own is not None else None
         try:
-            async with _session(deployment, probe, logs) as session:
+            async with _session(deployment, probe, logs, restart) as session:
                 found.sustained, found.ramp = await _ramp(session, system, profile)
                 overload = OVERLOAD * (found.sustained or profile.ramp_start)
                 print(
@@ -141,15 +151,20 @@ async def _system(system: System, found: SystemResult, profile: Profile, logs: P
             await probe.close()
 
 
-async def run(profile: Profile, systems: list[System], logs: Path) -> Results:
-    results = Results(profile.name, dataclasses.asdict(await describe(ADMIN_URL)))
+async def run(
+    profile: Profile, systems: list[System], logs: Path, admin_url: str, own: cluster.Cluster | None
+) -> Results:
+    """On the server `admin_url` names: `own`, the run's own cluster (which the restart phase restarts), or, when
+    `own` is None, a server others share."""
+    server = {"own_cluster": own is not None, **await cluster.settings(admin_url)}
+    results = Results(profile.name, dataclasses.asdict(await describe(admin_url)), server)
     for system in systems:
         print(f"· {system.name}", flush=True)
         began = time.monotonic()
         found = SystemResult(system.name, system.hot)
         results.systems.append(found)
         try:
-            await _system(system, found, profile, logs)
+            await _system(system, found, profile, logs, admin_url, own)
         except Exception as exc:
             results.errors.append(f"{system.name}: {type(exc).__name__}: {exc}")
             traceback.print_exc()

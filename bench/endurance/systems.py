@@ -67,8 +67,9 @@ class Deployment:
 
 
 @asynccontextmanager
-async def deploy(system: System, logs: Path, lease_seconds: float) -> AsyncIterator[Deployment]:
-    async with BenchDatabase(f"endurance_{system.name.lower()}") as database:
+async def deploy(system: System, logs: Path, lease_seconds: float, admin_url: str) -> AsyncIterator[Deployment]:
+    """`system` on a new database of the server `admin_url` names."""
+    async with BenchDatabase(f"endurance_{system.name.lower()}", admin_url) as database:
         if system is QUEUEFLOW:
             database.migrate()
             with QueueFlowServer(database.url, logs / "queueflow-server.log") as server:
