@@ -270,4 +270,4 @@ async def _planned_once(url: str) -> None:
     assert plans is not None
     assert plans["custom_plans"] == 0, dict(plans)
     assert plans["generic_plans"] >= 12, dict(plans)
-    assert config == ["plan_cache_mode=force_generic_plan", "enable_seqscan=off"]
+    assert config == ["plan_cache_mode=force_generic_plan", "enable_seqscan=off", "jit=off"]

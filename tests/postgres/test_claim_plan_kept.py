@@ -1,4 +1,4 @@
-"""A claim's cached plan stays an index walk however the table grows after it was made.
+"""A claim's cached plan stays an index walk however the table grows after it was made, and is never JIT-compiled.
 
 The claim keeps a generic plan for the life of a session (the claim function's `plan_cache_mode`, and BEGIN_CLAIM's
 for the in-transaction claim). A server's connections open as it starts, often on a new or empty jobs table, and
@@ -88,3 +88,29 @@ async def test_the_claim_in_its_own_transaction_walks_the_index_on_a_table_that_
             read = await counts(claimer, later, *settings)
     assert "Seq Scan" not in scans_of_jobs(read.plan), scans_of_jobs(read.plan)
     assert read.buffers <= BOUND, read.buffers
+
+
+async def test_the_claim_is_never_compiled_by_jit_whatever_its_plan_costs() -> None:
+    """After a held horizon ends, a generic plan costed on a sparse claim index passed the JIT thresholds and each
+    claim was compiled with LLVM, seconds of CPU a claim (migration 0023). Here every statement's cost passes them
+    (`jit_above_cost` 0 for the session): the claim in its transaction is still not compiled, and the claim function
+    carries `jit = off` (tests/postgres/test_claim_plan.py reads its settings)."""
+    async with pg.fresh_database() as url:
+        await pgschema.upgrade_async(url)
+        async with pg.connect(url) as claimer:
+            if not await claimer.fetchval("SELECT pg_jit_available()"):
+                raise AssertionError("this PostgreSQL cannot JIT-compile: the test would prove nothing")
+            await claimer.execute("SET jit_above_cost = 0")
+            await claimer.execute(f"PREPARE claim AS {CLAIM}")
+            compiled = json.loads(await claimer.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) SELECT 1"))[0]
+            transaction = claimer.transaction()
+            await transaction.start()
+            try:
+                for setting in BEGIN_CLAIM.split(";")[1:]:
+                    await claimer.execute(setting)
+                explained = f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim({claim_arguments(1, START)})"
+                claimed = json.loads(await claimer.fetchval(explained))[0]
+            finally:
+                await transaction.rollback()
+    assert "JIT" in compiled, "jit_above_cost 0 compiles every statement"
+    assert "JIT" not in claimed, claimed

@@ -31,7 +31,7 @@ async def test_a_single_job_lease_is_one_statement_once_its_queues_are_known_unr
                 "SELECT proconfig FROM pg_proc WHERE oid = to_regprocedure($1)",
                 f"{CLAIM_FUNCTION}(text[], int, timestamptz, interval, text[], text[])",
             )
-        assert config == ["plan_cache_mode=force_generic_plan", "enable_seqscan=off"]
+        assert config == ["plan_cache_mode=force_generic_plan", "enable_seqscan=off", "jit=off"]
         # Tenants a, b, c in turn: the turn moved by the one-statement claims is the one the transaction reads.
         for tenant in ("c", "b", "a", "c", "b", "a"):
             await engine.enqueue(tenant, NewJob(task_name="x", queue_name="q"))

@@ -84,7 +84,7 @@ BUILT = {
     "0020": "4c995722e0c04ae5682178123ec47551b2fd50b664a1049a5559acfb3cbbcab0",
     "0021": "0e05a9f5700c5fc8946699e970d32bf06c88bb4d983f852edce0a8c58ef8c543",
     "0022": "166af1602626ee6e6498a8f6f88003cd660696d6c7a17e1f586a2df827428522",
-    "0023": "f12bb3df7f857f8886016beddadcebe0dd7644060511e106a4c2834f92832c46",
+    "0023": "3671d92371354b4c9379118c6c10f8d5bfa824fe5dd2ceefb380dcebcba9e7a6",
 }
 
 # Every object the migrations make in the queueflow schema, each with the definition PostgreSQL holds for it.

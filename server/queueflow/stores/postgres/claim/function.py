@@ -1,10 +1,10 @@
 """The one-statement claim: CLAIM wrapped in a function of the database, called as a statement of its own
 (CLAIM_CALL: one round trip, where the claim's transaction takes three: BEGIN_CLAIM, CLAIM, COMMIT).
 
-One statement is atomic without a transaction block; the function carries the claim's settings: plan_cache_mode
-and enable_seqscan as its SET clauses, in force while the claim is planned and run (PL/pgSQL keeps the generic plan,
-as BEGIN_CLAIM made PostgreSQL keep CLAIM's, made without sequential scans: BEGIN_CLAIM's comment says why), and
-synchronous_commit set for the rest of the transaction
+One statement is atomic without a transaction block; the function carries the claim's settings: plan_cache_mode,
+enable_seqscan and jit as its SET clauses, in force while the claim is planned and run (PL/pgSQL keeps the generic
+plan, as BEGIN_CLAIM made PostgreSQL keep CLAIM's, made without sequential scans and run without JIT compilation:
+BEGIN_CLAIM's comment says why), and synchronous_commit set for the rest of the transaction
 (set_config's is_local), so that the statement's own commit is asynchronous. #variable_conflict keeps the names of
 the result columns (the function's OUT parameters) from shadowing the tables' columns inside CLAIM.
 
@@ -47,7 +47,7 @@ def claim_function_ddl(name: str, columns: list[tuple[str, str]]) -> str:
     returns = ", ".join(f'"{column}" {sql_type}' for column, sql_type in columns)
     return f"""CREATE FUNCTION {name}({", ".join(sql_types(ClaimArgs, TurnOf))})
 RETURNS TABLE ({returns}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
-AS $claim$
+SET jit = off AS $claim$
 #variable_conflict use_column
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);

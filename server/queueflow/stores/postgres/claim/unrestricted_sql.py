@@ -37,6 +37,10 @@ from queueflow.stores.postgres.sql import COLUMNS
 # long as no ANALYZE ran: for ever with autovacuum off (migration 0023's docstring has the figures;
 # tests/postgres/test_claim_plan_kept.py). Every table the claim reads has the index it needs.
 #
+# Without JIT: a generic plan costed on statistics taken after a held horizon ended (a sparse claim index, each probe
+# costed at hundreds) passed the JIT thresholds, and PostgreSQL compiled the claim with LLVM at every execution,
+# seconds of CPU for a plan that reads a few hundred buffers (migration 0023's docstring has the figures).
+#
 # An asynchronous commit: were PostgreSQL to crash before the WAL flush (a fraction of a second later), the claim
 # would be lost and the job pending again, as when a lease expires (with the rate-limit tokens it spent, and the key
 # turn it moved: the whole claim is one transaction); the worker's ack would then answer lease_lost, and the job
@@ -44,7 +48,7 @@ from queueflow.stores.postgres.sql import COLUMNS
 # flushes it first. The flush was half of a one-job claim's time (COMMIT 0.87 of 2.3 ms, measured; a round trip was
 # 0.47). Enqueues and acks keep synchronous commits.
 BEGIN_CLAIM = (
-    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off;"
+    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; SET LOCAL jit = off;"
     " SET LOCAL synchronous_commit = off"
 )
 
