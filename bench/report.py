@@ -203,7 +203,8 @@ median of the repetitions (the sum and the ratio: the medians of each repetition
 for the in-process runner the runner's own process(es) (its tasks run inside it). **PostgreSQL**: the backends whose
 `pg_stat_activity.datname` is the drain's database, listed and read every 0.1 s through the drain (a backend that
 starts during it counts from 0; one that ends keeps its last reading), but for the harness's own connections (which
-seed and poll; bench/cpu.py). **Client**: the HTTP rows' load generator (the harness's process, which also runs that
+seed and poll; bench/cpu.py) — in the in-process rows that includes the idle API server's pool on the same
+database (its periodic sweeps). **Client**: the HTTP rows' load generator (the harness's process, which also runs that
 sampling, about 2 ms of CPU a second), the SDK worker's process; the in-process runner has none. **Background**: the
 cluster's WAL writer, checkpointer, background writer and launchers over the same time — every database's, this
 PostgreSQL being shared — so not attributed to the drain and not in the sum; work they do for it (WAL flushed by the
