@@ -251,7 +251,7 @@ class Results:
 
     def cpu_table(self) -> str:
         head = (
-            "| drain | rate | QueueFlow server | PostgreSQL, the database's backends | client | the three |"
+            "| drain / enqueue | rate | QueueFlow server | PostgreSQL, the database's backends | client | the three |"
             " server ÷ PostgreSQL | PostgreSQL's background processes (not in the sum) |\n"
             "|---|---|---|---|---|---|---|---|\n"
         )
