@@ -56,7 +56,7 @@ class Phase:
     CPU, and the new sessions it opened."""
 
     def __init__(self, server: QueueFlowServer, database: BenchDatabase, settle: float) -> None:
-        self._server, self._sessions = server, SessionCounter(database, settle)
+        self._server, self._database, self._sessions = server, database, SessionCounter(database, settle)
 
     async def __aenter__(self) -> Phase:
         await self._sessions.start()
