@@ -16,6 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+from bench.cpu import BackendCpu
+
 ADMIN_URL = os.environ.get("QUEUEFLOW_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 JOBS = "queueflow.jobs"
@@ -45,16 +47,18 @@ def _url(base: str, database: str) -> str:
 
 
 class BenchDatabase:
-    """A migrated database of our own, with one long-lived connection for seeding and statistics.
+    """A migrated database of our own, with one long-lived connection for seeding and statistics and another that
+    watches its backends' CPU during a measurement (`postgres_cpu`).
 
-    That connection is opened before any measurement, so it is never one of the sessions a scenario counts.
-    `admin_url` names the server it is made on (the endurance run's own cluster; by default, ADMIN_URL's)."""
+    Both are opened before any measurement, so neither is one of the sessions a scenario counts. `admin_url` names
+    the server it is made on (the endurance run's own cluster; by default, ADMIN_URL's)."""
 
     def __init__(self, purpose: str, admin_url: str = ADMIN_URL) -> None:
         self.name = f"queueflow_bench_{purpose}_{secrets.token_hex(4)}"
         self.url = _url(admin_url, self.name)
         self._admin_url = admin_url
         self._db: asyncpg.Connection | None = None
+        self._watch: asyncpg.Connection | None = None
 
     async def __aenter__(self) -> BenchDatabase:
         await _admin(self._admin_url, f'CREATE DATABASE "{self.name}"')
@@ -63,8 +67,9 @@ class BenchDatabase:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._db is not None:
-            await self._db.close()
+        for connection in (self._db, self._watch):
+            if connection is not None:
+                await connection.close()
         await _admin(self._admin_url, f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
     def migrate(self) -> None:
@@ -82,7 +87,14 @@ class BenchDatabase:
 
     async def connect(self) -> asyncpg.Connection:
         self._db = await asyncpg.connect(self.url)
+        self._watch = await asyncpg.connect(self.url)
         return self._db
+
+    def postgres_cpu(self) -> BackendCpu:
+        """`async with` it around a measurement: the CPU of the backends serving this database (but the harness's
+        own), in its `result`."""
+        assert self._watch is not None, "connect() first"
+        return BackendCpu(self._watch, self.name, exclude=[self.db.get_server_pid()])
 
     async def reset_jobs(self, table: str = JOBS) -> None:
         """An empty jobs table, its dead rows gone, so every repetition starts from the same state."""

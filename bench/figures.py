@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from bench import stats
+from bench.cpu import PostgresCpu
 from bench.peers import launch
 from bench.pgbench import sequence_claim_cost as sequence_claim
-from bench.report import Figure, Results, Target
+from bench.report import CpuRow, Figure, Results, Target
 from bench.scenarios import expiring, per_request, prefork, push, sequence_drain, wakeup
 from bench.scenarios.http_throughput import HttpRun
 from bench.scenarios.raw import RawRun
@@ -140,6 +143,124 @@ def server_cpu(results: Results, key: str, http_runs: list[HttpRun]) -> None:
         results.add(
             Figure(f"server CPU per 1,000 {what}, {THROUGHPUT[key][0].split(':')[0].split(',')[0]}", cpu * 1000, "ms")
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What one run did and the CPU seconds each party spent on it."""
+
+    items: int
+    rate: float
+    server: float
+    postgres: PostgresCpu | None
+    client: float | None
+    """None: the run has no client (the in-process runner)."""
+
+    @property
+    def postgres_cpu(self) -> float | None:
+        return None if self.postgres is None else self.postgres.backends
+
+    @property
+    def background_cpu(self) -> float | None:
+        return None if self.postgres is None else self.postgres.background
+
+
+def _http_spent(run: HttpRun) -> Spent:
+    return Spent(run.items, run.rate, run.server_cpu, run.postgres, run.client_cpu)
+
+
+def _drain_spent(run: DrainRun) -> Spent:
+    return Spent(run.jobs, run.rate, run.queueflow_cpu, run.postgres, run.client_cpu)
+
+
+def by_party(results: Results, label: str, unit: str, runs: Sequence[Spent]) -> None:
+    """A row of the CPU-by-party table: each party's CPU per job (per row for an enqueue), the median of the runs;
+    each run's in the details."""
+    if not runs:
+        return
+
+    def per(seconds: float | None, run: Spent) -> float | None:
+        return None if seconds is None else seconds / run.items * 1e6
+
+    server = [per(run.server, run) for run in runs]
+    postgres = [per(run.postgres_cpu, run) for run in runs]
+    client = [per(run.client, run) for run in runs]
+    total = [
+        None if each is None or base is None else base + each + (other or 0.0)
+        for base, each, other in zip(server, postgres, client, strict=True)
+    ]
+    ratio = [None if not each or base is None else base / each for base, each in zip(server, postgres, strict=True)]
+    results.parties.append(
+        CpuRow(
+            label,
+            stats.median([run.rate for run in runs]),
+            unit,
+            stats.median([value for value in server if value is not None]),
+            _median(postgres),
+            _median(client),
+            _median(total),
+            _median(ratio),
+            _median([per(run.background_cpu, run) for run in runs]),
+        )
+    )
+    what = "row" if unit == "rows/s" else "job"
+    results.details.append(
+        f"{label}, CPU per {what} (each repetition): server {_listed(server)} µs; PostgreSQL's backends"
+        f" {_listed(postgres)} µs; client {_listed(client)} µs; PostgreSQL: "
+        + "; ".join(run.postgres.describe() if run.postgres else "not measured" for run in runs)
+    )
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    measured = [value for value in values if value is not None]
+    return stats.median(measured) if measured else None
+
+
+def _listed(values: Sequence[float | None]) -> str:
+    return ", ".join("—" if value is None else f"{value:,.1f}" for value in values)
+
+
+SERVER_PER_POSTGRES = 0.5
+"""Issue 46: the HTTP batched drain's server CPU per job at most half PostgreSQL's in the same drain."""
+
+
+def cpu_by_party(results: Results, http_runs: Mapping[str, list[HttpRun]]) -> None:
+    """The HTTP phases' rows of the CPU-by-party table, and the batched drain's server CPU per job ÷ PostgreSQL's
+    (its backends'), the median of the repetitions' own ratios."""
+    for key, (label, unit, _, _) in THROUGHPUT.items():
+        by_party(results, label, unit, [_http_spent(run) for run in http_runs.get(key, [])])
+    runs = http_runs.get("batched", [])
+    if not runs:
+        return
+    label = "server CPU per job, HTTP batched drain (÷ PostgreSQL's CPU per job in the same drain, its backends')"
+    target = Target("ratio", "<=", SERVER_PER_POSTGRES)
+    server = {n: run.server_cpu / run.items * 1e6 for n, run in enumerate(runs)}
+    postgres = {
+        n: run.postgres.backends / run.items * 1e6
+        for n, run in enumerate(runs)
+        if run.postgres is not None and run.postgres.backends is not None
+    }
+    if not postgres:
+        note = "not measured (PostgreSQL's processes not readable in /proc here)"
+        results.add(Figure(label, math.nan, "µs", target=target, note=note))
+        return
+    pairs = stats.paired(server, postgres)
+    results.add(
+        Figure(
+            label,
+            stats.median(list(server.values())),
+            "µs",
+            stats.median(list(postgres.values())),
+            "PostgreSQL's backends",
+            target,
+            list(server.values()),
+            paired_ratio=pairs.median,
+        )
+    )
+    results.details.append(
+        f"HTTP batched drain, server ÷ PostgreSQL's backends, CPU per job: {pairs.listed()} (each repetition's ratio;"
+        " the table shows their median)"
+    )
 
 
 # key → the most its server CPU per request may be, ÷ GET /healthz's (issue 32).
@@ -471,6 +592,11 @@ def workers(
             )
         for shape, shape_runs in drains.items():
             if shape.kind == kind:
+                by_party(
+                    results, f"{kind} worker drain, {shape.label}", "jobs/s", [_drain_spent(r) for r in shape_runs]
+                )
+        for shape, shape_runs in drains.items():
+            if shape.kind == kind:
                 results.details.append(
                     spread(f"{kind} worker drain, {shape.label}", [r.rate for r in shape_runs], "jobs/s")
                 )
@@ -491,6 +617,7 @@ def workers(
             )
         )
         results.details.append(workers_line(run))
+        by_party(results, f"{run.kind} worker, one {run.jobs:,}-job drain", "jobs/s", [_drain_spent(run)])
 
 
 def _by_repetition(runs: list[DrainRun]) -> dict[int, float]:

@@ -177,11 +177,54 @@ def amount(value: float, unit: str) -> str:
     return f"{value:,.0f} {unit}" if abs(value) >= 10 else f"{value:,.2f} {unit}"
 
 
+@dataclass(frozen=True, slots=True)
+class CpuRow:
+    """A drain's (or an enqueue's) CPU per job by party, µs, each the median of its repetitions' own; None: not
+    measured (PostgreSQL's processes not readable here) or no such party (the in-process runner has no client)."""
+
+    label: str
+    rate: float
+    unit: str
+    """"jobs/s" or "rows/s": what one is per."""
+    server: float
+    postgres: float | None
+    client: float | None
+    total: float | None
+    """The median of the repetitions' sums of the three."""
+    server_per_postgres: float | None
+    """The median of the repetitions' own ratios."""
+    background: float | None
+    """The cluster's background processes over the same time, per job: not the drain's alone, not in the sum."""
+
+
+CPU_HOW = """Each party's CPU time (utime + stime from /proc) over the timed drain ÷ its jobs (or rows), in µs, the
+median of the repetitions (the sum and the ratio: the medians of each repetition's own). **QueueFlow server**: the
+`queueflow serve` process with any process it forked — for the SDK workers' drains the API server they lease from,
+for the in-process runner the runner's own process(es) (its tasks run inside it). **PostgreSQL**: the backends whose
+`pg_stat_activity.datname` is the drain's database, listed and read every 0.1 s through the drain (a backend that
+starts during it counts from 0; one that ends keeps its last reading), but for the harness's own connections (which
+seed and poll; bench/cpu.py) — in the in-process rows that includes the idle API server's pool on the same
+database (its periodic sweeps). **Client**: the HTTP rows' load generator (the harness's process, which also runs that
+sampling, about 2 ms of CPU a second), the SDK worker's process; the in-process runner has none. **Background**: the
+cluster's WAL writer, checkpointer, background writer and launchers over the same time — every database's, this
+PostgreSQL being shared — so not attributed to the drain and not in the sum; work they do for it (WAL flushed by the
+WAL writer, pages written by the checkpointer) is missing from the PostgreSQL column. /proc counts each process's time
+in 10 ms ticks, so each reading of each process is within 10 ms: ±0.5 µs a job a process over a 20,000-job drain,
+but in the smoke profile's drains of 200-400 jobs every cell is a multiple of 25-50 µs, or 0."""
+
+
+def _per(value: float | None, per: str, missing: str = "not measured") -> str:
+    # Rounded first: 15 ms ÷ 1,500 rows is 9.999… µs, which `amount` would print as "10.00".
+    return missing if value is None else f"{amount(round(value, 6), 'µs')} a {per}"
+
+
 @dataclass(slots=True)
 class Results:
     profile: str
     machine: Machine
     figures: list[Figure] = field(default_factory=list)
+    parties: list[CpuRow] = field(default_factory=list)
+    """CPU per job by party, one row a drain (its own table)."""
     details: list[str] = field(default_factory=list)
     """Lines beside the table: per-repetition numbers, CPU per job, what a scenario could not measure."""
     errors: list[str] = field(default_factory=list)
@@ -209,6 +252,23 @@ class Results:
             )
         return head + "\n".join(rows) + "\n"
 
+    def cpu_table(self) -> str:
+        head = (
+            "| drain / enqueue | rate | QueueFlow server | PostgreSQL, the database's backends | client | the three |"
+            " server ÷ PostgreSQL | PostgreSQL's background processes (not in the sum) |\n"
+            "|---|---|---|---|---|---|---|---|\n"
+        )
+        rows = []
+        for row in self.parties:
+            per = "row" if row.unit == "rows/s" else "job"
+            rows.append(
+                f"| {row.label} | {amount(row.rate, row.unit)} | {_per(row.server, per)} | {_per(row.postgres, per)} |"
+                f" {_per(row.client, per, '— (none: the tasks run in the server)')} | {_per(row.total, per)} |"
+                f" {'—' if row.server_per_postgres is None else f'{row.server_per_postgres:.3f}'} |"
+                f" {_per(row.background, per)} |"
+            )
+        return head + "\n".join(rows) + "\n"
+
     def markdown(self) -> str:
         machine = self.machine
         lines = [
@@ -226,6 +286,7 @@ class Results:
             "Ratios are QueueFlow ÷ its baseline measured in the same run on the same PostgreSQL.",
             "",
             self.table(),
+            *(["## CPU per job, by party", "", CPU_HOW, "", self.cpu_table()] if self.parties else []),
             HOW,
         ]
         if self.details:

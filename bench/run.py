@@ -224,6 +224,7 @@ async def _queueflow(
     figures.ceilings(results, raw_runs, http_runs)
     for key in figures.THROUGHPUT:
         figures.server_cpu(results, key, http_runs[key])
+    figures.cpu_by_party(results, http_runs)
     figures.peak_rss(results, peaks)
 
     async def counted(name: str, body: Callable[[], Awaitable[None]]) -> None:

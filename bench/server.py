@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from bench.cpu import tree_cpu_seconds
+
 ROOT = Path(__file__).resolve().parent.parent
 TENANT_KEY = "bench-tenant-key"
 WORKER_KEY = "bench-worker-key"
@@ -24,7 +26,6 @@ TENANT = "bench"
 MANY_TENANTS = 100
 MANY_TENANT_KEYS = {f"{TENANT_KEY}-{n:03d}": f"{TENANT}-{n:03d}" for n in range(MANY_TENANTS)}
 """API key → tenant, for each of the MANY_TENANTS tenants besides the bench one."""
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -127,39 +128,6 @@ class QueueFlowServer:
 
     def peak_rss_bytes(self) -> int:
         return process_peak_rss(self.pid)
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time process `pid` has used so far (every thread)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds all cores have spent busy since boot (/proc/stat's first line: everything but idle and iowait),
-    whoever ran: a second server process can only go faster if the cores have time left over for it."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle, iowait = fields[3], fields[4]
-    return (sum(fields[:8]) - idle - iowait) / _TICKS
-
-
-def children(pid: int) -> list[int]:
-    """The processes `pid` forked that are still running: each thread's `children` file (proc(5),
-    CONFIG_PROC_CHILDREN)."""
-    found = []
-    for listed in Path(f"/proc/{pid}/task").glob("*/children"):
-        try:
-            found += [int(child) for child in listed.read_text().split()]
-        except OSError:  # the thread exited while we looked
-            continue
-    return found
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` and of its running descendants. A child that has exited is counted in its
-    parent's cutime only once reaped, so this is exact for a tree whose processes all run through the phase timed
-    (a pre-forked server's)."""
-    return process_cpu_seconds(pid) + sum(tree_cpu_seconds(child) for child in children(pid))
 
 
 def reset_peak_rss(pid: int) -> None:

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import asyncpg
 
+from bench.cpu import process_cpu_seconds
 from bench.database import BenchDatabase
 from bench.scenarios import unique
 from bench.scenarios.http_throughput import Throughput
-from bench.server import QueueFlowServer, process_cpu_seconds
+from bench.server import QueueFlowServer
 
 ROWS = 1_000
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from bench.cpu import PostgresCpu
 from bench.database import BenchDatabase, SessionCounter
 from bench.httpclient import Connection, close_all, connections
 from bench.server import MANY_TENANT_KEYS, MANY_TENANTS, TENANT_KEY, WORKER_KEY, QueueFlowServer
@@ -27,13 +28,14 @@ MEAN_BURST = 20
 
 @dataclass(frozen=True, slots=True)
 class HttpRun:
-    """One timed phase: what it did, how long it took, what it cost the server and the client."""
+    """One timed phase: what it did, how long it took, what it cost the server, the client and PostgreSQL."""
 
     items: int
     seconds: float
     server_cpu: float
     client_cpu: float
     new_sessions: int = 0
+    postgres: PostgresCpu | None = None
 
     @property
     def rate(self) -> float:
@@ -50,13 +52,15 @@ def _client_cpu() -> float:
 
 
 class Phase:
-    """Times a block of work and records the server's and the client's CPU and the new sessions it opened."""
+    """Times a block of work and records the server's, the client's (this process's) and the database's backends'
+    CPU, and the new sessions it opened."""
 
     def __init__(self, server: QueueFlowServer, database: BenchDatabase, settle: float) -> None:
-        self._server, self._sessions = server, SessionCounter(database, settle)
+        self._server, self._database, self._sessions = server, database, SessionCounter(database, settle)
 
     async def __aenter__(self) -> Phase:
         await self._sessions.start()
+        self._postgres = await self._database.postgres_cpu().__aenter__()
         self._cpu, self._client = self._server.cpu_seconds(), _client_cpu()
         self._started = time.perf_counter()
         return self
@@ -65,10 +69,11 @@ class Phase:
         self.seconds = time.perf_counter() - self._started
         self.server_cpu = self._server.cpu_seconds() - self._cpu
         self.client_cpu = _client_cpu() - self._client
+        await self._postgres.__aexit__(None, None, None)
         self.new_sessions = await self._sessions.stop()
 
     def run(self, items: int) -> HttpRun:
-        return HttpRun(items, self.seconds, self.server_cpu, self.client_cpu, self.new_sessions)
+        return HttpRun(items, self.seconds, self.server_cpu, self.client_cpu, self.new_sessions, self._postgres.result)
 
 
 def enqueue_body(count: int, queue: str = QUEUE) -> bytes:

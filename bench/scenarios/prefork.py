@@ -24,9 +24,10 @@ from pathlib import Path
 import msgspec
 
 from bench import stats
+from bench.cpu import machine_busy_seconds
 from bench.database import BenchDatabase
 from bench.httpclient import Connection, HttpError, close_all, connections
-from bench.server import TENANT_KEY, QueueFlowServer, machine_busy_seconds, process_cpu_seconds
+from bench.server import TENANT_KEY, QueueFlowServer
 
 CLIENTS = 8
 QUEUE = "prefork"
@@ -39,7 +40,8 @@ class EnqueueRun:
     requests: int
     seconds: float
     server_cpu: float
-    postgres_cpu: float
+    postgres_cpu: float | None
+    """None: PostgreSQL's processes are not readable in /proc here."""
     client_cpu: float
     machine_cpu: float
     """CPU seconds every core of the machine spent busy (not idle or waiting on I/O) over the run, whoever ran."""
@@ -50,9 +52,10 @@ class EnqueueRun:
 
     def describe(self) -> str:
         per = 1e6 / self.requests
+        postgres = "?" if self.postgres_cpu is None else f"{self.postgres_cpu * per:.0f}"
         return (
             f"--workers {self.processes}: {self.rate:,.0f} requests/s; CPU per request: server"
-            f" {self.server_cpu * per:.0f} µs, PostgreSQL {self.postgres_cpu * per:.0f} µs,"
+            f" {self.server_cpu * per:.0f} µs, PostgreSQL {postgres} µs,"
             f" load generator {self.client_cpu * per:.0f} µs; the machine busy {self.machine_cpu / self.seconds:.2f}"
             f" of {os.cpu_count()} cores"
         )
@@ -81,39 +84,16 @@ class Side:
                     raise HttpError(f"POST /v1/jobs: {status} {answer[:300]!r}")
             return per_client
 
-        backends = await _backends(database)
-        server, postgres, client_cpu = self.server.cpu_seconds(), _cpu(backends), time.process_time()
-        busy = machine_busy_seconds()
-        started = time.perf_counter()
-        done = sum(await asyncio.gather(*(client(c) for c in self.connections)))
-        seconds = time.perf_counter() - started
-        return EnqueueRun(
-            processes,
-            done,
-            seconds,
-            self.server.cpu_seconds() - server,
-            _cpu(backends) - postgres,
-            time.process_time() - client_cpu,
-            machine_busy_seconds() - busy,
-        )
-
-
-async def _backends(database: BenchDatabase) -> list[int]:
-    """The pids of the backends serving the bench database, but for the harness's own connection."""
-    rows = await database.db.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-    )
-    return [row["pid"] for row in rows]
-
-
-def _cpu(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            total += process_cpu_seconds(pid)
-        except OSError:  # a backend that has exited (a pool recycling a connection) is left out on both sides
-            continue
-    return total
+        async with database.postgres_cpu() as postgres:
+            server, client_cpu = self.server.cpu_seconds(), time.process_time()
+            busy = machine_busy_seconds()
+            started = time.perf_counter()
+            done = sum(await asyncio.gather(*(client(c) for c in self.connections)))
+            seconds = time.perf_counter() - started
+            server, client_cpu = self.server.cpu_seconds() - server, time.process_time() - client_cpu
+            busy = machine_busy_seconds() - busy
+        assert postgres.result is not None
+        return EnqueueRun(processes, done, seconds, server, postgres.result.backends, client_cpu, busy)
 
 
 async def measure(

@@ -5,8 +5,9 @@ process of its own (the SDK ones against a `queueflow serve --mode api` process)
 
 A drain: the worker is started and proven ready (it has run one job), `jobs` pending jobs are inserted in one
 statement (one NOTIFY), and the clock runs from that commit until no job of the queue is unfinished. Each run
-also records the CPU time (user + system) of the worker and of the server (each with every process it forked),
-and the worker's peak RSS (summed over its processes).
+also records the CPU time (user + system) of the worker and of the server (each with every process it forked), of
+the database's backends (`bench.cpu.BackendCpu`: the harness's polling connection left out), and the worker's peak
+RSS (summed over its processes).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import typescript_build
+from bench.cpu import PostgresCpu, children, tree_cpu_seconds
 from bench.database import BenchDatabase
-from bench.server import ROOT, WORKER_KEY, QueueFlowServer, children, process_peak_rss, reset_peak_rss, tree_cpu_seconds
+from bench.server import ROOT, WORKER_KEY, QueueFlowServer, process_peak_rss, reset_peak_rss
 
 QUEUE = "drain"
 KINDS = ("in-process", "Python SDK", "TypeScript SDK")
@@ -78,6 +80,8 @@ class DrainRun:
     """Which repetition of the bench's rotation it belongs to: its figures pair it with the drains beside it."""
     processes: int = 1
     """The worker's processes (`queueflow serve --workers`, the in-process runner only)."""
+    postgres: PostgresCpu | None = None
+    """The CPU of the database's backends over the drain."""
 
     @property
     def shape(self) -> WorkerDrain:
@@ -86,6 +90,17 @@ class DrainRun:
     @property
     def rate(self) -> float:
         return self.jobs / self.seconds
+
+    @property
+    def queueflow_cpu(self) -> float:
+        """The QueueFlow server's CPU for the drain: the in-process runner is a `queueflow serve` process (its
+        tasks run inside it), the SDK workers' server is the API server they lease from."""
+        return self.worker_cpu if self.kind == "in-process" else self.server_cpu
+
+    @property
+    def client_cpu(self) -> float | None:
+        """The SDK worker process's CPU; None for the in-process runner, which has no client."""
+        return None if self.kind == "in-process" else self.worker_cpu
 
     @property
     def cpu_per_1000(self) -> float:
@@ -183,22 +198,26 @@ async def drain(
         await database.reset_jobs()
         await database.vacuum()
         _tree_reset_peak_rss(worker.pid)
-        worker_cpu = tree_cpu_seconds(worker.pid)
-        server_cpu = server.cpu_seconds() if server is not None else 0.0
-        await _seed(database, jobs)
-        began = time.perf_counter()
-        await _until_drained(database, worker, limit)
-        seconds = time.perf_counter() - began
+        async with database.postgres_cpu() as postgres:
+            worker_cpu = tree_cpu_seconds(worker.pid)
+            server_cpu = server.cpu_seconds() if server is not None else 0.0
+            await _seed(database, jobs)
+            began = time.perf_counter()
+            await _until_drained(database, worker, limit)
+            seconds = time.perf_counter() - began
+            worker_cpu = tree_cpu_seconds(worker.pid) - worker_cpu
+            server_cpu = (server.cpu_seconds() - server_cpu) if server is not None else 0.0
         run = DrainRun(
             kind=kind,
             concurrency=concurrency,
             jobs=jobs,
             seconds=seconds,
-            worker_cpu=tree_cpu_seconds(worker.pid) - worker_cpu,
-            server_cpu=(server.cpu_seconds() - server_cpu) if server is not None else 0.0,
+            worker_cpu=worker_cpu,
+            server_cpu=server_cpu,
             peak_rss=_tree_peak_rss(worker.pid),
             load=load(),
             processes=processes,
+            postgres=postgres.result,
         )
         completed = await database.count(f"queue_name = '{QUEUE}' AND status = 'completed'")
         if completed != jobs:
@@ -230,6 +249,11 @@ def load() -> str:
 def describe(run: DrainRun) -> str:
     return (
         f"{run.kind} worker, {run.shape.label}: {run.jobs:,} jobs in {run.seconds:.2f} s = {run.rate:,.0f} jobs/s;"
-        f" CPU {run.worker_cpu:.2f} s worker + {run.server_cpu:.2f} s server; peak RSS {run.peak_rss / 1e6:.0f} MB;"
+        f" CPU {run.worker_cpu:.2f} s worker + {run.server_cpu:.2f} s server + {_seconds(run.postgres)} PostgreSQL's"
+        f" backends; peak RSS {run.peak_rss / 1e6:.0f} MB;"
         f" load {run.load}"
     )
+
+
+def _seconds(postgres: PostgresCpu | None) -> str:
+    return "?" if postgres is None or postgres.backends is None else f"{postgres.backends:.2f} s"

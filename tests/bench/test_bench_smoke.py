@@ -30,6 +30,7 @@ FIGURES = [
     "claim of 100 over 10,000 pending jobs in 100 sequences, each head among the first in claim order",
     "claim of 100 over 10,000 pending jobs in 100 sequences of 100 consecutive ids",
     "server peak RSS",
+    "server CPU per job, HTTP batched drain (÷ PostgreSQL's CPU per job in the same drain",
     "wake-up: enqueue",
     "a delayed job",
     "a retried job",
@@ -79,3 +80,10 @@ def test_every_scenario_runs_in_the_smoke_profile(tmp_path: Path) -> None:
     assert not missing, table
     assert "raw claim 100 + complete 100, 4 clients:" in table, table
     assert "| one tenant:" in table, table
+    # CPU per job by party, a row for each drain (PostgreSQL's may read "not measured" where it runs elsewhere).
+    parties = table.split("## CPU per job, by party", 1)[-1].split("## How each figure is measured", 1)[0]
+    drains = ["HTTP batched drain: lease 100", "HTTP batched drain across 100 tenants", "HTTP single drain",
+              "in-process worker drain, default settings", "in-process worker drain, 2 processes",
+              "Python SDK worker drain, default settings", "TypeScript SDK worker drain, default settings"]  # fmt: skip
+    missing = [drain for drain in drains if f"| {drain}" not in parties]
+    assert not missing, parties

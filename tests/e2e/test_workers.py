@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.server import children
+from bench.cpu import children
 from tests.e2e.live import ROOT, free_port
 
 GRACE = 2.0
