@@ -29,9 +29,13 @@ HOW = f"""## How each figure is measured
 - **Server CPU per request** (bench/scenarios/per_request.py): on the same server, each single-item route
   (`POST /v1/jobs` with one job, `GET /v1/jobs/{{id}}` of those jobs, `POST /v1/worker/lease` max_jobs 1 of them,
   their `…/complete`, a lease of an empty queue with `wait_seconds` 0) runs N times on 4 keep-alive connections,
-  every request encoded before the clock starts; the server's utime + stime over the phase ÷ N. `GET /healthz`
-  (the framework's floor) runs before and after the routes, its mean the round's floor; a route's ratio is the
-  median of the rounds' own ratios.
+  every request encoded before the clock starts; the server's utime + stime over the phase ÷ N. Its floor (issue
+  46) is the one-query route, `GET /bench/floor/{{id}}` of the same jobs: one prepared one-row `SELECT` by primary
+  key on `queueflow.jobs`, answered as JSON, behind the tenant key, on the store's pool — served only by the bench's
+  server, whose app is `queueflow serve`'s own with that one route added (bench/floor_app.py; every figure of the
+  job section is measured on it). `GET /healthz` (the framework's floor alone, the measure before issue 46, kept
+  for its history) too. Both floors run before and after the routes, each its mean the round's; a route's ratio is
+  the median of the rounds' own ratios.
 - **Every core** (bench/scenarios/prefork.py): `queueflow serve --workers 1` and `--workers 2`, both up on the
   same database, each taking N single-job `POST /v1/jobs` on 8 keep-alive connections (pre-encoded), one side after
   the other, every other repetition the other way round; the ratio is the median of the repetitions' own ratios.

@@ -95,7 +95,7 @@ async def run(profile: Profile, log_dir: Path | None = None, sections: Sequence[
                 database.migrate()
                 await database.connect()
             await raw.create_plain(raw_db)
-            server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args)
+            server = QueueFlowServer(http_db.url, logs / "server.log", profile.server_args, floor=True)
             try:
                 if await step("start queueflow serve --mode all", _sync(server.start)):
                     await _queueflow(profile, results, step, server, raw_db, http_db, raw_runs, logs)
@@ -271,7 +271,7 @@ async def _queueflow(
             print(f"  {prefork.ratio(round_):.3f}  " + "  ".join(r.describe() for r in round_.values()), flush=True)
         figures.prefork_enqueue(results, rounds)
 
-    await step("server CPU per request, by route, ÷ GET /healthz", per_request_cpu)
+    await step("server CPU per request, by route, ÷ the one-query route and ÷ GET /healthz", per_request_cpu)
     await step("single enqueue, queueflow serve --workers 2 ÷ --workers 1", every_core)
     await step("wake-up latency, new job", lambda: counted("wake-up", wake_new))
     await step("wake-up latency, job due later", lambda: counted("due-later wake-up", wake_due))

@@ -4,6 +4,9 @@ It runs as a user would run it: API keys and worker keys on, the access log at i
 (written to a file, so the logging cost stays in the measured path and no pipe ever fills up). Besides the bench
 tenant, MANY_TENANTS tenants have a key each, for the drain whose backlog is spread over them; the one worker key
 drains every tenant.
+
+With `floor=True` it is the same command through bench/floor_app.py, whose app has one route more, the
+per-request scenario's one-query floor (`FLOOR_PATH`): `queueflow serve`'s own code builds and serves it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ TENANT = "bench"
 MANY_TENANTS = 100
 MANY_TENANT_KEYS = {f"{TENANT_KEY}-{n:03d}": f"{TENANT}-{n:03d}" for n in range(MANY_TENANTS)}
 """API key → tenant, for each of the MANY_TENANTS tenants besides the bench one."""
+FLOOR_PATH = "/bench/floor"
+"""Where bench/floor_app.py serves its one-query route (`GET {FLOOR_PATH}/{id}`); here so that the harness, which
+only sends requests to it, need not import the app."""
 
 
 def free_port() -> int:
@@ -38,9 +44,13 @@ def free_port() -> int:
 class QueueFlowServer:
     """`async with`-free on purpose: scenarios start and stop it from synchronous code too."""
 
-    def __init__(self, database_url: str, log_path: Path, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, database_url: str, log_path: Path, extra_args: tuple[str, ...] = (), *, floor: bool = False
+    ) -> None:
         self.database_url = database_url
         self.extra_args = extra_args
+        self.floor = floor
+        """Serves the one-query route as well (bench/floor_app.py)."""
         self.log_path = log_path
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -63,7 +73,7 @@ class QueueFlowServer:
                 [
                     sys.executable,
                     "-m",
-                    "queueflow.cli",
+                    "bench.floor_app" if self.floor else "queueflow.cli",
                     "serve",
                     "--mode",
                     "all",

@@ -1,10 +1,14 @@
-"""The cost of one request: the server's CPU per request of each single-item route, ÷ that of `GET /healthz`.
+"""The cost of one request: the server's CPU per request of each single-item route, ÷ that of a route that runs one
+database statement (issue 46), and ÷ that of `GET /healthz` (the measure before it, kept for its history).
 
-`/healthz` is the framework's floor (uvicorn, httptools, Litestar, the metrics middleware): what any route costs
-before it does anything of its own. Each route runs `requests` times over CLIENTS keep-alive connections, every
-request encoded once before the clock starts (bench/httpclient.py), so the load generator stays light; the server's
-utime + stime over the phase ÷ the requests is its cost. `/healthz` is measured before the routes and after them,
-and its mean is the round's floor, so a drift in the machine's speed during a round falls on both sides.
+The one-query route, `GET /bench/floor/{id}` (bench/floor_app.py, served with the app only by the bench's
+server), runs one prepared one-row SELECT by primary key and answers the row as JSON: the framework's floor plus
+one trip to PostgreSQL through the store's pool, the least any route of the API could cost. `/healthz` is the
+framework's floor alone (uvicorn, httptools, Litestar, the metrics middleware). Each route runs `requests` times
+over CLIENTS keep-alive connections, every request encoded once before the clock starts (bench/httpclient.py), so
+the load generator stays light; the server's utime + stime over the phase ÷ the requests is its cost. Both floors
+are measured before the routes and after them, each its mean the round's, so a drift in the machine's speed during
+a round falls on both sides; the one-query route reads the jobs the round enqueues.
 
     python -m bench.scenarios.per_request [--requests N] [--rounds R]
 
@@ -25,13 +29,18 @@ import msgspec
 
 from bench.database import BenchDatabase
 from bench.httpclient import Connection, HttpError, close_all, connections
-from bench.server import TENANT_KEY, WORKER_KEY, QueueFlowServer
+from bench.server import FLOOR_PATH, TENANT_KEY, WORKER_KEY, QueueFlowServer
 
 CLIENTS = 4
 QUEUE = "per-request"
 EMPTY_QUEUE = "per-request-empty"
+FLOOR = "floor"
+HEALTHZ = "healthz"
+FLOORS = (FLOOR, HEALTHZ)
+"""The round's two floors: the one-query route (issue 46's) and `/healthz` (the one before it)."""
 ROUTES = {
-    "healthz": "GET /healthz",
+    HEALTHZ: "GET /healthz",
+    FLOOR: "GET /bench/floor/{id}, the one-query route (one prepared one-row SELECT by primary key, as JSON)",
     "enqueue": "POST /v1/jobs, one job",
     "get": "GET /v1/jobs/{id}",
     "lease": "POST /v1/worker/lease, max_jobs 1",
@@ -60,17 +69,32 @@ class RouteRun:
 Round = dict[str, RouteRun]
 
 
-def ratios(round_: Round) -> dict[str, float]:
-    """Each route's CPU per request ÷ `/healthz`'s (the round's floor)."""
-    floor = round_["healthz"].cpu_us
-    # CPU time is read in clock ticks (10 ms): a smoke round's few /healthz requests can take none.
-    return {key: run.cpu_us / floor if floor > 0 else math.nan for key, run in round_.items() if key != "healthz"}
+def ratios(round_: Round, floor: str = FLOOR) -> dict[str, float]:
+    """Each route's CPU per request ÷ that of the round's `floor` (FLOOR or HEALTHZ), every route but the floors."""
+    under = round_[floor].cpu_us
+    # CPU time is read in clock ticks (10 ms): a smoke round's few requests of a floor can take none.
+    return {key: run.cpu_us / under if under > 0 else math.nan for key, run in round_.items() if key not in FLOORS}
+
+
+def floor_over_healthz(round_: Round) -> float:
+    """The one-query route's CPU per request ÷ `/healthz`'s: what one statement and its row add to nothing."""
+    healthz = round_[HEALTHZ].cpu_us
+    return round_[FLOOR].cpu_us / healthz if healthz > 0 else math.nan
+
+
+def both(before: RouteRun, after: RouteRun) -> RouteRun:
+    """A floor measured before a round's routes and after them, as one run."""
+    return RouteRun(
+        before.requests + after.requests, before.seconds + after.seconds, before.server_cpu + after.server_cpu
+    )
 
 
 class PerRequest:
     """The phases against one server, on CLIENTS tenant and CLIENTS worker connections kept open."""
 
     def __init__(self, server: QueueFlowServer) -> None:
+        if not server.floor:
+            raise ValueError("the per-request scenario needs the one-query route: QueueFlowServer(..., floor=True)")
         self._server = server
         self._tenants: list[Connection] = []
         self._workers: list[Connection] = []
@@ -86,7 +110,6 @@ class PerRequest:
     async def round(self, requests: int) -> Round:
         """Every route once, `requests` requests each; the jobs enqueued are the ones read, leased and completed."""
         per_client = max(1, requests // CLIENTS)
-        count = per_client * CLIENTS
         runs: Round = {}
         before = await self._timed(self._same(self._tenants, "GET", "/healthz", None, per_client))
         enqueue = msgspec.json.encode({"task_name": "noop", "queue_name": QUEUE, "payload": {"i": 1}})
@@ -94,6 +117,11 @@ class PerRequest:
         runs["enqueue"] = await self._timed(
             self._collect(self._tenants, "POST", "/v1/jobs", enqueue, created, per_client, 201)
         )
+        floor = [
+            [c.encode("GET", f"{FLOOR_PATH}/{id_}") for id_ in ids]
+            for c, ids in zip(self._tenants, created, strict=True)
+        ]
+        floor_before = await self._timed(self._each(self._tenants, floor))
         get = [
             [c.encode("GET", f"/v1/jobs/{id_}") for id_ in ids] for c, ids in zip(self._tenants, created, strict=True)
         ]
@@ -112,8 +140,9 @@ class PerRequest:
         runs["empty_lease"] = await self._timed(
             self._same(self._workers, "POST", "/v1/worker/lease", empty, per_client)
         )
+        runs[FLOOR] = both(floor_before, await self._timed(self._each(self._tenants, floor)))
         after = await self._timed(self._same(self._tenants, "GET", "/healthz", None, per_client))
-        runs["healthz"] = RouteRun(2 * count, before.seconds + after.seconds, before.server_cpu + after.server_cpu)
+        runs[HEALTHZ] = both(before, after)
         return {key: runs[key] for key in ROUTES}
 
     async def _timed(self, body: Callable[[], Awaitable[int]]) -> RouteRun:
@@ -191,8 +220,19 @@ async def measure(server: QueueFlowServer, requests: int, rounds: int, warm_up: 
 
 
 def describe(round_: Round) -> str:
-    ratio = {"healthz": 1.0, **ratios(round_)}
-    return "  ".join(f"{key} {run.cpu_us:.0f} µs ({ratio[key]:.2f}×, {run.rate:,.0f}/s)" for key, run in round_.items())
+    """One line: each route's µs, ÷ the one-query floor, ÷ /healthz, requests/s."""
+    floor, healthz = ratios(round_, FLOOR), ratios(round_, HEALTHZ)
+    parts = [
+        f"healthz {round_[HEALTHZ].cpu_us:.0f} µs ({round_[HEALTHZ].rate:,.0f}/s)",
+        f"floor {round_[FLOOR].cpu_us:.0f} µs (÷ healthz {floor_over_healthz(round_):.2f},"
+        f" {round_[FLOOR].rate:,.0f}/s)",
+    ]
+    parts += [
+        f"{key} {run.cpu_us:.0f} µs (÷ floor {floor[key]:.2f}, ÷ healthz {healthz[key]:.2f}, {run.rate:,.0f}/s)"
+        for key, run in round_.items()
+        if key not in FLOORS
+    ]
+    return "  ".join(parts)
 
 
 def main() -> None:
@@ -205,7 +245,7 @@ def main() -> None:
     async def run() -> None:
         async with BenchDatabase("per_request") as database:
             database.migrate()
-            server = QueueFlowServer(database.url, args.log).start()
+            server = QueueFlowServer(database.url, args.log, floor=True).start()
             try:
                 for round_ in await measure(server, args.requests, args.rounds):
                     print(describe(round_), flush=True)

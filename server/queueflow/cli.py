@@ -9,14 +9,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from queueflow import __version__
 from queueflow.settings import ACCESS_LOGS, MODES, Settings, SettingsError
 
+if TYPE_CHECKING:
+    from queueflow.serve import AppFactory
+
 DEFAULT_SPEC = Path("spec/openapi.json")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, app_factory: AppFactory | None = None) -> int:
+    """`app_factory`: for the bench alone (see `serve.AppFactory`); the command line has no way to name one."""
     parser = argparse.ArgumentParser(prog="queueflow", description="A durable job queue on PostgreSQL.")
     parser.add_argument("--version", action="version", version=f"queueflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"queueflow serve: {exc}", file=sys.stderr)
         return 2
-    serve(settings, tasks, sock)
+    serve(settings, tasks, sock, app_factory=app_factory)
     return 0
 
 

