@@ -263,10 +263,6 @@ def cpu_by_party(results: Results, http_runs: Mapping[str, list[HttpRun]]) -> No
     )
 
 
-# key → the most its server CPU per request may be, ÷ GET /healthz's (issue 32).
-PER_REQUEST_TARGETS = {"enqueue": 2.0, "get": 2.0, "lease": 2.0, "complete": 2.0, "empty_lease": 1.5}
-
-
 PER_REQUEST_TARGETS = {"get": 1.3, "enqueue": 1.8, "lease": 1.8, "complete": 1.8, "empty_lease": 1.2}
 """key → the most its server CPU per request may be, ÷ the one-query route's (issue 46)."""
 
