@@ -1,14 +1,19 @@
-"""Issue 42's hold figure alone: QueueFlow, 120 s clean, a 240 s idle-in-transaction hold, 60 s of recovery, at 150
-jobs/s offered — the endurance run (`bench.endurance`) with its plan cut to those three phases, for an A/B of two
-revisions in minutes rather than hours.
+"""Issue 42's hold figure alone: QueueFlow at one offered rate, clean, an idle-in-transaction hold, recovery — the
+endurance run (`bench.endurance`) with its plan cut to those three phases, for an A/B of two revisions in minutes
+rather than hours.
 
-Run from the repository root: `PYTHONPATH=. .venv/bin/python bench/results/endurance-hold-ab/driver.py [REPORT]`;
-for another revision's code, put its worktree's `server/` and root first on PYTHONPATH (the server it starts
-inherits it).
+Run from the repository root: `PYTHONPATH=. .venv/bin/python bench/results/endurance-hold-ab/driver.py [REPORT]
+[--rate N] [--clean S] [--hold S] [--recovery S] [endurance options]`; the defaults (150 jobs/s, 120 s clean, a
+240 s hold, 60 s of recovery) are the runs of 2026-12-07-endurance-hold-ab.md, and 2026-12-07-claim-plan-kept.md
+ran `--clean 90 --hold 180` (and `--rate 1000` once). Options it does not know go to `bench.endurance`:
+`--shared-server` runs on QUEUEFLOW_BENCH_DATABASE_URL's server, as every run before the harness had a cluster of
+its own did. For another revision's code, put its worktree's `server/` and root first on PYTHONPATH (the server it
+starts inherits it).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 
@@ -16,22 +21,27 @@ import bench.endurance.run as endurance_run
 from bench.endurance import phases, profiles
 from bench.endurance.__main__ import main
 
-HOLD_SECONDS = 240
+parser = argparse.ArgumentParser(prog="driver.py")
+parser.add_argument("report", nargs="?", default="/tmp/endurance-hold-ab/report.md")
+parser.add_argument("--rate", type=int, default=150, help="jobs/s offered")
+parser.add_argument("--clean", type=int, default=120, help="seconds of the clean phase")
+parser.add_argument("--hold", type=int, default=240, help="seconds of the hold")
+parser.add_argument("--recovery", type=int, default=60, help="seconds of the recovery after it")
+args, passed_on = parser.parse_known_args()
 
 endurance_run.PLAN = phases.PLAN[:3]  # clean, hold, after-hold
 profiles.PROFILES["short"] = dataclasses.replace(
     profiles.SHORT,
-    rates=(150,),
-    phase_seconds=120,
-    recovery_seconds=60,
+    rates=(args.rate,),
+    phase_seconds=args.clean,
+    recovery_seconds=args.recovery,
     ramp_steps=1,
     ramp_step_seconds=10,
     peers=False,
     drain_seconds=40,
 )
 _seconds_of = phases.seconds_of
-endurance_run.seconds_of = lambda plan, profile: HOLD_SECONDS if plan.name == "hold" else _seconds_of(plan, profile)
+endurance_run.seconds_of = lambda plan, profile: args.hold if plan.name == "hold" else _seconds_of(plan, profile)
 
-report = sys.argv[1] if len(sys.argv) > 1 else "/tmp/endurance-hold-ab/report.md"
-sys.argv = ["endurance", "--profile", "short", "--system", "queueflow", "--output", report]
+sys.argv = ["endurance", "--profile", "short", "--system", "queueflow", "--output", args.report, *passed_on]
 raise SystemExit(main())
