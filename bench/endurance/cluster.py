@@ -7,6 +7,9 @@ never recovers and a plan cached on an empty table is never made again, and the 
 cluster of the run's own may also be restarted for real (`restart`), which a shared server may not.
 
 initdb and pg_ctl refuse to run as root: as root they run as the `postgres` user, in a folder it owns.
+
+The chaos suite's `pg_restart` scenario (tests/chaos/scenario.py) restarts a cluster made here too, with settings of
+its own (`own_cluster`'s `settings`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,11 +98,12 @@ class Cluster:
     def _pg_ctl(self, *argv: str) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", *argv)
 
-    def init(self) -> None:
+    def init(self, settings: Mapping[str, str]) -> None:
         # --no-sync: a cluster thrown away after the run need not survive a crash of the machine during initdb.
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
         with (self.data / "postgresql.conf").open("a", encoding="utf-8") as conf:
             conf.write(_CONFIG.format(port=self.port, data=self.data))
+            conf.writelines(f"{name} = {value}\n" for name, value in settings.items())
 
     def start(self) -> None:
         self._pg_ctl("start")
@@ -117,16 +121,17 @@ class Cluster:
 
 
 @contextmanager
-def own_cluster(keep_log: Path | None = None) -> Iterator[Cluster]:
+def own_cluster(keep_log: Path | None = None, settings: Mapping[str, str] | None = None) -> Iterator[Cluster]:
     """A new cluster, started; stopped and its folder removed when the block ends (an exception or Ctrl-C too), its
-    server log first copied to `keep_log` if given (the run's other logs are kept: so is the server's)."""
+    server log first copied to `keep_log` if given (the run's other logs are kept: so is the server's). `settings`:
+    lines of postgresql.conf beyond PostgreSQL's defaults (none for an endurance run)."""
     programs = bindir()
     folder = Path(tempfile.mkdtemp(prefix="queueflow-endurance-pg-"))
     cluster = Cluster(folder, _free_port(), programs)
     try:
         if os.geteuid() == 0:
             shutil.chown(folder, "postgres", "postgres")
-        cluster.init()
+        cluster.init(settings or {})
         cluster.start()
         yield cluster
     finally:

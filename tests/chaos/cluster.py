@@ -190,53 +190,6 @@ def sdk_worker(name: str, base_url: str, queues: Sequence[str], log_dir: Path, l
     return Process(name, argv, {"QUEUEFLOW_CHAOS_LEDGER": str(ledger)}, log_dir, ready_line="started; queues:")
 
 
-class OwnPostgres:
-    """A throwaway PostgreSQL cluster of our own (initdb in a temporary folder, its own port), so that a test
-    may restart it: the shared server on 5432 is never stopped. initdb and pg_ctl refuse to run as root."""
-
-    def __init__(self, parent: Path) -> None:
-        self.data = parent / "pgdata"
-        self.port = free_port()
-        self.admin_url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-
-    def _as_postgres(self, *argv: str, check: bool = True) -> None:
-        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        done = subprocess.run([*prefix, *argv], capture_output=True, text=True, cwd="/")
-        if check and done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {done.stdout}{done.stderr}")
-
-    def start(self) -> None:
-        self.data.mkdir(mode=0o700)
-        if os.geteuid() == 0:
-            os.chmod(self.data.parent, 0o755)
-            shutil.chown(self.data, "postgres", "postgres")
-        self._as_postgres("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
-        self._pg_ctl("start")
-
-    def _pg_ctl(self, action: str, *extra: str, check: bool = True) -> None:
-        options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._as_postgres(
-            "pg_ctl",
-            "-D",
-            str(self.data),
-            "-l",
-            str(self.data / "server.log"),
-            "-o",
-            options,
-            "-w",
-            action,
-            *extra,
-            check=check,
-        )
-
-    def restart(self) -> None:
-        """`pg_ctl restart -m fast`: every connection is dropped, the server is gone for a moment."""
-        self._pg_ctl("restart", "-m", "fast")
-
-    def stop(self) -> None:
-        self._pg_ctl("stop", "-m", "immediate", check=False)
-
-
 TS_SDK = ROOT / "sdks" / "typescript"
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import asyncpg
 
+from bench.endurance.cluster import Cluster as PostgresCluster
+from bench.endurance.cluster import own_cluster
 from tests import pgbouncer
 from tests.chaos import cluster, push, vacuum
 from tests.chaos.checks import Outcome, check
@@ -57,6 +59,9 @@ ROLLING_TASK_MS = 20
 """In rolling restarts each job's task takes this long, so a stopped worker has jobs running and waiting."""
 STOP_GRACE = 5.0
 """In rolling restarts, a SIGTERMed worker still alive this long after is SIGKILLed (a deploy's grace period)."""
+RESTARTED = {"fsync": "off", "max_connections": "200"}
+"""The settings of pg_restart's own cluster: no fsync (a cluster thrown away after the run need not survive a crash of
+the machine), and connections for every server and worker the scenario starts."""
 SETTLE_FOR = 180.0
 """Once the load and the faults stop, how long every job and workflow has to reach a terminal state."""
 
@@ -97,7 +102,7 @@ class Cluster:
     bases: list[str] = field(default_factory=list)
     servers: list[cluster.Process] = field(default_factory=list)
     workers: list[cluster.Process] = field(default_factory=list)
-    postgres: cluster.OwnPostgres | None = None
+    postgres: PostgresCluster | None = None
     kinds: set[str] = field(default_factory=set)
     watchers: list[asyncio.Task[None]] = field(default_factory=list)
     stranded: list[float] = field(default_factory=list)
@@ -269,10 +274,10 @@ async def run(name: str, profile: Profile, *, seed: int = 1) -> Outcome:
         postgres = None
         admin_url = cluster.ADMIN_URL
         if name == "pg_restart":
-            postgres = cluster.OwnPostgres(work)
-            await asyncio.to_thread(postgres.start)
-            stack.callback(postgres.stop)
-            admin_url = postgres.admin_url
+            # A cluster of its own, so that it may be restarted (the shared server on 5432 never is); its log is kept
+            # with the run's evidence.
+            postgres = await asyncio.to_thread(stack.enter_context, own_cluster(work / "postgres.log", RESTARTED))
+            admin_url = postgres.url
         database_url = await cluster.create_database(admin_url)
         stack.push_async_callback(cluster.drop_database, database_url, admin_url)
         ledger = Ledger(work / "ledger.sqlite3")
