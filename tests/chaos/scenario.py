@@ -399,8 +399,13 @@ class KeyWatch:
                 self.snapshots += 1
                 self.unique_twice.update((row[0], row[1]) for row in unique)
                 self.sequences_twice.update((row[0], row[1]) for row in sequences)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                connection = None  # the database is away (a fault): the next snapshot reconnects
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError):
+                # The database is away (a fault): the next snapshot reconnects. A connection the server dropped
+                # between two snapshots (pg_restart) answers the next one with InternalClientError, which is none of
+                # the others; it is terminated, not left to the garbage collector.
+                if connection is not None:
+                    connection.terminate()
+                connection = None
             await asyncio.sleep(self.EVERY)  # the snapshots' cadence
         if connection is not None:
             await connection.close()
