@@ -28,7 +28,7 @@ session), where every claim took its transaction; made by a migration, the claim
 from __future__ import annotations
 
 from queueflow.stores.postgres.claim.args import ClaimArgs, TurnOf
-from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM
+from queueflow.stores.postgres.claim.unrestricted_sql import CLAIM, PLAN_SETTINGS
 from queueflow.stores.postgres.connection import Db
 from queueflow.stores.postgres.params import Placeholders, sql_types
 
@@ -45,9 +45,9 @@ def claim_function_ddl(name: str, columns: list[tuple[str, str]]) -> str:
     """CREATE FUNCTION `name` for CLAIM, returning its result `columns` (name, type: `claim_columns`): the
     definition the migration's function must have."""
     returns = ", ".join(f'"{column}" {sql_type}' for column, sql_type in columns)
+    settings = " ".join(f"SET {name} = {value}" for name, value in PLAN_SETTINGS)
     return f"""CREATE FUNCTION {name}({", ".join(sql_types(ClaimArgs, TurnOf))})
-RETURNS TABLE ({returns}) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
-SET jit = off AS $claim$
+RETURNS TABLE ({returns}) LANGUAGE plpgsql {settings} AS $claim$
 #variable_conflict use_column
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
