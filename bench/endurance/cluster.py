@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+
+from bench.server import free_port
 
 VERSION = 15
 SETTINGS = ("autovacuum", "shared_buffers", "synchronous_commit", "fsync", "max_connections")
@@ -58,13 +59,6 @@ def bindir() -> Path:
         f"no initdb and pg_ctl in {', '.join(map(str, candidates))}: install postgresql-{VERSION}, "
         "or run against a server of your own (--shared-server, QUEUEFLOW_BENCH_DATABASE_URL)"
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +121,7 @@ def own_cluster(keep_log: Path | None = None, settings: Mapping[str, str] | None
     lines of postgresql.conf beyond PostgreSQL's defaults (none for an endurance run)."""
     programs = bindir()
     folder = Path(tempfile.mkdtemp(prefix="queueflow-endurance-pg-"))
-    cluster = Cluster(folder, _free_port(), programs)
+    cluster = Cluster(folder, free_port(), programs)
     try:
         if os.geteuid() == 0:
             shutil.chown(folder, "postgres", "postgres")
