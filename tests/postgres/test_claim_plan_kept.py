@@ -103,6 +103,7 @@ async def test_the_claim_is_never_compiled_by_jit_whatever_its_plan_costs() -> N
             await claimer.execute("SET jit_above_cost = 0")
             await claimer.execute(f"PREPARE claim AS {CLAIM}")
             compiled = json.loads(await claimer.fetchval("EXPLAIN (ANALYZE, FORMAT JSON) SELECT 1"))[0]
+            # Not `counts`: it turns JIT off itself, which would hide BEGIN_CLAIM's own setting.
             transaction = claimer.transaction()
             await transaction.start()
             try:
