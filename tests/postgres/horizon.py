@@ -50,8 +50,8 @@ class Counts:
 
 
 async def counts(db: asyncpg.Connection, statement: str, *settings: str) -> Counts:
-    """`statement` run once under EXPLAIN (ANALYZE, BUFFERS) after `settings` (SET LOCAL …), in a transaction
-    rolled back: every measurement sees the same state."""
+    """`statement` run once under EXPLAIN (ANALYZE, BUFFERS) after `settings` (SET LOCAL …, or a row the statement
+    should find), in a transaction rolled back: every measurement sees the same state."""
     oids = [
         row["oid"]
         for row in await db.fetch("""SELECT c.oid FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace

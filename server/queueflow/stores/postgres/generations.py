@@ -91,11 +91,15 @@ SELECT array_agg(g.gen) FROM queueflow.claim_generations AS g
                       AND (a.xact_start IS NULL OR a.xact_start <= g.closed_at))
 """
 
-# (b) of step 3, a later statement: of those, the ones that hold no ready job.
+# (b) of step 3, a later statement: one of those, if it holds no ready job. One generation a statement, named by a
+# parameter, so that the probe's plan can only be one descent into that generation's range of idx_jobs_claim_gen. As
+# a join over all of them (`g.gen = ANY($1) AND NOT EXISTS (… j.gen = g.gen …)`), its generic plan scanned the whole
+# index and filtered `j.gen = g.gen` row by row: under a held horizon every dead entry of every generation, a pass
+# reading 23,500 buffers after 4 minutes at 150 jobs/s, and growing (bench/results/2026-12-08-ten-minute-hold.md).
 RETIRE = f"""
 DELETE FROM queueflow.claim_generations AS g
- WHERE g.gen = ANY($1::int[])
-   AND NOT EXISTS (SELECT FROM queueflow.jobs AS j WHERE j.gen = g.gen AND {READY})
+ WHERE g.gen = $1::int
+   AND NOT EXISTS (SELECT FROM queueflow.jobs AS j WHERE j.gen = $1::int AND {READY})
 RETURNING g.gen
 """
 
@@ -141,7 +145,7 @@ class PostgresGenerations(Pooled):
             opened = await db.fetchval(SWITCH, now, period, max_live)
             await db.execute(CLOSE)
             unwritten = await db.fetchval(UNWRITTEN)
-            retired = [row["gen"] for row in await db.fetch(RETIRE, unwritten)] if unwritten else []
+            retired = [gen for gen in unwritten or () if await db.fetchval(RETIRE, gen) is not None]
             oldest = await db.fetchval(OLDEST_WHEN_FULL, max_live)
             if oldest is not None:
                 for _ in range(MOVE_BATCHES):
