@@ -510,6 +510,13 @@ WORKER_TARGETS: dict[str, tuple[int, float, float | None]] = {
     "Python SDK": (10, 0.5, 60),
     "TypeScript SDK": (1, 0.5, 100),
 }
+LONG_DRAIN_RSS = {"TypeScript SDK": 128}
+"""kind → its peak RSS target in MB over the long drain, where it is not the shorter drains' (issue 46): some 16 s
+into a busy run V8 doubles its young generation (bench/results/2026-12-06-notes.md), which node's own flags set, not
+a library; the 20,000-job drains end before that."""
+LIVE_HEAP = 16
+"""Issue 46: the TypeScript worker's heap in use after a full GC at its long drain's end, MB at most: the leak check
+that its RSS cannot be."""
 
 
 def workers(
@@ -630,9 +637,18 @@ def workers(
                 "MB",
                 max(each.peak_rss for each in short) / MB if short else None,
                 "the shorter drains' peak",
-                Target("value", "<=", WORKER_TARGETS[run.kind][2] or 0),
+                Target("value", "<=", LONG_DRAIN_RSS.get(run.kind) or WORKER_TARGETS[run.kind][2] or 0),
             )
         )
+        if run.live_heap is not None:
+            results.add(
+                Figure(
+                    f"{run.kind} worker live heap after a full GC, one {run.jobs:,}-job drain",
+                    run.live_heap / MB,
+                    "MB",
+                    target=Target("value", "<=", LIVE_HEAP),
+                )
+            )
         results.details.append(workers_line(run))
         by_party(results, f"{run.kind} worker, one {run.jobs:,}-job drain", "jobs/s", [_drain_spent(run)])
 
@@ -651,9 +667,10 @@ def _paired(results: Results, label: str, runs: list[DrainRun], baselines: Mappi
 
 
 def workers_line(run: DrainRun) -> str:
+    heap = "" if run.live_heap is None else f" live heap after a full GC {run.live_heap / MB:.1f} MB,"
     return (
         f"{run.kind} worker, {run.jobs:,}-job drain: {run.rate:,.0f} jobs/s, peak RSS {run.peak_rss / MB:.0f} MB,"
-        f" load {run.load}"
+        f"{heap} load {run.load}"
     )
 
 

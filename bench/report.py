@@ -81,7 +81,11 @@ HOW = f"""## How each figure is measured
   full profile (each drain lasts about a second), every other time in reverse order, PgQueuer's in the middle. The
   machine's speed drifts between repetitions by more than the targets' margins, so a worker's ratio is the median
   of its repetitions' own ratios (each drain ÷ the baseline drained in the same repetition), listed in the
-  details; the table's two rates are the medians of each side.
+  details; the table's two rates are the medians of each side. Then one longer drain per SDK worker
+  ({FULL.worker_long_jobs:,} jobs in the full profile) for its peak RSS, the same way. The TypeScript worker's runs
+  under `node --expose-gc`: once the queue is drained the harness sends it SIGUSR2, on which it calls `gc()` twice
+  and writes `process.memoryUsage().heapUsed` to a file the harness reads — its live heap, which would grow with
+  the jobs if the worker kept anything per job, where its RSS also holds what V8 keeps for its young generation.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain {pgqueuer_shape()}, its best shape here: see
   bench/peers/launch.py), Procrastinate (batch_defer 1,000 a call; one worker, concurrency 4).

@@ -44,6 +44,8 @@ FIGURES = [
     "server CPU per request ÷ the one-query route: POST /v1/worker/lease on an empty queue, wait_seconds 0",
     "server CPU per request ÷ GET /healthz (history: issue 32's measure): GET /v1/jobs/{id}",
     "new PostgreSQL sessions",
+    "TypeScript SDK worker peak RSS, one 400-job drain",
+    "TypeScript SDK worker live heap after a full GC, one 400-job drain",
     "5 workflows × a 3-step chain: steps/s",
     "fan-out 1 → 5 → 1: seconds",
     "fan-out 1 → 10 → 1: seconds",
