@@ -313,9 +313,15 @@ def per_request_cpu(results: Results, rounds: list[per_request.Round]) -> None:
         )
 
 
+PREFORK_CPU = 1.05
+"""Issue 46: the server's CPU per request on `--workers 2` at most this ÷ on `--workers 1` — forking costs nothing.
+The rate's target (issue 32) needs cores that PostgreSQL and the load leave free, which 2 cores do not (README)."""
+
+
 def prefork_enqueue(results: Results, rounds: list[dict[int, prefork.EnqueueRun]]) -> None:
-    """Single enqueue on `--workers 2` beside `--workers 1` (issue 32: ≥ 1.3), the ratio the median of the
-    repetitions' own ratios; each side's CPU per request, by party, in the details."""
+    """Single enqueue on `--workers 2` beside `--workers 1`: the rate (issue 32: ≥ 1.3) and the server's CPU per
+    request (issue 46), each ratio the median of the repetitions' own ratios; each side's CPU per request, by party,
+    in the details."""
     if not rounds:
         return
     two, one = [r[2].rate for r in rounds], [r[1].rate for r in rounds]
@@ -330,6 +336,16 @@ def prefork_enqueue(results: Results, rounds: list[dict[int, prefork.EnqueueRun]
             two,
             paired_ratio=stats.median([prefork.ratio(r) for r in rounds]),
         )
+    )
+    cpu = {n: {p: run.server_cpu / run.requests * 1e6 for p, run in r.items()} for n, r in enumerate(rounds)}
+    _paired_figure(
+        results,
+        "server CPU per request, single enqueue, queueflow serve --workers 2 (÷ --workers 1)",
+        {n: each[2] for n, each in cpu.items()},
+        {n: each[1] for n, each in cpu.items()},
+        "µs",
+        "--workers 1",
+        Target("ratio", "<=", PREFORK_CPU),
     )
     for processes in prefork.PROCESSES:
         results.details.append(

@@ -43,6 +43,7 @@ FIGURES = [
     "server CPU per request ÷ the one-query route: POST /v1/worker/jobs/{id}/complete",
     "server CPU per request ÷ the one-query route: POST /v1/worker/lease on an empty queue, wait_seconds 0",
     "server CPU per request ÷ GET /healthz (history: issue 32's measure): GET /v1/jobs/{id}",
+    "server CPU per request, single enqueue, queueflow serve --workers 2 (÷ --workers 1)",
     "new PostgreSQL sessions",
     "TypeScript SDK worker peak RSS, one 400-job drain",
     "TypeScript SDK worker live heap after a full GC, one 400-job drain",
