@@ -45,7 +45,8 @@ class Profile:
     differences the figures look for (the medians of c100 ÷ c10 came out 1.00–1.06 over 6–16 pairs). The median of
     nine pairs has a standard error of about 4%; of five, 5%."""
     worker_long_jobs: int = 0
-    """A longer drain per SDK worker, whose peak RSS shows whether memory stays flat (0: none)."""
+    """A longer drain per SDK worker, whose peak RSS shows whether memory stays flat, and the TypeScript worker's
+    live heap after a full GC at its end whether anything is kept per job (0: none)."""
     debounce_rounds: int = 100
     """Enqueues per key in the debounce burst (on `DEBOUNCE_KEYS` keys: 100 × 100 = 10,000)."""
     debounce_seconds: float = 3.0
@@ -196,6 +197,7 @@ SMOKE = Profile(
     per_request_requests=100,
     prefork_requests=80,
     worker_jobs=200,
+    worker_long_jobs=400,
     # A due-later job waits for the 5 s safety poll today; the smoke proves the path works, not how fast.
     session_settle=0.2,
     debounce_rounds=3,

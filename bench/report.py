@@ -39,10 +39,12 @@ HOW = f"""## How each figure is measured
 - **Every core** (bench/scenarios/prefork.py): `queueflow serve --workers 1` and `--workers 2`, both up on the
   same database, each taking N single-job `POST /v1/jobs` on 8 keep-alive connections (pre-encoded), one side after
   the other, every other repetition the other way round; the ratio is the median of the repetitions' own ratios.
-  The details give each side's CPU per request by party: the server (utime + stime of the parent and its forked
-  processes), PostgreSQL (the database's backends, by pid from /proc) and the load generator (the harness), and how
-  many of the machine's cores were busy over it, whoever ran (/proc/stat): a second process can only go faster if
-  one process left the cores time to spare.
+  So is the server's CPU per request on `--workers 2` ÷ on `--workers 1` (issue 46: no loss from forking), each
+  side's the utime + stime of the server's processes over its N requests ÷ N. The details give each side's CPU per
+  request by party: the server (utime + stime of the parent and its forked processes), PostgreSQL (the database's
+  backends, by pid from /proc) and the load generator (the harness), and how many of the machine's cores were busy
+  over it, whoever ran (/proc/stat): a second process can only go faster if one process left the cores time to
+  spare.
 - **Batched drain across 100 tenants**: the same drain of the same number of jobs, spread evenly over 100 tenants,
   each enqueuing through its own API key in bursts of random size (20 jobs on average), the bursts of all tenants
   shuffled together (seeded), so that no stretch of the backlog is one tenant's; the same 4 workers and worker key
@@ -81,7 +83,11 @@ HOW = f"""## How each figure is measured
   full profile (each drain lasts about a second), every other time in reverse order, PgQueuer's in the middle. The
   machine's speed drifts between repetitions by more than the targets' margins, so a worker's ratio is the median
   of its repetitions' own ratios (each drain ÷ the baseline drained in the same repetition), listed in the
-  details; the table's two rates are the medians of each side.
+  details; the table's two rates are the medians of each side. Then one longer drain per SDK worker
+  ({FULL.worker_long_jobs:,} jobs in the full profile) for its peak RSS, the same way. The TypeScript worker's runs
+  under `node --expose-gc`: once the queue is drained the harness sends it SIGUSR2, on which it calls `gc()` twice
+  and writes `process.memoryUsage().heapUsed` to a file the harness reads — its live heap, which would grow with
+  the jobs if the worker kept anything per job, where its RSS also holds what V8 keeps for its young generation.
 - **Peers**: each on a database of its own on the same PostgreSQL, from bench/.peers-venv, no-op jobs:
   PgQueuer (enqueue 1,000 a call on 4 connections; drain {pgqueuer_shape()}, its best shape here: see
   bench/peers/launch.py), Procrastinate (batch_defer 1,000 a call; one worker, concurrency 4).

@@ -291,7 +291,7 @@ async def _workers(
     Python ones' default is 10, so that run is not repeated), the in-process runner also in 2 processes
     (`queueflow serve --workers 2` at its default settings: every core, as PgQueuer runs processes), with
     PgQueuer's drain (the peers' profile) in the same rotation (`bench.rotation`): each figure is compared with the
-    baseline measured beside it. Then the long drains."""
+    baseline measured beside it. Then the long drains, the TypeScript one with its live heap at the end."""
     rotation: list[WorkerDrain | PeerDrain] = [
         WorkerDrain("in-process"),
         WorkerDrain("in-process", processes=2),
@@ -349,12 +349,18 @@ async def _workers(
                     for kind in ("Python SDK", "TypeScript SDK"):
                         if WorkerDrain(kind) in rotation:
                             run = await worker_drains.drain(
-                                kind, database, profile.worker_long_jobs, logs, server=server
+                                kind,
+                                database,
+                                profile.worker_long_jobs,
+                                logs,
+                                server=server,
+                                live_heap=kind == "TypeScript SDK",
                             )
                             long_drains.append(run)
                             print(f"  {worker_drains.describe(run)}", flush=True)
 
-                await step(f"workers: {profile.worker_long_jobs:,}-job drains (peak RSS)", long_runs)
+                title = f"workers: {profile.worker_long_jobs:,}-job drains (peak RSS; TypeScript: live heap after GC)"
+                await step(title, long_runs)
         finally:
             server.stop()
 

@@ -7,7 +7,8 @@ A drain: the worker is started and proven ready (it has run one job), `jobs` pen
 statement (one NOTIFY), and the clock runs from that commit until no job of the queue is unfinished. Each run
 also records the CPU time (user + system) of the worker and of the server (each with every process it forked), of
 the database's backends (`bench.cpu.BackendCpu`: the harness's polling connection left out), and the worker's peak
-RSS (summed over its processes).
+RSS (summed over its processes); for the TypeScript worker's long drain, also its live heap after a full GC at the
+drain's end (`node --expose-gc`, asked for by SIGUSR2: bench/drivers/ts_worker.mjs).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -82,6 +84,8 @@ class DrainRun:
     """The worker's processes (`queueflow serve --workers`, the in-process runner only)."""
     postgres: PostgresCpu | None = None
     """The CPU of the database's backends over the drain."""
+    live_heap: int | None = None
+    """Bytes of V8 heap in use after a full GC at the drain's end (None: not asked for; the TypeScript worker only)."""
 
     @property
     def shape(self) -> WorkerDrain:
@@ -147,7 +151,12 @@ class WorkerProcess:
 
 
 def worker_argv(
-    kind: str, database_url: str, server: QueueFlowServer | None, concurrency: int | None, processes: int = 1
+    kind: str,
+    database_url: str,
+    server: QueueFlowServer | None,
+    concurrency: int | None,
+    processes: int = 1,
+    heap_report: Path | None = None,
 ) -> list[str]:
     if kind == "in-process":
         argv = [sys.executable, "-m", "queueflow.cli", "serve", "--mode", "worker", "--database-url", database_url,
@@ -159,7 +168,10 @@ def worker_argv(
     extra = [str(concurrency)] if concurrency else []
     if kind == "Python SDK":
         return [sys.executable, "-m", "bench.drivers.sdk_worker", url, WORKER_KEY, QUEUE, *extra]
-    return ["node", str(ROOT / "bench" / "drivers" / "ts_worker.mjs"), url, WORKER_KEY, QUEUE, *extra]
+    driver = str(ROOT / "bench" / "drivers" / "ts_worker.mjs")
+    if heap_report is not None:
+        return ["node", "--expose-gc", driver, "--heap-report", str(heap_report), url, WORKER_KEY, QUEUE, *extra]
+    return ["node", driver, url, WORKER_KEY, QUEUE, *extra]
 
 
 async def _until_drained(database: BenchDatabase, worker: WorkerProcess, limit: float) -> None:
@@ -184,11 +196,16 @@ async def drain(
     server: QueueFlowServer | None = None,
     concurrency: int | None = None,
     processes: int = 1,
+    live_heap: bool = False,
     limit: float = 600,
 ) -> DrainRun:
-    """Start a worker of `kind` (in `processes` processes), drain `jobs` no-op jobs with it, stop it."""
-    log_path = log_dir / f"worker-{kind.replace(' ', '-').lower()}-{concurrency or 'default'}-{processes}.log"
-    worker = WorkerProcess(worker_argv(kind, database.url, server, concurrency, processes), log_path).start()
+    """Start a worker of `kind` (in `processes` processes), drain `jobs` no-op jobs with it, stop it. With
+    `live_heap` (the TypeScript worker only), the run has its heap in use after a full GC at the drain's end."""
+    assert not live_heap or kind == "TypeScript SDK"
+    name = f"worker-{kind.replace(' ', '-').lower()}-{concurrency or 'default'}-{processes}"
+    heap_report = log_dir / f"{name}-heap-{secrets.token_hex(3)}" if live_heap else None
+    argv = worker_argv(kind, database.url, server, concurrency, processes, heap_report)
+    worker = WorkerProcess(argv, log_dir / f"{name}.log").start()
     try:
         await database.reset_jobs()
         # Ready once it has run a job: imports done, pool and statements warm. Forked processes import before the
@@ -207,6 +224,9 @@ async def drain(
             seconds = time.perf_counter() - began
             worker_cpu = tree_cpu_seconds(worker.pid) - worker_cpu
             server_cpu = (server.cpu_seconds() - server_cpu) if server is not None else 0.0
+        # The peak before the collections: they are the harness's, not the drain's.
+        peak_rss = _tree_peak_rss(worker.pid)
+        heap = await _live_heap(worker, heap_report) if heap_report is not None else None
         run = DrainRun(
             kind=kind,
             concurrency=concurrency,
@@ -214,10 +234,11 @@ async def drain(
             seconds=seconds,
             worker_cpu=worker_cpu,
             server_cpu=server_cpu,
-            peak_rss=_tree_peak_rss(worker.pid),
+            peak_rss=peak_rss,
             load=load(),
             processes=processes,
             postgres=postgres.result,
+            live_heap=heap,
         )
         completed = await database.count(f"queue_name = '{QUEUE}' AND status = 'completed'")
         if completed != jobs:
@@ -225,6 +246,24 @@ async def drain(
         return run
     finally:
         worker.stop()
+
+
+async def _live_heap(worker: WorkerProcess, report: Path, limit: float = 30) -> int:
+    """The TypeScript driver's heap in use after a full GC, now: SIGUSR2 asks for it, the driver writes it to
+    `report` (bench/drivers/ts_worker.mjs)."""
+    os.kill(worker.pid, signal.SIGUSR2)
+    deadline = time.monotonic() + limit
+    while (heap := _read_bytes(report)) is None:
+        worker.check()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the TypeScript worker wrote no heap figure in {limit:.0f} s")
+        await asyncio.sleep(0.02)
+    return heap
+
+
+def _read_bytes(report: Path) -> int | None:
+    """None: not written yet (the driver renames it into place whole)."""
+    return int(report.read_text()) if report.exists() else None
 
 
 def _tree(pid: int) -> list[int]:
@@ -251,7 +290,8 @@ def describe(run: DrainRun) -> str:
         f"{run.kind} worker, {run.shape.label}: {run.jobs:,} jobs in {run.seconds:.2f} s = {run.rate:,.0f} jobs/s;"
         f" CPU {run.worker_cpu:.2f} s worker + {run.server_cpu:.2f} s server + {_seconds(run.postgres)} PostgreSQL's"
         f" backends; peak RSS {run.peak_rss / 1e6:.0f} MB;"
-        f" load {run.load}"
+        + ("" if run.live_heap is None else f" live heap after a full GC {run.live_heap / 1e6:.1f} MB;")
+        + f" load {run.load}"
     )
 
 

@@ -6,6 +6,7 @@ import pytest
 from bench import figures, stats
 from bench.machine import Machine
 from bench.report import Results
+from bench.scenarios import prefork
 from bench.scenarios.worker_drains import DrainRun, WorkerDrain
 
 # The machine's speed drifts from one repetition to the next; within each, the worker drains 5 % faster than the
@@ -99,3 +100,21 @@ def test_loglog_slope_says_how_time_grows_with_width(points: list[tuple[float, f
 def test_loglog_slope_needs_two_widths() -> None:
     assert stats.loglog_slope([(100, 1.0), (100, 2.0)]) is None
     assert stats.loglog_slope([]) is None
+
+
+def test_the_prefork_rows_cpu_per_request_is_the_median_of_its_repetitions_ratios() -> None:
+    run = results()
+
+    def side(processes: int, server_cpu: float) -> prefork.EnqueueRun:
+        return prefork.EnqueueRun(processes, 1000, 0.5, server_cpu, 0.2, 0.05, 0.9)
+
+    # µs per request, --workers 1 → 2: 300 → 300, 500 → 600, 200 → 208; the medians' ratio would be 300 ÷ 300.
+    figures.prefork_enqueue(
+        run, [{1: side(1, one), 2: side(2, two)} for one, two in ((0.3, 0.3), (0.5, 0.6), (0.2, 0.208))]
+    )
+    [cpu] = [each for each in run.figures if each.label.startswith("server CPU per request, single enqueue")]
+    assert cpu.label == "server CPU per request, single enqueue, queueflow serve --workers 2 (÷ --workers 1)"
+    assert (cpu.value, cpu.baseline, cpu.baseline_label) == (pytest.approx(300), pytest.approx(300), "--workers 1")
+    assert cpu.ratio == pytest.approx(1.04)
+    assert (str(cpu.target), cpu.met) == ("ratio ≤ 1.05", True)
+    assert "1.000, 1.200, 1.040 (each repetition's ratio" in "\n".join(run.details)
