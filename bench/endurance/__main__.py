@@ -110,8 +110,10 @@ def main() -> int:
         return 2
     errors: list[str] = []
     if not args.report_only:
-        systems = [SYSTEMS[name] for name in args.system] if args.system else measured_by(profile)
-        errors = _measure(profile, systems, args.rate or profile.rates, store, args.shared_server)
+        # Each once, in the report's order, however often and in whatever order they were named.
+        systems = [SYSTEMS[name] for name in SYSTEMS if name in args.system] if args.system else measured_by(profile)
+        rates = [rate for rate in profile.rates if rate in args.rate] if args.rate else profile.rates
+        errors = _measure(profile, systems, rates, store, args.shared_server)
     combined = _combined(store, profile, errors)
     if combined is None:
         return 2
