@@ -85,13 +85,20 @@ bench-smoke: $(INSTALLED) pgbench $(TS_MODULES)
 
 # Issue 42's endurance run (bench/endurance): QueueFlow, PgQueuer and Procrastinate at 150 and 1,000 jobs/s offered
 # under a held xmin horizon, REPEATABLE READ readers, overload, a PostgreSQL restart, a killed worker and cut
-# connections, 10 minutes a phase: hours, on a quiet machine, on a PostgreSQL cluster of its own with production's
-# defaults (autovacuum on; bench/endurance/cluster.py). Writes docs/endurance.md and its plots in docs/endurance/. Not
-# part of `make test`, which runs its smoke profile (tests/bench/test_endurance_smoke.py); `ENDURANCE_PROFILE=short`
+# connections, 10 minutes a phase, on a PostgreSQL cluster of its own with production's defaults (autovacuum on;
+# bench/endurance/cluster.py). `make endurance` alone measures every system at every rate: about six hours, on a quiet
+# machine. Each system's run at each rate is stored as one part in docs/endurance/parts/ as soon as it ends (a later
+# run of the same pair replaces it), and docs/endurance.md, its plots and results.json in docs/endurance/ are built
+# from every part there; so a session shorter than that measures it in parts, one system and rate a run (about 1¼–1½
+# hours each), until the report lists none missing:
+#   make endurance ENDURANCE_ARGS="--system queueflow --rate 1000"
+#   make endurance ENDURANCE_ARGS="--report-only"     # the report again from the parts, measuring nothing
+# Not part of `make test`, which runs its smoke profile (tests/bench/test_endurance_smoke.py); `ENDURANCE_PROFILE=short`
 # holds 2 minutes.
 ENDURANCE_PROFILE ?= full
+ENDURANCE_ARGS ?=
 endurance: $(INSTALLED) debs
-	$(BIN)/python -m bench.endurance --profile $(ENDURANCE_PROFILE)
+	$(BIN)/python -m bench.endurance --profile $(ENDURANCE_PROFILE) $(ENDURANCE_ARGS)
 
 spec: $(INSTALLED)
 	$(BIN)/queueflow spec

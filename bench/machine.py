@@ -65,10 +65,19 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def _commit() -> str:
+def revision() -> tuple[str, bool] | None:
+    """HEAD's commit, and whether tracked files differ from it (None: not a git checkout, or no git)."""
     try:
         commit = _git("rev-parse", "--short=12", "HEAD")
-        dirty = " (with uncommitted changes)" if _git("status", "--porcelain", "--untracked-files=no") else ""
+        dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit, dirty
+
+
+def _commit() -> str:
+    found = revision()
+    if found is None:
         return "unknown"
-    return commit + dirty
+    commit, dirty = found
+    return commit + (" (with uncommitted changes)" if dirty else "")

@@ -10,7 +10,9 @@ restarted for real.
 Layout: `wire` is what every driver program shares (pacing, the job's payload, the reports a worker prints; stdlib
 only, since the peers' drivers import it from bench/.peers-venv); `queueflow_driver` is QueueFlow's producer and
 worker (bench/peers/*_endurance.py are the peers'); the rest is the harness: `cluster`, `profiles`, `systems`,
-`processes`, `recorder`, `probe`, `faults`, `phases`, `run`, `report`, `plots`.
+`processes`, `recorder`, `probe`, `faults`, `phases`, `run`, `parts` (what a run stores, a system and rate at a
+time, and their combination: the full profile outlasts a working session, so it is measured in parts), `report`,
+`plots`.
 
 Nothing here may import beyond the standard library at package level: the peers' Python imports `bench.endurance.wire`.
 """

@@ -4,6 +4,7 @@ rate, so the systems' phases line up (each phase lasts as long for all; a system
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
-from bench.endurance.results import Results, RunResult, Sample
+from bench.endurance.results import RunResult, Sample
 
 QUANTITIES: dict[str, tuple[str, Callable[[Sample], float | None], bool]] = {
     "latency": ("pickup p99 (ms, log scale)", lambda s: s.latency.p99, True),
@@ -55,18 +56,17 @@ def _shade(axes: Axes, run: RunResult) -> None:
         )
 
 
-def draw(results: Results, folder: Path) -> list[Path]:
-    """The PNGs written into `folder`, by rate then quantity."""
-    rates = sorted({run.rate for system in results.systems for run in system.runs})
+def draw(runs: list[RunResult], folder: Path) -> list[Path]:
+    """The PNGs written into `folder`, by rate then quantity; those of a rate no run has any more are removed."""
     written = []
-    for rate in rates:
-        runs = [run for system in results.systems for run in system.runs if run.rate == rate and run.phases]
-        if not runs:
+    for rate in sorted({run.rate for run in runs}):
+        at = [run for run in runs if run.rate == rate and run.phases]
+        if not at:
             continue
-        longest = max(runs, key=lambda run: len(run.phases))
+        longest = max(at, key=lambda run: len(run.phases))
         for quantity, (label, value, log) in QUANTITIES.items():
             figure, axes = plt.subplots(figsize=(10, 3.6))
-            for run in runs:
+            for run in at:
                 xs, ys = _points(run, value)
                 axes.plot(xs, ys, label=run.system, color=COLOURS.get(run.system), linewidth=1)
             _shade(axes, longest)
@@ -81,4 +81,7 @@ def draw(results: Results, folder: Path) -> list[Path]:
             figure.savefig(path, dpi=110)
             plt.close(figure)
             written.append(path)
+    for path in folder.glob("*.png"):
+        if path not in written and re.fullmatch(rf"[0-9.]+-({'|'.join(QUANTITIES)})\.png", path.name):
+            path.unlink()
     return written

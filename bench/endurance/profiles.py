@@ -1,6 +1,7 @@
-"""How long each part of an endurance run lasts: `full` (the figures issue 42 asks for, 10-minute holds; hours on a
-quiet machine), `short` (2-minute holds), `smoke` (seconds a phase, QueueFlow alone: the test suite's proof that the
-harness runs end to end, no figure asserted)."""
+"""How long each phase and step of an endurance run lasts: `full` (the figures issue 42 asks for, 10-minute holds;
+about six hours on a quiet machine, measured in parts where a session is shorter: `parts`), `short` (2-minute holds),
+`smoke` (seconds a phase, QueueFlow alone: the test suite's proof that the harness runs end to end, no figure
+asserted). Parts measured with one profile are combined only with parts of the same profile with the same settings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""docs/endurance.md: what was run, the ramp, issue 42's target figures side by side, then per offered rate and
-system the phases, the storage at each phase's end, and the plots."""
+"""docs/endurance.md, built from the parts present (`parts`): how it was measured, which parts it holds (their
+revisions, machines and servers) and which of the profile's systems and rates have none yet, the ramps, issue 42's
+target figures side by side, then per offered rate and system the phases, the storage at each phase's end, and the
+plots."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from typing import Any
 
 from bench.endurance.cluster import SETTINGS
 from bench.endurance.faults import READERS
+from bench.endurance.parts import Combined, Part, label
 from bench.endurance.phases import DRAIN_LIMIT, OVERLOAD
-from bench.endurance.profiles import Profile
-from bench.endurance.results import BACK_FACTOR, KEPT_UP_DEPTH_SECONDS, PhaseResult, Results, RunResult, SystemResult
+from bench.endurance.results import BACK_FACTOR, KEPT_UP_DEPTH_SECONDS, PhaseResult, RampStep, RunResult, SystemResult
 from bench.endurance.systems import CONCURRENCY
 from bench.endurance.wire import JOB_SECONDS, PAYLOAD_BYTES, SENDERS, TICK
 
@@ -31,13 +33,14 @@ def _fmt(value: float | None, spec: str = ".2f") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def _server(server: dict[str, Any]) -> str:
+def _server(server: dict[str, Any], whose: str) -> str:
+    """`whose`: the parts that ran on it, where they did not all run on one kind of server."""
     settings = ", ".join(f"`{name} = {server[name]}`" for name in SETTINGS if name in server)
     if server.get("own_cluster"):
         return (
-            "PostgreSQL: a cluster of the run's own (initdb, removed after the run) with PostgreSQL's defaults, as in "
-            f"production ({settings}): autovacuum vacuums and analyses the tables as it would there, and the restart "
-            "phase restarts it (`pg_ctl restart -m fast`)."
+            f"PostgreSQL{whose}: a cluster of the run's own (initdb, removed after the run) with PostgreSQL's "
+            f"defaults, as in production ({settings}): autovacuum vacuums and analyses the tables as it would "
+            "there, and the restart phase restarts it (`pg_ctl restart -m fast`)."
         )
     off = (
         " With autovacuum off nothing vacuums or analyses the tables, unlike production: a recovery after the hold "
@@ -46,22 +49,21 @@ def _server(server: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"PostgreSQL: a server shared with others (`--shared-server`; {settings}).{off} It may not be restarted: "
-        "its effect on the system, every connection of its database cut at once (`pg_terminate_backend`), stands in "
-        "for the restart."
+        f"PostgreSQL{whose}: a server shared with others (`--shared-server`; {settings}).{off} It may not be "
+        "restarted: its effect on the system, every connection of its database cut at once "
+        "(`pg_terminate_backend`), stands in for the restart."
     )
 
 
-def _header(results: Results, profile: Profile) -> list[str]:
-    machine = results.machine
+def _header(combined: Combined) -> list[str]:
+    profile = combined.profile
+    dates = sorted({part.machine["date"] for part in combined.parts})
+    when = " to ".join(sorted({dates[0], dates[-1]})) if dates else "never"
     return [
         "# Endurance: QueueFlow and its peers under pressure",
         "",
-        f"`make endurance` (bench/endurance, issue 42), **{profile.name} profile**, {machine['date']}: "
-        f"{machine['cores']} cores ({machine['cpu_model']}), {machine['ram_gib']:.1f} GiB, load average "
-        f"{machine['load_average']} at the start, {machine['postgres_version']}, commit {machine['commit']}.",
-        "",
-        _server(results.server),
+        f"`make endurance` (bench/endurance, issue 42), **{profile.name} profile**, measured in parts (one system at "
+        f"one offered rate each; the parts, below) by runs begun {when}.",
         "",
         f"Each system runs on a database of its own: a producer offers jobs at a fixed rate paced on wall-clock time "
         f"(every {TICK * 1000:g} ms at most, all that is due in one enqueue, up to {SENDERS} in flight; "
@@ -87,18 +89,93 @@ def _header(results: Results, profile: Profile) -> list[str]:
     ]
 
 
-def _ramp(systems: list[SystemResult]) -> list[str]:
+def _revision(part: Part) -> str:
+    return f"`{part.revision or 'unknown'}`" + (" + uncommitted changes" if part.dirty else "")
+
+
+def _part_row(part: Part) -> str:
+    machine = part.machine
+    cells = [
+        f"`{part.file_name}`",
+        part.system.system,
+        f"{part.run.rate:g}",
+        machine["date"],
+        _revision(part),
+        f"{machine['postgres_version']}, {'its own cluster' if part.server.get('own_cluster') else 'a shared server'}",
+        f"{machine['cores']} cores ({machine['cpu_model']}), {machine['ram_gib']:.1f} GiB, "
+        f"load average {machine['load_average']}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _parts(combined: Combined, store: str) -> list[str]:
+    """Which parts the report holds, what each ran on, and which pairs of the profile have none yet."""
+    parts, profile = combined.parts, combined.profile
+    lines = [
+        "## The parts",
+        "",
+        f"Each part is one system at one offered rate, stored in `{store}/` by the run that measured it (a later run "
+        "of the same system and rate replaces it); this report is built from every part there, whichever run "
+        "measured it (`python -m bench.endurance --report-only` builds it again). A run measures a system's ramp "
+        "once, before its rates: parts of different runs have ramps of their own. The load average is the "
+        "machine's when the run began.",
+        "",
+        "| part | system | offered/s | run began | revision | PostgreSQL | machine |",
+        "|---" * 7 + "|",
+        *(_part_row(part) for part in parts),
+        "",
+    ]
+    if combined.missing:
+        system, rate = combined.missing[0]
+        make = "make endurance" + (f" ENDURANCE_PROFILE={profile.name}" if profile.name != "full" else "")
+        lines += [
+            f"**Not measured yet** (no part): {', '.join(label(*pair) for pair in combined.missing)}. "
+            f'`{make} ENDURANCE_ARGS="--system {system.lower()} --rate {rate:g}"` measures the first.',
+            "",
+        ]
+    else:
+        lines += [f"Every system at every rate of the {profile.name} profile has its part.", ""]
+    revisions = {(part.revision, part.dirty) for part in parts}
+    if len(revisions) > 1:
+        lines += [
+            f"**The parts come from {len(revisions)} revisions** (each part's in its row): two parts' figures may "
+            "differ by the code between their revisions as well as by what was measured.",
+            "",
+        ]
+    if any(part.dirty for part in parts):
+        lines += [
+            "*+ uncommitted changes*: the tree had changes not in that commit, so the code measured was not quite "
+            "the revision's.",
+            "",
+        ]
+    servers: list[dict[str, Any]] = []
+    for part in parts:
+        if part.server not in servers:
+            servers.append(part.server)
+    for server in servers:
+        whose = [part.label for part in parts if part.server == server]
+        lines += [_server(server, "" if len(servers) == 1 else f" of {', '.join(whose)}"), ""]
+    return lines
+
+
+def _ramp(combined: Combined) -> list[str]:
     lines = ["## The highest rate each system sustains (the ramp)", ""]
-    lines += ["| system | kept up with | overload offered | steps: offered → finished/s (depth) |", "|---|---|---|---|"]
-    for system in systems:
+    lines += [
+        "| system | for its runs at | kept up with | overload offered | steps: offered → finished/s (depth) |",
+        "|---|---|---|---|---|",
+    ]
+    ramps: dict[tuple[str, float | None, tuple[RampStep, ...]], list[Part]] = {}
+    for system in combined.systems:
+        for rate in combined.rates:
+            if part := combined.part(system, rate):
+                ramps.setdefault((system, part.system.sustained, tuple(part.system.ramp)), []).append(part)
+    for (system, sustained, ramp), parts in ramps.items():
         steps = ", ".join(
-            f"{step.rate:.0f} → {step.finished_per_s:.0f}{'' if step.kept_up else ' ✗'} ({step.depth})"
-            for step in system.ramp
+            f"{step.rate:.0f} → {step.finished_per_s:.0f}{'' if step.kept_up else ' ✗'} ({step.depth})" for step in ramp
         )
-        overload = OVERLOAD * system.sustained if system.sustained else None
-        lines.append(
-            f"| {system.system} | {_fmt(system.sustained, ',.0f')} jobs/s | {_fmt(overload, ',.0f')} | {steps} |"
-        )
+        rates = ", ".join(f"{part.run.rate:g}" for part in parts)
+        overload = _fmt(parts[0].run.overload, ",.0f")
+        lines.append(f"| {system} | {rates} jobs/s | {_fmt(sustained, ',.0f')} jobs/s | {overload} | {steps} |")
     return [*lines, ""]
 
 
@@ -139,29 +216,36 @@ TARGETS: list[tuple[str, Figure, str, str]] = [
 ]
 
 
-def _targets(results: Results) -> list[str]:
-    systems = results.systems
+def _targets(combined: Combined) -> list[str]:
+    systems = combined.systems
     lines = ["## Issue 42's figures", ""]
     lines += [
-        f"| figure | rate | {' | '.join(s.system for s in systems)} | target |",
+        f"| figure | rate | {' | '.join(systems)} | target |",
         "|---" * (len(systems) + 3) + "|",
     ]
-    rates = sorted({run.rate for system in systems for run in system.runs})
-    for label, figure, spec, target in TARGETS:
-        for rate in rates:
+    for name, figure, spec, target in TARGETS:
+        for rate in combined.rates:
             cells = []
             for system in systems:
-                run = next((run for run in system.runs if run.rate == rate), None)
-                if run is None or (run.fell_behind and label != TARGETS[-1][0]):
-                    cells.append("falls behind" if run and run.fell_behind else "—")
+                part = combined.part(system, rate)
+                if part is None:
+                    cells.append("no part")
+                elif part.run.fell_behind and name != TARGETS[-1][0]:
+                    cells.append("falls behind")
                 else:
-                    cells.append(_fmt(figure(run, system), spec))
-            lines.append(f"| {label} | {rate:g}/s | {' | '.join(cells)} | {target} |")
-    per_job = {s.system: next((r.bytes_per_job for r in s.runs), None) for s in systems}
-    base = per_job.get("Procrastinate")
-    if base:
-        ratios = ", ".join(f"{name} {_fmt(_ratio(value, base))}" for name, value in per_job.items())
-        lines += ["", f"Bytes per finished job ÷ Procrastinate's, first rate (target ≤ 1.0 for QueueFlow): {ratios}."]
+                    cells.append(_fmt(figure(part.run, part.system), spec))
+            lines.append(f"| {name} | {rate:g}/s | {' | '.join(cells)} | {target} |")
+    # Compared at one rate, the lowest with a part of Procrastinate's (the parts come by rate).
+    procrastinate = next((part for part in combined.parts if part.system.system == "Procrastinate"), None)
+    base = procrastinate.run.bytes_per_job if procrastinate else None
+    if procrastinate and base:
+        at = [part for part in combined.parts if part.run.rate == procrastinate.run.rate]
+        ratios = ", ".join(f"{part.system.system} {_fmt(_ratio(part.run.bytes_per_job, base))}" for part in at)
+        lines += [
+            "",
+            f"Bytes per finished job ÷ Procrastinate's, at {procrastinate.run.rate:g} jobs/s (target ≤ 1.0 for "
+            f"QueueFlow): {ratios}.",
+        ]
     return [*lines, ""]
 
 
@@ -232,20 +316,20 @@ def _storage(run: RunResult) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def markdown(results: Results, profile: Profile, images: list[Path], base: Path) -> str:
-    """The report; `images` are linked relative to `base`, the report's folder."""
-    lines = _header(results, profile) + _ramp(results.systems) + _targets(results)
-    rates = sorted({run.rate for system in results.systems for run in system.runs})
-    for rate in rates:
+def markdown(combined: Combined, images: list[Path], base: Path, store: Path) -> str:
+    """The report of every part in `store`; it and `images` are named relative to `base`, the report's folder."""
+    lines = _header(combined) + _parts(combined, os.path.relpath(store, base)) + _ramp(combined) + _targets(combined)
+    for rate in combined.rates:
         lines += [f"## {rate:g} jobs/s offered", ""]
         lines += [
             f"![{path.stem}]({os.path.relpath(path, base)})" for path in images if path.stem.startswith(f"{rate:g}-")
         ]
         lines.append("")
-        for system in results.systems:
-            for run in system.runs:
-                if run.rate == rate:
-                    lines += _run(run, system.hot, profile.drain_seconds)
-    if results.errors:
-        lines += ["## Errors", "", *(f"- {error}" for error in results.errors), ""]
+        for system in combined.systems:
+            if part := combined.part(system, rate):
+                lines += _run(part.run, part.system.hot, combined.profile.drain_seconds)
+        if unmeasured := [label(*pair) for pair in combined.missing if pair[1] == rate]:
+            lines += [f"No part yet of {', '.join(unmeasured)}.", ""]
+    if combined.errors:
+        lines += ["## Errors of the run that built this report", "", *(f"- {error}" for error in combined.errors), ""]
     return "\n".join(lines)

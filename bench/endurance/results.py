@@ -1,12 +1,9 @@
-"""What an endurance run found, as plain data: the report and the plots read it, and the run writes it as JSON beside
-them (docs/endurance/results.json) so a report can be written again without running again."""
+"""What an endurance run found, as plain data: the run stores it a system and rate at a time (`parts`), and the report,
+the plots and results.json are built from those parts, so a report can be written again without running again."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bench.endurance.probe import Pressure, Relation
@@ -137,12 +134,15 @@ class SystemResult:
 
 @dataclass(slots=True)
 class Results:
+    """One invocation's."""
+
     profile: str
     machine: dict[str, Any]
     server: dict[str, Any]
     """The PostgreSQL server: whether it was the run's own cluster, and `cluster.SETTINGS` as it reported them."""
+    revision: str | None
+    """The commit measured, when the run began (None: not a git checkout)."""
+    dirty: bool
+    """Whether tracked files differed from that commit: the code measured was then not quite the revision's."""
     systems: list[SystemResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-    def write_json(self, path: Path) -> None:
-        path.write_text(json.dumps(dataclasses.asdict(self), separators=(",", ":")), encoding="utf-8")

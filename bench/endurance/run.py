@@ -1,7 +1,8 @@
 """One endurance run: for each system, on a database of its own (on the run's own cluster, `cluster`, unless it is
 given a shared server), first the ramp (the highest rate it sustains, whose 1.5× its overload phase offers), then
-for each offered rate every phase of `phases.PLAN`, on tables emptied before the rate, then a drain and the count of
-jobs never finished.
+for each offered rate asked for (the profile's, or some of them) every phase of `phases.PLAN`, on tables emptied
+before the rate, then a drain and the count of jobs never finished. Each rate's run, once ended, is handed on as one
+part (`parts`) to be stored at once: a session that ends in the middle of the next keeps it.
 
 A system that cannot keep up with a rate in the clean phase is reported as falling behind at that rate and is not
 put under the faults at it (its figures would measure its backlog, not the fault). A step that fails is recorded
@@ -15,11 +16,12 @@ import dataclasses
 import functools
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from bench.endurance import cluster, faults
+from bench.endurance.parts import Part
 from bench.endurance.phases import DRAIN_LIMIT, OVERLOAD, PLAN, Plan, Session, seconds_of
 from bench.endurance.probe import Probe
 from bench.endurance.processes import Driver
@@ -27,7 +29,7 @@ from bench.endurance.profiles import Profile
 from bench.endurance.recorder import Recorder
 from bench.endurance.results import PhaseResult, RampStep, Results, RunResult, SystemResult
 from bench.endurance.systems import Deployment, System, deploy
-from bench.machine import describe
+from bench.machine import describe, revision
 
 KEEP_UP = 0.95
 """A rate is kept up with when at least this share of it finishes (and the backlog stays small: PhaseResult)."""
@@ -129,9 +131,17 @@ async def _run_rate(session: Session, system: System, profile: Profile, rate: fl
 
 
 async def _system(
-    system: System, found: SystemResult, profile: Profile, logs: Path, admin_url: str, own: cluster.Cluster | None
+    system: System,
+    found: SystemResult,
+    profile: Profile,
+    rates: Sequence[float],
+    logs: Path,
+    admin_url: str,
+    own: cluster.Cluster | None,
+    keep: Callable[[SystemResult, RunResult], None],
 ) -> None:
-    """Fills `found` as it goes: what was measured before a failure is still reported."""
+    """Fills `found` as it goes, and hands each rate's run to `keep` as it ends: what was measured before a failure
+    is still reported."""
     async with deploy(system, logs, profile.lease_seconds, admin_url) as deployment:
         probe = await Probe(deployment.database.url, system).open()
         restart = functools.partial(cluster.restart, own) if own is not None else None
@@ -143,28 +153,42 @@ async def _system(
                     f"  {system.name} sustains {found.sustained or 0:.0f} jobs/s: overload at {overload:.0f}",
                     flush=True,
                 )
-                for rate in profile.rates:
+                for rate in rates:
                     session.recorder.write_off()  # whatever the drain left, the reset deletes
                     await probe.reset()
-                    found.runs.append(await _run_rate(session, system, profile, rate, overload))
+                    measured = await _run_rate(session, system, profile, rate, overload)
+                    found.runs.append(measured)
+                    keep(found, measured)
         finally:
             await probe.close()
 
 
 async def run(
-    profile: Profile, systems: list[System], logs: Path, admin_url: str, own: cluster.Cluster | None
+    profile: Profile,
+    systems: list[System],
+    logs: Path,
+    admin_url: str,
+    own: cluster.Cluster | None,
+    *,
+    rates: Sequence[float],
+    keep: Callable[[Part], None],
 ) -> Results:
     """On the server `admin_url` names: `own`, the run's own cluster (which the restart phase restarts), or, when
-    `own` is None, a server others share."""
+    `own` is None, a server others share. `keep` stores each system's run at each rate as it ends."""
     server = {"own_cluster": own is not None, **await cluster.settings(admin_url)}
-    results = Results(profile.name, dataclasses.asdict(await describe(admin_url)), server)
+    commit, dirty = revision() or (None, False)
+    results = Results(profile.name, dataclasses.asdict(await describe(admin_url)), server, commit, dirty)
+
+    def ended(system: SystemResult, measured: RunResult) -> None:
+        keep(Part.of(profile, results, system, measured))
+
     for system in systems:
         print(f"· {system.name}", flush=True)
         began = time.monotonic()
         found = SystemResult(system.name, system.hot)
         results.systems.append(found)
         try:
-            await _system(system, found, profile, logs, admin_url, own)
+            await _system(system, found, profile, rates, logs, admin_url, own, ended)
         except Exception as exc:
             results.errors.append(f"{system.name}: {type(exc).__name__}: {exc}")
             traceback.print_exc()

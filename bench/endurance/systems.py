@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.database import BenchDatabase
+from bench.endurance.profiles import Profile
 from bench.peers import launch
 from bench.server import TENANT_KEY, WORKER_KEY, QueueFlowServer
 
@@ -54,6 +55,12 @@ PROCRASTINATE = System(
     unfinished="SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')",
 )
 SYSTEMS = {system.name.lower(): system for system in (QUEUEFLOW, PGQUEUER, PROCRASTINATE)}
+"""By the name `--system` takes (and a part's file starts with), in the order the report shows them."""
+
+
+def measured_by(profile: Profile) -> list[System]:
+    """What a run of `profile` measures unless told which systems (`--system`)."""
+    return list(SYSTEMS.values()) if profile.peers else [QUEUEFLOW]
 
 
 @dataclass(frozen=True, slots=True)
