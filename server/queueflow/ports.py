@@ -376,6 +376,11 @@ class JobStore(Protocol):
         for as long as the janitor held the row). Returns them as re-leased to the janitor."""
         ...
 
+    async def job_upkeep(self, *, now: datetime) -> None:
+        """What the store keeps up for its claims, every second (`runtime.upkeep`), as of `now`: PostgreSQL rotates its
+        claim index's generations (`stores.postgres.generations`); a store with nothing to keep does nothing."""
+        ...
+
     async def job_expiring(self, *, limit: int, now: datetime) -> list[Job]:
         """Up to `limit` pending | retrying jobs whose expires_at ≤ now, the earliest deadline first (a bounded read
         of the jobs with a deadline only). Reads only: `job_expire_many` records their end."""

@@ -5,6 +5,8 @@
     worker                   ✓                ✓             ✓              ✓              ✓               ✓
     all        ✓             ✓                ✓             ✓              ✓              ✓               ✓
 
+(The janitor's column includes its claim upkeep, `runtime.upkeep`, every second.)
+
 Without a database URL the process runs an embedded PostgreSQL with its files under `--data-dir` (default
 `.queueflow/`), so a first start needs nothing installed. `memory://` selects the in-memory store instead
 (nothing survives the process; for demos and tests). The schema is migrated at start, under an advisory lock,
@@ -39,6 +41,7 @@ from queueflow.runtime.janitor import Janitor
 from queueflow.runtime.scheduler import Scheduler
 from queueflow.runtime.service import BackgroundService
 from queueflow.runtime.telemetry import tracer_provider_from_env
+from queueflow.runtime.upkeep import Upkeep
 from queueflow.runtime.waits import WaitTimer
 from queueflow.runtime.wakeups import Wakeups
 from queueflow.settings import Settings, SettingsError
@@ -277,6 +280,7 @@ async def _runtime(
         if settings.mode in ("worker", "all"):
             engine = Engine(store, SystemClock(), settings=settings.engine_settings)
             services.append(Janitor(engine, interval=settings.janitor_interval))
+            services.append(Upkeep(engine))
             services.append(Scheduler(engine, interval=settings.scheduler_interval))
             services.append(WaitTimer(engine, expired=metrics.jobs_expired if metrics is not None else None))
             services.append(

@@ -13,6 +13,7 @@ from queueflow.clocks import TestClock
 from queueflow.core.types import HeldLease, NewJob, SequenceRule
 from queueflow.engine import Engine
 from queueflow.stores.postgres import PostgresJobStore
+from queueflow.stores.postgres.generations import MAX_LIVE, STRAGGLER_AGE
 
 from tests import pg
 from tests.moments import START, T
@@ -158,3 +159,33 @@ async def test_the_sql_enqueue_parks_a_delayed_job_in_generation_0_and_writes_a_
         due = await db.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't')", T)
         later = await db.fetchval("SELECT queueflow.enqueue(tenant_id => $1, task_name => 't', delay_seconds => 60)", T)
         assert (await gen_of(db, due), await gen_of(db, later)) == (max(await live(db)), 0)
+
+
+async def test_the_oldest_generation_s_ready_jobs_move_to_generation_0_once_every_live_one_holds_some_and_it_is_old(
+    postgres_url: str, postgres_store: PostgresJobStore
+) -> None:
+    """Stragglers (`generations` step 4): with MAX_LIVE generations live, each holding a ready job, the switch waits
+    and nothing moves while the oldest is younger than STRAGGLER_AGE (a backlog being worked off is not rewritten);
+    from that age on its ready jobs move to generation 0, where the claims still find them."""
+    engine = engine_on(postgres_store, TestClock(START))
+    first: str | None = None
+    async with pg.connect(postgres_url) as db:
+        for _ in range(MAX_LIVE):
+            await rotated(postgres_store, 1)  # a generation opened at START, then a job written into it
+            (job,) = await engine.enqueue_many(T, [NewJob(task_name="t")])
+            first = first or job.job.id
+        assert first is not None
+        oldest = await gen_of(db, first)
+        full = await live(db)
+        assert len(full - {0}) == MAX_LIVE
+        assert oldest in full
+        almost = START + STRAGGLER_AGE - timedelta(milliseconds=1)
+        assert await postgres_store.rotate_generations(almost, period=NOW) == (None, [], 0)
+        assert await gen_of(db, first) == oldest
+        assert await live(db) == full
+        opened, _, moved = await postgres_store.rotate_generations(START + STRAGGLER_AGE, period=NOW)
+        assert (opened, moved) == (None, 1)
+        assert await gen_of(db, first) == 0
+    leased = await engine.lease(["default"], max_jobs=MAX_LIVE)
+    assert first in {job.id for job in leased}
+    assert len(leased) == MAX_LIVE

@@ -437,6 +437,10 @@ class Engine(WorkflowFacade):
 
     # ---- maintenance --------------------------------------------------------------------------------
 
+    async def run_upkeep(self) -> None:
+        """The store's claim upkeep, every second (`runtime.upkeep`): on PostgreSQL, the claim index's generations."""
+        await self.store.job_upkeep(now=self.clock.now())
+
     async def run_maintenance(self) -> MaintenanceReport:
         """One janitor sweep: reclaim expired leases through the failure policy, advance the workflows whose
         advancement a crash lost, then apply retention (the jobs', and the day that events are kept)."""

@@ -324,6 +324,9 @@ class MemoryJobs(MemoryUnique, MemorySequences):
             relocked.append(self._out(job))
         return relocked
 
+    async def job_upkeep(self, *, now: datetime) -> None:
+        """Nothing to keep up: the claim reads the jobs in order, with no index to maintain."""
+
     async def job_delete_finished(self, *, default_retention: timedelta | None, limit: int, now: datetime) -> int:
         def retention(job: Job) -> timedelta | None:
             settings = self._queue_settings.get((job.tenant_id, job.queue_name), QueueSettings())

@@ -10,7 +10,8 @@ The registry `queueflow.claim_generations` holds generation 0 (jobs due later th
 written, never retired) and the live ones; the highest is the current one, which writers write (the store's
 inserts, `sql.generation`; every other write by the column's default and the jobs_written_ready trigger).
 
-A pass (`rotate_generations`, on every janitor sweep; each step its own statement, so its own transaction):
+A pass (`rotate_generations`, every second: the store's `job_upkeep`, `runtime.upkeep`; each step its own statement,
+so its own transaction):
 
 1. **Switch**: when the current generation is older than PERIOD (by the caller's clock) and fewer than MAX_LIVE
    generations besides 0 are live, the next one opens. One process at a time (pg_try_advisory_xact_lock; a
@@ -23,12 +24,13 @@ A pass (`rotate_generations`, on every janitor sweep; each step its own statemen
    transaction, counts as old), and then, in a later statement whose snapshot sees every such writer's commit,
    (b) no job in g is ready: one probe of idx_jobs_claim_gen, which walks at most that generation's dead entries.
    An idle-in-transaction connection holding the horizon holds no lock on jobs: rotation goes on under it.
-4. **Stragglers**: when MAX_LIVE generations are live (a paused queue's jobs, a rate-limited or plain backlog
-   older than MAX_LIVE passes, a delayed job another writer put in a live generation), the oldest one's ready
-   jobs move to generation 0, MOVE_BATCH at a time (FOR UPDATE SKIP LOCKED: a job a claim holds is skipped and is
-   then no longer ready), at most MOVE_BATCHES a pass. Into 0 and not into the current generation, as first
-   designed: a job moved to the current one is a straggler again MAX_LIVE passes later, so a paused queue's
-   backlog would be rewritten every few seconds for as long as it stays paused; moved to 0 it is rewritten once.
+4. **Stragglers**: when MAX_LIVE generations are live and the oldest opened STRAGGLER_AGE ago or more (a paused
+   queue's jobs, a rate-limited or plain backlog that old, a delayed job another writer put in a live
+   generation), the oldest one's ready jobs move to generation 0, MOVE_BATCH at a time (FOR UPDATE SKIP LOCKED:
+   a job a claim holds is skipped and is then no longer ready), at most MOVE_BATCHES a pass. Into 0 and not into
+   the current generation, as first designed: a job moved to the current one is a straggler again later, so a
+   paused queue's backlog would be rewritten again and again for as long as it stays paused; moved to 0 it is
+   rewritten once.
    The price: each moved job is one more row version (and index entries), and under a hold the jobs claimed out
    of generation 0 leave their dead entries there, where the claims of their (queue, tenant) walk them — the
    cost the claim had before, for those jobs only.
@@ -49,13 +51,20 @@ from queueflow.stores.postgres.connection import Pooled
 from queueflow.stores.postgres.sql import CURRENT_GENERATION
 
 PERIOD = timedelta(seconds=1)
-"""How old the current generation must be before a pass opens the next one. The janitor's interval (5 s by
-default) is what spaces passes in practice: a generation holds one sweep interval's writes."""
+"""How old the current generation must be before a pass opens the next one: with a pass every second
+(`runtime.upkeep`), a generation holds about a second's writes, and a claim under a held horizon walks the claimed
+entries of the two or three generations live at once."""
 
 MAX_LIVE = 4
 """Generations besides 0 the claims read at most: each one costs every claim an index descent per queue (and per
 tenant it holds), so few; more than two, so that a generation closed a pass ago and not yet retired (a writer that
 was running when it closed) does not hold up the switch."""
+
+STRAGGLER_AGE = timedelta(seconds=20)
+"""How old the oldest live generation must be before its ready jobs are moved (step 4). Until then, with MAX_LIVE
+live, the switch waits: a backlog being worked off is not rewritten row by row, the current generation just holds
+more than a second's writes meanwhile. Counted in passes (MAX_LIVE of them), a backlog older than 4 s would have been
+rewritten once rotation ran every second — a 200,000-job drain of 10 s, 20,000 row updates a pass."""
 
 MOVE_BATCH = 1_000
 MOVE_BATCHES = 20
@@ -103,11 +112,13 @@ DELETE FROM queueflow.claim_generations AS g
 RETURNING g.gen
 """
 
-# Step 4: the oldest live generation besides 0 and the current one, when MAX_LIVE are live.
+# Step 4: the oldest live generation besides 0 and the current one, when MAX_LIVE are live and it opened at least
+# $3 before now ($2).
 OLDEST_WHEN_FULL = """
 SELECT min(g.gen) FROM queueflow.claim_generations AS g
  WHERE g.gen <> 0 AND g.gen < (SELECT max(c.gen) FROM queueflow.claim_generations AS c)
 HAVING (SELECT count(*) FROM queueflow.claim_generations AS c WHERE c.gen <> 0) >= $1
+   AND min(g.opened_at) <= $2::timestamptz - $3::interval
 """
 
 MOVE = f"""
@@ -136,7 +147,12 @@ class PostgresGenerations(Pooled):
     _rescued_at: datetime | None = None
 
     async def rotate_generations(
-        self, now: datetime, *, period: timedelta = PERIOD, max_live: int = MAX_LIVE
+        self,
+        now: datetime,
+        *,
+        period: timedelta = PERIOD,
+        max_live: int = MAX_LIVE,
+        straggler_age: timedelta = STRAGGLER_AGE,
     ) -> tuple[int | None, list[int], int]:
         """One pass of rotation (the module's docstring) as of `now`: the generation it opened (None if none),
         those it retired, and how many jobs it moved (stragglers and the backstop's)."""
@@ -146,7 +162,7 @@ class PostgresGenerations(Pooled):
             await db.execute(CLOSE)
             unwritten = await db.fetchval(UNWRITTEN)
             retired = [gen for gen in unwritten or () if await db.fetchval(RETIRE, gen) is not None]
-            oldest = await db.fetchval(OLDEST_WHEN_FULL, max_live)
+            oldest = await db.fetchval(OLDEST_WHEN_FULL, max_live, now, straggler_age)
             if oldest is not None:
                 for _ in range(MOVE_BATCHES):
                     count = int((await db.execute(MOVE, oldest, MOVE_BATCH)).split()[-1])

@@ -328,11 +328,11 @@ class PostgresJobs(PostgresGenerations):
         async with self._connection() as db:
             rows = await db.fetch(LEASE_EXPIRED, now, limit, timedelta(seconds=relock_seconds), floor)
         self._sweep_floor.swept(now, floor, complete=len(rows) < limit)
-        # The janitor's sweep is where the claim index's generations rotate (`generations`): no other process
-        # needs to run, and the in-memory store, which has none, needs nothing.
-        await self.rotate_generations(now)
         rows.sort(key=lambda row: (row["expired_at"], row["id"]))
         return [job_from_row(row) for row in rows]
+
+    async def job_upkeep(self, *, now: datetime) -> None:
+        await self.rotate_generations(now)
 
     async def job_delete_finished(self, *, default_retention: timedelta | None, limit: int, now: datetime) -> int:
         async with self._connection() as db:
