@@ -105,6 +105,11 @@ def literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+def pushed_id(n: int) -> str:
+    """The id `pushed_through` gives job n."""
+    return f"job_pushed_{n:09d}"
+
+
 async def pushed_through(
     db: asyncpg.Connection,
     n: int,
@@ -119,7 +124,7 @@ async def pushed_through(
     `numbered_from`) created and due at `start` + i ms, leased for `lease` seconds from then."""
     for first in range(numbered_from, numbered_from + n, BATCH):
         count = min(BATCH, numbered_from + n - first)
-        ids = [f"job_pushed_{i:09d}" for i in range(first, first + count)]
+        ids = [pushed_id(i) for i in range(first, first + count)]
         await db.execute(
             f"""INSERT INTO queueflow.jobs (id, tenant_id, queue_name, task_name, payload, scheduled_at, created_at)
                 SELECT 'job_pushed_' || lpad(i::text, 9, '0'), $1, $2, 't', ({PAYLOAD})::jsonb,

@@ -27,11 +27,10 @@ from queueflow.stores.postgres.generations import RETIRE
 from tests import pg
 from tests.moments import START, T
 from tests.postgres.helpers import engine_on
-from tests.postgres.horizon import Counts, claim_of, counts, holding, literal, pushed_through
+from tests.postgres.horizon import Counts, claim_of, counts, holding, literal, pushed_id, pushed_through
 
 ROUNDS = (2_000, 8_000)
 GENERATION = 500
-LAST_BATCH_GENERATION = "SELECT gen FROM queueflow.jobs WHERE id = 'job_pushed_' || lpad($1::int::text, 9, '0')"
 
 
 async def test_a_claim_and_the_idle_poll_read_as_much_after_8_000_jobs_as_after_2_000_under_a_held_horizon() -> None:
@@ -52,7 +51,7 @@ async def test_a_claim_and_the_idle_poll_read_as_much_after_8_000_jobs_as_after_
                     await store.rotate_generations(START, period=timedelta(0))
                 await db.execute("ANALYZE queueflow.jobs, queueflow.claim_generations")  # as autovacuum would
                 now = START + timedelta(seconds=pushed / 1000 + 60)
-                generation = await db.fetchval(LAST_BATCH_GENERATION, pushed - 1)
+                generation = await db.fetchval("SELECT gen FROM queueflow.jobs WHERE id = $1", pushed_id(pushed - 1))
                 await engine_on(store, TestClock(now), seed=n).enqueue_many(T, [NewJob(task_name="t")] * 10)
                 read[n] = {
                     "claim": await counts(db, claim_of(1, now)),
